@@ -1,0 +1,77 @@
+// What a failed trial looks like, reduced to what must stay the same while
+// the case shrinks: the family of the failure, the operator it names, and
+// the FIRST error message (later messages are mostly consequences).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "engine/process.h"
+
+namespace minrepro {
+
+enum class FailureFamily {
+  None,             // the trial passed
+  DeviceAssert,     // CUDA/HIP device-side assert
+  OutOfMemory,      // CUDA, HIP or CPU allocator out of memory
+  OpUnavailable,    // no kernel for this backend/dtype, unknown operator
+  DeviceMismatch,   // tensors on different devices
+  IndexError,       // c10::IndexError / Python IndexError
+  ValueError,       // value, shape or dtype error
+  RuntimeError,     // any other error the framework raised
+  Signal,           // a fatal signal without a recognisable error message
+  Timeout,          // the trial ran past its timeout
+  NonzeroExit,      // exited non-zero without a recognisable error message
+  StartFailure,     // the trial could not be started (not a failure of the case)
+};
+
+// "device-assert", "out-of-memory", ...; the names used in case.yaml and reports.
+std::string familyName(FailureFamily family);
+std::optional<FailureFamily> parseFamily(const std::string& name);
+
+struct FailureSignature {
+  FailureFamily family = FailureFamily::None;
+  std::string op;           // suspect operator, e.g. "nll_loss"; empty when unknown
+  std::string message;      // first error message, normalized (no addresses, pids, temp paths)
+  std::string signal_name;  // "SIGABRT" when the trial died of a signal
+
+  bool failed() const { return family != FailureFamily::None; }
+  // One line for logs and reports: "index-error in nll_loss: Target 4 is out of bounds."
+  std::string summary() const;
+};
+
+// Classifies a trial's outcome from its exit and the first error in its output.
+FailureSignature classify(const TrialOutcome& outcome);
+
+// Classifies text alone (a log file, captured stderr); family None when no
+// error is found in it.
+FailureSignature classifyText(const std::string& text);
+
+// Removes what varies between runs of the same failure: hex addresses,
+// pointers, pids, temp paths, line numbers inside the library.
+std::string normalizeMessage(const std::string& message);
+
+// The message with every number masked ("Target # is out of bounds."): two
+// failures whose messages differ only in sizes or indices are the same bug.
+std::string messageShape(const std::string& message);
+
+// The expectations a user may state in case.yaml (all optional).
+struct ExpectedFailure {
+  std::optional<FailureFamily> family;
+  std::string op;
+  std::string message_regex;  // ECMAScript regex searched in the candidate's message
+};
+
+struct SignatureMatch {
+  bool matches = false;
+  std::string why_not;  // for the log: "family out-of-memory, expected index-error"
+};
+
+// A candidate counts only when it fails the same way as the original: same
+// family, same operator (when the original named one), and a message that
+// matches the user's pattern when given, otherwise the original's message
+// shape. A different failure is a different bug and never matches.
+SignatureMatch matchSignature(const FailureSignature& original, const FailureSignature& candidate,
+                              const ExpectedFailure& expected);
+
+}  // namespace minrepro

@@ -1,0 +1,176 @@
+#include "engine/report.h"
+
+#include <iomanip>
+#include <sstream>
+
+namespace minrepro {
+
+std::pair<std::string, std::string> familyAdvice(FailureFamily family) {
+  switch (family) {
+    case FailureFamily::DeviceAssert:
+      return {"indices, targets and the operator's conditions", "that the GPU is broken"};
+    case FailureFamily::OutOfMemory:
+      return {"shapes, tensor lifetimes and the process's memory", "that every CUDA error is a lack of VRAM"};
+    case FailureFamily::OpUnavailable:
+      return {"versions, extension, backend and dtype", "reinstalling everything at random"};
+    case FailureFamily::DeviceMismatch:
+      return {"where the model and each input are placed", "adding a copy without knowing where it came from"};
+    case FailureFamily::IndexError:
+      return {"indices and targets against the operator's range (e.g. class ids in [0, classes))",
+              "growing the output layer to make the index fit"};
+    case FailureFamily::ValueError:
+      return {"shapes and dtypes of the inputs at the failing operator", "casting or reshaping until it runs"};
+    default:
+      return {"the first error message and the operator it names", "reading the later messages as causes"};
+  }
+}
+
+std::string formatList(const std::vector<std::int64_t>& values, std::size_t max_items) {
+  std::ostringstream out;
+  out << "[";
+  for (std::size_t i = 0; i < values.size() && i < max_items; ++i) out << (i ? ", " : "") << values[i];
+  if (values.size() > max_items) out << ", ... (" << values.size() << " in all)";
+  out << "]";
+  return out.str();
+}
+
+namespace {
+
+std::string tensorTable(const std::vector<TensorInfo>& tensors) {
+  std::ostringstream out;
+  out << "| tensor | dtype | shape | strides | layout | sample axis |\n|---|---|---|---|---|---|\n";
+  for (const auto& t : tensors) {
+    out << "| `" << t.name << "` | " << t.dtype << " | " << formatList(t.shape) << " | " << formatList(t.strides)
+        << " | " << t.layout << " | " << (t.has_sample_axis ? std::to_string(t.sample_axis) : "-") << " |\n";
+  }
+  return out.str();
+}
+
+std::string statsLine(const OracleStats& s) {
+  std::ostringstream out;
+  out << s.trials << " trials (" << s.same_failure << " failed the same way, " << s.passed << " passed, "
+      << s.different_failure << " failed differently, " << s.timeouts << " timed out)";
+  return out.str();
+}
+
+void writeSignature(std::ostream& out, const ReductionSummary& s) {
+  const auto [check, avoid] = familyAdvice(s.signature.family);
+  out << "## Failure\n\n"
+      << "- First error: `" << s.signature.message << "`\n"
+      << "- Family: " << familyName(s.signature.family) << "\n"
+      << "- Operator: " << (s.signature.op.empty() ? "(not named by the output)" : "`" + s.signature.op + "`") << "\n"
+      << "- Trial ended: " << s.exit_description << "\n"
+      << "- First check: " << check << "\n"
+      << "- Conclusion to avoid: " << avoid << "\n\n";
+}
+
+void writeMinimal(std::ostream& out, const ReductionSummary& s) {
+  out << "## Minimal case\n\n"
+      << "- Samples: " << s.kept_ids.size() << " of " << s.original_samples << "\n"
+      << "- Kept sample ids: " << formatList(s.kept_ids) << "\n";
+  for (const auto& [name, values] : s.small_values) out << "- `" << name << "` = " << values << "\n";
+  out << "\n" << tensorTable(s.minimal_tensors) << "\nOriginal batch:\n\n" << tensorTable(s.original_tensors) << "\n";
+}
+
+void writeReproduce(std::ostream& out, const CaseConfig& config) {
+  out << "## Reproduce\n\n"
+      << "Without minrepro (needs only PyTorch):\n\n    python3 repro.py\n\n"
+      << "Reduce again or check with minrepro, from this directory:\n\n    minrepro shrink --config case.yaml\n\n";
+}
+
+void writeEnvironment(std::ostream& out, const ReductionSummary& s, const CaseConfig& config) {
+  out << "## Environment\n\n";
+  for (const auto& [key, value] : s.environment) out << "- " << key << ": " << value << "\n";
+  if (!config.context.empty()) {
+    out << "\nCaptured context:\n\n";
+    for (const auto& [key, value] : config.context) out << "- " << key << ": " << value << "\n";
+  }
+  out << "\n";
+}
+
+void writeReduction(std::ostream& out, const ReductionSummary& s) {
+  out << "## Reduction\n\n- " << statsLine(s.stats) << "\n"
+      << "- Final case confirmed in a fresh process: " << (s.confirmed ? "yes" : "no") << "\n"
+      << "- Seed: " << s.seed << "\n"
+      << "- Time: " << std::fixed << std::setprecision(1) << s.seconds << " s\n";
+  if (!s.stats.other_bugs.empty()) {
+    out << "- Different failures seen on the way (other bugs, never accepted):\n";
+    for (const auto& [summary, count] : s.stats.other_bugs) out << "  - " << count << "x " << summary << "\n";
+  }
+}
+
+}  // namespace
+
+std::string renderReport(const CaseConfig& config, const ReductionSummary& s) {
+  std::ostringstream out;
+  out << "# Reproducer: " << s.signature.summary() << "\n\n"
+      << "Made by minrepro " << MINREPRO_VERSION << ". The batch below is the smallest found that still fails the "
+      << "same way (same family, operator and first message) as the original.\n\n";
+  writeSignature(out, s);
+  writeMinimal(out, s);
+  writeReproduce(out, config);
+  writeEnvironment(out, s, config);
+  writeReduction(out, s);
+  return out.str();
+}
+
+namespace {
+
+// Python string literal (repr-like, double quotes).
+std::string pyQuote(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') { out += "\\n"; continue; }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string reproHarness(const HarnessTrial& h) {
+  std::ostringstream py;
+  py << "batch = torch.load(os.path.join(HERE, \"batch.pt\"))\n"
+     << "for name, t in batch.items():\n"
+     << "    print(f\"{name}: {t.dtype} shape {tuple(t.shape)} strides {t.stride()}\", file=sys.stderr)\n"
+     << "model = torch.jit.load(os.path.join(HERE, \"model.pt\"))\n"
+     << "model.eval()\n"
+     << "with torch.no_grad():\n"
+     << "    output = model(batch[" << pyQuote(h.input) << "])\n";
+  if (!h.target.empty() && h.loss == "cross_entropy")
+    py << "    loss = F.cross_entropy(output, batch[" << pyQuote(h.target) << "], ignore_index=" << h.ignore_index << ")\n";
+  else if (!h.target.empty() && h.loss == "nll")
+    py << "    loss = F.nll_loss(output, batch[" << pyQuote(h.target) << "], ignore_index=" << h.ignore_index << ")\n";
+  else
+    py << "    loss = output.sum()\n";
+  py << "print(\"no failure: loss\", float(loss))\n";
+  return py.str();
+}
+
+std::string reproCommand(const CommandTrial& c) {
+  std::ostringstream py;
+  py << "import subprocess\n"
+     << "def fill(arg):\n"
+     << "    return (arg.replace(\"{batch}\", os.path.join(HERE, \"batch.pt\"))\n"
+     << "               .replace(\"{case_dir}\", HERE).replace(\"{workdir}\", HERE))\n"
+     << "argv = [fill(a) for a in [";
+  for (std::size_t i = 0; i < c.argv.size(); ++i) py << (i ? ", " : "") << pyQuote(c.argv[i]);
+  py << "]]\nenv = dict(os.environ)\n";
+  for (const auto& [k, v] : c.env) py << "env[" << pyQuote(k) << "] = " << pyQuote(v) << "\n";
+  py << "sys.exit(subprocess.call(argv, env=env, stdin=subprocess.DEVNULL))\n";
+  return py.str();
+}
+
+}  // namespace
+
+std::string renderReproPy(const CaseConfig& config, const FailureSignature& signature) {
+  std::ostringstream py;
+  py << "#!/usr/bin/env python3\n"
+     << "\"\"\"Reproduces: " << signature.summary() << "\n\n"
+     << "Made by minrepro; needs only PyTorch. Run from anywhere: python3 repro.py\n\"\"\"\n"
+     << "import os\nimport sys\n\nimport torch\nimport torch.nn.functional as F\n\n"
+     << "HERE = os.path.dirname(os.path.abspath(__file__))\n";
+  py << (config.harness ? reproHarness(*config.harness) : reproCommand(*config.command));
+  return py.str();
+}
+
+}  // namespace minrepro

@@ -1,0 +1,42 @@
+// REPORT.md and repro.py: what a PyTorch maintainer reads and runs. No
+// absolute paths of the machine that made them.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/case_config.h"
+#include "engine/failure_signature.h"
+#include "engine/oracle.h"
+#include "harness/batch_store.h"
+
+namespace minrepro {
+
+using KeyValues = std::vector<std::pair<std::string, std::string>>;
+
+struct ReductionSummary {
+  FailureSignature signature;
+  std::string exit_description;  // "killed by SIGABRT"
+  std::int64_t original_samples = 0;
+  std::vector<TensorInfo> original_tensors;
+  std::vector<TensorInfo> minimal_tensors;
+  std::vector<std::int64_t> kept_ids;  // sample ids of the minimal batch
+  KeyValues small_values;              // "target" -> "[4]" for small integer tensors
+  OracleStats stats;
+  std::uint64_t seed = 0;
+  double seconds = 0;
+  bool confirmed = false;  // the minimal case failed the same way once more at the end
+  KeyValues environment;
+};
+
+// The guide's table: what to check first for a family, and the conclusion to avoid.
+std::pair<std::string, std::string> familyAdvice(FailureFamily family);
+
+std::string renderReport(const CaseConfig& config, const ReductionSummary& summary);
+std::string renderReproPy(const CaseConfig& config, const FailureSignature& signature);
+
+// "[1, 2, 3]"
+std::string formatList(const std::vector<std::int64_t>& values, std::size_t max_items = 32);
+
+}  // namespace minrepro

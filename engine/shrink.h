@@ -1,0 +1,36 @@
+// `minrepro shrink`: check that the original reproduces, run the reducer
+// passes until none makes progress, confirm, and write the archive.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "engine/process.h"
+
+namespace minrepro {
+
+enum class ExitStatus : int {
+  Reduced = 0,           // archive written
+  InternalError = 1,
+  BadInput = 2,          // case.yaml, batch or files wrong: nothing was run
+  DoesNotReproduce = 3,  // the original does not fail (or not as expected)
+  TrialsCannotStart = 4, // the trial program could not be started
+};
+
+struct ShrinkOptions {
+  std::filesystem::path config;
+  std::optional<std::filesystem::path> output;    // overrides case.yaml's output
+  std::optional<std::filesystem::path> work_dir;  // overrides case.yaml's work_dir
+  std::string trial_binary;                       // minrepro-trial; default beside minrepro
+  std::string python = "/usr/bin/python3";        // for the environment record
+  bool quiet = false;
+};
+
+// Runs the whole job. `executor` null: a LocalExecutor.
+ExitStatus runShrink(const ShrinkOptions& options, Executor* executor = nullptr);
+
+// The minrepro-trial next to the running executable.
+std::string defaultTrialBinary();
+
+}  // namespace minrepro

@@ -1,0 +1,58 @@
+// A failing batch on disk: a torch.save'd dict of named tensors. This header
+// is LibTorch-free so the engine can use it; the implementation holds the tensors.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/case_config.h"
+
+namespace minrepro {
+
+struct TensorInfo {
+  std::string name;
+  std::string dtype;  // "int64", "float32", ... (PyTorch's names without "torch.")
+  std::vector<std::int64_t> shape;
+  std::vector<std::int64_t> strides;
+  std::string layout;  // "contiguous", "channels_last", "transposed", "strided"
+  bool has_sample_axis = false;
+  int sample_axis = 0;  // normalized (non-negative) when has_sample_axis
+};
+
+class BatchStore {
+ public:
+  // Reads the batch and checks it against the case: a dict of tensors, every
+  // declared tensor present, sample axes in range, sample counts agreeing.
+  // Throws CaseError naming the file and what is wrong.
+  static std::unique_ptr<BatchStore> open(const CaseConfig& config);
+  virtual ~BatchStore() = default;
+
+  virtual std::int64_t sampleCount() const = 0;
+  virtual std::vector<TensorInfo> describe() const = 0;
+  // Per-sample ids from the case's ids tensor; 0..n-1 when none is declared.
+  virtual std::vector<std::int64_t> sampleIds() const = 0;
+  // The values of a small integer tensor, for reports (empty if not integral).
+  virtual std::vector<std::int64_t> integerValues(const std::string& name,
+                                                  std::size_t max_values) const = 0;
+
+  // Writes a batch that keeps only the given samples (indices into this
+  // batch, ascending) in every tensor that has the sample axis. Each piece is
+  // cloned with the original's stride order (a transposed or channels-last
+  // tensor stays so) and dtype. Written to a temp file, then renamed.
+  virtual void writeSubset(const std::vector<std::int64_t>& keep,
+                           const std::filesystem::path& out) const = 0;
+};
+
+}  // namespace minrepro
+
+namespace minrepro {
+
+// What the LibTorch build minrepro runs with: name/value pairs for reports
+// ("LibTorch", "1.13.0"), ("CUDA build", "no"), ...
+std::vector<std::pair<std::string, std::string>> libtorchEnvironment();
+
+}  // namespace minrepro

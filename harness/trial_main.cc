@@ -1,0 +1,121 @@
+#include "harness/trial_main.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <c10/util/Type.h>
+#include <torch/script.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+
+#include "harness/batch_io.h"
+
+namespace minrepro {
+
+std::vector<std::string> harnessArgv(const std::string& trial_binary, const HarnessTrial& h,
+                                     const std::string& batch_path) {
+  std::vector<std::string> argv{trial_binary, "--model", h.model.string(), "--batch", batch_path,
+                                "--input", h.input};
+  if (!h.target.empty()) {
+    argv.insert(argv.end(), {"--target", h.target, "--loss", h.loss, "--ignore-index", std::to_string(h.ignore_index)});
+  }
+  return argv;
+}
+
+namespace {
+
+struct TrialArgs {
+  std::string model, batch, input = "input", target, loss = "none";
+  int64_t ignore_index = -100;
+  int threads = 1;
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::cerr << "minrepro-trial: " << why << "\n"
+            << "usage: minrepro-trial --model M.pt --batch B.pt [--input NAME] [--target NAME]\n"
+            << "                      [--loss cross_entropy|nll|none] [--ignore-index N] [--threads N]\n";
+  std::exit(2);
+}
+
+TrialArgs parseArgs(int argc, char** argv) {
+  TrialArgs a;
+  std::map<std::string, std::string*> strings{{"--model", &a.model}, {"--batch", &a.batch},
+                                              {"--input", &a.input}, {"--target", &a.target}, {"--loss", &a.loss}};
+  for (int i = 1; i < argc; i += 2) {
+    const std::string key = argv[i];
+    if (i + 1 >= argc) usage("missing value after " + key);
+    const std::string value = argv[i + 1];
+    if (auto it = strings.find(key); it != strings.end()) *it->second = value;
+    else if (key == "--ignore-index") a.ignore_index = std::stoll(value);
+    else if (key == "--threads") a.threads = std::stoi(value);
+    else usage("unknown option " + key);
+  }
+  if (a.model.empty() || a.batch.empty()) usage("--model and --batch are required");
+  if (a.loss != "cross_entropy" && a.loss != "nll" && a.loss != "none") usage("unknown loss " + a.loss);
+  return a;
+}
+
+const at::Tensor& requireTensor(const NamedTensors& batch, const std::string& name) {
+  const at::Tensor* t = batch.find(name);
+  if (!t) throw std::invalid_argument("the batch has no tensor named '" + name + "'");
+  return *t;
+}
+
+at::Tensor computeLoss(const TrialArgs& a, const at::Tensor& output, const at::Tensor& target) {
+  if (a.loss == "cross_entropy")
+    return at::cross_entropy_loss(output, target, {}, at::Reduction::Mean, a.ignore_index, 0.0);
+  return at::nll_loss(output, target, {}, at::Reduction::Mean, a.ignore_index);
+}
+
+int runTrial(const TrialArgs& a) {
+  const NamedTensors batch = readBatchFile(a.batch);
+  torch::jit::Module model = torch::jit::load(a.model);
+  model.eval();
+  torch::NoGradGuard no_grad;
+  at::Tensor output = model.forward({requireTensor(batch, a.input)}).toTensor();
+  std::cout << "minrepro-trial: forward ok, output " << dtypeName(output.scalar_type()) << output.sizes() << "\n";
+  if (a.loss != "none" && !a.target.empty()) {
+    at::Tensor loss = computeLoss(a, output, requireTensor(batch, a.target));
+    std::cout << "minrepro-trial: " << a.loss << " loss " << loss.item<double>() << "\n";
+  }
+  return 0;
+}
+
+// Prints what an uncaught exception prints (the first line of the c10
+// context included, since it names the operator) and dies as such a
+// program dies: the signature sees the same family, operator and message.
+[[noreturn]] void dieLikeUncaught(const std::string& type, const std::string& message, const std::string& raised_from) {
+  std::cout.flush();
+  std::cerr << "terminate called after throwing an instance of '" << type << "'\n"
+            << "  what():  " << message << "\n";
+  if (!raised_from.empty()) std::cerr << raised_from << "\n";
+  std::cerr.flush();
+  std::abort();
+}
+
+std::string raisedFromLine(const std::string& what) {
+  const auto pos = what.find("Exception raised from ");
+  if (pos == std::string::npos) return "";
+  return what.substr(pos, what.find('\n', pos) - pos);
+}
+
+}  // namespace
+
+int trialMain(int argc, char** argv) {
+  const TrialArgs args = parseArgs(argc, argv);
+  at::set_num_threads(args.threads);
+  try {
+    return runTrial(args);
+  } catch (const c10::Error& e) {
+    dieLikeUncaught(c10::demangle(typeid(e).name()), e.what_without_backtrace(), raisedFromLine(e.what()));
+  } catch (const CaseError& e) {
+    std::cerr << "minrepro-trial: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    dieLikeUncaught(c10::demangle(typeid(e).name()), e.what(), "");
+  }
+}
+
+}  // namespace minrepro

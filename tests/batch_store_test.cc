@@ -1,0 +1,147 @@
+// Reading, checking and subsetting real batch files (LibTorch and Python).
+#include "harness/batch_store.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include "harness/batch_io.h"
+#include "tests/test_util.h"
+
+namespace minrepro {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct BatchFixture : ::testing::Test {
+  testing::TempDir dir;
+  CaseConfig config;
+  void SetUp() override {
+    config.case_file = dir.path() / "case.yaml";
+    config.batch = dir.path() / "batch.pt";
+  }
+  void write(const NamedTensors& batch) { writeBatchFile(batch, config.batch); }
+  std::string openError() {
+    try {
+      BatchStore::open(config);
+    } catch (const CaseError& e) {
+      return e.what();
+    }
+    return "";
+  }
+};
+
+NamedTensors layoutBatch() {
+  at::manual_seed(0);
+  NamedTensors b;
+  b.names = {"transposed", "image", "target", "ids", "weights"};
+  b.tensors = {at::randn({6, 5}).t(),                                                       // [5, 6], strides (1, 5)
+               at::randn({5, 3, 4, 4}).contiguous(at::MemoryFormat::ChannelsLast),          // channels-last
+               at::tensor(std::vector<int64_t>{0, 1, 2, 3, 4}, at::kLong),
+               at::arange(100, 105, at::kLong),
+               at::randn({3}, at::kDouble)};                                                // no sample axis
+  return b;
+}
+
+TEST_F(BatchFixture, SubsetKeepsDtypeLayoutAndValuesInEveryTensor) {
+  const NamedTensors original = layoutBatch();
+  write(original);
+  config.sample_axes = {{"transposed", 0}, {"image", 0}, {"target", -1}};
+  config.sample_ids = "ids";
+  auto store = BatchStore::open(config);
+  EXPECT_EQ(store->sampleCount(), 5);
+  EXPECT_EQ(store->sampleIds(), (std::vector<int64_t>{100, 101, 102, 103, 104}));
+  const fs::path out = dir.path() / "subset.pt";
+  store->writeSubset({1, 3}, out);
+  const NamedTensors subset = readBatchFile(out);
+  ASSERT_EQ(subset.names, original.names);
+
+  const at::Tensor& t = subset.tensors[0];
+  EXPECT_EQ(t.sizes().vec(), (std::vector<int64_t>{2, 6}));
+  EXPECT_EQ(t.strides().vec(), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(layoutName(t), "transposed");
+  EXPECT_TRUE(at::equal(t, original.tensors[0].index_select(0, at::tensor({1, 3}, at::kLong))));
+
+  const at::Tensor& img = subset.tensors[1];
+  EXPECT_EQ(layoutName(img), "channels_last");
+  EXPECT_TRUE(at::equal(img, original.tensors[1].index_select(0, at::tensor({1, 3}, at::kLong))));
+
+  EXPECT_EQ(subset.tensors[2].scalar_type(), at::kLong);
+  EXPECT_EQ(std::vector<int64_t>(subset.tensors[2].data_ptr<int64_t>(), subset.tensors[2].data_ptr<int64_t>() + 2),
+            (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(subset.tensors[3][1].item<int64_t>(), 103);
+  EXPECT_EQ(subset.tensors[4].scalar_type(), at::kDouble);
+  EXPECT_TRUE(at::equal(subset.tensors[4], original.tensors[4]));
+}
+
+TEST_F(BatchFixture, ASliceDoesNotDragItsStorageAlong) {
+  NamedTensors b;
+  b.names = {"input", "target"};
+  b.tensors = {at::randn({4096, 64}), at::zeros({4096}, at::kLong)};
+  write(b);
+  config.sample_axes = {{"input", 0}, {"target", 0}};
+  const fs::path out = dir.path() / "one.pt";
+  BatchStore::open(config)->writeSubset({7}, out);
+  EXPECT_LT(fs::file_size(out), 8192u) << "the subset should hold one row, not the whole storage";
+}
+
+TEST_F(BatchFixture, PythonReadsTheSubsetWithItsLayout) {
+  write(layoutBatch());
+  config.sample_axes = {{"transposed", 0}, {"image", 0}, {"target", 0}};
+  const fs::path out = dir.path() / "subset.pt";
+  BatchStore::open(config)->writeSubset({0, 2, 4}, out);
+  std::string output;
+  const int status = testing::runCommand(
+      testing::python() + " -c \"import torch; b = torch.load('" + out.string() + "'); "
+      "print(b['transposed'].stride(), b['image'].is_contiguous(memory_format=torch.channels_last), "
+      "b['target'].tolist(), b['weights'].dtype)\"",
+      &output);
+  ASSERT_EQ(status, 0) << output;
+  EXPECT_EQ(output, "(1, 3) True [0, 2, 4] torch.float64\n");
+}
+
+TEST_F(BatchFixture, DisagreeingSampleDimensionsAreBadInput) {
+  NamedTensors b;
+  b.names = {"input", "target"};
+  b.tensors = {at::randn({512, 8}), at::zeros({511}, at::kLong)};
+  write(b);
+  config.sample_axes = {{"input", 0}, {"target", 0}};
+  const std::string error = openError();
+  EXPECT_NE(error.find("sample dimensions disagree"), std::string::npos) << error;
+  EXPECT_NE(error.find("'input' has 512"), std::string::npos) << error;
+  EXPECT_NE(error.find("'target' has 511"), std::string::npos) << error;
+}
+
+TEST_F(BatchFixture, AxisOutOfRangeAndMissingTensorAreBadInput) {
+  NamedTensors b;
+  b.names = {"input", "target"};
+  b.tensors = {at::randn({4, 8}), at::zeros({4}, at::kLong)};
+  write(b);
+  config.sample_axes = {{"input", 2}};
+  EXPECT_NE(openError().find("samples.tensors.input: axis 2 is out of range for a tensor with 2 dimension(s)"),
+            std::string::npos)
+      << openError();
+  config.sample_axes = {{"labels", 0}};
+  EXPECT_NE(openError().find("no such tensor (it has: input, target)"), std::string::npos) << openError();
+}
+
+TEST_F(BatchFixture, UnreadableOrNonDictFilesAreBadInput) {
+  testing::writeFile(config.batch, "not a zip file");
+  EXPECT_NE(openError().find("not a readable torch.save file"), std::string::npos) << openError();
+  std::string output;
+  ASSERT_EQ(testing::runCommand(testing::python() + " -c \"import torch; torch.save([torch.zeros(2), torch.ones(2)], '" +
+                                    config.batch.string() + "')\"", &output), 0) << output;
+  EXPECT_NE(openError().find("expected a dict of named tensors, found GenericList"), std::string::npos) << openError();
+  fs::remove(config.batch);
+  EXPECT_NE(openError().find("cannot read the batch file"), std::string::npos) << openError();
+}
+
+TEST_F(BatchFixture, OneEntryDictFromPythonGetsAnExplanation) {
+  std::string output;
+  ASSERT_EQ(testing::runCommand(testing::python() + " -c \"import torch; torch.save({'input': torch.zeros(2)}, '" +
+                                    config.batch.string() + "')\"", &output), 0) << output;
+  config.sample_axes = {{"input", 0}};
+  EXPECT_NE(openError().find("exactly one entry"), std::string::npos) << openError();
+}
+
+}  // namespace
+}  // namespace minrepro

@@ -1,0 +1,74 @@
+#include "engine/delta.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/list_problems.h"
+
+namespace minrepro {
+namespace {
+
+using testing::ListOracle;
+using testing::listProblems;
+
+// Runs the search as the engine does: one trial for the full input, then the search.
+std::size_t trialsFor(const std::string& name, std::vector<std::size_t>* result) {
+  ListOracle oracle(listProblems().at(name));
+  std::vector<std::size_t> all(oracle.problem().n);
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
+  EXPECT_TRUE(oracle(all));
+  *result = minimizeUnits(all.size(), [&](const auto& keep) { return oracle(keep); });
+  return oracle.calls();
+}
+
+// Exact trial counts (deterministic): within 1.25x of the information-theoretic
+// bound and below the best public reducer on every problem.
+TEST(DeltaTest, StandardProblemsExactTrials) {
+  const std::map<std::string, std::size_t> expected{{"a", 12}, {"b", 23}, {"c", 14}, {"d", 81}, {"e", 28}};
+  for (const auto& [name, trials] : expected) {
+    std::vector<std::size_t> result;
+    EXPECT_EQ(trialsFor(name, &result), trials) << name;
+    EXPECT_TRUE(listProblems().at(name).isExpected(result)) << name;
+  }
+}
+
+TEST(DeltaTest, ResultIsOneMinimal) {
+  for (const std::string name : {"a", "b", "c", "d", "e"}) {
+    std::vector<std::size_t> result;
+    trialsFor(name, &result);
+    const auto problem = listProblems().at(name);
+    ASSERT_TRUE(problem.interesting(result)) << name;
+    for (std::size_t i = 0; i < result.size(); ++i) {
+      auto smaller = result;
+      smaller.erase(smaller.begin() + static_cast<std::ptrdiff_t>(i));
+      EXPECT_FALSE(problem.interesting(smaller)) << name << " without " << result[i];
+    }
+  }
+}
+
+TEST(DeltaTest, NeverAsksAboutEmptyOrRepeatedCandidates) {
+  std::set<std::vector<std::size_t>> seen;
+  DeltaStats stats;
+  auto result = minimizeUnits(
+      300,
+      [&](const std::vector<std::size_t>& keep) {
+        EXPECT_FALSE(keep.empty());
+        EXPECT_TRUE(std::is_sorted(keep.begin(), keep.end()));
+        EXPECT_TRUE(seen.insert(keep).second) << "candidate asked twice";
+        return std::find(keep.begin(), keep.end(), 42) != keep.end() &&
+               std::find(keep.begin(), keep.end(), 299) != keep.end();
+      },
+      &stats);
+  EXPECT_EQ(result, (std::vector<std::size_t>{42, 299}));
+  EXPECT_EQ(stats.tests, seen.size());
+}
+
+TEST(DeltaTest, TinyInputs) {
+  EXPECT_TRUE(minimizeUnits(0, [](const auto&) { return true; }).empty());
+  EXPECT_EQ(minimizeUnits(1, [](const auto&) { return true; }), (std::vector<std::size_t>{0}));
+  // Every unit needed: all stay.
+  auto all3 = minimizeUnits(3, [](const auto& keep) { return keep.size() == 3; });
+  EXPECT_EQ(all3, (std::vector<std::size_t>{0, 1, 2}));
+}
+
+}  // namespace
+}  // namespace minrepro

@@ -1,0 +1,172 @@
+// Whole-binary tier: the real minrepro and minrepro-trial on real cases made
+// with PyTorch by configs/examples/make_examples.py.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "tests/test_util.h"
+
+namespace minrepro {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::python;
+using testing::readFile;
+using testing::runCommand;
+
+class EndToEnd : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    examples_ = new testing::TempDir("minrepro-examples");
+    std::string output;
+    const int status = runCommand(python() + " " + std::string(MINREPRO_SOURCE_DIR) +
+                                      "/configs/examples/make_examples.py " + examples_->path().string(), &output);
+    ASSERT_EQ(status, 0) << output;
+  }
+  static void TearDownTestSuite() {
+    delete examples_;
+    examples_ = nullptr;
+  }
+  static fs::path example(const std::string& name) { return examples_->path() / name; }
+
+  int shrink(const fs::path& case_file, const fs::path& archive, std::string* output) {
+    return runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + case_file.string() + " --output " +
+                          archive.string() + " --work-dir " + (work_.path() / "work").string(), output);
+  }
+  // Extracts with tar into an empty directory.
+  fs::path extract(const fs::path& archive) {
+    const fs::path out = work_.path() / "extracted";
+    fs::create_directories(out);
+    EXPECT_EQ(runCommand("tar xzf " + archive.string() + " -C " + out.string()), 0);
+    return out;
+  }
+  // Evaluates a Python expression on the extracted batch.
+  std::string pyBatch(const fs::path& dir, const std::string& expr) {
+    std::string output;
+    runCommand("cd " + dir.string() + " && " + python() + " -c \"import torch; b = torch.load('batch.pt'); print(" +
+                   expr + ")\"", &output);
+    return output;
+  }
+
+  static testing::TempDir* examples_;
+  testing::TempDir work_{"minrepro-e2e"};
+};
+
+testing::TempDir* EndToEnd::examples_ = nullptr;
+
+TEST_F(EndToEnd, Class4ShrinksToTheOneBadSampleAndReproducesWithoutMinrepro) {
+  const fs::path archive = work_.path() / "repro.tar.gz";
+  std::string output;
+  ASSERT_EQ(shrink(example("class4") / "case.yaml", archive, &output), 0) << output;
+  EXPECT_NE(output.find("reduced 512 -> 1 samples (ids [10313])"), std::string::npos) << output;
+  const fs::path dir = extract(archive);
+  for (const char* f : {"REPORT.md", "repro.py", "case.yaml", "batch.pt", "model.pt"})
+    EXPECT_TRUE(fs::exists(dir / f)) << f;
+  EXPECT_EQ(pyBatch(dir, "b['target'].tolist(), b['sample_id'].tolist(), tuple(b['input'].shape), b['input'].dtype"),
+            "[4] [10313] (1, 8) torch.float32\n");
+
+  std::string repro;
+  EXPECT_EQ(runCommand("cd " + dir.string() + " && " + python() + " repro.py", &repro), 1);
+  EXPECT_NE(repro.find("IndexError: Target 4 is out of bounds."), std::string::npos) << repro;
+
+  const std::string report = readFile(dir / "REPORT.md");
+  EXPECT_NE(report.find("# Reproducer: index-error in nll_loss: Target 4 is out of bounds."), std::string::npos) << report;
+  EXPECT_NE(report.find("Samples: 1 of 512"), std::string::npos);
+  EXPECT_NE(report.find("Kept sample ids: [10313]"), std::string::npos);
+  EXPECT_NE(report.find("`target` = [4]"), std::string::npos);
+  EXPECT_EQ(report.find(work_.path().string()), std::string::npos) << "report leaks a local path";
+  EXPECT_EQ(report.find(examples_->path().string()), std::string::npos) << "report leaks a local path";
+}
+
+TEST_F(EndToEnd, ExtractedCaseRunsAgainWithMinrepro) {
+  const fs::path archive = work_.path() / "repro.tar.gz";
+  std::string output;
+  ASSERT_EQ(shrink(example("class4") / "case.yaml", archive, &output), 0) << output;
+  const fs::path dir = extract(archive);
+  ASSERT_EQ(shrink(dir / "case.yaml", work_.path() / "again.tar.gz", &output), 0) << output;
+  EXPECT_NE(output.find("reduced 1 -> 1 samples (ids [10313])"), std::string::npos) << output;
+}
+
+TEST_F(EndToEnd, PairShrinksToExactlyTheTwoSamplesNeededTogether) {
+  const fs::path archive = work_.path() / "repro.tar.gz";
+  std::string output;
+  ASSERT_EQ(shrink(example("pair") / "case.yaml", archive, &output), 0) << output;
+  const fs::path dir = extract(archive);
+  EXPECT_EQ(pyBatch(dir, "b['sample_id'].tolist()"), "[20077, 20402]\n");
+  std::string repro;
+  EXPECT_NE(runCommand("cd " + dir.string() + " && " + python() + " repro.py", &repro), 0);
+  EXPECT_NE(repro.find("index out of range in self"), std::string::npos) << repro;
+}
+
+TEST_F(EndToEnd, UserCommandShrinksToo) {
+  const fs::path archive = work_.path() / "repro.tar.gz";
+  std::string output;
+  ASSERT_EQ(shrink(example("command") / "case.yaml", archive, &output), 0) << output;
+  const fs::path dir = extract(archive);
+  EXPECT_TRUE(fs::exists(dir / "step.py"));
+  EXPECT_EQ(pyBatch(dir, "b['target'].tolist(), b['sample_id'].tolist()"), "[4] [10313]\n");
+  std::string repro;
+  EXPECT_EQ(runCommand("cd " + dir.string() + " && " + python() + " repro.py", &repro), 1);
+  EXPECT_NE(repro.find("IndexError: Target 4 is out of bounds."), std::string::npos) << repro;
+}
+
+TEST_F(EndToEnd, MalformedCaseIsBadInputAndWritesNothing) {
+  const fs::path case_file = work_.path() / "case.yaml";
+  testing::writeFile(case_file, "batch: batch.pt\nsamples: [oops\n");
+  const fs::path archive = work_.path() / "repro.tar.gz";
+  std::string output;
+  EXPECT_EQ(shrink(case_file, archive, &output), 2) << output;
+  EXPECT_NE(output.find("case.yaml:"), std::string::npos) << output;
+  EXPECT_FALSE(fs::exists(archive));
+}
+
+TEST_F(EndToEnd, DisagreeingBatchIsBadInput) {
+  const fs::path dir = work_.path() / "bad";
+  fs::create_directories(dir);
+  fs::copy(example("class4") / "case.yaml", dir / "case.yaml");
+  fs::copy(example("class4") / "model.pt", dir / "model.pt");
+  std::string output;
+  ASSERT_EQ(runCommand(python() + " -c \"import torch; torch.save({'input': torch.zeros(512, 8), "
+                                  "'target': torch.zeros(511, dtype=torch.long), 'sample_id': torch.arange(512)}, '" +
+                                  (dir / "batch.pt").string() + "')\"", &output), 0) << output;
+  EXPECT_EQ(shrink(dir / "case.yaml", work_.path() / "repro.tar.gz", &output), 2) << output;
+  EXPECT_NE(output.find("sample dimensions disagree"), std::string::npos) << output;
+  EXPECT_FALSE(fs::exists(work_.path() / "repro.tar.gz"));
+}
+
+TEST_F(EndToEnd, OriginalThatPassesIsReportedAndNothingIsWritten) {
+  const fs::path dir = work_.path() / "fixed";
+  fs::create_directories(dir);
+  fs::copy(example("class4") / "case.yaml", dir / "case.yaml");
+  fs::copy(example("class4") / "model.pt", dir / "model.pt");
+  std::string output;
+  ASSERT_EQ(runCommand("cd " + dir.string() + " && " + python() + " -c \"import torch; b = torch.load('" +
+                           (example("class4") / "batch.pt").string() + "'); b['target'][b['target'] == 4] = 3; "
+                           "torch.save(b, 'batch.pt')\"", &output), 0) << output;
+  EXPECT_EQ(shrink(dir / "case.yaml", work_.path() / "repro.tar.gz", &output), 3) << output;
+  EXPECT_NE(output.find("does not reproduce"), std::string::npos) << output;
+  EXPECT_FALSE(fs::exists(work_.path() / "repro.tar.gz"));
+}
+
+TEST_F(EndToEnd, HangingTrialThatForksIsTimedOutAndLeavesNoProcess) {
+  const fs::path dir = work_.path() / "hang";
+  fs::create_directories(dir);
+  std::string output;
+  ASSERT_EQ(runCommand(python() + " -c \"import torch; torch.save({'input': torch.zeros(4, 2), 'sample_id': "
+                                  "torch.arange(4)}, '" + (dir / "batch.pt").string() + "')\"", &output), 0) << output;
+  // The trial forks a grandchild that ignores SIGTERM, then hangs.
+  testing::writeFile(dir / "case.yaml",
+                     "batch: batch.pt\n"
+                     "samples: {tensors: {input: 0}, ids: sample_id}\n"
+                     "trial:\n"
+                     "  command: [/bin/sh, -c, \"(trap '' TERM; exec sleep 300) & sleep 300 # {batch}\"]\n"
+                     "  timeout: 0.5\n");
+  ASSERT_EQ(shrink(dir / "case.yaml", work_.path() / "repro.tar.gz", &output), 0) << output;
+  EXPECT_NE(output.find("original reproduces: timeout"), std::string::npos) << output;
+  std::string ps;
+  runCommand("ps -eo stat,args | grep -v grep | grep -v '^Z' | grep -c 'sleep 300' || true", &ps);
+  EXPECT_EQ(ps, "0\n") << "trial processes survived";
+}
+
+}  // namespace
+}  // namespace minrepro

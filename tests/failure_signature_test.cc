@@ -1,0 +1,501 @@
+// Failure signatures from real outputs (captured on CPU with torch 1.13 by
+// tests/fixtures/outputs/capture.sh) and from documented CUDA/ROCm texts
+// (the doc_* fixtures, written by hand: no GPU on the capture machine).
+#include "engine/failure_signature.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#ifndef MINREPRO_TEST_FIXTURES
+#define MINREPRO_TEST_FIXTURES "tests/fixtures"
+#endif
+
+namespace minrepro {
+namespace {
+
+std::string readOutputFixture(const std::string& name) {
+  const std::string path = std::string(MINREPRO_TEST_FIXTURES) + "/outputs/" + name;
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << "missing fixture " << path;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TrialOutcome exited(int code, std::string stderr_text, std::string stdout_text = "") {
+  TrialOutcome outcome;
+  outcome.end = TrialEnd::Exited;
+  outcome.exit_code = code;
+  outcome.stderr_text = std::move(stderr_text);
+  outcome.stdout_text = std::move(stdout_text);
+  return outcome;
+}
+
+TrialOutcome signaled(int signal, std::string stderr_text) {
+  TrialOutcome outcome;
+  outcome.end = TrialEnd::Signaled;
+  outcome.signal = signal;
+  outcome.stderr_text = std::move(stderr_text);
+  return outcome;
+}
+
+FailureSignature signature(FailureFamily family, std::string op, std::string message) {
+  FailureSignature s;
+  s.family = family;
+  s.op = std::move(op);
+  s.message = std::move(message);
+  return s;
+}
+
+// ------------------------------------------------------------ fixtures
+
+struct FixtureCase {
+  std::string file;
+  TrialEnd end;
+  int status;  // exit code or signal, as recorded by capture.sh
+  FailureFamily family;
+  std::string op;
+  std::string message;
+  bool message_is_prefix = false;
+};
+
+std::ostream& operator<<(std::ostream& out, const FixtureCase& c) { return out << c.file; }
+
+using F = FailureFamily;
+constexpr auto kExit = TrialEnd::Exited;
+constexpr auto kSignal = TrialEnd::Signaled;
+constexpr int kSigabrt = 6;
+constexpr int kSigsegv = 11;
+const std::string kCpuOom =
+    "[enforce fail at alloc_cpu.cpp:?] err == 0. DefaultCPUAllocator: can't allocate memory: you "
+    "tried to allocate 4503599627370496 bytes. Error code 12 (Cannot allocate memory)";
+const std::string kNllAssert =
+    "nll_loss_forward_reduce_cuda_kernel_2d: Assertion `t >= 0 && t < n_classes` failed.";
+
+const std::vector<FixtureCase> kFixtureCases = {
+    // Real captures: Python exits 1 on an uncaught exception.
+    {"py_cross_entropy_target4.txt", kExit, 1, F::IndexError, "cross_entropy", "Target 4 is out of bounds."},
+    {"py_chained_exception.txt", kExit, 1, F::IndexError, "cross_entropy", "Target 4 is out of bounds."},
+    {"py_linear_mat1_mat2.txt", kExit, 1, F::ValueError, "",
+     "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"},
+    {"py_scalar_type_long_int.txt", kExit, 1, F::ValueError, "nll_loss",
+     "expected scalar type Long but found Int"},
+    {"py_batch_size_mismatch.txt", kExit, 1, F::ValueError, "cross_entropy",
+     "Expected input batch_size (2) to match target batch_size (3)."},
+    {"py_embedding_index.txt", kExit, 1, F::IndexError, "embedding", "index out of range in self"},
+    {"py_view_shape_invalid.txt", kExit, 1, F::ValueError, "", "shape '[4, 2]' is invalid for input of size 6"},
+    {"py_script_cross_entropy.txt", kExit, 1, F::IndexError, "cross_entropy", "Target 4 is out of bounds."},
+    {"py_cpu_oom.txt", kExit, 1, F::OutOfMemory, "", kCpuOom},
+    {"py_addmm_half_cpu.txt", kExit, 1, F::OpUnavailable, "addmm", "\"addmm_impl_cpu_\" not implemented for 'Half'"},
+    {"py_sparse_view_not_implemented.txt", kExit, 1, F::OpUnavailable, "view",
+     "Could not run 'aten::view' with arguments from the 'SparseCPU' backend. This could be", true},
+    {"py_typeerror_cat.txt", kExit, 1, F::ValueError, "",
+     "cat() received an invalid combination of arguments - got (Tensor, Tensor), but expected one of:"},
+    {"py_file_not_found_tmp.txt", kExit, 1, F::RuntimeError, "",
+     "[Errno 2] No such file or directory: '<tmp>/batch.pt'"},
+    {"py_jit_load_unknown_op.txt", kExit, 1, F::OpUnavailable, "frobnicate", "Unknown builtin op: aten::frobnicate."},
+    {"py_segfault.txt", kSignal, kSigsegv, F::Signal, "", ""},
+    {"py_segfault_faulthandler.txt", kSignal, kSigsegv, F::Signal, "", ""},
+    // Real captures: a C++ program dies of SIGABRT from std::terminate.
+    {"cpp_nll_loss_terminate.txt", kSignal, kSigabrt, F::IndexError, "nll_loss", "Target 4 is out of bounds."},
+    {"cpp_script_cross_entropy_terminate.txt", kSignal, kSigabrt, F::IndexError, "cross_entropy",
+     "Target 4 is out of bounds."},
+    {"cpp_jit_load_unknown_op_terminate.txt", kSignal, kSigabrt, F::OpUnavailable, "frobnicate",
+     "Unknown builtin op: aten::frobnicate."},
+    {"cpp_cpu_oom_terminate.txt", kSignal, kSigabrt, F::OutOfMemory, "", kCpuOom},
+    // Documented CUDA texts.
+    {"doc_cuda_device_assert_cascade.txt", kExit, 1, F::DeviceAssert, "nll_loss", kNllAssert},
+    {"doc_cuda_oom.txt", kExit, 1, F::OutOfMemory, "",
+     "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity;", true},
+    {"doc_cuda_oom_expandable.txt", kExit, 1, F::OutOfMemory, "",
+     "CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity of 79.15 GiB of "
+     "which 301.06 MiB is free. Process ? has 78.84 GiB memory in use.",
+     true},
+    {"doc_cuda_device_mismatch.txt", kExit, 1, F::DeviceMismatch, "addmm",
+     "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! "
+     "(when checking argument for argument mat1 in method wrapper_addmm)"},
+    {"doc_cuda_no_kernel_image.txt", kExit, 1, F::OpUnavailable, "",
+     "CUDA error: no kernel image is available for execution on the device"},
+    // Documented ROCm texts.
+    {"doc_rocm_device_assert_abort.txt", kSignal, kSigabrt, F::DeviceAssert, "nll_loss", kNllAssert},
+    {"doc_rocm_hip_device_assert.txt", kExit, 1, F::DeviceAssert, "", "HIP error: device-side assert triggered"},
+    {"doc_rocm_oom.txt", kExit, 1, F::OutOfMemory, "", "HIP out of memory. Tried to allocate 2.00 GiB.", true},
+    {"doc_rocm_hip_error_oom.txt", kExit, 1, F::OutOfMemory, "", "HIP error: hipErrorOutOfMemory"},
+    {"doc_rocm_no_binary_for_gpu.txt", kSignal, kSigabrt, F::OpUnavailable, "",
+     "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!"},
+};
+
+class FixtureTest : public ::testing::TestWithParam<FixtureCase> {};
+
+TEST_P(FixtureTest, FamilyOperatorAndMessage) {
+  const FixtureCase& c = GetParam();
+  TrialOutcome outcome = c.end == kExit ? exited(c.status, readOutputFixture(c.file))
+                                        : signaled(c.status, readOutputFixture(c.file));
+  const FailureSignature s = classify(outcome);
+  EXPECT_EQ(familyName(s.family), familyName(c.family));
+  EXPECT_EQ(s.op, c.op);
+  if (c.message_is_prefix)
+    EXPECT_EQ(s.message.substr(0, c.message.size()), c.message) << s.message;
+  else
+    EXPECT_EQ(s.message, c.message);
+  EXPECT_EQ(s.signal_name, c.end == kSignal ? signalName(c.status) : "");
+}
+
+std::string fixtureTestName(const ::testing::TestParamInfo<FixtureCase>& info) {
+  std::string name = info.param.file.substr(0, info.param.file.find('.'));
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(FailureSignature, FixtureTest, ::testing::ValuesIn(kFixtureCases), fixtureTestName);
+
+TEST(FailureSignatureFixtures, ClassifyTextReadsALogAlone) {
+  const FailureSignature s = classifyText(readOutputFixture("cpp_nll_loss_terminate.txt"));
+  EXPECT_EQ(s.family, FailureFamily::IndexError);
+  EXPECT_EQ(s.summary(), "index-error in nll_loss: Target 4 is out of bounds.");
+  EXPECT_EQ(classifyText("epoch 1 loss 0.31\nepoch 2 loss 0.29\n").family, FailureFamily::None);
+  EXPECT_EQ(classifyText("").family, FailureFamily::None);
+}
+
+// ------------------------------------------------------------ first error wins
+
+TEST(FailureSignatureFirstError, ChainedPythonExceptionKeepsTheFirst) {
+  const FailureSignature s = classify(exited(1, readOutputFixture("py_chained_exception.txt")));
+  EXPECT_EQ(s.message, "Target 4 is out of bounds.");
+  EXPECT_EQ(s.message.find("checkpoint"), std::string::npos);
+}
+
+TEST(FailureSignatureFirstError, CascadeAfterDeviceAssertDoesNotWin) {
+  // The cascade ends in a c10::Error from c10_cuda_check_implementation.
+  const FailureSignature s = classify(exited(1, readOutputFixture("doc_cuda_device_assert_cascade.txt")));
+  EXPECT_EQ(s.family, FailureFamily::DeviceAssert);
+  EXPECT_EQ(s.op, "nll_loss");
+}
+
+TEST(FailureSignatureFirstError, EarlierBareErrorBeatsLaterTraceback) {
+  const std::string text =
+      "ValueError: bad sample 17\n"
+      "Traceback (most recent call last):\n"
+      "  File \"x.py\", line 1, in <module>\n"
+      "IndexError: Target 4 is out of bounds.\n";
+  const FailureSignature s = classify(exited(1, text));
+  EXPECT_EQ(s.family, FailureFamily::ValueError);
+  EXPECT_EQ(s.message, "bad sample 17");
+}
+
+TEST(FailureSignatureFirstError, StderrIsReadBeforeStdout) {
+  FailureSignature s = classify(exited(1, "RuntimeError: from stderr\n", "IndexError: from stdout\n"));
+  EXPECT_EQ(s.message, "from stderr");
+  s = classify(exited(1, "loading...\n", "IndexError: from stdout\n"));
+  EXPECT_EQ(s.family, FailureFamily::IndexError);
+  EXPECT_EQ(s.message, "from stdout");
+}
+
+TEST(FailureSignatureFirstError, KernelAssertInStdoutNamesTheOperator) {
+  // Device printf goes to stdout; the RuntimeError, raised later at .item(), to stderr.
+  const FailureSignature s = classify(exited(1, readOutputFixture("doc_cuda_device_assert_stderr.txt"),
+                                             readOutputFixture("doc_cuda_device_assert_stdout.txt")));
+  EXPECT_EQ(s.family, FailureFamily::DeviceAssert);
+  EXPECT_EQ(s.op, "nll_loss");
+  EXPECT_EQ(s.message, kNllAssert);
+}
+
+TEST(FailureSignatureFirstError, HugeLinesAreSafe) {
+  // A progress bar or a printed tensor on one line must not exhaust std::regex's stack.
+  const std::string text = std::string(300000, 'x') + "\nRuntimeError: " + std::string(300000, '7') +
+                           "\nIndexError: later\n";
+  const FailureSignature s = classify(exited(1, text));
+  EXPECT_EQ(s.family, FailureFamily::RuntimeError);
+  EXPECT_EQ(messageShape(s.message).substr(0, 1), "#");
+}
+
+TEST(FailureSignatureFirstError, WarningsAreNotErrors) {
+  const std::string text =
+      "/usr/lib/python3/dist-packages/torch/nn/modules/loss.py:536: UserWarning: Using a target size "
+      "that is different to the input size.\n"
+      "  return F.mse_loss(input, target, reduction=self.reduction)\n";
+  EXPECT_EQ(classify(exited(2, text)).family, FailureFamily::NonzeroExit);
+}
+
+// ------------------------------------------------------------ exits without text
+
+TEST(FailureSignatureExit, PassWhateverWasPrinted) {
+  const FailureSignature s = classify(exited(0, "IndexError: Target 4 is out of bounds.\n"));
+  EXPECT_EQ(s.family, FailureFamily::None);
+  EXPECT_FALSE(s.failed());
+  EXPECT_EQ(s.summary(), "passed");
+}
+
+TEST(FailureSignatureExit, TimeoutRegardlessOfText) {
+  TrialOutcome outcome = exited(0, "IndexError: Target 4 is out of bounds.\n");
+  outcome.end = TrialEnd::TimedOut;
+  EXPECT_EQ(classify(outcome).family, FailureFamily::Timeout);
+  EXPECT_EQ(classify(outcome).summary(), "timeout");
+}
+
+TEST(FailureSignatureExit, NonzeroExitWithoutError) {
+  const FailureSignature s = classify(exited(3, "step 12 done\n"));
+  EXPECT_EQ(s.family, FailureFamily::NonzeroExit);
+  EXPECT_EQ(s.message, "exit status 3");
+}
+
+TEST(FailureSignatureExit, SignalWithoutError) {
+  const FailureSignature s = classify(signaled(kSigsegv, ""));
+  EXPECT_EQ(s.family, FailureFamily::Signal);
+  EXPECT_EQ(s.signal_name, "SIGSEGV");
+  EXPECT_EQ(s.summary(), "signal SIGSEGV");
+}
+
+TEST(FailureSignatureExit, StartFailure) {
+  TrialOutcome outcome;
+  outcome.end = TrialEnd::FailedToStart;
+  outcome.start_error = "execve /nope/python3: No such file or directory";
+  const FailureSignature s = classify(outcome);
+  EXPECT_EQ(s.family, FailureFamily::StartFailure);
+  EXPECT_EQ(s.message, outcome.start_error);
+}
+
+// ------------------------------------------------------------ operators
+
+TEST(FailureSignatureOperator, HarnessLineWins) {
+  const std::string text = "minrepro-trial: operator: nll_loss\n" +
+                           readOutputFixture("cpp_script_cross_entropy_terminate.txt");
+  const FailureSignature s = classify(signaled(kSigabrt, text));
+  EXPECT_EQ(s.family, FailureFamily::IndexError);
+  EXPECT_EQ(s.op, "nll_loss");
+  // Also when the trial died without an error message.
+  EXPECT_EQ(classify(signaled(kSigsegv, "minrepro-trial: operator: aten::index_select\n")).op, "index_select");
+}
+
+TEST(FailureSignatureOperator, HarnessErrorLines) {
+  FailureSignature s = classify(signaled(kSigabrt,
+                                         "minrepro-trial: operator: nll_loss\n"
+                                         "minrepro-trial: c10::IndexError: Target 4 is out of bounds.\n"));
+  EXPECT_EQ(s.summary(), "index-error in nll_loss: Target 4 is out of bounds.");
+  s = classify(exited(2, "minrepro-trial: error: cannot read batch.pt\n"));
+  EXPECT_EQ(s.family, FailureFamily::RuntimeError);
+  EXPECT_EQ(s.message, "cannot read batch.pt");
+}
+
+TEST(FailureSignatureOperator, FromRaisedFromLine) {
+  const std::string text =
+      "terminate called after throwing an instance of 'c10::IndexError'\n"
+      "  what():  Target 7 is out of bounds.\n"
+      "Exception raised from nll_loss2d_forward_out_cpu_template at ../aten/src/ATen/native/LossNLL2d.cpp:118 "
+      "(most recent call first):\n";
+  EXPECT_EQ(classify(signaled(kSigabrt, text)).op, "nll_loss2d");
+}
+
+TEST(FailureSignatureOperator, NotFromCheckFunctionsOrMeta) {
+  const std::string text =
+      "terminate called after throwing an instance of 'c10::Error'\n"
+      "  what():  mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)\n"
+      "Exception raised from meta at ./aten/src/ATen/native/LinearAlgebra.cpp:73 (most recent call first):\n";
+  const FailureSignature s = classify(signaled(kSigabrt, text));
+  EXPECT_EQ(s.family, FailureFamily::ValueError);
+  EXPECT_EQ(s.op, "");
+}
+
+TEST(FailureSignatureOperator, BareLibTorchWhat) {
+  // A program that catches c10::Error and prints what() before exiting 1.
+  const std::string text =
+      "Target 4 is out of bounds.\n"
+      "Exception raised from nll_loss_out_frame at ./aten/src/ATen/native/LossNLL.cpp:226 (most recent call "
+      "first):\n"
+      "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x9e (0x7f4da73f19ae in libc10.so)\n";
+  const FailureSignature s = classify(exited(1, text));
+  EXPECT_EQ(s.op, "nll_loss");
+  EXPECT_EQ(s.message, "Target 4 is out of bounds.");
+  EXPECT_EQ(s.family, FailureFamily::IndexError);
+}
+
+TEST(FailureSignatureOperator, FromMessages) {
+  EXPECT_EQ(classifyText("NotImplementedError: Could not run 'aten::add.out' with arguments from the "
+                         "'Meta' backend.")
+                .op,
+            "add");
+  EXPECT_EQ(classifyText("RuntimeError: Expected all tensors to be on the same device, but found at least "
+                         "two devices, cuda:0 and cpu! (when checking argument for argument index in method "
+                         "wrapper_CUDA__index_select)")
+                .op,
+            "index_select");
+  EXPECT_EQ(classifyText("RuntimeError: \"log_softmax_lastdim_kernel_impl\" not implemented for 'Half'").op,
+            "log_softmax_lastdim");
+}
+
+TEST(FailureSignatureFamily, DeviceAssertTakesPrecedence) {
+  // An OOM-looking cascade after the assert does not change the family.
+  const std::string text =
+      "RuntimeError: CUDA error: device-side assert triggered\n"
+      "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n";
+  EXPECT_EQ(classifyText(text).family, FailureFamily::DeviceAssert);
+}
+
+TEST(FailureSignatureFamily, BadAllocIsOutOfMemory) {
+  const std::string text =
+      "terminate called after throwing an instance of 'std::bad_alloc'\n"
+      "  what():  std::bad_alloc\n";
+  EXPECT_EQ(classify(signaled(kSigabrt, text)).family, FailureFamily::OutOfMemory);
+}
+
+TEST(FailureSignatureFamily, ConvInputWeightTypes) {
+  EXPECT_EQ(classifyText("RuntimeError: Input type (torch.FloatTensor) and weight type "
+                         "(torch.cuda.FloatTensor) should be the same")
+                .family,
+            FailureFamily::DeviceMismatch);
+  EXPECT_EQ(classifyText("RuntimeError: Input type (torch.cuda.HalfTensor) and weight type "
+                         "(torch.cuda.FloatTensor) should be the same")
+                .family,
+            FailureFamily::ValueError);
+}
+
+// ------------------------------------------------------------ normalizing
+
+TEST(FailureSignatureNormalize, KeepsReadableMessages) {
+  EXPECT_EQ(normalizeMessage("Target 4 is out of bounds."), "Target 4 is out of bounds.");
+  EXPECT_EQ(normalizeMessage("  index out of range\tin   self \n"), "index out of range in self");
+}
+
+TEST(FailureSignatureNormalize, AddressesPidsAndLines) {
+  EXPECT_EQ(normalizeMessage("bad pointer 0x7f4da73f19ae in libc10.so"), "bad pointer 0x? in libc10.so");
+  EXPECT_EQ(normalizeMessage("DataLoader worker (pid 12345) is killed by signal: Segmentation fault."),
+            "DataLoader worker (pid ?) is killed by signal: Segmentation fault.");
+  EXPECT_EQ(normalizeMessage("worker died (pid=4242)"), "worker died (pid ?)");
+  EXPECT_EQ(normalizeMessage("[enforce fail at alloc_cpu.cpp:75] err == 0."),
+            "[enforce fail at alloc_cpu.cpp:?] err == 0.");
+  EXPECT_EQ(normalizeMessage("failed at /pytorch/aten/src/ATen/native/cuda/Loss.cu:242"),
+            "failed at /pytorch/aten/src/ATen/native/cuda/Loss.cu:?");
+}
+
+TEST(FailureSignatureNormalize, TempPaths) {
+  EXPECT_EQ(normalizeMessage("No such file: '/tmp/tmpab12cd/batch.pt'"), "No such file: '<tmp>/batch.pt'");
+  EXPECT_EQ(normalizeMessage("No such file: '/tmp/batch.pt'"), "No such file: '<tmp>/batch.pt'");
+  EXPECT_EQ(normalizeMessage("cannot open /home/u/minrepro-work/trial-000123/batch.pt"),
+            "cannot open <tmp>/batch.pt");
+  EXPECT_EQ(normalizeMessage("cannot open minrepro-work/trial-000007/tmp/tmpx1/y.pt"), "cannot open <tmp>/y.pt");
+  EXPECT_EQ(normalizeMessage("see /home/u/tmp/notes.txt"), "see /home/u/tmp/notes.txt");
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old ? old : "";
+  setenv("TMPDIR", "/scratch/job77", 1);
+  EXPECT_EQ(normalizeMessage("wrote /scratch/job77/run3/x.pt"), "wrote <tmp>/x.pt");
+  if (old) setenv("TMPDIR", saved.c_str(), 1);
+  else unsetenv("TMPDIR");
+}
+
+TEST(FailureSignatureShape, MasksNumbers) {
+  EXPECT_EQ(messageShape("Target 4 is out of bounds."), "Target # is out of bounds.");
+  EXPECT_EQ(messageShape("Target 4 is out of bounds."), messageShape("Target 17 is out of bounds."));
+  EXPECT_EQ(messageShape("mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"),
+            "mat# and mat# shapes cannot be multiplied (#x# and #x#)");
+  EXPECT_EQ(messageShape("at 0x7f00ab pid 123 alloc_cpu.cpp:75"), "at #x? pid ? alloc_cpu.cpp:?");
+}
+
+// ------------------------------------------------------------ matching
+
+TEST(FailureSignatureMatch, SameBugWithOtherNumbersMatches) {
+  const auto original = signature(F::IndexError, "nll_loss", "Target 4 is out of bounds.");
+  const auto candidate = signature(F::IndexError, "nll_loss", "Target 9 is out of bounds.");
+  const SignatureMatch m = matchSignature(original, candidate, {});
+  EXPECT_TRUE(m.matches) << m.why_not;
+  EXPECT_EQ(m.why_not, "");
+}
+
+TEST(FailureSignatureMatch, OutOfMemoryWithOtherSizesMatches) {
+  const auto original = classify(exited(1, readOutputFixture("doc_cuda_oom_expandable.txt")));
+  auto candidate = original;
+  candidate.message = normalizeMessage(
+      "CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which "
+      "8.12 MiB is free. Process 977 has 79.14 GiB memory in use.");
+  EXPECT_TRUE(matchSignature(original, candidate, {}).matches);
+}
+
+TEST(FailureSignatureMatch, DifferentFamilyOrOperatorDoesNot) {
+  const auto original = signature(F::IndexError, "nll_loss", "Target 4 is out of bounds.");
+  SignatureMatch m =
+      matchSignature(original, signature(F::OutOfMemory, "nll_loss", "Target 4 is out of bounds."), {});
+  EXPECT_FALSE(m.matches);
+  EXPECT_EQ(m.why_not, "family out-of-memory, expected index-error");
+  m = matchSignature(original, signature(F::IndexError, "embedding", "Target 4 is out of bounds."), {});
+  EXPECT_FALSE(m.matches);
+  EXPECT_EQ(m.why_not, "operator embedding, expected nll_loss");
+  m = matchSignature(original, signature(F::IndexError, "nll_loss", "index out of range in self"), {});
+  EXPECT_FALSE(m.matches);
+  EXPECT_NE(m.why_not.find("different message"), std::string::npos);
+}
+
+TEST(FailureSignatureMatch, UnknownOriginalOperatorIsNotCompared) {
+  const auto original = signature(F::ValueError, "", "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)");
+  const auto candidate = signature(F::ValueError, "addmm", "mat1 and mat2 shapes cannot be multiplied (1x3 and 4x5)");
+  EXPECT_TRUE(matchSignature(original, candidate, {}).matches);
+}
+
+TEST(FailureSignatureMatch, UserExpectations) {
+  const auto original = signature(F::IndexError, "nll_loss", "Target 4 is out of bounds.");
+  const auto other_message = signature(F::IndexError, "nll_loss", "Target -1 is out of bounds (negative).");
+  ExpectedFailure expected;
+  expected.message_regex = "out of bounds";
+  EXPECT_TRUE(matchSignature(original, other_message, expected).matches);
+  expected.message_regex = "^Target [0-9]+ is";
+  SignatureMatch m = matchSignature(original, other_message, expected);
+  EXPECT_FALSE(m.matches);
+  EXPECT_EQ(m.why_not, "message does not match /^Target [0-9]+ is/");
+  expected.message_regex = "([";
+  m = matchSignature(original, original, expected);
+  EXPECT_FALSE(m.matches);
+  EXPECT_NE(m.why_not.find("invalid"), std::string::npos);
+  ExpectedFailure family_only;
+  family_only.family = F::ValueError;
+  EXPECT_FALSE(matchSignature(original, original, family_only).matches);
+  ExpectedFailure op_only;
+  op_only.op = "cross_entropy";
+  EXPECT_EQ(matchSignature(original, original, op_only).why_not, "operator nll_loss, expected cross_entropy");
+}
+
+TEST(FailureSignatureMatch, PassOrStartFailureNeverMatches) {
+  const FailureSignature passed;
+  SignatureMatch m = matchSignature(passed, passed, {});
+  EXPECT_FALSE(m.matches);
+  EXPECT_EQ(m.why_not, "the candidate passed");
+  const auto start = signature(F::StartFailure, "", "no such file");
+  EXPECT_FALSE(matchSignature(start, start, {}).matches);
+}
+
+TEST(FailureSignatureMatch, SignalsMustAgree) {
+  auto segv = signature(F::Signal, "", "");
+  segv.signal_name = "SIGSEGV";
+  auto abrt = segv;
+  abrt.signal_name = "SIGABRT";
+  EXPECT_TRUE(matchSignature(segv, segv, {}).matches);
+  EXPECT_EQ(matchSignature(segv, abrt, {}).why_not, "signal SIGABRT, expected SIGSEGV");
+}
+
+// ------------------------------------------------------------ names
+
+TEST(FailureSignatureNames, RoundTrip) {
+  for (int i = 0; i <= static_cast<int>(F::StartFailure); ++i) {
+    const auto family = static_cast<FailureFamily>(i);
+    EXPECT_EQ(parseFamily(familyName(family)), family) << familyName(family);
+  }
+  EXPECT_EQ(familyName(F::DeviceAssert), "device-assert");
+  EXPECT_EQ(parseFamily("Index_Error"), F::IndexError);
+  EXPECT_EQ(parseFamily("segfault"), std::nullopt);
+}
+
+TEST(FailureSignatureNames, Summary) {
+  EXPECT_EQ(signature(F::IndexError, "nll_loss", "Target 4 is out of bounds.").summary(),
+            "index-error in nll_loss: Target 4 is out of bounds.");
+  EXPECT_EQ(signature(F::ValueError, "", "shape '[4, 2]' is invalid for input of size 6").summary(),
+            "value-error: shape '[4, 2]' is invalid for input of size 6");
+  auto abrt = signature(F::Signal, "nll_loss", "");
+  abrt.signal_name = "SIGABRT";
+  EXPECT_EQ(abrt.summary(), "signal SIGABRT in nll_loss");
+}
+
+}  // namespace
+}  // namespace minrepro

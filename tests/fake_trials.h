@@ -1,0 +1,73 @@
+// Test doubles for the unit tier: a batch store that writes the kept sample
+// indices as text, and an executor that scripts outcomes from them.
+#pragma once
+
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <sstream>
+
+#include "engine/process.h"
+#include "harness/batch_store.h"
+
+namespace minrepro::testing {
+
+class FakeBatchStore : public BatchStore {
+ public:
+  explicit FakeBatchStore(std::int64_t n) : n_(n) {}
+  std::int64_t sampleCount() const override { return n_; }
+  std::vector<TensorInfo> describe() const override { return {}; }
+  std::vector<std::int64_t> sampleIds() const override {
+    std::vector<std::int64_t> ids;
+    for (std::int64_t i = 0; i < n_; ++i) ids.push_back(1000 + i);
+    return ids;
+  }
+  std::vector<std::int64_t> integerValues(const std::string&, std::size_t) const override { return {}; }
+  void writeSubset(const std::vector<std::int64_t>& keep, const std::filesystem::path& out) const override {
+    std::ofstream f(out);
+    for (auto k : keep) f << k << "\n";
+  }
+
+ private:
+  std::int64_t n_;
+};
+
+// Reads the fake batch named by the argv element that ends in "batch.pt".
+inline std::vector<std::int64_t> keptSamples(const TrialSpec& spec) {
+  for (const auto& arg : spec.argv) {
+    if (arg.size() >= 8 && arg.compare(arg.size() - 8, 8, "batch.pt") == 0) {
+      std::ifstream f(arg);
+      return {std::istream_iterator<std::int64_t>(f), {}};
+    }
+  }
+  return {};
+}
+
+class FakeExecutor : public Executor {
+ public:
+  using Script = std::function<TrialOutcome(const std::vector<std::int64_t>& kept)>;
+  explicit FakeExecutor(Script script) : script_(std::move(script)) {}
+  TrialOutcome run(const TrialSpec& spec) override {
+    specs.push_back(spec);
+    return script_(keptSamples(spec));
+  }
+  std::vector<TrialSpec> specs;
+
+ private:
+  Script script_;
+};
+
+inline TrialOutcome exitedWith(int code, const std::string& stderr_text) {
+  TrialOutcome o;
+  o.end = TrialEnd::Exited;
+  o.exit_code = code;
+  o.stderr_text = stderr_text;
+  return o;
+}
+
+inline TrialOutcome indexError(int target) {
+  return exitedWith(1, "Traceback (most recent call last):\n  File \"step.py\", line 3, in <module>\n"
+                       "IndexError: Target " + std::to_string(target) + " is out of bounds.\n");
+}
+
+}  // namespace minrepro::testing

@@ -1,0 +1,81 @@
+// The standard list-minimization problems of shared/bench/list-problems.md,
+// with the same definitions (and the same flakiness generator) as the
+// reference list_problems.py, for tests and benchmarks.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace minrepro::testing {
+
+struct ListProblem {
+  std::string name;
+  std::size_t n;
+  std::vector<std::size_t> culprits;
+  std::size_t threshold;  // interesting iff at least this many culprits are kept
+  double flaky_p = 0;     // 0: deterministic
+  bool force_first = false;
+
+  bool interesting(const std::vector<std::size_t>& keep) const {
+    std::size_t hit = 0;
+    for (auto c : culprits) hit += std::binary_search(keep.begin(), keep.end(), c) ? 1 : 0;
+    return hit >= threshold;
+  }
+  bool isExpected(const std::vector<std::size_t>& result) const {
+    std::set<std::size_t> r(result.begin(), result.end()), c(culprits.begin(), culprits.end());
+    if (threshold == culprits.size()) return r == c;
+    return r.size() == threshold && std::includes(c.begin(), c.end(), r.begin(), r.end());
+  }
+};
+
+inline std::map<std::string, ListProblem> listProblems() {
+  return {
+      {"a", {"a", 1024, {737}, 1}},
+      {"b", {"b", 1024, {100, 900}, 2}},
+      {"c", {"c", 4096, {3001}, 1}},
+      {"d", {"d", 1024, {5, 131, 262, 390, 517, 650, 781, 1010}, 8}},
+      {"e", {"e", 256, {17, 60, 128, 199, 240}, 3}},
+      {"f", {"f", 1024, {737}, 1, 0.3, false}},
+      {"fv", {"fv", 1024, {737}, 1, 0.3, true}},
+  };
+}
+
+// splitmix64 output #t+1 for the seed, as a double in [0, 1).
+inline double splitmixU01(std::uint64_t seed, std::uint64_t t) {
+  std::uint64_t x = seed + (t + 1) * 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  x ^= x >> 31;
+  return static_cast<double>(x >> 11) * std::ldexp(1.0, -53);
+}
+
+// A trial counter that answers like the reference Oracle: trial t is the
+// t-th call, every call counts, flakiness applied on top of the truth.
+class ListOracle {
+ public:
+  ListOracle(ListProblem problem, std::uint64_t seed = 0) : problem_(std::move(problem)), seed_(seed) {}
+  bool operator()(const std::vector<std::size_t>& keep) {
+    const std::uint64_t t = calls_++;
+    bool result = problem_.interesting(keep);
+    if (result && problem_.flaky_p > 0) {
+      const double u = (problem_.force_first && t == 0) ? 0.0 : splitmixU01(seed_, t);
+      result = u < problem_.flaky_p;
+    }
+    return result;
+  }
+  std::uint64_t calls() const { return calls_; }
+  const ListProblem& problem() const { return problem_; }
+
+ private:
+  ListProblem problem_;
+  std::uint64_t seed_;
+  std::uint64_t calls_ = 0;
+};
+
+}  // namespace minrepro::testing

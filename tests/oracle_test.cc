@@ -1,0 +1,111 @@
+// Unit tier: the oracle and the search with a fake executor.
+#include "engine/oracle.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "engine/delta.h"
+#include "tests/fake_trials.h"
+#include "tests/test_util.h"
+
+namespace minrepro {
+namespace {
+
+using testing::FakeBatchStore;
+using testing::FakeExecutor;
+using testing::indexError;
+
+bool has(const std::vector<std::int64_t>& v, std::int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+struct OracleFixture : ::testing::Test {
+  testing::TempDir dir;
+  CaseConfig config;
+  Log log{true};
+  void SetUp() override {
+    config.work_dir = dir.path();
+    config.base_dir = "/cases/here";
+    config.command = CommandTrial{{"/usr/bin/python3", "-u", "{case_dir}/step.py", "{batch}", "--out={workdir}/o"}, {}};
+  }
+  Selection all(std::int64_t n) {
+    Selection s;
+    for (std::int64_t i = 0; i < n; ++i) s.samples.push_back(i);
+    return s;
+  }
+};
+
+TEST_F(OracleFixture, SubstitutesPlaceholdersWithoutAShell) {
+  FakeBatchStore batch(4);
+  FakeExecutor exec([](const auto&) { return indexError(4); });
+  TrialOracle oracle(config, batch, exec, "unused", log);
+  oracle.run(all(4));
+  ASSERT_EQ(exec.specs.size(), 1u);
+  const auto& argv = exec.specs[0].argv;
+  EXPECT_EQ(argv[0], "/usr/bin/python3");
+  EXPECT_EQ(argv[2], "/cases/here/step.py");
+  EXPECT_TRUE(argv[3].ends_with("/trial-000001/batch.pt")) << argv[3];
+  EXPECT_TRUE(argv[4].starts_with("--out=" + dir.path().string())) << argv[4];
+}
+
+TEST_F(OracleFixture, DifferentFailureIsNeverAccepted) {
+  FakeBatchStore batch(8);
+  // Sample 5 triggers the bug; without it, sample 2 triggers a different bug.
+  FakeExecutor exec([](const std::vector<std::int64_t>& kept) {
+    if (has(kept, 5)) return indexError(4);
+    if (has(kept, 2)) return testing::exitedWith(1, "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n");
+    return testing::exitedWith(0, "");
+  });
+  TrialOracle oracle(config, batch, exec, "unused", log);
+  oracle.setReference(oracle.run(all(8)).signature);
+  Selection only2{{2}}, only5{{5}}, none{{0, 1}};
+  EXPECT_FALSE(oracle.interesting(only2));
+  EXPECT_TRUE(oracle.interesting(only5));
+  EXPECT_FALSE(oracle.interesting(none));
+  EXPECT_EQ(oracle.stats().different_failure, 1u);
+  EXPECT_EQ(oracle.stats().passed, 1u);
+  EXPECT_EQ(oracle.stats().same_failure, 1u);
+  ASSERT_EQ(oracle.stats().other_bugs.size(), 1u);
+  EXPECT_NE(oracle.stats().other_bugs.begin()->first.find("out-of-memory"), std::string::npos);
+}
+
+TEST_F(OracleFixture, SameBugWithOtherNumbersMatchesUnlessThePatternSaysOtherwise) {
+  FakeBatchStore batch(8);
+  FakeExecutor exec([](const std::vector<std::int64_t>& kept) { return indexError(has(kept, 7) ? 7 : 4); });
+  TrialOracle oracle(config, batch, exec, "unused", log);
+  oracle.setReference(oracle.run(all(8)).signature);
+  EXPECT_TRUE(oracle.interesting(Selection{{1}}));
+  config.expected.message_regex = "Target 7 ";
+  EXPECT_FALSE(oracle.interesting(Selection{{1}}));
+  EXPECT_TRUE(oracle.interesting(Selection{{7}}));
+}
+
+TEST_F(OracleFixture, SearchWithOracleFindsTheCulpritsAndCleansTrialDirs) {
+  FakeBatchStore batch(100);
+  FakeExecutor exec([](const std::vector<std::int64_t>& kept) {
+    return has(kept, 13) && has(kept, 88) ? indexError(4) : testing::exitedWith(0, "");
+  });
+  TrialOracle oracle(config, batch, exec, "unused", log);
+  oracle.setReference(oracle.run(all(100)).signature);
+  auto keep = minimizeUnits(100, [&](const std::vector<std::size_t>& k) {
+    Selection s;
+    for (auto i : k) s.samples.push_back(static_cast<std::int64_t>(i));
+    return oracle.interesting(s);
+  });
+  EXPECT_EQ(keep, (std::vector<std::size_t>{13, 88}));
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path() / "trials"));
+}
+
+TEST_F(OracleFixture, TrialThatCannotStartStopsTheRun) {
+  FakeBatchStore batch(4);
+  FakeExecutor exec([](const auto&) {
+    TrialOutcome o;
+    o.end = TrialEnd::FailedToStart;
+    o.start_error = "program 'x' not found on PATH";
+    return o;
+  });
+  TrialOracle oracle(config, batch, exec, "unused", log);
+  EXPECT_THROW(oracle.interesting(all(4)), TrialStartError);
+}
+
+}  // namespace
+}  // namespace minrepro
