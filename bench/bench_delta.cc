@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 
 #include "engine/delta.h"
 #include "tests/list_problems.h"
@@ -53,6 +54,29 @@ void BM_SampleSearch(benchmark::State& state, std::string name) {
   }
 }
 
+// Issue goal: exactly {737} on at least 99 of 100 seeds, median trials <= 150.
+bool reportFlaky() {
+  bool ok = true;
+  std::printf("\n%-8s %8s %8s %8s %8s   (seeds 1..100, alpha %.3g)\n", "problem", "correct", "median", "max",
+              "mean", minrepro::FlakyOptions{}.alpha);
+  for (const std::string name : {"f", "fv"}) {
+    std::vector<std::size_t> counts;
+    std::size_t correct = 0;
+    for (std::uint64_t seed = 1; seed <= 100; ++seed) {
+      std::size_t trials = 0;
+      correct += minrepro::testing::solveFlaky(name, seed, &trials) == std::vector<std::size_t>{737} ? 1 : 0;
+      counts.push_back(trials);
+    }
+    std::sort(counts.begin(), counts.end());
+    const double median = (static_cast<double>(counts[49]) + static_cast<double>(counts[50])) / 2;
+    double mean = 0;
+    for (auto c : counts) mean += static_cast<double>(c) / 100.0;
+    std::printf("%-8s %7zu%% %8.1f %8zu %8.1f\n", name.c_str(), correct, median, counts.back(), mean);
+    ok &= correct >= 99 && median <= 150;
+  }
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -68,5 +92,6 @@ int main(int argc, char** argv) {
     std::printf("%-8s %8zu %8zu %12zu %8.0f %s\n", name.c_str(), trials, goal.goal, goal.best_public, goal.bound,
                 correct ? "" : "WRONG RESULT");
   }
+  g_failed |= !reportFlaky();
   return g_failed ? 1 : 0;
 }

@@ -41,12 +41,13 @@ const std::vector<std::string>& knownReducers() {
 namespace {
 
 const std::vector<std::string> kTopKeys{"batch",  "samples",  "trial", "failure", "reducers",
-                                        "output", "work_dir", "seed",  "context"};
+                                        "output", "work_dir", "seed",  "context", "flaky"};
 const std::vector<std::string> kSampleKeys{"tensors", "ids"};
 const std::vector<std::string> kTrialKeys{"harness", "command", "env", "timeout",
-                                          "memory_limit_mb"};
+                                          "memory_limit_mb", "fork_server", "preload"};
 const std::vector<std::string> kHarnessKeys{"model", "input", "target", "loss", "ignore_index"};
 const std::vector<std::string> kFailureKeys{"family", "operator", "message"};
+const std::vector<std::string> kFlakyKeys{"enabled", "alpha", "initial_failures", "initial_runs", "max_passes"};
 const std::vector<std::string> kLosses{"cross_entropy", "nll", "none"};
 
 constexpr double kMaxTimeoutSeconds = 1e7;  // ~115 days; keeps milliseconds far from overflow
@@ -378,6 +379,25 @@ void readTrialKind(const Loader& l, const MapView& t, CaseConfig& c) {
   if (env) c.command->env = readEnv(l, *env);
 }
 
+// trial.fork_server and trial.preload (engine/fork_server.h).
+void readForkServer(const Loader& l, const MapView& t, CaseConfig& c) {
+  if (const Value* v = t.find("fork_server")) {
+    const std::string text = v->node.IsScalar() ? v->node.Scalar() : "";
+    if (text != "true" && text != "false") fail(l, *v, "true or false", describeFound(v->node));
+    c.fork_server = text == "true";
+  }
+  const Value* v = t.find("preload");
+  if (!v) return;
+  if (!c.command)
+    fail(l, *v, "'preload' only with 'command'", "it with 'harness'", "the harness's server loads LibTorch itself");
+  static const std::regex kModule(R"([A-Za-z_]\w*(\.[A-Za-z_]\w*)*)");
+  c.preload = stringList(l, *v, "Python module names");
+  for (std::size_t i = 0; i < c.preload.size(); ++i)
+    if (!std::regex_match(c.preload[i], kModule))
+      fail(l, Value{v->node[i], v->path + "[" + std::to_string(i) + "]", v->node[i].Mark()},
+           "a Python module name (e.g. numpy or mypkg.model)", inQuotes(c.preload[i]));
+}
+
 void readTrial(const Loader& l, const MapView& top, CaseConfig& c) {
   const MapView t(l, top.require("trial", "a map with 'harness' or 'command'"), kTrialKeys);
   readTrialKind(l, t, c);
@@ -386,6 +406,7 @@ void readTrial(const Loader& l, const MapView& top, CaseConfig& c) {
     const auto mib = integer(l, *v, "a whole number of MiB, 0 for no limit", 0, kMaxMemoryMiB);
     c.memory_limit_bytes = static_cast<std::uint64_t>(mib) << 20;
   }
+  readForkServer(l, t, c);
 }
 
 // The families a case may expect: every failure family except "the trial
@@ -428,6 +449,37 @@ void readFailure(const Loader& l, const MapView& top, CaseConfig& c) {
   if (const Value* x = f.find("family")) c.expected.family = readFamily(l, *x);
   if (const Value* x = f.find("operator")) c.expected.op = nonEmpty(l, *x, "an operator name");
   if (const Value* x = f.find("message")) c.expected.message_regex = readRegex(l, *x);
+}
+
+bool boolean(const Loader& l, const Value& v) {
+  const std::string text = v.node.IsScalar() ? v.node.Scalar() : "";
+  if (text == "true" || text == "yes" || text == "on") return true;
+  if (text == "false" || text == "no" || text == "off") return false;
+  fail(l, v, "true or false", describeFound(v.node));
+}
+
+double probability(const Loader& l, const Value& v) {
+  double p = 0;
+  const std::string text = v.node.IsScalar() ? v.node.Scalar() : "";
+  const auto [stop, ec] = std::from_chars(text.data(), text.data() + text.size(), p);
+  if (text.empty() || ec != std::errc() || stop != text.data() + text.size() || !(p > 0 && p < 1))
+    fail(l, v, "a probability between 0 and 1 (exclusive)", describeFound(v.node), "e.g. 'alpha: 0.001'");
+  return p;
+}
+
+void readFlaky(const Loader& l, const MapView& top, CaseConfig& c) {
+  const Value* v = top.find("flaky");
+  if (!v) return;
+  const MapView f(l, *v, kFlakyKeys);
+  FlakyOptions& o = c.flaky;
+  if (const Value* x = f.find("enabled")) o.enabled = boolean(l, *x);
+  if (const Value* x = f.find("alpha")) o.alpha = probability(l, *x);
+  if (const Value* x = f.find("initial_failures"))
+    o.initial_failures = static_cast<std::size_t>(integer(l, *x, "an integer from 1 to 1000", 1, 1000));
+  if (const Value* x = f.find("initial_runs"))
+    o.initial_runs = static_cast<std::size_t>(integer(l, *x, "an integer from 1 to 100000", 1, 100000));
+  if (const Value* x = f.find("max_passes"))
+    o.max_passes = static_cast<std::size_t>(integer(l, *x, "an integer from 1 to 100000", 1, 100000));
 }
 
 std::vector<std::string> readReducers(const Loader& l, const Value& v) {
@@ -510,6 +562,7 @@ CaseConfig loadCase(const fs::path& case_file) {
   readSamples(l, top, c);
   readTrial(l, top, c);
   readFailure(l, top, c);
+  readFlaky(l, top, c);
   readOptional(l, top, c);
   return c;
 }
@@ -589,6 +642,8 @@ void emitTrial(YAML::Emitter& out, const CaseConfig& c, const fs::path& dir,
   out << YAML::Key << "timeout" << YAML::Value << formatSeconds(c.timeout);
   const std::uint64_t mib = (c.memory_limit_bytes + (1u << 20) - 1) >> 20;  // round up
   out << YAML::Key << "memory_limit_mb" << YAML::Value << mib;
+  if (!c.fork_server) out << YAML::Key << "fork_server" << YAML::Value << false;
+  if (!c.preload.empty()) out << YAML::Key << "preload" << YAML::Value << YAML::Flow << c.preload;
   out << YAML::EndMap;
 }
 
@@ -601,7 +656,18 @@ void emitFailure(YAML::Emitter& out, const ExpectedFailure& e) {
   out << YAML::EndMap;
 }
 
+void emitFlaky(YAML::Emitter& out, const FlakyOptions& f) {
+  out << YAML::Key << "flaky" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "enabled" << YAML::Value << f.enabled;
+  out << YAML::Key << "alpha" << YAML::Value << f.alpha;
+  out << YAML::Key << "initial_failures" << YAML::Value << f.initial_failures;
+  out << YAML::Key << "initial_runs" << YAML::Value << f.initial_runs;
+  out << YAML::Key << "max_passes" << YAML::Value << f.max_passes;
+  out << YAML::EndMap;
+}
+
 void emitRest(YAML::Emitter& out, const CaseConfig& c) {
+  emitFlaky(out, c.flaky);
   out << YAML::Key << "reducers" << YAML::Value << YAML::Flow << c.reducers;
   out << YAML::Key << "output" << YAML::Value << "repro.tar.gz";  // work_dir stays the default
   out << YAML::Key << "seed" << YAML::Value << c.seed;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/failure_signature.h"
+#include "engine/flaky.h"
 
 namespace minrepro {
 
@@ -54,8 +55,11 @@ struct CaseConfig {
   std::optional<CommandTrial> command;
   std::chrono::milliseconds timeout{60'000};
   std::uint64_t memory_limit_bytes = 0;
+  bool fork_server = true;           // trials may run in fork servers (engine/fork_server.h)
+  std::vector<std::string> preload;  // modules the Python fork server imports once (with command)
 
   ExpectedFailure expected;
+  FlakyOptions flaky;
   std::vector<std::string> reducers{"samples"};
   std::filesystem::path output;    // absolute; default <base_dir>/repro.tar.gz
   std::filesystem::path work_dir;  // absolute; default <base_dir>/minrepro-work

@@ -2,12 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 
 namespace minrepro {
 namespace {
-
-using Units = std::vector<std::size_t>;
 
 Units merged(const Units& a, const Units& b, const Units& c = {}) {
   Units out;
@@ -19,98 +16,162 @@ Units merged(const Units& a, const Units& b, const Units& c = {}) {
   return out;
 }
 
-// State of one search: needed units (proven), unknown units, and the oracle
-// wrapped with a cache so that a candidate is never run twice.
-class Search {
- public:
-  Search(std::size_t n, const UnitOracle& oracle, DeltaStats& stats)
-      : total_(n), oracle_(oracle), stats_(stats) {
-    unknown_.resize(n);
-    for (std::size_t i = 0; i < n; ++i) unknown_[i] = i;
-  }
+Units without(const Units& units, std::size_t index) {
+  Units out = units;
+  out.erase(out.begin() + static_cast<std::ptrdiff_t>(index));
+  return out;
+}
 
-  Units run() {
-    // The empty set is assumed not interesting, so the full set is known to
-    // hold a needed unit: the first step is a binary search over everything.
-    bool unknown_holds_culprit = true;
-    bool needed_alone_failed = false;
-    while (!unknown_.empty()) {
-      const std::size_t g = unknown_holds_culprit ? unknown_.size() : groupSize(needed_alone_failed);
-      Units group(unknown_.begin(), unknown_.begin() + g);
-      Units rest(unknown_.begin() + g, unknown_.end());
-      if (!unknown_holds_culprit && interesting(merged(needed_, rest))) {
-        unknown_ = std::move(rest);
-        continue;
-      }
-      if (!unknown_holds_culprit && rest.empty()) needed_alone_failed = true;
-      findOneNeeded(std::move(group), std::move(rest));
-      unknown_holds_culprit = false;
-    }
-    return needed_;
-  }
-
- private:
-  // While few needed units are known, ask first whether they suffice (the
-  // group is everything unknown). After that, size groups so that each holds
-  // about one culprit, estimating the culprits left from the density seen.
-  std::size_t groupSize(bool needed_alone_failed) const {
-    const double u = static_cast<double>(unknown_.size());
-    const double k = static_cast<double>(needed_.size());
-    if (!needed_alone_failed || needed_.size() < kDensityAfter) return unknown_.size();
-    const double resolved = std::max(1.0, static_cast<double>(total_) - u);
-    const double left = std::max(1.0, k * u / resolved);
-    const double ratio = std::max(1.0, (u - left + 1.0) / left);
-    const auto g = static_cast<std::size_t>(std::exp2(std::floor(std::log2(ratio))));
-    return std::clamp<std::size_t>(g, 1, unknown_.size());
-  }
-
-  // `group` holds a needed unit given needed_ + rest; binary search for it,
-  // dropping each half whose removal keeps the failure.
-  void findOneNeeded(Units group, Units rest) {
-    while (group.size() > 1) {
-      const auto mid = group.begin() + static_cast<std::ptrdiff_t>(group.size() / 2);
-      Units first(group.begin(), mid), second(mid, group.end());
-      if (interesting(merged(needed_, second, rest))) {
-        group = std::move(second);
-      } else {
-        rest = merged(second, rest);
-        group = std::move(first);
-      }
-    }
-    needed_ = merged(needed_, group);
-    unknown_ = std::move(rest);
-  }
-
-  bool interesting(const Units& keep) {
-    if (keep.empty()) return false;
-    auto it = cache_.find(keep);
-    if (it != cache_.end()) {
-      ++stats_.cache_hits;
-      return it->second;
-    }
-    ++stats_.tests;
-    const bool result = oracle_(keep);
-    if (result) ++stats_.accepted;
-    cache_.emplace(keep, result);
-    return result;
-  }
-
-  static constexpr std::size_t kDensityAfter = 3;
-  std::size_t total_;
-  const UnitOracle& oracle_;
-  DeltaStats& stats_;
-  Units needed_;
-  Units unknown_;
-  std::map<Units, bool> cache_;
-};
+// Culprits found before group sizes follow their density: until then, each
+// round first asks whether the needed units alone suffice.
+constexpr std::size_t kDensityAfter = 3;
 
 }  // namespace
 
-std::vector<std::size_t> minimizeUnits(std::size_t n, const UnitOracle& oracle, DeltaStats* stats) {
-  DeltaStats local;
-  DeltaStats& s = stats ? *stats : local;
-  if (n <= 1) return n == 1 ? Units{0} : Units{};
-  return Search(n, oracle, s).run();
+DeltaSearch::DeltaSearch(std::size_t n, DeltaOptions options) : total_(n), options_(options) {
+  unknown_.resize(n);
+  for (std::size_t i = 0; i < n; ++i) unknown_[i] = i;
+  // The empty set is assumed not interesting, so the full set holds a needed
+  // unit: the first step is a bisection over everything.
+  if (n <= 1) {
+    needed_ = unknown_;
+    phase_ = Phase::Done;
+  }
+  advance();
+}
+
+void DeltaSearch::answer(bool interesting) {
+  ++stats_.tests;
+  if (interesting) ++stats_.accepted;
+  cache_.emplace(pending_, interesting);
+  apply(interesting);
+  advance();
+}
+
+// Moves through the phases until a trial is needed or the search is done.
+void DeltaSearch::advance() {
+  for (bool asked = false; !asked;) {
+    switch (phase_) {
+      case Phase::Outer: asked = stepOuter(); break;
+      case Phase::Bisect: asked = stepBisect(); break;
+      case Phase::FinalCheck: asked = stepFinal(); break;
+      case Phase::Done: return;
+      default: return;  // awaiting an answer
+    }
+  }
+}
+
+// Returns true when the caller must answer; answers from the cache (and the
+// empty set, never interesting) are applied at once.
+bool DeltaSearch::ask(Units candidate, Phase awaiting) {
+  pending_ = std::move(candidate);
+  phase_ = awaiting;
+  if (pending_.empty()) {
+    apply(false);
+    return false;
+  }
+  if (auto it = cache_.find(pending_); it != cache_.end()) {
+    ++stats_.cache_hits;
+    apply(it->second);
+    return false;
+  }
+  return true;
+}
+
+bool DeltaSearch::stepOuter() {
+  if (unknown_.empty()) {
+    phase_ = options_.final_check && needed_.size() > 1 ? Phase::FinalCheck : Phase::Done;
+    final_index_ = 0;
+    return false;
+  }
+  const std::size_t g = unknown_holds_culprit_ ? unknown_.size() : groupSize();
+  group_.assign(unknown_.begin(), unknown_.begin() + static_cast<std::ptrdiff_t>(g));
+  rest_.assign(unknown_.begin() + static_cast<std::ptrdiff_t>(g), unknown_.end());
+  if (unknown_holds_culprit_) {
+    unknown_holds_culprit_ = false;
+    phase_ = Phase::Bisect;
+    return false;
+  }
+  return ask(merged(needed_, rest_), Phase::AwaitGroup);
+}
+
+// `group_` holds a needed unit given needed_ + rest_: try removing its first
+// part; whichever part must hold the unit is bisected further.
+bool DeltaSearch::stepBisect() {
+  if (group_.size() <= 1) {
+    needed_ = merged(needed_, group_);
+    unknown_ = rest_;
+    phase_ = Phase::Outer;
+    return false;
+  }
+  const auto size = group_.size();
+  const auto cut = std::clamp<std::size_t>(static_cast<std::size_t>(std::lround(static_cast<double>(size) * options_.split_fraction)),
+                                           1, size - 1);
+  first_.assign(group_.begin(), group_.begin() + static_cast<std::ptrdiff_t>(cut));
+  second_.assign(group_.begin() + static_cast<std::ptrdiff_t>(cut), group_.end());
+  return ask(merged(needed_, second_, rest_), Phase::AwaitBisect);
+}
+
+bool DeltaSearch::stepFinal() {
+  if (final_index_ >= needed_.size() || needed_.size() <= 1) {
+    phase_ = Phase::Done;
+    return false;
+  }
+  return ask(without(needed_, final_index_), Phase::AwaitFinal);
+}
+
+void DeltaSearch::apply(bool interesting) {
+  switch (phase_) {
+    case Phase::AwaitGroup:
+      if (interesting) {
+        unknown_ = rest_;
+        phase_ = Phase::Outer;
+      } else {
+        if (rest_.empty()) needed_alone_failed_ = true;
+        phase_ = Phase::Bisect;
+      }
+      break;
+    case Phase::AwaitBisect:
+      if (interesting) {
+        group_ = second_;
+      } else {
+        rest_ = merged(second_, rest_);
+        group_ = first_;
+      }
+      phase_ = Phase::Bisect;
+      break;
+    case Phase::AwaitFinal:
+      if (interesting) {
+        needed_ = pending_;  // a unit kept by mistake: drop it and start over
+        final_index_ = 0;
+      } else {
+        ++final_index_;
+      }
+      phase_ = Phase::FinalCheck;
+      break;
+    default: break;
+  }
+}
+
+// While few needed units are known, the group is everything unknown (asking
+// whether the needed units alone suffice). After that, groups are sized to
+// hold about one culprit, estimating the culprits left from the density seen.
+std::size_t DeltaSearch::groupSize() const {
+  if (!needed_alone_failed_ || needed_.size() < kDensityAfter) return unknown_.size();
+  const double u = static_cast<double>(unknown_.size());
+  const double k = static_cast<double>(needed_.size());
+  const double resolved = std::max(1.0, static_cast<double>(total_) - u);
+  const double left = std::max(1.0, k * u / resolved);
+  const double ratio = std::max(1.0, (u - left + 1.0) / left);
+  const auto g = static_cast<std::size_t>(std::exp2(std::floor(std::log2(ratio))));
+  return std::clamp<std::size_t>(g, 1, unknown_.size());
+}
+
+Units minimizeUnits(std::size_t n, const UnitOracle& oracle, DeltaStats* stats, DeltaOptions options) {
+  DeltaSearch search(n, options);
+  while (!search.done()) search.answer(oracle(search.query()));
+  if (stats) *stats = search.stats();
+  return search.result();
 }
 
 }  // namespace minrepro

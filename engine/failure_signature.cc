@@ -683,7 +683,7 @@ FailureSignature classify(const TrialOutcome& outcome) {
 std::string normalizeMessage(const std::string& message) {
   static const std::regex ansi(R"(\x1b\[[0-9;]*[A-Za-z])");
   static const std::regex trial_dir(
-      R"([^\s'"(]*minrepro-work/trial-\d+(?:/tmp(?:/[^/\s'"]+(?=/))?)?)");
+      R"([^\s'"(]*(?:minrepro-work/|trials/)trial-\d+(?:/tmp(?:/[^/\s'"]+(?=/))?)?)");
   static const std::regex hex(R"(0x[0-9a-fA-F]+)");
   static const std::regex pid(R"(\bpid\s*[=:]?\s*\d+)", std::regex::ECMAScript | std::regex::icase);
   static const std::regex process(R"(\bProcess \d+ has)");

@@ -1,27 +1,53 @@
 #include "engine/log.h"
 
-#include <cstdio>
+#include <unistd.h>
+
 #include <iomanip>
 #include <iostream>
 #include <sstream>
 
 namespace minrepro {
 
-void Log::openFile(const std::filesystem::path& file) { file_.open(file, std::ios::app); }
+Log::Log(bool quiet) : quiet_(quiet), terminal_(::isatty(STDERR_FILENO) == 1), start_(std::chrono::steady_clock::now()) {}
+
+void Log::openFile(const std::filesystem::path& file) {
+  file_.open(file, std::ios::app);
+  file_ << "==== minrepro run" << std::endl;
+}
 
 double Log::elapsedSeconds() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
+namespace {
+std::string stamp(double seconds) {
+  std::ostringstream s;
+  s << "[" << std::fixed << std::setprecision(1) << std::setw(7) << seconds << "s] ";
+  return s.str();
+}
+}  // namespace
+
+void Log::clearStatus() {
+  if (status_shown_) std::cerr << "\r\033[K";
+  status_shown_ = false;
+}
+
 void Log::info(const std::string& line) {
-  std::ostringstream stamped;
-  stamped << "[" << std::fixed << std::setprecision(1) << std::setw(7) << elapsedSeconds() << "s] " << line;
-  if (!quiet_) std::cerr << "minrepro: " << line << std::endl;
-  if (file_) file_ << stamped.str() << std::endl;
+  if (!quiet_) {
+    clearStatus();
+    std::cerr << "minrepro: " << line << std::endl;
+  }
+  if (file_) file_ << stamp(elapsedSeconds()) << line << std::endl;
 }
 
 void Log::detail(const std::string& line) {
-  if (file_) file_ << "[" << std::fixed << std::setprecision(1) << std::setw(7) << elapsedSeconds() << "s]   " << line << std::endl;
+  if (file_) file_ << stamp(elapsedSeconds()) << "  " << line << std::endl;
+}
+
+void Log::status(const std::string& line) {
+  if (quiet_ || !terminal_) return;
+  std::cerr << "\r\033[K" << line << std::flush;
+  status_shown_ = true;
 }
 
 }  // namespace minrepro

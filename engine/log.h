@@ -1,4 +1,4 @@
-// Progress lines for the user (stderr) and the run's log file.
+// Progress for the user (stderr) and the run's log file.
 #pragma once
 
 #include <chrono>
@@ -10,14 +10,20 @@ namespace minrepro {
 
 class Log {
  public:
-  explicit Log(bool quiet = false) : quiet_(quiet), start_(std::chrono::steady_clock::now()) {}
+  explicit Log(bool quiet = false);
   void openFile(const std::filesystem::path& file);
-  void info(const std::string& line);   // stderr (unless quiet) and file
+  void info(const std::string& line);    // stderr (unless quiet) and file
   void detail(const std::string& line);  // file only
+  // A live status line, redrawn in place on a terminal; not shown otherwise
+  // (plain log lines carry the progress there).
+  void status(const std::string& line);
   double elapsedSeconds() const;
 
  private:
+  void clearStatus();
   bool quiet_;
+  bool terminal_;
+  bool status_shown_ = false;
   std::chrono::steady_clock::time_point start_;
   std::ofstream file_;
 };

@@ -1,8 +1,12 @@
 // minrepro: the command line. Thin: parses options and calls the library.
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <iostream>
 
 #include "engine/shrink.h"
+#include "engine/triage.h"
+#include "engine/verify.h"
+#include "harness/contract.h"
 #include "reducers/reducer.h"
 
 namespace po = boost::program_options;
@@ -14,9 +18,14 @@ const char* kUsage =
     "commands:\n"
     "  shrink --config case.yaml   reduce a failing batch to a minimal reproducer archive\n"
     "  reducers                    list the reducer passes\n"
+    "  triage LOG|-                read a log's first error: family, operator, first check, what to avoid\n"
+    "  verify ARCHIVE [--expect fail|pass] [--runs K]\n"
+    "                              rerun a reproducer archive in fresh processes and compare\n"
+    "  check --batch B.pt --target NAME --classes K\n"
+    "                              check class-index targets: 1-D int64, in [0, K) or ignore_index\n"
     "  --version                   print the version\n\n"
     "exit status: 0 reduced, 1 internal error, 2 bad input, 3 the original does not reproduce,\n"
-    "             4 trials cannot start\n";
+    "             4 trials cannot start, 5 budget spent (best so far written), 130 interrupted\n";
 
 int shrinkCommand(const std::vector<std::string>& args) {
   po::options_description opts("minrepro shrink options");
@@ -27,7 +36,11 @@ int shrinkCommand(const std::vector<std::string>& args) {
       ("work-dir", po::value(&work_dir), "directory for trials and the log (default: case.yaml's work_dir)")
       ("trial-binary", po::value(&trial_binary), "minrepro-trial to use (default: next to minrepro)")
       ("python", po::value(&python), "Python with PyTorch, for the environment record (default /usr/bin/python3)")
-      ("quiet,q", "only print errors");
+      ("quiet,q", "only print errors")
+      ("resume", "continue an interrupted run from the journal in the work directory")
+      ("jobs,j", po::value<std::size_t>()->default_value(1), "trials to run at once")
+      ("max-trials", po::value<std::size_t>()->default_value(0), "stop after this many trials (0: no limit)")
+      ("max-time", po::value<double>()->default_value(0), "stop after this many seconds (0: no limit)");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(opts).run(), vm);
@@ -47,7 +60,95 @@ int shrinkCommand(const std::vector<std::string>& args) {
   options.trial_binary = trial_binary;
   options.python = python;
   options.quiet = vm.count("quiet") > 0;
+  options.resume = vm.count("resume") > 0;
+  options.jobs = std::max<std::size_t>(1, vm["jobs"].as<std::size_t>());
+  options.max_trials = vm["max-trials"].as<std::size_t>();
+  options.max_seconds = vm["max-time"].as<double>();
   return static_cast<int>(minrepro::runShrink(options));
+}
+
+// Parses a subcommand's options: -1 to go on, else the exit status (0 after
+// --help, 2 for bad options).
+int parseSubcommand(const std::string& name, const po::options_description& opts,
+                    const po::positional_options_description& positional, const std::vector<std::string>& args,
+                    po::variables_map& vm) {
+  try {
+    po::store(po::command_line_parser(args).options(opts).positional(positional).run(), vm);
+    if (vm.count("help")) {
+      std::cout << opts << "\n";
+      return 0;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "minrepro " << name << ": " << e.what() << "\n" << opts << "\n";
+    return 2;
+  }
+  return -1;
+}
+
+// minrepro verify repro.tar.gz: the archive reproduces (or, after a fix,
+// passes with every sample processed) in fresh processes.
+int verifyCommand(const std::vector<std::string>& args) {
+  minrepro::VerifyOptions o;
+  std::string archive, expect = "fail";
+  double timeout = 600;
+  po::options_description opts("minrepro verify ARCHIVE options (exit 0 every run as expected, 1 not, 2 bad input)");
+  opts.add_options()("help,h", "show this help")
+      ("archive", po::value(&archive)->required(), "the repro.tar.gz to check")
+      ("runs", po::value(&o.runs)->default_value(3), "how many fresh runs")
+      ("expect", po::value(&expect)->default_value("fail"),
+       "fail: every run fails as recorded; pass: every run exits 0 and processes every sample")
+      ("python", po::value(&o.python)->default_value("/usr/bin/python3"), "Python with PyTorch")
+      ("timeout", po::value(&timeout)->default_value(600), "seconds per run");
+  po::positional_options_description positional;
+  positional.add("archive", 1);
+  po::variables_map vm;
+  if (const int status = parseSubcommand("verify", opts, positional, args, vm); status >= 0) return status;
+  if (expect != "fail" && expect != "pass") {
+    std::cerr << "minrepro verify: --expect must be 'fail' or 'pass', found '" << expect << "'\n";
+    return 2;
+  }
+  o.archive = archive;
+  o.expect = expect == "pass" ? minrepro::Expect::Pass : minrepro::Expect::Fail;
+  o.timeout = std::chrono::milliseconds(static_cast<long long>(std::max(timeout, 0.001) * 1000));
+  return minrepro::runVerify(o, std::cout, std::cerr);
+}
+
+// minrepro check: the class-index target contract of a batch (GUIDE.md §4).
+int checkCommand(const std::vector<std::string>& args) {
+  minrepro::TargetContract c;
+  std::string batch;
+  po::options_description opts("minrepro check options (exit 0 the contract holds, 1 violated, 2 bad input)");
+  opts.add_options()("help,h", "show this help")
+      ("batch", po::value(&batch)->required(), "the batch, a torch.save'd dict of tensors")
+      ("target", po::value(&c.target)->required(), "the batch key of the class-index targets")
+      ("classes", po::value(&c.classes)->required(), "number of classes K: valid targets are [0, K)")
+      ("ignore-index", po::value(&c.ignore_index)->default_value(-100), "targets equal to it are ignored")
+      ("ids", po::value(&c.ids), "batch key of per-sample ids, to name offending samples");
+  po::variables_map vm;
+  if (const int status = parseSubcommand("check", opts, {}, args, vm); status >= 0) return status;
+  try {
+    const minrepro::ContractResult result = minrepro::checkClassTargets(batch, c);
+    std::cout << minrepro::renderContractResult(result, c, batch);
+    return result.ok() ? 0 : 1;
+  } catch (const minrepro::CaseError& e) {
+    std::cerr << "minrepro check: error: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+// minrepro triage LOG: the log's first error and the guide's advice for it.
+int triageCommand(const std::vector<std::string>& args) {
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout << "usage: minrepro triage LOG   (LOG '-' reads standard input)\n"
+                 "exit status: 0 an error was found, 1 no error in the log, 2 the log cannot be read\n";
+    return 0;
+  }
+  if (args.size() != 1) {
+    std::cerr << "minrepro triage: expected one log file (or '-' for standard input); see minrepro triage --help\n";
+    return 2;
+  }
+  return minrepro::runTriage(args[0], std::cin, std::cout, std::cerr);
 }
 
 }  // namespace
@@ -60,6 +161,9 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   const std::vector<std::string> rest(argv + 2, argv + argc);
   if (command == "shrink") return shrinkCommand(rest);
+  if (command == "triage") return triageCommand(rest);
+  if (command == "verify") return verifyCommand(rest);
+  if (command == "check") return checkCommand(rest);
   if (command == "reducers") {
     for (const auto& r : minrepro::reducerRegistry()) std::cout << r.name << "\t" << r.description << "\n";
     return 0;

@@ -2,6 +2,7 @@
 
 #include <iomanip>
 #include <sstream>
+#include <thread>
 
 #include "harness/trial_main.h"
 
@@ -20,9 +21,42 @@ std::string substitutePlaceholders(std::string arg, const fs::path& batch, const
   return arg;
 }
 
+namespace {
+
+// The reference signature as one journal line, and back.
+std::string serializeReference(const FailureSignature& s, const std::string& exit) {
+  return familyName(s.family) + "\t" + s.op + "\t" + s.signal_name + "\t" + exit + "\t" + s.message;
+}
+
+FailureSignature parseReference(const std::string& line, std::string* exit) {
+  std::vector<std::string> f;
+  std::istringstream in(line);
+  for (std::string field; f.size() < 4 && std::getline(in, field, '\t');) f.push_back(field);
+  std::string message;
+  std::getline(in, message);
+  FailureSignature s;
+  if (f.size() < 4) return s;
+  s.family = parseFamily(f[0]).value_or(FailureFamily::None);
+  s.op = f[1];
+  s.signal_name = f[2];
+  *exit = f[3];
+  s.message = message;
+  return s;
+}
+
+}  // namespace
+
 TrialOracle::TrialOracle(const CaseConfig& config, const BatchStore& batch, Executor& executor,
-                         std::string trial_binary, Log& log)
-    : config_(config), batch_(batch), executor_(executor), trial_binary_(std::move(trial_binary)), log_(log) {}
+                         std::string trial_binary, Log& log, Journal* journal, RunLimits limits, std::size_t jobs)
+    : config_(config), batch_(batch), executor_(executor), trial_binary_(std::move(trial_binary)), log_(log),
+      journal_(journal), limits_(limits), jobs_(std::max<std::size_t>(jobs, 1)) {
+  if (!journal_) return;
+  journaled_ = journal_->loaded();
+  if (!journal_->loadedReference().empty()) {
+    reference_ = parseReference(journal_->loadedReference(), &first_failure_exit_);
+    first_failure_.signature = reference_;
+  }
+}
 
 fs::path TrialOracle::trialDir(std::size_t number) const {
   std::ostringstream name;
@@ -38,55 +72,171 @@ std::vector<std::string> TrialOracle::trialArgv(const fs::path& batch, const fs:
   return argv;
 }
 
-TrialRecord TrialOracle::run(const Selection& selection) {
-  TrialRecord record;
-  record.number = ++stats_.trials;
-  const fs::path dir = trialDir(record.number);
+TrialSpec TrialOracle::prepare(const Selection& selection, std::size_t number) {
+  const fs::path dir = trialDir(number);
   fs::create_directories(dir);
   const fs::path batch_file = dir / "batch.pt";
   batch_.writeSubset(selection.samples, batch_file);
-
   TrialSpec spec;
   spec.argv = trialArgv(batch_file, dir);
   if (config_.command) spec.env_set = config_.command->env;
   spec.work_dir = dir;
   spec.timeout = config_.timeout;
   spec.address_space_limit_bytes = config_.memory_limit_bytes;
-  record.outcome = executor_.run(spec);
-  record.signature = classify(record.outcome);
-
-  std::error_code ec;
-  fs::remove_all(dir, ec);  // the trial's files are in the record; keep the disk clean overnight
-  return record;
+  spec.cancel = limits_.stop;
+  return spec;
 }
 
-bool TrialOracle::interesting(const Selection& selection) {
-  TrialRecord record = run(selection);
+TrialRecord TrialOracle::run(const Selection& selection) {
+  return runLive({selection}, {"single:" + selectionKey(selection)}).front();
+}
+
+void TrialOracle::checkLimits(std::size_t about_to_run) const {
+  if (limits_.stop && limits_.stop->load())
+    throw RunStopped(RunStopped::Reason::Interrupted, "interrupted");
+  const std::size_t total = stats_.trials + stats_.replayed;
+  if (limits_.max_trials && total + about_to_run > limits_.max_trials)
+    throw RunStopped(RunStopped::Reason::TrialBudget, "the trial budget (--max-trials " +
+                                                          std::to_string(limits_.max_trials) + ") is spent");
+  if (limits_.max_seconds > 0 && log_.elapsedSeconds() >= limits_.max_seconds)
+    throw RunStopped(RunStopped::Reason::TimeBudget, "the time budget (--max-time) is spent");
+}
+
+// Runs the selections at once (one thread each waits on its process) and
+// finishes them in launch order, so numbering and the journal do not depend
+// on which process ended first.
+std::vector<TrialRecord> TrialOracle::runLive(const std::vector<Selection>& selections,
+                                              const std::vector<std::string>& keys) {
+  checkLimits(selections.size());
+  std::vector<TrialSpec> specs;
+  std::vector<TrialRecord> records(selections.size());
+  for (std::size_t i = 0; i < selections.size(); ++i) {
+    records[i].number = ++trial_number_;
+    specs.push_back(prepare(selections[i], records[i].number));
+  }
+  if (specs.size() == 1) {
+    records[0].outcome = executor_.run(specs[0]);
+  } else {
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < specs.size(); ++i)
+      threads.emplace_back([&, i] { records[i].outcome = executor_.run(specs[i]); });
+    for (auto& t : threads) t.join();
+  }
+  if (limits_.stop && limits_.stop->load()) throw RunStopped(RunStopped::Reason::Interrupted, "interrupted");
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    records[i] = finishTrial(std::move(records[i]), keys[i]);
+    std::error_code ec;
+    fs::remove_all(trialDir(records[i].number), ec);  // the record holds what matters; keep the disk clean
+  }
+  return records;
+}
+
+TrialRecord TrialOracle::finishTrial(TrialRecord record, const std::string& key) {
   // A trial that cannot start says nothing about the candidate: stop rather
   // than count it as a pass and keep samples for the wrong reason.
   if (record.outcome.end == TrialEnd::FailedToStart)
     throw TrialStartError("trial " + std::to_string(record.number) + " could not start: " + record.outcome.start_error);
-  const SignatureMatch match = matchSignature(reference_, record.signature, config_.expected);
-  const std::string what = std::to_string(selection.samples.size()) + " samples: ";
-  switch (record.signature.family) {
-    case FailureFamily::None: ++stats_.passed; break;
-    case FailureFamily::Timeout: ++stats_.timeouts; break;
-    default: break;
+  ++stats_.trials;
+  record.signature = classify(record.outcome);
+  const FailureSignature& sig = record.signature;
+  if (!reference_.failed() && sig.failed() && matchSignature(sig, sig, config_.expected).matches) {
+    reference_ = sig;  // the first failure of the original
+    first_failure_ = record;
+    first_failure_exit_ = describe(record.outcome);
+    if (journal_) journal_->recordReference(serializeReference(sig, first_failure_exit_));
   }
-  if (match.matches) {
-    ++stats_.same_failure;
-    log_.detail("trial " + std::to_string(record.number) + ": " + what + "fails the same way");
-    return true;
-  }
-  if (record.signature.failed()) {
+  const bool matched = matches(sig);
+  if (matched) ++stats_.same_failure;
+  else if (!sig.failed()) ++stats_.passed;
+  else {
     ++stats_.different_failure;
-    if (stats_.other_bugs[record.signature.summary()]++ == 0)
+    if (sig.family == FailureFamily::Timeout) ++stats_.timeouts;
+    if (stats_.other_bugs[sig.summary()]++ == 0)
       log_.info("trial " + std::to_string(record.number) + " found a different failure (kept apart, not accepted): " +
-                record.signature.summary());
+                sig.summary());
   }
-  log_.detail("trial " + std::to_string(record.number) + ": " + what +
-              (record.signature.failed() ? match.why_not : std::string("passes")));
-  return false;
+  results_[key].push_back(matched);
+  if (journal_) journal_->recordTrial({key, matched, sig.failed() ? familyName(sig.family) : "pass"});
+  log_.detail("trial " + std::to_string(record.number) + ": " + (matched ? "fails the same way" : sig.failed() ? "fails differently: " + sig.summary() : "passes"));
+  return record;
+}
+
+bool TrialOracle::matches(const FailureSignature& signature) const {
+  return reference_.failed() && matchSignature(reference_, signature, config_.expected).matches;
+}
+
+// The next `count` results of a candidate: earlier results of the same
+// candidate first, then the journal's, then live trials (free job slots
+// filled with speculative trials of the candidates asked next).
+std::vector<bool> TrialOracle::resultsFor(const Selection& selection, const std::string& key, std::size_t count,
+                                          std::size_t& cursor, std::size_t preexisting, const Speculation& next) {
+  std::vector<bool> out;
+  while (out.size() < count) {
+    auto& known = results_[key];
+    if (cursor < known.size()) {
+      if (cursor < preexisting) ++stats_.reused;
+      out.push_back(known[cursor++]);
+      continue;
+    }
+    if (auto it = journaled_.find(key); it != journaled_.end() && !it->second.empty()) {
+      known.push_back(it->second.front());
+      it->second.erase(it->second.begin());
+      ++stats_.replayed;
+      continue;
+    }
+    const std::size_t launch = count - out.size();
+    std::vector<Selection> batch(launch, selection);
+    std::vector<std::string> keys(launch, key);
+    if (next && jobs_ > launch) {
+      for (const Selection& s : next(jobs_ - launch)) {
+        const std::string k = selectionKey(s);
+        if (results_.count(k) || journaled_.count(k)) continue;
+        batch.push_back(s);
+        keys.push_back(k);
+        ++stats_.speculative;
+      }
+    }
+    runLive(batch, keys);
+  }
+  return out;
+}
+
+bool TrialOracle::interesting(const Selection& selection, const Speculation& next) {
+  const std::string key = selectionKey(selection);
+  std::size_t cursor = 0;
+  const std::size_t preexisting = results_[key].size();
+  ++stats_.candidates;
+  const CandidateDecision decision = decideCandidate(
+      [&](std::size_t count) { return resultsFor(selection, key, count, cursor, preexisting, next); }, rate_,
+      config_.flaky, jobs_);
+  if (decision.interesting && selection.samples.size() < best_size_) {
+    best_size_ = selection.samples.size();
+    if (journal_) journal_->recordAccepted(key, best_size_);
+    if (on_better_) on_better_(selection);
+  }
+  return decision.interesting;
+}
+
+OriginalEstimate TrialOracle::estimateOriginal(const Selection& all) {
+  const std::string key = "original:" + selectionKey(all);
+  std::size_t cursor = 0;
+  FailureRate seen;
+  // The rate of the original is estimated with matches against the first
+  // failure, which becomes the reference as soon as it is seen.
+  const OriginalEstimate estimate = minrepro::estimateOriginal(
+      [&](std::size_t count) { return resultsFor(all, key, count, cursor, 0, {}); }, seen, config_.flaky, jobs_);
+  rate_.add(seen.failures(), seen.passes());
+  if (estimate.failures > 0) best_size_ = all.samples.size();
+  return estimate;
+}
+
+bool TrialOracle::confirm(const Selection& selection) {
+  const std::string key = "confirm:" + selectionKey(selection);
+  std::size_t cursor = 0;
+  FailureRate copy = rate_;
+  return decideCandidate([&](std::size_t count) { return resultsFor(selection, key, count, cursor, 0, {}); }, copy,
+                         config_.flaky, jobs_)
+      .interesting;
 }
 
 }  // namespace minrepro

@@ -1,16 +1,27 @@
-// Is a candidate still interesting? Materializes it, runs it as a trial in a
-// fresh process, classifies the outcome and compares its failure signature
-// with the original's. A different failure is a different bug: it is counted
-// and logged, never accepted.
+// Is a candidate still interesting? Materializes it, runs it as trials in
+// fresh processes, classifies each outcome and compares its failure
+// signature with the original's. A different failure is a different bug: it
+// is counted and logged, never accepted.
+//
+// Every trial result is kept per candidate (content hash) and journaled.
+// Deciding a candidate reads its results in trial order, from earlier runs of
+// the same candidate (cache), from the journal (resume) and then from live
+// trials, so decisions are the same whether results were cached, replayed or
+// run, and however many trials ran at once. Free job slots run speculative
+// trials of the candidates the search will most likely ask next.
 #pragma once
 
+#include <atomic>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
 
 #include "engine/case_config.h"
 #include "engine/failure_signature.h"
+#include "engine/flaky.h"
+#include "engine/journal.h"
 #include "engine/log.h"
 #include "engine/process.h"
 #include "harness/batch_store.h"
@@ -19,11 +30,16 @@
 namespace minrepro {
 
 struct OracleStats {
-  std::size_t trials = 0;
+  std::size_t trials = 0;             // trials run in this process
+  std::size_t replayed = 0;           // results taken from the journal of an earlier run
+  std::size_t reused = 0;             // results of the same candidate taken again (cache)
+  std::size_t speculative = 0;        // trials run ahead for candidates not yet asked
   std::size_t same_failure = 0;
   std::size_t passed = 0;
   std::size_t different_failure = 0;  // failed, but not the same way
   std::size_t timeouts = 0;
+  std::size_t candidates = 0;         // decisions
+  std::size_t rejected_by_invariant = 0;
   std::map<std::string, std::size_t> other_bugs;  // signature summary -> count
 };
 
@@ -33,31 +49,68 @@ class TrialStartError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The run must stop before its natural end; the best so far is still written.
+class RunStopped : public std::runtime_error {
+ public:
+  enum class Reason { Interrupted, TrialBudget, TimeBudget };
+  RunStopped(Reason reason, const std::string& what) : std::runtime_error(what), reason(reason) {}
+  Reason reason;
+};
+
+struct RunLimits {
+  std::size_t max_trials = 0;  // 0: none (counts replayed trials too)
+  double max_seconds = 0;      // 0: none
+  const std::atomic<bool>* stop = nullptr;  // set by SIGINT/SIGTERM
+};
+
 struct TrialRecord {
   std::size_t number = 0;
   TrialOutcome outcome;
   FailureSignature signature;
 };
 
+// Candidates the search would ask next, most likely first (for speculation).
+using Speculation = std::function<std::vector<Selection>(std::size_t max)>;
+
 class TrialOracle {
  public:
   // trial_binary: the minrepro-trial executable for the built-in harness.
-  TrialOracle(const CaseConfig& config, const BatchStore& batch, Executor& executor,
-              std::string trial_binary, Log& log);
+  TrialOracle(const CaseConfig& config, const BatchStore& batch, Executor& executor, std::string trial_binary,
+              Log& log, Journal* journal = nullptr, RunLimits limits = {}, std::size_t jobs = 1);
 
-  // Runs one trial of the selection and classifies it, without judging it.
-  TrialRecord run(const Selection& selection);
-  // The failure every candidate must reproduce.
-  void setReference(const FailureSignature& signature) { reference_ = signature; }
+  // Runs the original until the failure rate is estimated (see FlakyOptions);
+  // the first failure (that matches case.yaml's failure section) becomes the
+  // reference. Returns the estimate; failures == 0 means it does not reproduce.
+  OriginalEstimate estimateOriginal(const Selection& all);
+  const TrialRecord& firstFailure() const { return first_failure_; }
+  // How the first failure's trial ended ("killed by SIGABRT").
+  const std::string& firstFailureExit() const { return first_failure_exit_; }
   const FailureSignature& reference() const { return reference_; }
-  // Runs the selection and answers whether it fails the same way.
-  bool interesting(const Selection& selection);
+  void setReference(const FailureSignature& signature) { reference_ = signature; }
+
+  // Decides a candidate with the sequential rule; records accepted states.
+  bool interesting(const Selection& selection, const Speculation& next = {});
+  // Fresh trials of the final case (never cached): does it still fail?
+  bool confirm(const Selection& selection);
+
+  // Runs one live trial of the selection and classifies it, without judging it.
+  TrialRecord run(const Selection& selection);
 
   const OracleStats& stats() const { return stats_; }
+  const FailureRate& rate() const { return rate_; }
+  // Called with every accepted candidate that is smaller than any before.
+  void onBetter(std::function<void(const Selection&)> callback) { on_better_ = std::move(callback); }
   // argv of a trial on a batch file (placeholders substituted).
   std::vector<std::string> trialArgv(const std::filesystem::path& batch, const std::filesystem::path& trial_dir) const;
 
  private:
+  bool matches(const FailureSignature& signature) const;
+  std::vector<bool> resultsFor(const Selection& selection, const std::string& key, std::size_t count,
+                               std::size_t& cursor, std::size_t preexisting, const Speculation& next);
+  std::vector<TrialRecord> runLive(const std::vector<Selection>& selections, const std::vector<std::string>& keys);
+  TrialRecord finishTrial(TrialRecord record, const std::string& key);
+  void checkLimits(std::size_t about_to_run) const;
+  TrialSpec prepare(const Selection& selection, std::size_t number);
   std::filesystem::path trialDir(std::size_t number) const;
 
   const CaseConfig& config_;
@@ -65,8 +118,19 @@ class TrialOracle {
   Executor& executor_;
   std::string trial_binary_;
   Log& log_;
+  Journal* journal_;
+  RunLimits limits_;
+  std::size_t jobs_;
   FailureSignature reference_;
+  TrialRecord first_failure_;
+  std::string first_failure_exit_;
+  FailureRate rate_;
   OracleStats stats_;
+  std::size_t trial_number_ = 0;
+  std::size_t best_size_ = SIZE_MAX;
+  std::function<void(const Selection&)> on_better_;
+  std::map<std::string, std::vector<bool>> results_;  // candidate key -> results in trial order
+  std::map<std::string, std::vector<bool>> journaled_;  // not yet replayed
 };
 
 // Replaces "{batch}", "{workdir}" and "{case_dir}" in one argv element.

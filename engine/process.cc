@@ -46,6 +46,7 @@ std::string describe(const TrialOutcome& outcome) {
     case TrialEnd::Signaled: return "killed by " + signalName(outcome.signal);
     case TrialEnd::TimedOut: return "timed out after " + std::to_string(outcome.duration.count()) + " ms";
     case TrialEnd::FailedToStart: return "failed to start: " + outcome.start_error;
+    case TrialEnd::Cancelled: return "cancelled";
   }
   return "unknown";
 }
@@ -95,12 +96,14 @@ struct ChildLimits {
   }
 };
 
-// Polls with a deadline instead of wait_for (boostorg/process#69).
-bool waitUntil(bp::child& child, std::chrono::steady_clock::time_point deadline) {
+// Polls with a deadline instead of wait_for (boostorg/process#69). Returns
+// false at the deadline or when `cancel` becomes true.
+bool waitUntil(bp::child& child, std::chrono::steady_clock::time_point deadline,
+               const std::atomic<bool>* cancel = nullptr) {
   std::error_code ec;
   auto pause = std::chrono::milliseconds(1);
   while (child.running(ec)) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
+    if (std::chrono::steady_clock::now() >= deadline || (cancel && cancel->load())) return false;
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(20));
   }
@@ -153,12 +156,12 @@ TrialOutcome LocalExecutor::run(const TrialSpec& spec) {
                     bp::start_dir = spec.work_dir.string(), trialEnvironment(spec, tmp), group,
                     bp::extend::on_exec_setup = ChildLimits{spec.address_space_limit_bytes});
     const pid_t pgid = group.native_handle();
-    if (waitUntil(child, start + spec.timeout)) {
+    if (waitUntil(child, start + spec.timeout, spec.cancel)) {
       recordExit(child, outcome);
       ::kill(-pgid, SIGKILL);  // whatever the trial left running in its group
     } else {
       killGroup(child, pgid, spec.kill_grace);
-      outcome.end = TrialEnd::TimedOut;
+      outcome.end = spec.cancel && spec.cancel->load() ? TrialEnd::Cancelled : TrialEnd::TimedOut;
     }
   } catch (const std::exception& e) {
     outcome.end = TrialEnd::FailedToStart;

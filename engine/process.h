@@ -6,6 +6,7 @@
 // and for later executors (parallel, cluster).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -24,12 +25,14 @@ struct TrialSpec {
   std::chrono::milliseconds kill_grace{2'000};  // between SIGTERM and SIGKILL to the group
   std::uint64_t address_space_limit_bytes = 0;  // 0: no limit (RLIMIT_AS)
   std::size_t output_cap_bytes = 1 << 20;        // how much of each stream is kept in the outcome
+  const std::atomic<bool>* cancel = nullptr;     // when it becomes true, the trial's group is killed
 };
 
 enum class TrialEnd {
   Exited,         // the process exited by itself; see exit_code
   Signaled,       // killed by a signal it did not catch; see signal
   TimedOut,       // ran past the timeout; its whole process group was killed
+  Cancelled,      // stopped because the run was interrupted; its whole group was killed
   FailedToStart,  // could not be started at all; see start_error
 };
 

@@ -48,8 +48,9 @@ std::string tensorTable(const std::vector<TensorInfo>& tensors) {
 
 std::string statsLine(const OracleStats& s) {
   std::ostringstream out;
-  out << s.trials << " trials (" << s.same_failure << " failed the same way, " << s.passed << " passed, "
-      << s.different_failure << " failed differently, " << s.timeouts << " timed out)";
+  out << s.trials + s.replayed << " trials (" << s.same_failure << " failed the same way, " << s.passed << " passed, "
+      << s.different_failure << " failed differently, " << s.timeouts << " timed out; " << s.replayed
+      << " replayed from the journal, " << s.reused << " results reused, " << s.speculative << " speculative)";
   return out.str();
 }
 
@@ -89,8 +90,16 @@ void writeEnvironment(std::ostream& out, const ReductionSummary& s, const CaseCo
 }
 
 void writeReduction(std::ostream& out, const ReductionSummary& s) {
-  out << "## Reduction\n\n- " << statsLine(s.stats) << "\n"
+  out << "## Reduction\n\n";
+  if (!s.incomplete.empty())
+    out << "- **Stopped early (" << s.incomplete << "): this is the best case found so far, possibly not minimal.**\n";
+  out << "- " << statsLine(s.stats) << "\n"
       << "- Final case confirmed in a fresh process: " << (s.confirmed ? "yes" : "no") << "\n"
+      << "- Failure rate: " << s.rate.describe() << "; "
+      << (s.flaky.enabled ? "a candidate was rejected only after a streak of passes with at most a " +
+                                std::to_string(s.flaky.alpha) + " chance of hiding a real failure"
+                          : "flaky handling off: one trial decided each candidate")
+      << "\n"
       << "- Seed: " << s.seed << "\n"
       << "- Time: " << std::fixed << std::setprecision(1) << s.seconds << " s\n";
   if (!s.stats.other_bugs.empty()) {
@@ -142,7 +151,13 @@ std::string reproHarness(const HarnessTrial& h) {
     py << "    loss = F.nll_loss(output, batch[" << pyQuote(h.target) << "], ignore_index=" << h.ignore_index << ")\n";
   else
     py << "    loss = output.sum()\n";
-  py << "print(\"no failure: loss\", float(loss))\n";
+  // The line minrepro verify --expect pass reads: a fix must keep every
+  // sample that is not ignored, not only stop the exception.
+  if (!h.target.empty() && h.loss != "none")
+    py << "processed = int((batch[" << pyQuote(h.target) << "] != " << h.ignore_index << ").sum())\n"
+       << "print(f\"minrepro-result: processed={processed} loss={float(loss)}\")\n";
+  else
+    py << "print(f\"minrepro-result: loss={float(loss)}\")\n";
   return py.str();
 }
 

@@ -8,6 +8,7 @@
 
 #include "engine/case_config.h"
 #include "engine/failure_signature.h"
+#include "engine/flaky.h"
 #include "engine/oracle.h"
 #include "harness/batch_store.h"
 
@@ -27,6 +28,9 @@ struct ReductionSummary {
   std::uint64_t seed = 0;
   double seconds = 0;
   bool confirmed = false;  // the minimal case failed the same way once more at the end
+  std::string incomplete;  // why the run stopped early ("" when it ran to the end)
+  FailureRate rate;        // the failure rate seen on trials known to fail
+  FlakyOptions flaky;
   KeyValues environment;
 };
 

@@ -1,14 +1,22 @@
 #include "engine/shrink.h"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+#include <iomanip>
 
 #include <iostream>
 #include <sstream>
 
 #include "engine/archive.h"
 #include "engine/delta.h"
+#include "engine/journal.h"
+#include "engine/fork_server.h"
 #include "engine/oracle.h"
 #include "engine/report.h"
+#include "engine/verify.h"
 
 namespace fs = std::filesystem;
 
@@ -29,67 +37,87 @@ Selection allSamples(std::int64_t n) {
   return s;
 }
 
+// The candidates the search asks next if the current one is accepted (the
+// likelier answer), for speculative trials in free job slots.
+std::vector<Selection> acceptChain(const DeltaSearch& search, const Reducer& reducer, const Selection& current,
+                                   std::size_t max) {
+  std::vector<Selection> chain;
+  DeltaSearch ahead = search;
+  while (chain.size() < max) {
+    ahead.answer(true);
+    if (ahead.done()) break;
+    chain.push_back(reducer.apply(current, ahead.query()));
+  }
+  return chain;
+}
+
+std::string progressLine(const TrialOracle& oracle, std::size_t size, std::size_t original, double seconds) {
+  const OracleStats& s = oracle.stats();
+  std::ostringstream line;
+  line << size << "/" << original << " samples | trials " << s.trials << " (replayed " << s.replayed << ", cached "
+       << s.reused << ") fail " << s.same_failure << " pass " << s.passed << " other " << s.different_failure
+       << " timeout " << s.timeouts << " | p~" << std::fixed << std::setprecision(2) << oracle.rate().estimate()
+       << " | " << std::setprecision(0) << seconds << "s, " << std::setprecision(1)
+       << (seconds > 0 ? static_cast<double>(s.trials) / seconds : 0.0) << " trials/s";
+  return line.str();
+}
+
 // One pass of one reducer; returns the reduced selection.
-Selection runPass(const Reducer& reducer, const Selection& current, TrialOracle& oracle, Log& log) {
+Selection runPass(const Reducer& reducer, const Selection& current, TrialOracle& oracle, Log& log,
+                  const DeltaOptions& options, std::size_t original) {
   const std::size_t units = reducer.unitCount(current);
   if (units <= 1) return current;
-  DeltaStats stats;
-  const auto keep = minimizeUnits(
-      units, [&](const std::vector<std::size_t>& k) { return oracle.interesting(reducer.apply(current, k)); }, &stats);
-  Selection next = reducer.apply(current, keep);
-  log.info("pass " + reducer.name() + ": " + std::to_string(units) + " -> " + std::to_string(keep.size()) +
-           " units in " + std::to_string(stats.tests) + " trials");
+  const std::size_t trials_before = oracle.stats().trials + oracle.stats().replayed;
+  DeltaSearch search(units, options);
+  while (!search.done()) {
+    const Selection candidate = reducer.apply(current, search.query());
+    auto next = [&](std::size_t max) { return acceptChain(search, reducer, current, max); };
+    search.answer(oracle.interesting(candidate, next));
+    log.status(progressLine(oracle, reducer.apply(current, search.result().empty() ? search.query() : search.result()).samples.size(), original, log.elapsedSeconds()));
+  }
+  Selection next = reducer.apply(current, search.result());
+  log.info("pass " + reducer.name() + ": " + std::to_string(units) + " -> " + std::to_string(next.samples.size()) +
+           " units in " + std::to_string(oracle.stats().trials + oracle.stats().replayed - trials_before) + " trials");
   return next;
 }
 
 // Passes in the configured order, repeated until a round changes nothing.
 Selection runPipeline(const CaseConfig& config, Selection current, TrialOracle& oracle, Log& log) {
+  const DeltaOptions options = config.flaky.enabled ? flakyDeltaOptions() : DeltaOptions{};
+  const std::size_t original = current.samples.size();
   for (bool progress = true; progress;) {
     progress = false;
     for (const auto& name : config.reducers) {
       const auto reducer = findReducer(name)->create();
-      Selection next = runPass(*reducer, current, oracle, log);
+      Selection next = runPass(*reducer, current, oracle, log, options, original);
       if (next.samples.size() < current.samples.size()) progress = true;
       current = std::move(next);
     }
-    // A round that removed something may enable more; samples alone are
-    // 1-minimal after one pass, so only repeat when there are other passes.
+    // Samples alone are 1-minimal after one pass; repeat only with other passes.
     if (config.reducers.size() <= 1) break;
   }
   return current;
 }
 
-struct Original {
-  TrialRecord record;
-  ExitStatus status = ExitStatus::Reduced;
-};
-
 // The original must fail, and fail as the user expects when they said how.
-Original checkOriginal(const CaseConfig& config, TrialOracle& oracle, std::int64_t n, Log& log) {
-  Original o;
-  o.record = oracle.run(allSamples(n));
-  const FailureSignature& sig = o.record.signature;
-  if (o.record.outcome.end == TrialEnd::FailedToStart) {
-    log.info("error: the trial could not start: " + o.record.outcome.start_error +
-             " (check trial.command or that minrepro-trial is installed next to minrepro)");
-    o.status = ExitStatus::TrialsCannotStart;
-    return o;
+// A pass of a flaky original is not "does not reproduce": it runs until
+// enough failures are seen or the budget of runs is spent.
+ExitStatus checkOriginal(const CaseConfig& config, TrialOracle& oracle, const Selection& all, Log& log) {
+  const OriginalEstimate estimate = oracle.estimateOriginal(all);
+  if (estimate.failures == 0) {
+    const auto& others = oracle.stats().other_bugs;
+    std::string why = "the original case does not reproduce: " + std::to_string(estimate.runs) + " run(s), none failed";
+    if (!others.empty())
+      why = "the original fails, but not as case.yaml's failure section expects (it failed with: " +
+            others.begin()->first + "). Fix the failure section or remove it";
+    else
+      why += " (check that the batch is the failing one and that the trial runs the code that failed)";
+    log.info("error: " + why);
+    return ExitStatus::DoesNotReproduce;
   }
-  if (!sig.failed()) {
-    log.info("error: the original case does not reproduce: the trial passed (" + describe(o.record.outcome) +
-             "). Check that the batch is the failing one and that the trial runs the code that failed.");
-    o.status = ExitStatus::DoesNotReproduce;
-    return o;
-  }
-  const SignatureMatch m = matchSignature(sig, sig, config.expected);
-  if (!m.matches) {
-    log.info("error: the original fails, but not as case.yaml's failure section expects: " + m.why_not +
-             "; it failed with: " + sig.summary() + ". Fix the failure section or remove it.");
-    o.status = ExitStatus::DoesNotReproduce;
-    return o;
-  }
-  log.info("original reproduces: " + sig.summary() + " (" + describe(o.record.outcome) + ")");
-  return o;
+  log.info("original reproduces: " + oracle.reference().summary() + " (" + oracle.firstFailureExit() + "); " +
+           std::to_string(estimate.failures) + " of " + std::to_string(estimate.runs) + " runs failed the same way");
+  return ExitStatus::Reduced;
 }
 
 KeyValues smallIntegerValues(const BatchStore& batch, const std::vector<TensorInfo>& tensors) {
@@ -132,12 +160,87 @@ std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::pat
   entries.push_back({"REPORT.md", renderReport(config, summary)});
   entries.push_back({"repro.py", renderReproPy(config, summary.signature), true});
   entries.push_back({"case.yaml", renderCase(config, config.base_dir, "batch.pt", "model.pt")});
+  entries.push_back(manifestEntry(config, minimal_batch, summary.signature));  // for minrepro verify
   entries.push_back({"batch.pt", readFileBytes(minimal_batch)});
   if (config.harness) entries.push_back({"model.pt", readFileBytes(config.harness->model)});
   // Files the command names under the case directory travel with the case.
   for (const auto& rel : commandCaseFiles(config))
     entries.push_back({rel.string(), readFileBytes(config.base_dir / rel)});
   return entries;
+}
+
+}  // namespace
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void requestStop(int) { g_stop.store(true); }
+
+// SIGINT/SIGTERM: stop launching, kill running trials (their groups), write
+// the best so far. Restores the previous handlers when the run ends.
+class StopOnSignals {
+ public:
+  StopOnSignals() {
+    g_stop.store(false);
+    struct sigaction sa{};
+    sa.sa_handler = requestStop;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &old_int_);
+    ::sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~StopOnSignals() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_{}, old_term_{};
+};
+
+// What identifies a run for --resume: the case file, the batch and the
+// settings that change which trials are run.
+std::string runIdentity(const CaseConfig& config) {
+  std::ostringstream id;
+  id << "case=" << contentHash(readFileBytes(config.case_file)) << " batch=" << contentHash(readFileBytes(config.batch))
+     << " flaky=" << config.flaky.enabled << "/" << config.flaky.alpha;
+  return id.str();
+}
+
+// The best case so far, always valid on disk: batch and case file each
+// written to a temp file and renamed.
+void writeBestSoFar(const CaseConfig& config, const BatchStore& batch, const Selection& best) {
+  const fs::path dir = config.work_dir / "best";
+  fs::create_directories(dir);
+  batch.writeSubset(best.samples, dir / "batch.pt");
+  const fs::path tmp = dir / "case.yaml.partial";
+  {
+    std::ofstream out(tmp);
+    out << renderCase(config, config.base_dir, "batch.pt", config.harness ? config.harness->model.string() : "");
+  }
+  fs::rename(tmp, dir / "case.yaml");
+}
+
+ReductionSummary summarize(const ShrinkOptions& options, const CaseConfig& config, const BatchStore& batch,
+                           const TrialOracle& oracle, const Selection& minimal, const fs::path& minimal_batch) {
+  ReductionSummary summary;
+  summary.signature = oracle.reference();
+  summary.exit_description = oracle.firstFailureExit();
+  summary.original_samples = batch.sampleCount();
+  summary.original_tensors = batch.describe();
+  CaseConfig minimal_config = config;
+  minimal_config.batch = minimal_batch;
+  const auto reduced = BatchStore::open(minimal_config);
+  summary.minimal_tensors = reduced->describe();
+  summary.small_values = smallIntegerValues(*reduced, summary.minimal_tensors);
+  const auto ids = batch.sampleIds();
+  for (auto i : minimal.samples) summary.kept_ids.push_back(ids[static_cast<std::size_t>(i)]);
+  summary.stats = oracle.stats();
+  summary.rate = oracle.rate();
+  summary.flaky = config.flaky;
+  summary.seed = config.seed;
+  summary.environment = probeEnvironment(options, config);
+  return summary;
 }
 
 }  // namespace
@@ -150,8 +253,16 @@ ExitStatus runShrink(const ShrinkOptions& options, Executor* executor) {
     if (options.output) config.output = fs::absolute(*options.output);
     if (options.work_dir) config.work_dir = fs::absolute(*options.work_dir);
     LocalExecutor local;
-    return runShrinkLoaded(options, config, executor ? *executor : local);
+    // Fork servers: still a fresh process per trial, LibTorch / torch start-up paid once.
+    const auto forked = executor ? nullptr
+                                 : makeForkServerExecutor(config, options.trial_binary.empty() ? defaultTrialBinary()
+                                                                                                : options.trial_binary, local);
+    Executor& chosen = executor ? *executor : forked ? static_cast<Executor&>(*forked) : local;
+    return runShrinkLoaded(options, config, chosen);
   } catch (const CaseError& e) {
+    std::cerr << "minrepro: error: " << e.what() << "\n";
+    return ExitStatus::BadInput;
+  } catch (const JournalError& e) {
     std::cerr << "minrepro: error: " << e.what() << "\n";
     return ExitStatus::BadInput;
   } catch (const TrialStartError& e) {
@@ -168,45 +279,46 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   fs::create_directories(config.work_dir);
   Log log(options.quiet);
   log.openFile(config.work_dir / "minrepro.log");
+  Journal journal(config.work_dir, runIdentity(config), options.resume);
+  StopOnSignals stop_on_signals;
   log.info("case " + config.case_file.filename().string() + ": " + std::to_string(batch->sampleCount()) +
-           " samples; reducers:" + [&] { std::string r; for (auto& n : config.reducers) r += " " + n; return r; }());
-  TrialOracle oracle(config, *batch, executor, options.trial_binary.empty() ? defaultTrialBinary() : options.trial_binary, log);
+           " samples; reducers:" + [&] { std::string r; for (auto& n : config.reducers) r += " " + n; return r; }() +
+           (options.resume ? "; resuming from " + std::to_string(journal.loadedTrials()) + " journaled trials" : ""));
+  TrialOracle oracle(config, *batch, executor, options.trial_binary.empty() ? defaultTrialBinary() : options.trial_binary,
+                     log, &journal, RunLimits{options.max_trials, options.max_seconds, &g_stop}, options.jobs);
+  const Selection all = allSamples(batch->sampleCount());
+  Selection best = all;
+  oracle.onBetter([&](const Selection& s) {
+    best = s;
+    writeBestSoFar(config, *batch, s);
+  });
 
-  const Original original = checkOriginal(config, oracle, batch->sampleCount(), log);
-  if (original.status != ExitStatus::Reduced) return original.status;
-  oracle.setReference(original.record.signature);
-
-  const Selection minimal = runPipeline(config, allSamples(batch->sampleCount()), oracle, log);
-  const bool confirmed = oracle.interesting(minimal);
-  if (!confirmed) log.info("warning: the minimal case did not fail again when confirmed: the failure may be flaky");
+  ExitStatus status = ExitStatus::Reduced;
+  std::string incomplete;
+  bool confirmed = false;
+  try {
+    if (ExitStatus s = checkOriginal(config, oracle, all, log); s != ExitStatus::Reduced) return s;
+    best = runPipeline(config, all, oracle, log);
+    confirmed = oracle.confirm(best);
+    if (!confirmed) log.info("warning: the minimal case did not fail again when confirmed in fresh processes");
+  } catch (const RunStopped& e) {
+    status = e.reason == RunStopped::Reason::Interrupted ? ExitStatus::Interrupted : ExitStatus::BudgetSpent;
+    incomplete = e.what();
+    log.info("stopping: " + incomplete + "; writing the best case so far (possibly not minimal)");
+    if (!oracle.reference().failed()) return status;  // nothing failed yet: nothing to write
+  }
 
   const fs::path minimal_batch = config.work_dir / "minimal-batch.pt";
-  batch->writeSubset(minimal.samples, minimal_batch);
-  ReductionSummary summary;
-  summary.signature = original.record.signature;
-  summary.exit_description = describe(original.record.outcome);
-  summary.original_samples = batch->sampleCount();
-  summary.original_tensors = batch->describe();
-  {
-    CaseConfig minimal_config = config;
-    minimal_config.batch = minimal_batch;
-    const auto reduced = BatchStore::open(minimal_config);
-    summary.minimal_tensors = reduced->describe();
-    summary.small_values = smallIntegerValues(*reduced, summary.minimal_tensors);
-  }
-  const auto ids = batch->sampleIds();
-  for (auto i : minimal.samples) summary.kept_ids.push_back(ids[static_cast<std::size_t>(i)]);
-  summary.stats = oracle.stats();
-  summary.seed = config.seed;
+  batch->writeSubset(best.samples, minimal_batch);
+  ReductionSummary summary = summarize(options, config, *batch, oracle, best, minimal_batch);
   summary.confirmed = confirmed;
-  summary.environment = probeEnvironment(options, config);
+  summary.incomplete = incomplete;
   summary.seconds = log.elapsedSeconds();
-
   writeTarGz(config.output, archiveEntries(config, minimal_batch, summary));
-  log.info("reduced " + std::to_string(summary.original_samples) + " -> " + std::to_string(minimal.samples.size()) +
-           " samples (ids " + formatList(summary.kept_ids) + ") in " + std::to_string(summary.stats.trials) +
-           " trials; archive: " + config.output.string());
-  return ExitStatus::Reduced;
+  log.info(std::string(incomplete.empty() ? "reduced " : "stopped at ") + std::to_string(summary.original_samples) +
+           " -> " + std::to_string(best.samples.size()) + " samples (ids " + formatList(summary.kept_ids) + ") in " +
+           std::to_string(summary.stats.trials + summary.stats.replayed) + " trials; archive: " + config.output.string());
+  return status;
 }
 
 }  // namespace minrepro

@@ -16,6 +16,8 @@ enum class ExitStatus : int {
   BadInput = 2,          // case.yaml, batch or files wrong: nothing was run
   DoesNotReproduce = 3,  // the original does not fail (or not as expected)
   TrialsCannotStart = 4, // the trial program could not be started
+  BudgetSpent = 5,       // --max-trials or --max-time ended the run; archive of the best so far written
+  Interrupted = 130,     // SIGINT or SIGTERM; archive of the best so far written when there was one
 };
 
 struct ShrinkOptions {
@@ -25,6 +27,10 @@ struct ShrinkOptions {
   std::string trial_binary;                       // minrepro-trial; default beside minrepro
   std::string python = "/usr/bin/python3";        // for the environment record
   bool quiet = false;
+  bool resume = false;           // continue from the journal in the work directory
+  std::size_t jobs = 1;          // trials at once
+  std::size_t max_trials = 0;    // 0: no budget
+  double max_seconds = 0;        // 0: no budget
 };
 
 // Runs the whole job. `executor` null: a LocalExecutor.

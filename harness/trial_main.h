@@ -13,6 +13,12 @@ namespace minrepro {
 
 int trialMain(int argc, char** argv);
 
+// For a fork server's parent (harness/fork_server_main.cc): reads the model
+// file's bytes once; trialMain in its children then loads the model from
+// those bytes (same bytes, same loader) instead of reading the file again.
+// The file is read from disk after all when its size or mtime changed.
+void preloadModelFile(const std::string& path);
+
 // The command line that runs the built-in harness on a batch.
 std::vector<std::string> harnessArgv(const std::string& trial_binary, const HarnessTrial& harness,
                                      const std::string& batch_path);

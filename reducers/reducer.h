@@ -16,6 +16,10 @@ struct Selection {
   std::vector<std::int64_t> samples;  // indices into the original batch, ascending
 };
 
+// A stable text key of what the selection keeps: candidates with the same
+// key are the same trial input (cache, journal).
+std::string selectionKey(const Selection& selection);
+
 class Reducer {
  public:
   virtual ~Reducer() = default;

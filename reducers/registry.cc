@@ -1,10 +1,18 @@
 #include "reducers/reducer.h"
 
+#include "engine/journal.h"
+
 namespace minrepro {
 
 #define MINREPRO_REDUCER(name, factory, description) std::unique_ptr<Reducer> factory();
 #include "reducers/reducers.def"
 #undef MINREPRO_REDUCER
+
+std::string selectionKey(const Selection& selection) {
+  std::string text = "samples";
+  for (auto i : selection.samples) text += "," + std::to_string(i);
+  return contentHash(text);
+}
 
 const std::vector<ReducerInfo>& reducerRegistry() {
   static const std::vector<ReducerInfo> registry{

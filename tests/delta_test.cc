@@ -72,3 +72,53 @@ TEST(DeltaTest, TinyInputs) {
 
 }  // namespace
 }  // namespace minrepro
+
+#include "engine/flaky.h"
+
+namespace minrepro {
+namespace {
+
+TEST(FlakyTest, SmallSeededSubsetOfTheFlakyProblemsEndsRight) {
+  for (const std::string name : {"f", "fv"}) {
+    for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+      std::size_t trials = 0;
+      EXPECT_EQ(testing::solveFlaky(name, seed, &trials), (std::vector<std::size_t>{737})) << name << " seed " << seed;
+      EXPECT_LT(trials, 400u) << name << " seed " << seed;
+    }
+  }
+}
+
+TEST(FlakyTest, RejectionNeedsLongerStreaksWhenTheRateIsLow) {
+  FailureRate certain, flaky;
+  certain.add(20, 0);
+  flaky.add(6, 14);
+  EXPECT_LE(certain.passesToReject(0.001, 500), 3u);
+  const std::size_t n = flaky.passesToReject(0.001, 500);
+  EXPECT_GT(n, 15u);
+  EXPECT_LE(flaky.chanceOfPassStreak(n), 0.001);
+  EXPECT_GT(flaky.chanceOfPassStreak(n - 1), 0.001);
+}
+
+TEST(FlakyTest, DecisionDoesNotDependOnHowManyTrialsRanAtOnce) {
+  // Outcomes by trial index: pass, pass, fail, ... ; with 1 or 4 jobs the
+  // decision and the trials that counted are the same.
+  for (std::size_t jobs : {1u, 2u, 4u}) {
+    FailureRate rate;
+    rate.add(5, 5);
+    std::size_t next = 0;
+    const std::vector<bool> script{false, false, true, false, false, false};
+    auto run = [&](std::size_t count) {
+      std::vector<bool> r;
+      for (std::size_t i = 0; i < count; ++i) r.push_back(script[next++ % script.size()]);
+      return r;
+    };
+    const auto decision = decideCandidate(run, rate, FlakyOptions{}, jobs);
+    EXPECT_TRUE(decision.interesting) << jobs;
+    EXPECT_EQ(decision.trials_used, 3u) << jobs;
+    EXPECT_EQ(rate.failures(), 6u);
+    EXPECT_EQ(rate.passes(), 7u);
+  }
+}
+
+}  // namespace
+}  // namespace minrepro

@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/delta.h"
+#include "engine/flaky.h"
+
 namespace minrepro::testing {
 
 struct ListProblem {
@@ -77,5 +80,32 @@ class ListOracle {
   std::uint64_t seed_;
   std::uint64_t calls_ = 0;
 };
+
+// Searches like the engine: estimate the original's failure rate, decide each
+// candidate with the sequential rule, final 1-minimality check. *trials
+// counts every call of the test, as the reference oracle does.
+inline std::vector<std::size_t> solveFlaky(const std::string& name, std::uint64_t seed, std::size_t* trials) {
+  ListOracle oracle(listProblems().at(name), seed);
+  const std::size_t n = oracle.problem().n;
+  const FlakyOptions options;
+  FailureRate rate;
+  std::vector<std::size_t> all(n);
+  for (std::size_t i = 0; i < n; ++i) all[i] = i;
+  auto batchOf = [&oracle](const std::vector<std::size_t>& keep) {
+    return [&oracle, keep](std::size_t count) {
+      std::vector<bool> results;
+      for (std::size_t i = 0; i < count; ++i) results.push_back(oracle(keep));
+      return results;
+    };
+  };
+  if (estimateOriginal(batchOf(all), rate, options).failures == 0) {
+    *trials = oracle.calls();
+    return {};
+  }
+  DeltaSearch search(n, flakyDeltaOptions());
+  while (!search.done()) search.answer(decideCandidate(batchOf(search.query()), rate, options).interesting);
+  *trials = oracle.calls();
+  return search.result();
+}
 
 }  // namespace minrepro::testing

@@ -1,0 +1,90 @@
+// Fork servers: every trial is still a fresh process (a new pid with its own
+// address space, process group, directory, files, environment and limits,
+// that nothing else runs in), but it is forked from a parent that has already
+// loaded LibTorch (`minrepro-trial --serve`, harness/fork_server_main.h) or
+// imported torch (harness/py_fork_server.py), so the 0.8 s / 2.3 s start-up
+// is paid once per run instead of once per trial.
+//
+// The executor is the client side: it starts a server per kind of trial,
+// sends it each trial, enforces the timeout itself (SIGTERM, then SIGKILL, to
+// the child's group) and reads the wait status the server reports. A server
+// that dies is restarted; one that cannot start (or is not safe to fork
+// from) is not used again, and its trials run as plain processes through the
+// fallback executor, as do trials no server can run.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/case_config.h"
+#include "engine/process.h"
+
+namespace minrepro {
+
+// How one trial runs in a fork server. Trials with the same server command
+// line and environment changes share a server.
+struct ForkRoute {
+  std::vector<std::string> server_argv;
+  std::map<std::string, std::string> server_env_set;  // the trial's, so that what libraries
+  std::vector<std::string> server_env_unset;          // read when they load matches
+  std::vector<std::string> child_argv;                // what the forked child runs
+};
+
+// Per trial: the fork server that can run it, or nullopt for a plain process.
+using ForkRouter = std::function<std::optional<ForkRoute>(const TrialSpec&)>;
+
+// `minrepro-trial ARGS` (argv[0] == trial_binary) runs in `minrepro-trial --serve --model M`.
+std::optional<ForkRoute> harnessForkRoute(const TrialSpec& spec, const std::string& trial_binary);
+
+// `[python, (-u), /abs/script.py, args...]` runs in the Python fork server
+// `[python, (-u), server_script, --script S, --preload torch, --preload M...]`.
+// Anything else (other interpreter flags, `-c`, `-m`, a relative or missing
+// script, a program that is not python) is left to a plain process.
+std::optional<ForkRoute> pythonForkRoute(const TrialSpec& spec, const std::string& server_script,
+                                         const std::vector<std::string>& preload);
+
+// harness/py_fork_server.py next to the running executable (the build copies
+// it there), else in the source tree; "" when neither exists.
+std::string pythonForkServerScript();
+
+struct ForkServerOptions {
+  std::filesystem::path log_file;  // servers' stderr and why a server was not used; empty: discarded
+  std::chrono::milliseconds start_timeout{180'000};  // `import torch` on a loaded machine
+  int max_losses = 3;  // servers of one kind lost in a row before that kind runs as plain processes
+};
+
+struct ForkServerCounts {
+  std::size_t forked = 0;           // trials run as children of a server
+  std::size_t plain = 0;            // trials run by the fallback executor
+  std::size_t servers_started = 0;
+  std::size_t servers_lost = 0;     // died or stopped answering
+};
+
+class ForkServerExecutor : public Executor {
+ public:
+  ForkServerExecutor(ForkRouter router, Executor& fallback, ForkServerOptions options = {});
+  ~ForkServerExecutor() override;  // closes the servers' sockets: they exit, and are reaped
+  ForkServerExecutor(const ForkServerExecutor&) = delete;
+  ForkServerExecutor& operator=(const ForkServerExecutor&) = delete;
+
+  // Thread-safe: concurrent trials of one kind get a server each.
+  TrialOutcome run(const TrialSpec& spec) override;
+  ForkServerCounts counts() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The executor of a shrink job: the built-in harness and Python-script
+// commands in fork servers; null when case.yaml says `trial.fork_server: false`.
+std::unique_ptr<ForkServerExecutor> makeForkServerExecutor(const CaseConfig& config, const std::string& trial_binary,
+                                                           Executor& fallback);
+
+}  // namespace minrepro

@@ -1,0 +1,90 @@
+#include "engine/journal.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace minrepro {
+
+std::string contentHash(const std::string& bytes) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+  return text;
+}
+
+namespace {
+constexpr const char* kMagic = "minrepro-journal 1";
+}
+
+Journal::Journal(const fs::path& dir, const std::string& identity, bool resume) {
+  fs::create_directories(dir);
+  const fs::path file = dir / "journal.txt";
+  if (resume) {
+    if (!fs::exists(file))
+      throw JournalError(file.string() + ": no journal to resume from; run without --resume to start afresh");
+    load(file, identity);
+  } else if (fs::exists(file)) {
+    fs::rename(file, dir / "journal.txt.old");
+  }
+  fd_ = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw JournalError(file.string() + ": cannot open the journal: " + std::strerror(errno));
+  if (!resume) append(std::string(kMagic) + " " + identity);
+  else append("resume");
+}
+
+Journal::~Journal() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+// A line is written with one write() and synced: after kill -9 the journal
+// ends with whole lines, at most the last one torn (and then ignored).
+void Journal::append(const std::string& line) {
+  const std::string text = line + "\n";
+  if (::write(fd_, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    throw JournalError(std::string("cannot write the journal: ") + std::strerror(errno));
+  ::fdatasync(fd_);
+}
+
+void Journal::recordTrial(const JournalTrial& t) {
+  append("trial " + t.candidate + " " + (t.matched ? "match" : "nomatch") + " " + t.summary);
+}
+
+void Journal::recordAccepted(const std::string& candidate, std::size_t samples) {
+  append("accepted " + candidate + " " + std::to_string(samples));
+}
+
+void Journal::recordReference(const std::string& text) { append("reference " + text); }
+
+void Journal::recordNote(const std::string& text) { append("note " + text); }
+
+void Journal::load(const fs::path& file, const std::string& identity) {
+  std::ifstream in(file);
+  std::string line;
+  if (!std::getline(in, line) || line != std::string(kMagic) + " " + identity)
+    throw JournalError(file.string() + ": this journal belongs to another case or other settings (" +
+                       line.substr(0, 80) + "); run without --resume, or with the original case and options");
+  while (std::getline(in, line)) {
+    if (in.eof() && !line.empty()) break;  // a torn last line (no newline): the trial did not finish
+    if (line.rfind("reference ", 0) == 0 && loaded_reference_.empty()) loaded_reference_ = line.substr(10);
+    std::istringstream words(line);
+    std::string kind, candidate, verdict;
+    words >> kind >> candidate >> verdict;
+    if (kind != "trial") continue;
+    loaded_[candidate].push_back(verdict == "match");
+    ++loaded_trials_;
+  }
+}
+
+}  // namespace minrepro

@@ -1,0 +1,64 @@
+// The run's journal: every trial outcome and every accepted state, appended
+// and synced to <work_dir>/journal.txt as it happens, so that a run killed at
+// any moment (kill -9 included) can resume without repeating finished trials.
+//
+// Resume replays: the search is deterministic given trial results, so a
+// resumed run asks for the same candidates in the same order and gets the
+// journaled results back, until the journal runs out and live trials take over.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace minrepro {
+
+class JournalError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct JournalTrial {
+  std::string candidate;  // content hash of the candidate
+  bool matched = false;   // failed the same way as the original
+  std::string summary;    // signature summary or "pass"
+};
+
+class Journal {
+ public:
+  // Opens <dir>/journal.txt. Without resume an existing journal is moved
+  // aside (journal.txt.old); with resume its trials are loaded for replay and
+  // its identity line must equal `identity` (same case, same settings).
+  Journal(const std::filesystem::path& dir, const std::string& identity, bool resume);
+  ~Journal();
+  Journal(const Journal&) = delete;
+  Journal& operator=(const Journal&) = delete;
+
+  void recordTrial(const JournalTrial& trial);
+  void recordAccepted(const std::string& candidate, std::size_t samples);
+  void recordNote(const std::string& text);
+  // The original's failure, as one line of text (see TrialOracle).
+  void recordReference(const std::string& text);
+  const std::string& loadedReference() const { return loaded_reference_; }
+
+  // Journaled trial results of a candidate, in the order they were run.
+  const std::map<std::string, std::vector<bool>>& loaded() const { return loaded_; }
+  std::size_t loadedTrials() const { return loaded_trials_; }
+
+ private:
+  void append(const std::string& line);
+  void load(const std::filesystem::path& file, const std::string& identity);
+
+  int fd_ = -1;
+  std::map<std::string, std::vector<bool>> loaded_;
+  std::size_t loaded_trials_ = 0;
+  std::string loaded_reference_;
+};
+
+// FNV-1a 64 of a byte string, as 16 hex digits: candidate and case identities.
+std::string contentHash(const std::string& bytes);
+
+}  // namespace minrepro

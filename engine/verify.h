@@ -1,0 +1,88 @@
+// `minrepro verify repro.tar.gz`: runs a reproducer archive the way a
+// maintainer would (GUIDE.md §6): extracted into a fresh temporary directory,
+// each run a fresh process with the diagnostic switches off, and compares
+// every run with what the archive records in signature.txt.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/archive.h"
+#include "engine/case_config.h"
+#include "engine/failure_signature.h"
+#include "engine/process.h"
+
+namespace minrepro {
+
+// signature.txt: the failure repro.py must show before a fix, and what a
+// correct run must print after it.
+struct Manifest {
+  FailureSignature signature;
+  // The operator is compared only when repro.py runs the very program the
+  // trials ran (a trial command). For the built-in harness the trials ran
+  // LibTorch, which names the kernel (nll_loss), while repro.py's Python
+  // traceback names the functional (cross_entropy): one bug, two names.
+  bool compare_operator = false;
+  // Samples a correct run must process (targets that are not ignore_index);
+  // absent when the archive cannot know (a trial command, no target).
+  std::optional<std::int64_t> processed;
+};
+
+std::string renderManifest(const Manifest& manifest);
+// Throws VerifyError naming `source` when a line is not understood.
+Manifest parseManifest(const std::string& text, const std::string& source);
+
+// The signature.txt entry of the archive `shrink` writes for this case.
+ArchiveEntry manifestEntry(const CaseConfig& config, const std::filesystem::path& minimal_batch,
+                           const FailureSignature& signature);
+
+// Bad input for verify (exit status 2): unreadable or hostile archive, not
+// a minrepro archive, nothing recorded to check --expect pass against.
+class VerifyError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The variables that change how a GPU program runs, for diagnosis only; a
+// confirmation runs without them (GUIDE.md §2, §6, §8).
+const std::vector<std::string>& diagnosticVariables();
+
+enum class Expect { Fail, Pass };
+
+struct VerifyOptions {
+  std::filesystem::path archive;
+  int runs = 3;
+  Expect expect = Expect::Fail;
+  std::string python = "/usr/bin/python3";
+  std::chrono::milliseconds timeout{600'000};
+  std::size_t max_entry_bytes = std::size_t{1} << 30;
+};
+
+struct RunResult {
+  TrialOutcome outcome;
+  FailureSignature signature;
+  bool as_expected = false;
+  std::string detail;  // what this run did, in one line
+};
+
+struct VerifyResult {
+  Manifest manifest;
+  std::vector<RunResult> runs;
+  int asExpected() const;
+  bool allAsExpected() const { return !runs.empty() && asExpected() == static_cast<int>(runs.size()); }
+};
+
+// Extracts, runs and compares; `progress` (may be null) gets a line per run.
+// Throws VerifyError for bad input. `executor` null: a LocalExecutor.
+VerifyResult verifyArchive(const VerifyOptions& options, std::ostream* progress, Executor* executor = nullptr);
+
+// The command: exit 0 every run as expected, 1 not every run, 2 bad input.
+int runVerify(const VerifyOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace minrepro

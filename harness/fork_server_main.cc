@@ -1,0 +1,206 @@
+// The built-in harness's fork server; see harness/fork_server_main.h.
+// Rules that keep forked children from hanging (../shared/design/STACK-NOTES.md):
+// one thread in the parent, at::set_num_threads(1) before any op and again in
+// the child, no at::launch, children end with _exit. The parent never
+// initialises CUDA: a CUDA context does not survive fork().
+#include "harness/fork_server_main.h"
+
+#include <ATen/Parallel.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "engine/fork_protocol.h"
+#include "harness/trial_main.h"
+
+namespace minrepro {
+
+namespace {
+
+constexpr int kSock = kForkServerFd;
+
+// What the client's `ready` check reads: a parent with more than one thread
+// or a CUDA driver mapped is not safe to fork from.
+int threadCount() {
+  std::error_code ec;
+  int n = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/task", ec); !ec && it != decltype(it)(); ++it) ++n;
+  return n;
+}
+
+bool cudaDriverLoaded() {
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);)
+    if (line.find("libcuda.so") != std::string::npos) return true;
+  return false;
+}
+
+// The trial's stdin/stdout/stderr, opened by the parent so that a bad path is
+// reported as an error instead of a child that dies unexplained.
+struct TrialFds {
+  int in = -1, out = -1, err = -1;
+  void close() {
+    for (int fd : {in, out, err})
+      if (fd >= 0) ::close(fd);
+  }
+};
+
+std::string openTrialFds(const ForkMessage& m, TrialFds& fds) {
+  fds.in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  fds.out = ::open(m.get("stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int out_errno = errno;
+  fds.err = ::open(m.get("stderr").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fds.in >= 0 && fds.out >= 0 && fds.err >= 0) return "";
+  const std::string why = std::strerror(fds.out < 0 ? out_errno : errno);
+  fds.close();
+  return "cannot open the trial's output files: " + why;
+}
+
+void replaceEnvironment(const std::vector<std::string>& env) {
+  ::clearenv();
+  for (const std::string& kv : env) {
+    const auto eq = kv.find('=');
+    if (eq != std::string::npos && eq > 0) ::setenv(kv.substr(0, eq).c_str(), kv.c_str() + eq + 1, 1);
+  }
+}
+
+void applyLimits(const std::string& as_limit) {
+  struct rlimit no_core{0, 0};
+  ::setrlimit(RLIMIT_CORE, &no_core);
+  const unsigned long long bytes = std::strtoull(as_limit.c_str(), nullptr, 10);
+  if (bytes > 0) {
+    struct rlimit as{bytes, bytes};
+    ::setrlimit(RLIMIT_AS, &as);
+  }
+}
+
+// Signal state as a freshly exec'd process has it.
+void resetSignals() {
+  for (int sig : {SIGPIPE, SIGCHLD, SIGTERM, SIGINT, SIGHUP}) ::signal(sig, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+// The child: becomes the trial, then runs what `minrepro-trial ARGS` runs.
+[[noreturn]] void runChild(const ForkMessage& m, const TrialFds& fds) {
+  ::setpgid(0, 0);
+  resetSignals();
+  ::close(kSock);  // a grandchild holding it would hide the client's exit from us
+  ::dup2(fds.in, 0);
+  ::dup2(fds.out, 1);
+  ::dup2(fds.err, 2);
+  if (::chdir(m.get("dir").c_str()) != 0) {
+    std::fprintf(stderr, "minrepro-trial --serve: cannot enter %s: %s\n", m.get("dir").c_str(), std::strerror(errno));
+    ::_exit(127);
+  }
+  replaceEnvironment(m.all("env"));
+  applyLimits(m.get("as_limit"));
+  at::set_num_threads(1);  // trialMain then sets the trial's own count
+  std::vector<std::string> args = m.all("arg");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const int rc = trialMain(static_cast<int>(args.size()), argv.data());
+  std::cout.flush();  // what exit() would have flushed; _exit skips the parent's atexit state
+  std::cerr.flush();
+  std::fflush(nullptr);
+  ::_exit(rc);
+}
+
+// Blocks until the child ends. When the client goes away meanwhile, the
+// trial's group is killed and the server exits: nobody would enforce its timeout.
+void awaitChild(pid_t pid) {
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) return;  // old kernel: waitid below blocks, the client still times out
+  struct pollfd p[2] = {{pidfd, POLLIN, 0}, {kSock, POLLIN, 0}};
+  while (!(p[0].revents & POLLIN)) {
+    if (::poll(p, 2, -1) < 0 && errno != EINTR) break;
+    if (p[1].revents) {
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+      ::_exit(0);
+    }
+  }
+  ::close(pidfd);
+}
+
+// Waits for the child, kills what it left in its group while the group id
+// is still held by the unreaped child, then reaps it.
+int reap(pid_t pid) {
+  awaitChild(pid);
+  siginfo_t info{};
+  while (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+  }
+  ::kill(-pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+bool serveOne(const ForkMessage& request) {
+  TrialFds fds;
+  ForkMessage reply;
+  if (const std::string why = openTrialFds(request, fds); !why.empty()) {
+    reply.add("error", why);
+    return sendMessage(kSock, reply);
+  }
+  std::cout.flush();  // nothing buffered may be duplicated into the child
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) runChild(request, fds);
+  fds.close();
+  if (pid < 0) {
+    reply.add("error", std::string("fork failed: ") + std::strerror(errno));
+    return sendMessage(kSock, reply);
+  }
+  ::setpgid(pid, pid);  // also here, so the group exists before the client can signal it
+  reply.add("started", std::to_string(pid));
+  if (!sendMessage(kSock, reply)) {
+    ::kill(-pid, SIGKILL);
+    reap(pid);
+    return false;
+  }
+  ForkMessage done;
+  done.add("exited", std::to_string(reap(pid)));
+  return sendMessage(kSock, done);
+}
+
+std::string modelArg(int argc, char** argv) {
+  for (int i = 2; i + 1 < argc; ++i)
+    if (std::string(argv[i]) == "--model") return argv[i + 1];
+  return "";
+}
+
+}  // namespace
+
+int forkServerMain(int argc, char** argv) {
+  at::set_num_threads(1);  // before any op: no OpenMP pool may exist when we fork
+  if (const std::string model = modelArg(argc, argv); !model.empty()) preloadModelFile(model);
+  ForkMessage ready;
+  ready.add("ready", std::to_string(::getpid()));
+  ready.add("threads", std::to_string(threadCount()));
+  ready.add("cuda", cudaDriverLoaded() ? "1" : "0");
+  if (!sendMessage(kSock, ready)) return 1;
+  while (const auto request = receiveMessage(kSock)) {
+    if (request->get("op") != "run" || !serveOne(*request)) break;
+  }
+  return 0;
+}
+
+}  // namespace minrepro

@@ -1,0 +1,19 @@
+// `minrepro-trial --serve [--model M.pt]`: the built-in harness's fork server.
+//
+// The parent has loaded LibTorch (it is linked in), read the model file once,
+// set one intra-op thread before any op and never touches an accelerator. It
+// reads run requests on fd 3 (engine/fork_protocol.h) and, per request, forks
+// a child that becomes a fresh trial: its own process group, stdin from
+// /dev/null, stdout/stderr to the trial's files, the trial's environment and
+// directory, core dumps off, optional RLIMIT_AS; then it runs trialMain with
+// the trial's argv, exactly as `minrepro-trial ARGS` would, and ends with
+// _exit. The parent reports the child's pid, then its raw wait status after
+// killing whatever the child left in its group. The parent never runs the
+// model; it exits when the client closes the socket.
+#pragma once
+
+namespace minrepro {
+
+int forkServerMain(int argc, char** argv);
+
+}  // namespace minrepro

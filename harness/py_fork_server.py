@@ -1,0 +1,302 @@
+"""minrepro's Python fork server (see engine/fork_server.h).
+
+Started by minrepro as `python [-u] py_fork_server.py --script S [--preload M]...`
+with the trials' interpreter, flags and environment and its socket on fd 3
+(wire format: engine/fork_protocol.h). The parent imports torch and the
+preloaded modules once, never runs a torch op and never initialises CUDA (a
+CUDA context does not survive fork), then forks one child per trial. The
+child becomes the trial -- own process group, stdin from /dev/null,
+stdout/stderr to the trial's files, the trial's environment, directory and
+limits -- and runs the script as __main__ the way `python [-u] S ARGS` would,
+ending the way that would: the same exit status, traceback or signal.
+"""
+import atexit
+import gc
+import os
+import resource
+import runpy
+import select
+import signal
+import struct
+import sys
+
+SOCK = 3
+
+
+# ---------------------------------------------------------------- wire format
+
+def _read_exact(n):
+    data = b""
+    while len(data) < n:
+        chunk = os.read(SOCK, n - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+def receive():
+    """One message as a list of (key, value) str pairs; None when the client is gone."""
+    head = _read_exact(4)
+    if head is None:
+        return None
+    fields = []
+    for _ in range(struct.unpack("<I", head)[0]):
+        size = _read_exact(4)
+        data = _read_exact(struct.unpack("<I", size)[0]) if size is not None else None
+        if data is None:
+            return None
+        fields.append(os.fsdecode(data))
+    return list(zip(fields[0::2], fields[1::2]))
+
+
+def send(pairs):
+    out = [struct.pack("<I", 2 * len(pairs))]
+    for key, value in pairs:
+        for text in (key, value):
+            data = os.fsencode(text)
+            out += [struct.pack("<I", len(data)), data]
+    data = b"".join(out)
+    try:
+        while data:
+            data = data[os.write(SOCK, data):]
+    except OSError:
+        raise SystemExit(0)  # the client is gone: so is the server
+
+
+def values(message, key):
+    return [v for k, v in message if k == key]
+
+
+# ---------------------------------------------------------------- the child
+
+def open_files(message):
+    """The trial's stdin, stdout and stderr, opened by the parent so that a bad
+    path is reported as an error instead of a child that dies unexplained."""
+    fds = []
+    try:
+        fds.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+        for key in ("stdout", "stderr"):
+            fds.append(os.open(values(message, key)[0], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644))
+    except OSError:
+        _close_all(fds)
+        raise
+    return fds
+
+
+def _close_all(fds):
+    for fd in fds:
+        os.close(fd)
+
+
+def _redirect(fds):
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)  # dup2 clears close-on-exec on 0, 1, 2
+    _close_all(fds)
+
+
+def _set_environment(message):
+    os.environ.clear()
+    for entry in values(message, "env"):
+        name, _, value = entry.partition("=")
+        if name:
+            os.environ[name] = value
+    if "tempfile" in sys.modules:
+        sys.modules["tempfile"].tempdir = None  # re-read TMPDIR, as a fresh process does
+
+
+def _set_limits(message):
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    limit = int(values(message, "as_limit")[0] or 0)
+    if limit > 0:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _reseed():
+    """Generators a fresh interpreter seeds from the OS must not repeat the parent's state."""
+    if "random" in sys.modules:
+        sys.modules["random"].seed()
+    if "numpy.random" in sys.modules:
+        sys.modules["numpy.random"].seed()
+
+
+def _script_traceback(tb, script):
+    """The traceback from the script's first frame on: runpy and this server are not part of it."""
+    while tb is not None and tb.tb_frame.f_code.co_filename != script:
+        tb = tb.tb_next
+    return tb
+
+
+def _exit_status(exc):
+    """What the interpreter makes of an uncaught SystemExit."""
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        sys.stderr.write(str(code) + "\n")
+    except Exception:
+        pass
+    return 1
+
+
+def _finalize(status):
+    """Interpreter shutdown: wait for threads, run atexit, flush the streams (120 if that fails)."""
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        try:
+            threading._shutdown()
+        except Exception:
+            pass
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            status = status or 120
+    return status
+
+
+def run_script(argv):
+    """Runs argv[0] as __main__ with sys.argv = argv; returns its exit status."""
+    script = argv[0]
+    sys.argv = list(argv)
+    interrupted = False
+    try:
+        runpy.run_path(script, run_name="__main__")
+        status = 0
+    except SystemExit as exc:
+        status = _exit_status(exc)
+    except BaseException as exc:  # what the interpreter prints for an uncaught exception
+        sys.excepthook(type(exc), exc, _script_traceback(exc.__traceback__, script))
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        status = 1
+    status = _finalize(status)
+    if interrupted:  # Python 3.8+ dies of SIGINT after an uncaught KeyboardInterrupt
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    return status
+
+
+def child(message, fds):
+    os.setpgid(0, 0)
+    os.close(SOCK)  # a grandchild holding it would hide the client's exit from the parent
+    _redirect(fds)
+    os.chdir(values(message, "dir")[0])
+    _set_environment(message)
+    _set_limits(message)
+    _reseed()
+    return run_script(values(message, "arg"))
+
+
+# ---------------------------------------------------------------- the parent
+
+def _await(pid):
+    """Blocks until the child ends; if the client goes away first, kills its group and exits."""
+    pidfd = os.pidfd_open(pid)
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    poller.register(SOCK, select.POLLIN)
+    try:
+        while True:
+            ready = dict(poller.poll())
+            if SOCK in ready:
+                _kill_group(pid)
+                os.waitpid(pid, 0)
+                os._exit(0)
+            if pidfd in ready:
+                return
+    finally:
+        os.close(pidfd)
+
+
+def _kill_group(pid):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def reap(pid):
+    """The raw wait status, after killing what the child left in its group
+    (while the unreaped child still holds the group id)."""
+    _await(pid)
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+    _kill_group(pid)
+    return os.waitpid(pid, 0)[1]
+
+
+def fork_child(message, fds):
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()  # nothing buffered may be duplicated into the child
+    pid = os.fork()
+    if pid == 0:
+        status = 70  # only if the server's own code failed in the child
+        try:
+            status = child(message, fds)
+        finally:
+            os._exit(status)
+    try:
+        os.setpgid(pid, pid)  # also here, so the group exists before the client may signal it
+    except OSError:
+        pass
+    return pid
+
+
+def serve_one(message):
+    try:
+        fds = open_files(message)
+    except OSError as exc:
+        send([("error", "cannot open the trial's output files: %s" % exc.strerror)])
+        return
+    try:
+        pid = fork_child(message, fds)
+    except OSError as exc:
+        send([("error", "fork failed: %s" % exc.strerror)])
+        return
+    finally:
+        _close_all(fds)
+    try:
+        send([("started", str(pid))])
+    except SystemExit:
+        _kill_group(pid)
+        os.waitpid(pid, 0)
+        raise
+    send([("exited", str(reap(pid)))])
+
+
+def parse_args(args):
+    script, preload = None, []
+    for flag, value in zip(args[0::2], args[1::2]):
+        if flag == "--script":
+            script = value
+        elif flag == "--preload":
+            preload.append(value)
+    return script, preload
+
+
+def cuda_initialized():
+    torch = sys.modules.get("torch")
+    return bool(torch is not None and torch.cuda.is_initialized())
+
+
+def main():
+    script, preload = parse_args(sys.argv[1:])
+    # Imports resolve as the script's would: its directory first on sys.path.
+    sys.path[0] = os.path.dirname(os.path.realpath(script))
+    for name in preload:
+        __import__(name)
+    gc.collect()
+    gc.freeze()  # children then copy fewer pages when they touch the parent's objects
+    send([("ready", str(os.getpid())), ("threads", str(len(os.listdir("/proc/self/task")))),
+          ("cuda", "1" if cuda_initialized() else "0")])
+    while True:
+        message = receive()
+        if message is None or values(message, "op") != ["run"]:
+            return
+        serve_one(message)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,165 @@
+// The shrink job with a fake executor on real batch files: flaky failures,
+// journal and resume, budgets, interruption, parallel trials. Trials cost
+// nothing here, so these run hundreds of them in milliseconds.
+#include "engine/shrink.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <mutex>
+
+#include "engine/archive.h"
+#include "harness/batch_io.h"
+#include "tests/fake_trials.h"
+#include "tests/list_problems.h"
+#include "tests/test_util.h"
+
+namespace minrepro {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Decides each trial from the sample ids in its batch file. Thread safe;
+// counts trials; the trial index feeds the flakiness generator.
+class IdExecutor : public Executor {
+ public:
+  using Rule = std::function<bool(const std::vector<std::int64_t>& ids, std::uint64_t trial)>;
+  explicit IdExecutor(Rule fails) : fails_(std::move(fails)) {}
+  TrialOutcome run(const TrialSpec& spec) override {
+    std::vector<std::int64_t> ids;
+    for (const auto& arg : spec.argv) {
+      if (!arg.ends_with("batch.pt")) continue;
+      const at::Tensor t = readBatchFile(arg).find("sample_id")->contiguous();
+      ids.assign(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
+    }
+    std::uint64_t trial;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      trial = trials_++;
+    }
+    if (on_trial) on_trial(trial);
+    return fails_(ids, trial) ? testing::indexError(4) : testing::exitedWith(0, "");
+  }
+  std::uint64_t trials() const { return trials_; }
+  std::function<void(std::uint64_t)> on_trial;
+
+ private:
+  Rule fails_;
+  std::mutex mutex_;
+  std::uint64_t trials_ = 0;
+};
+
+bool has(const std::vector<std::int64_t>& v, std::int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+struct ShrinkFixture : ::testing::Test {
+  testing::TempDir dir;
+  ShrinkOptions options;
+  void makeCase(int n, const std::string& extra = "") {
+    NamedTensors b;
+    b.names = {"input", "sample_id"};
+    b.tensors = {at::zeros({n, 2}), at::arange(n, at::kLong)};
+    writeBatchFile(b, dir.path() / "batch.pt");
+    testing::writeFile(dir.path() / "case.yaml",
+                       "batch: batch.pt\nsamples: {tensors: {input: 0}, ids: sample_id}\n"
+                       "trial: {command: [/bin/false, '{batch}']}\n" + extra);
+    options.config = dir.path() / "case.yaml";
+    options.quiet = true;
+    options.python = "/bin/true";  // no environment probe needed here
+  }
+  std::vector<std::int64_t> archivedIds() {
+    for (const auto& e : readTarGz(dir.path() / "repro.tar.gz")) {
+      if (e.name != "batch.pt") continue;
+      testing::writeFile(dir.path() / "out.pt", e.contents);
+      const at::Tensor t = readBatchFile(dir.path() / "out.pt").find("sample_id")->contiguous();
+      return {t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel()};
+    }
+    return {};
+  }
+  std::string report() {
+    for (const auto& e : readTarGz(dir.path() / "repro.tar.gz"))
+      if (e.name == "REPORT.md") return e.contents;
+    return "";
+  }
+};
+
+TEST_F(ShrinkFixture, FlakyCulpritIsFoundAndTheRateReported) {
+  makeCase(1024);
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    IdExecutor exec([seed](const auto& ids, std::uint64_t t) { return has(ids, 737) && testing::splitmixU01(seed, t) < 0.3; });
+    ASSERT_EQ(runShrink(options, &exec), ExitStatus::Reduced) << seed;
+    EXPECT_EQ(archivedIds(), (std::vector<std::int64_t>{737})) << seed;
+    const std::string text = report();
+    EXPECT_NE(text.find("Failure rate: 0."), std::string::npos) << text;
+    EXPECT_LT(exec.trials(), 400u);
+  }
+}
+
+TEST_F(ShrinkFixture, DeterministicModeUsesOneTrialPerCandidate) {
+  makeCase(1024, "flaky: {enabled: false}\n");
+  IdExecutor exec([](const auto& ids, std::uint64_t) { return has(ids, 737); });
+  ASSERT_EQ(runShrink(options, &exec), ExitStatus::Reduced);
+  EXPECT_EQ(archivedIds(), (std::vector<std::int64_t>{737}));
+  EXPECT_EQ(exec.trials(), 13u);  // 12 for the search incl. the original, 1 confirmation
+}
+
+TEST_F(ShrinkFixture, ParallelTrialsGiveTheSameResult) {
+  makeCase(512);
+  auto rule = [](const auto& ids, std::uint64_t) { return has(ids, 100) && has(ids, 400); };
+  IdExecutor one(rule), four(rule);
+  ASSERT_EQ(runShrink(options, &one), ExitStatus::Reduced);
+  const auto serial = archivedIds();
+  options.jobs = 4;
+  ASSERT_EQ(runShrink(options, &four), ExitStatus::Reduced);
+  EXPECT_EQ(archivedIds(), serial);
+  EXPECT_EQ(serial, (std::vector<std::int64_t>{100, 400}));
+}
+
+TEST_F(ShrinkFixture, BudgetWritesTheBestSoFarAndResumeFinishesWithoutRepeatingTrials) {
+  makeCase(1024);
+  auto rule = [](const auto& ids, std::uint64_t) { return has(ids, 737); };
+  IdExecutor whole(rule);
+  ASSERT_EQ(runShrink(options, &whole), ExitStatus::Reduced);
+  const auto expected = archivedIds();
+
+  options.max_trials = 15;
+  IdExecutor first(rule);
+  ASSERT_EQ(runShrink(options, &first), ExitStatus::BudgetSpent);
+  EXPECT_EQ(first.trials(), 15u);
+  const auto partial = archivedIds();
+  EXPECT_TRUE(has(partial, 737));
+  EXPECT_GT(partial.size(), 1u);
+  EXPECT_NE(report().find("Stopped early"), std::string::npos);
+  EXPECT_TRUE(fs::exists(dir.path() / "minrepro-work" / "best" / "batch.pt"));
+
+  options.max_trials = 0;
+  options.resume = true;
+  IdExecutor second(rule);
+  ASSERT_EQ(runShrink(options, &second), ExitStatus::Reduced);
+  EXPECT_EQ(archivedIds(), expected);
+  EXPECT_EQ(first.trials() + second.trials(), whole.trials()) << "a resumed run repeats no finished trial";
+}
+
+TEST_F(ShrinkFixture, ResumeRefusesAJournalOfAnotherCase) {
+  makeCase(64);
+  IdExecutor exec([](const auto& ids, std::uint64_t) { return has(ids, 7); });
+  ASSERT_EQ(runShrink(options, &exec), ExitStatus::Reduced);
+  makeCase(65);
+  options.resume = true;
+  EXPECT_EQ(runShrink(options, &exec), ExitStatus::BadInput);
+}
+
+TEST_F(ShrinkFixture, InterruptWritesTheBestSoFarAndExitsWithItsOwnStatus) {
+  makeCase(1024);
+  IdExecutor exec([](const auto& ids, std::uint64_t) { return has(ids, 737); });
+  exec.on_trial = [](std::uint64_t t) {
+    if (t == 10) ::raise(SIGINT);
+  };
+  EXPECT_EQ(runShrink(options, &exec), ExitStatus::Interrupted);
+  EXPECT_TRUE(has(archivedIds(), 737));
+  EXPECT_NE(report().find("interrupted"), std::string::npos);
+  EXPECT_EQ(exec.trials(), 11u) << "no trial is launched after the signal";
+}
+
+}  // namespace
+}  // namespace minrepro

@@ -1,0 +1,176 @@
+// minrepro triage: the first error of real (CPU) and documented (CUDA, ROCm)
+// outputs, its line, the backend, and the command as the user runs it.
+#include "engine/triage.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "tests/test_util.h"
+
+namespace minrepro {
+namespace {
+
+namespace fs = std::filesystem;
+using F = FailureFamily;
+
+fs::path fixture(const std::string& name) { return fs::path(MINREPRO_TEST_FIXTURES) / "outputs" / name; }
+std::string readFixture(const std::string& name) { return testing::readFile(fixture(name)); }
+
+// A training log's chatter before the failure: progress lines and a warning
+// that must not be read as the error.
+std::string preamble(int lines) {
+  std::string text = "/usr/lib/python3/dist-packages/torch/nn/modules/loss.py:536: UserWarning: Using a target "
+                     "size that is different to the input size.\n";
+  for (int i = 1; i < lines; ++i) text += "epoch 3 step " + std::to_string(i) + " loss 0.4213\n";
+  return text;
+}
+
+struct TriageCase {
+  std::string file;
+  F family;
+  std::string op;
+  Backend backend;
+  std::size_t line;  // where the first error starts in the fixture itself
+};
+std::ostream& operator<<(std::ostream& out, const TriageCase& c) { return out << c.file; }
+
+const std::vector<TriageCase> kCases = {
+    {"py_cross_entropy_target4.txt", F::IndexError, "cross_entropy", Backend::Unknown, 1},
+    {"py_chained_exception.txt", F::IndexError, "cross_entropy", Backend::Unknown, 1},
+    {"py_linear_mat1_mat2.txt", F::ValueError, "", Backend::Unknown, 1},
+    {"py_embedding_index.txt", F::IndexError, "embedding", Backend::Unknown, 1},
+    {"py_cpu_oom.txt", F::OutOfMemory, "", Backend::Unknown, 1},
+    {"py_addmm_half_cpu.txt", F::OpUnavailable, "addmm", Backend::Unknown, 1},
+    {"py_jit_load_unknown_op.txt", F::OpUnavailable, "frobnicate", Backend::Unknown, 1},
+    {"py_typeerror_cat.txt", F::ValueError, "", Backend::Unknown, 1},
+    {"cpp_nll_loss_terminate.txt", F::IndexError, "nll_loss", Backend::Unknown, 1},
+    {"cpp_cpu_oom_terminate.txt", F::OutOfMemory, "", Backend::Unknown, 1},
+    {"py_segfault_faulthandler.txt", F::Signal, "", Backend::Unknown, 1},
+    {"doc_cuda_device_assert_cascade.txt", F::DeviceAssert, "nll_loss", Backend::Cuda, 1},
+    {"doc_cuda_device_assert_stdout.txt", F::DeviceAssert, "nll_loss", Backend::Cuda, 2},
+    {"doc_cuda_device_assert_stderr.txt", F::DeviceAssert, "", Backend::Cuda, 1},
+    {"doc_cuda_oom.txt", F::OutOfMemory, "", Backend::Cuda, 1},
+    {"doc_cuda_oom_expandable.txt", F::OutOfMemory, "", Backend::Cuda, 1},
+    {"doc_cuda_device_mismatch.txt", F::DeviceMismatch, "addmm", Backend::Cuda, 1},
+    {"doc_cuda_no_kernel_image.txt", F::OpUnavailable, "", Backend::Cuda, 7},
+    {"doc_rocm_device_assert_abort.txt", F::DeviceAssert, "nll_loss", Backend::Rocm, 1},
+    {"doc_rocm_hip_device_assert.txt", F::DeviceAssert, "", Backend::Rocm, 1},
+    {"doc_rocm_oom.txt", F::OutOfMemory, "", Backend::Rocm, 1},
+    {"doc_rocm_hip_error_oom.txt", F::OutOfMemory, "", Backend::Rocm, 1},
+    {"doc_rocm_no_binary_for_gpu.txt", F::OpUnavailable, "", Backend::Rocm, 1},
+};
+
+class TriageFixture : public ::testing::TestWithParam<TriageCase> {};
+
+TEST_P(TriageFixture, FamilyOperatorBackendAndLine) {
+  const TriageCase& c = GetParam();
+  const Triage t = triageText(readFixture(c.file));
+  EXPECT_EQ(familyName(t.signature.family), familyName(c.family));
+  EXPECT_EQ(t.signature.op, c.op);
+  EXPECT_EQ(t.backend, c.backend);
+  EXPECT_EQ(t.first_line, c.line);
+}
+
+// The same text after 40 lines of training output: the line moves by 40 and
+// nothing else changes (the warning and the progress are not errors).
+TEST_P(TriageFixture, FindsTheErrorAfterALogsChatter) {
+  const TriageCase& c = GetParam();
+  const std::string text = readFixture(c.file);
+  const Triage alone = triageText(text);
+  const Triage in_log = triageText(preamble(40) + text);
+  EXPECT_EQ(in_log.first_line, c.line + 40);
+  EXPECT_EQ(in_log.signature.family, alone.signature.family);
+  EXPECT_EQ(in_log.signature.message, alone.signature.message);
+  EXPECT_EQ(in_log.first_line_text, alone.first_line_text);
+}
+
+std::string caseName(const ::testing::TestParamInfo<TriageCase>& info) {
+  std::string name = info.param.file.substr(0, info.param.file.find('.'));
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Triage, TriageFixture, ::testing::ValuesIn(kCases), caseName);
+
+TEST(Triage, TheFirstErrorWinsOverTheCascadeAfterIt) {
+  // A device assert at line 3, then an unrelated-looking OOM at exit: the
+  // assert is the cause, the OOM its consequence.
+  const std::string text = "step 1\nstep 2\n" + readFixture("doc_cuda_device_assert_cascade.txt") +
+                           readFixture("doc_cuda_oom.txt");
+  const Triage t = triageText(text);
+  EXPECT_EQ(t.signature.family, F::DeviceAssert);
+  EXPECT_EQ(t.first_line, 3u);
+  EXPECT_NE(t.first_line_text.find("Assertion `t >= 0 && t < n_classes` failed."), std::string::npos);
+}
+
+TEST(Triage, BareLibTorchErrorStartsAtItsMessageLine) {
+  const std::string text = "loading\n\nTarget 4 is out of bounds.\n"
+                           "Exception raised from nll_loss_out_frame at ../aten/src/ATen/native/LossNLL.cpp:226 "
+                           "(most recent call first):\n";
+  const Triage t = triageText(text);
+  EXPECT_EQ(t.first_line, 3u);
+  EXPECT_EQ(t.signature.op, "nll_loss");
+  EXPECT_EQ(t.first_line_text, "Target 4 is out of bounds.");
+}
+
+TEST(Triage, CleanLogHasNoError) {
+  const Triage t = triageText(preamble(20));
+  EXPECT_FALSE(t.signature.failed());
+  EXPECT_EQ(t.first_line, 0u);
+  EXPECT_NE(renderTriage(t, "train.log").find("no error found"), std::string::npos);
+}
+
+TEST(Triage, RenderGivesTheGuidesAdviceAndTheBackendsSwitch) {
+  const std::string cuda = renderTriage(triageText(readFixture("doc_cuda_device_assert_cascade.txt")), "x.log");
+  EXPECT_NE(cuda.find("family:              device-assert"), std::string::npos) << cuda;
+  EXPECT_NE(cuda.find("conclusion to avoid: that the GPU is broken"), std::string::npos) << cuda;
+  EXPECT_NE(cuda.find("rerun once with CUDA_LAUNCH_BLOCKING=1"), std::string::npos) << cuda;
+  const std::string rocm = renderTriage(triageText(readFixture("doc_rocm_device_assert_abort.txt")), "x.log");
+  EXPECT_NE(rocm.find("AMD_SERIALIZE_KERNEL=3"), std::string::npos) << rocm;
+  EXPECT_EQ(rocm.find("rerun once with CUDA_LAUNCH_BLOCKING"), std::string::npos) << rocm;
+  EXPECT_NE(rocm.find("backend:             ROCm (HIP)"), std::string::npos) << rocm;
+}
+
+// ------------------------------------------------------------ the binary
+
+std::string minrepro() { return MINREPRO_BINARY; }
+
+TEST(TriageCommand, ReadsALogFileAndNamesTheLine) {
+  testing::TempDir dir;
+  const fs::path log = dir.path() / "train.log";
+  testing::writeFile(log, preamble(12) + readFixture("doc_rocm_hip_device_assert.txt"));
+  std::string out;
+  ASSERT_EQ(testing::runCommand(minrepro() + " triage " + log.string(), &out), 0) << out;
+  EXPECT_NE(out.find("first error:         " + log.string() + ":13: Traceback (most recent call last):"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("family:              device-assert"), std::string::npos) << out;
+  EXPECT_NE(out.find("first message:       HIP error: device-side assert triggered"), std::string::npos) << out;
+  EXPECT_NE(out.find("first check:         indices, targets and the operator's conditions"), std::string::npos);
+}
+
+TEST(TriageCommand, ReadsStandardInput) {
+  std::string out;
+  ASSERT_EQ(testing::runCommand(minrepro() + " triage - < " + fixture("cpp_nll_loss_terminate.txt").string(), &out),
+            0) << out;
+  EXPECT_NE(out.find("first error:         stdin:1: terminate called after throwing an instance of "
+                     "'c10::IndexError'"), std::string::npos) << out;
+  EXPECT_NE(out.find("suspect operator:    nll_loss"), std::string::npos) << out;
+  EXPECT_NE(out.find("conclusion to avoid: growing the output layer"), std::string::npos) << out;
+}
+
+TEST(TriageCommand, ExitStatusSaysWhetherAnErrorWasFound) {
+  testing::TempDir dir;
+  testing::writeFile(dir.path() / "clean.log", preamble(5));
+  std::string out;
+  EXPECT_EQ(testing::runCommand(minrepro() + " triage " + (dir.path() / "clean.log").string(), &out), 1) << out;
+  EXPECT_NE(out.find("no error found"), std::string::npos) << out;
+  EXPECT_EQ(testing::runCommand(minrepro() + " triage " + (dir.path() / "missing.log").string() + " 2>&1", &out), 2);
+  EXPECT_NE(out.find("cannot read " + (dir.path() / "missing.log").string()), std::string::npos) << out;
+  EXPECT_EQ(testing::runCommand(minrepro() + " triage 2>&1", &out), 2);
+}
+
+}  // namespace
+}  // namespace minrepro
