@@ -80,7 +80,7 @@ struct Server {
 // Between fork and exec only async-signal-safe calls: the client may be threaded.
 [[noreturn]] void execServer(int sock, int log_fd, int null_fd, char** argv, char** envp) {
   ::setpgid(0, 0);
-  const int high = ::fcntl(sock, F_DUPFD, 10);  // out of the way of 0..3
+  const int high = ::fcntl(sock, F_DUPFD_CLOEXEC, 10);  // out of the way of 0..3; gone at exec
   ::dup2(null_fd, 0);
   ::dup2(log_fd, 1);
   ::dup2(log_fd, 2);

@@ -6,6 +6,7 @@
 #include "engine/shrink.h"
 #include "engine/triage.h"
 #include "engine/verify.h"
+#include "engine/regress.h"
 #include "harness/contract.h"
 #include "reducers/reducer.h"
 
@@ -23,13 +24,14 @@ const char* kUsage =
     "                              rerun a reproducer archive in fresh processes and compare\n"
     "  check --batch B.pt --target NAME --classes K\n"
     "                              check class-index targets: 1-D int64, in [0, K) or ignore_index\n"
+    "  regress DIR                 rerun a regression set (shrink --add-to DIR) and compare\n"
     "  --version                   print the version\n\n"
     "exit status: 0 reduced, 1 internal error, 2 bad input, 3 the original does not reproduce,\n"
     "             4 trials cannot start, 5 budget spent (best so far written), 130 interrupted\n";
 
 int shrinkCommand(const std::vector<std::string>& args) {
   po::options_description opts("minrepro shrink options");
-  std::string config, output, work_dir, trial_binary, python = "/usr/bin/python3";
+  std::string config, output, work_dir, trial_binary, python = "/usr/bin/python3", add_to, name;
   opts.add_options()("help,h", "show this help")
       ("config,c", po::value(&config)->required(), "the case file (case.yaml)")
       ("output,o", po::value(&output), "archive to write (default: case.yaml's output)")
@@ -40,7 +42,9 @@ int shrinkCommand(const std::vector<std::string>& args) {
       ("resume", "continue an interrupted run from the journal in the work directory")
       ("jobs,j", po::value<std::size_t>()->default_value(1), "trials to run at once")
       ("max-trials", po::value<std::size_t>()->default_value(0), "stop after this many trials (0: no limit)")
-      ("max-time", po::value<double>()->default_value(0), "stop after this many seconds (0: no limit)");
+      ("max-time", po::value<double>()->default_value(0), "stop after this many seconds (0: no limit)")
+      ("add-to", po::value(&add_to), "also store the archive in this regression set (see minrepro regress)")
+      ("name", po::value(&name), "the case's name in the regression set (default: the case directory's name)");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(opts).run(), vm);
@@ -64,7 +68,9 @@ int shrinkCommand(const std::vector<std::string>& args) {
   options.jobs = std::max<std::size_t>(1, vm["jobs"].as<std::size_t>());
   options.max_trials = vm["max-trials"].as<std::size_t>();
   options.max_seconds = vm["max-time"].as<double>();
-  return static_cast<int>(minrepro::runShrink(options));
+  const minrepro::ExitStatus status = minrepro::runShrink(options);
+  if (status != minrepro::ExitStatus::Reduced || add_to.empty()) return static_cast<int>(status);
+  return minrepro::addShrunkCase(config, output, add_to, name, std::cout, std::cerr);
 }
 
 // Parses a subcommand's options: -1 to go on, else the exit status (0 after
@@ -112,6 +118,22 @@ int verifyCommand(const std::vector<std::string>& args) {
   o.expect = expect == "pass" ? minrepro::Expect::Pass : minrepro::Expect::Fail;
   o.timeout = std::chrono::milliseconds(static_cast<long long>(std::max(timeout, 0.001) * 1000));
   return minrepro::runVerify(o, std::cout, std::cerr);
+}
+
+// minrepro regress DIR: every stored case rerun with the verify rules.
+int regressCommand(const std::vector<std::string>& args) {
+  minrepro::VerifyOptions o;
+  std::string dir;
+  po::options_description opts("minrepro regress DIR options (exit 0 every case as expected, 1 some differ, 2 bad input)");
+  opts.add_options()("help,h", "show this help")
+      ("dir", po::value(&dir)->required(), "the regression set (NAME.tar.gz and NAME.expect files)")
+      ("runs", po::value(&o.runs)->default_value(1), "fresh runs per case")
+      ("python", po::value(&o.python)->default_value("/usr/bin/python3"), "Python with PyTorch");
+  po::positional_options_description positional;
+  positional.add("dir", 1);
+  po::variables_map vm;
+  if (const int status = parseSubcommand("regress", opts, positional, args, vm); status >= 0) return status;
+  return minrepro::runRegress(dir, o, std::cout, std::cerr);
 }
 
 // minrepro check: the class-index target contract of a batch (GUIDE.md §4).
@@ -164,6 +186,7 @@ int main(int argc, char** argv) {
   if (command == "triage") return triageCommand(rest);
   if (command == "verify") return verifyCommand(rest);
   if (command == "check") return checkCommand(rest);
+  if (command == "regress") return regressCommand(rest);
   if (command == "reducers") {
     for (const auto& r : minrepro::reducerRegistry()) std::cout << r.name << "\t" << r.description << "\n";
     return 0;

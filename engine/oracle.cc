@@ -80,6 +80,11 @@ TrialSpec TrialOracle::prepare(const Selection& selection, std::size_t number) {
   TrialSpec spec;
   spec.argv = trialArgv(batch_file, dir);
   if (config_.command) spec.env_set = config_.command->env;
+  // Determinism switches, recorded in the report: the case's seed, and the
+  // trial's own number for trials that want a fresh seed each time.
+  spec.env_set["MINREPRO_SEED"] = std::to_string(config_.seed);
+  spec.env_set["MINREPRO_TRIAL"] = std::to_string(number);
+  spec.env_set["PYTHONHASHSEED"] = std::to_string(config_.seed);
   spec.work_dir = dir;
   spec.timeout = config_.timeout;
   spec.address_space_limit_bytes = config_.memory_limit_bytes;

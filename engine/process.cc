@@ -4,6 +4,7 @@
 #include "engine/process.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -87,6 +88,8 @@ struct ChildLimits {
   std::uint64_t address_space = 0;
   template <class Executor>
   void operator()(Executor&) const {
+    // If minrepro itself is killed (kill -9), the trial goes too.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     struct rlimit no_core{0, 0};
     ::setrlimit(RLIMIT_CORE, &no_core);
     if (address_space > 0) {

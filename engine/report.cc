@@ -3,6 +3,8 @@
 #include <iomanip>
 #include <sstream>
 
+#include "engine/scrub.h"
+
 namespace minrepro {
 
 std::pair<std::string, std::string> familyAdvice(FailureFamily family) {
@@ -120,7 +122,8 @@ std::string renderReport(const CaseConfig& config, const ReductionSummary& s) {
   writeReproduce(out, config);
   writeEnvironment(out, s, config);
   writeReduction(out, s);
-  return out.str();
+  // The report travels to other people: no home, user, host or local path.
+  return scrubText(out.str(), machineScrubContext());
 }
 
 namespace {

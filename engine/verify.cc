@@ -250,6 +250,10 @@ void judgePass(RunResult& r, const Manifest& m) {
 void judgeFail(RunResult& r, const Manifest& m) {
   FailureSignature recorded = m.signature;
   if (!m.compare_operator) recorded.op.clear();
+  if (!r.signature.failed()) {
+    r.detail = "did not reproduce: the run passed (" + describe(r.outcome) + ")";
+    return;
+  }
   const SignatureMatch match = matchSignature(recorded, r.signature, {});
   r.as_expected = match.matches;
   r.detail = (match.matches ? "reproduced: " : "did not reproduce (" + match.why_not + "): ") +

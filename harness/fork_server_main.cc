@@ -2,10 +2,15 @@
 // Rules that keep forked children from hanging (../shared/design/STACK-NOTES.md):
 // one thread in the parent, at::set_num_threads(1) before any op and again in
 // the child, no at::launch, children end with _exit. The parent never
-// initialises CUDA: a CUDA context does not survive fork().
+// initialises CUDA: a CUDA context does not survive fork(). Its only ops are
+// the warm-up on made-up CPU tensors below.
 #include "harness/fork_server_main.h"
 
+#include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <torch/csrc/jit/api/compilation_unit.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/jit.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -181,6 +186,30 @@ bool serveOne(const ForkMessage& request) {
   return sendMessage(kSock, done);
 }
 
+// A made-up TorchScript function, run on zeros in the parent. The first
+// TorchScript call in a process builds global tables (builtins, passes, the
+// profiling executor) that cost ~90 ms; built here, every child inherits
+// them instead of rebuilding them. It is not the model and not the batch.
+constexpr const char* kWarmUpSource = R"JIT(
+def warm_up(x: Tensor, target: Tensor):
+    y = torch.relu(torch.linear(x, x))
+    return torch.nll_loss(torch.log_softmax(y, 1), target) + torch.cross_entropy_loss(y, target)
+)JIT";
+
+// Also warms the unpickler that reads each batch and the c10 error path.
+// One thread only (set before), so no OpenMP pool exists when we fork.
+void warmUp() {
+  try {
+    c10::InferenceMode guard;
+    auto unit = torch::jit::compile(kWarmUpSource);
+    for (int i = 0; i < 2; ++i) unit->run_method("warm_up", at::zeros({2, 2}), at::zeros({2}, at::kLong));
+    const auto bytes = torch::jit::pickle_save(c10::IValue(at::zeros({2})));
+    torch::jit::pickle_load(bytes);
+    TORCH_CHECK_INDEX(false, "warm-up");
+  } catch (const std::exception&) {
+  }
+}
+
 std::string modelArg(int argc, char** argv) {
   for (int i = 2; i + 1 < argc; ++i)
     if (std::string(argv[i]) == "--model") return argv[i + 1];
@@ -191,6 +220,7 @@ std::string modelArg(int argc, char** argv) {
 
 int forkServerMain(int argc, char** argv) {
   at::set_num_threads(1);  // before any op: no OpenMP pool may exist when we fork
+  warmUp();
   if (const std::string model = modelArg(argc, argv); !model.empty()) preloadModelFile(model);
   ForkMessage ready;
   ready.add("ready", std::to_string(::getpid()));

@@ -169,7 +169,8 @@ def run_script(argv):
     except SystemExit as exc:
         status = _exit_status(exc)
     except BaseException as exc:  # what the interpreter prints for an uncaught exception
-        sys.excepthook(type(exc), exc, _script_traceback(exc.__traceback__, script))
+        exc.__traceback__ = _script_traceback(exc.__traceback__, script)  # 3.11 prints this one
+        sys.excepthook(type(exc), exc, exc.__traceback__)
         interrupted = isinstance(exc, KeyboardInterrupt)
         status = 1
     status = _finalize(status)

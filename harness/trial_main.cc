@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "harness/batch_io.h"
+#include "harness/contract_tensors.h"
 
 namespace minrepro {
 
@@ -34,19 +35,23 @@ struct TrialArgs {
   std::string model, batch, input = "input", target, loss = "none";
   int64_t ignore_index = -100;
   int threads = 1;
+  int64_t check_classes = 0;  // > 0: check the target contract for this many classes first
+  std::string ids;            // names offending samples in that check
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "minrepro-trial: " << why << "\n"
             << "usage: minrepro-trial --model M.pt --batch B.pt [--input NAME] [--target NAME]\n"
-            << "                      [--loss cross_entropy|nll|none] [--ignore-index N] [--threads N]\n";
+            << "                      [--loss cross_entropy|nll|none] [--ignore-index N] [--threads N]\n"
+            << "                      [--check-targets CLASSES [--ids NAME]]\n";
   std::exit(2);
 }
 
 TrialArgs parseArgs(int argc, char** argv) {
   TrialArgs a;
   std::map<std::string, std::string*> strings{{"--model", &a.model}, {"--batch", &a.batch},
-                                              {"--input", &a.input}, {"--target", &a.target}, {"--loss", &a.loss}};
+                                              {"--input", &a.input}, {"--target", &a.target}, {"--loss", &a.loss},
+                                              {"--ids", &a.ids}};
   for (int i = 1; i < argc; i += 2) {
     const std::string key = argv[i];
     if (i + 1 >= argc) usage("missing value after " + key);
@@ -54,9 +59,12 @@ TrialArgs parseArgs(int argc, char** argv) {
     if (auto it = strings.find(key); it != strings.end()) *it->second = value;
     else if (key == "--ignore-index") a.ignore_index = std::stoll(value);
     else if (key == "--threads") a.threads = std::stoi(value);
+    else if (key == "--check-targets") a.check_classes = std::stoll(value);
     else usage("unknown option " + key);
   }
   if (a.model.empty() || a.batch.empty()) usage("--model and --batch are required");
+  if (a.check_classes != 0 && (a.check_classes < 1 || a.target.empty()))
+    usage("--check-targets needs a number of classes >= 1 and --target");
   if (a.loss != "cross_entropy" && a.loss != "nll" && a.loss != "none") usage("unknown loss " + a.loss);
   return a;
 }
@@ -98,8 +106,22 @@ torch::jit::Module loadModel(const std::string& path) {
   return torch::jit::load(in);
 }
 
+// A batch that breaks the target contract fails here, naming the samples,
+// instead of deep inside the loss (GUIDE.md §4). Exit 1, like a failed step.
+bool targetsViolateContract(const TrialArgs& a, const NamedTensors& batch) {
+  if (a.check_classes <= 0) return false;
+  const TargetContract contract{a.target, a.check_classes, a.ignore_index, a.ids};
+  const ContractResult result = checkClassTargets(batch, contract, a.batch);
+  if (result.ok()) return false;
+  std::cout.flush();
+  std::cerr << "minrepro-trial: error: target contract violated: " << result.violations.front() << "\n"
+            << renderContractResult(result, contract, a.batch);
+  return true;
+}
+
 int runTrial(const TrialArgs& a) {
   const NamedTensors batch = readBatchFile(a.batch);
+  if (targetsViolateContract(a, batch)) return 1;
   torch::jit::Module model = loadModel(a.model);
   model.eval();
   torch::NoGradGuard no_grad;

@@ -2,7 +2,12 @@
 // with PyTorch by configs/examples/make_examples.py.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <fstream>
+#include <sstream>
 
 #include "tests/test_util.h"
 
@@ -166,6 +171,52 @@ TEST_F(EndToEnd, HangingTrialThatForksIsTimedOutAndLeavesNoProcess) {
   std::string ps;
   runCommand("ps -eo stat,args | grep -v grep | grep -v '^Z' | grep -c 'sleep 300' || true", &ps);
   EXPECT_EQ(ps, "0\n") << "trial processes survived";
+}
+
+// Counts the finished trials in a journal.
+std::size_t journaledTrials(const fs::path& journal) {
+  std::istringstream lines(readFile(journal));
+  std::size_t n = 0;
+  for (std::string line; std::getline(lines, line);) n += line.rfind("trial ", 0) == 0 ? 1 : 0;
+  return n;
+}
+
+TEST_F(EndToEnd, KilledWithSigkillAndResumedEndsAtTheSameResultLosingNoTrial) {
+  const fs::path work = work_.path() / "work";
+  const fs::path journal = work / "journal.txt";
+  const fs::path archive = work_.path() / "repro.tar.gz";
+  const std::string case_file = (example("class4") / "case.yaml").string();
+  std::size_t journaled = 0;
+  // Kill at three moments (after a seeded number of finished trials), resuming each time.
+  for (std::size_t kill_after : {2u, 6u, 11u}) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      std::vector<const char*> argv{MINREPRO_BINARY, "shrink", "--config", case_file.c_str(), "--output",
+                                    archive.c_str(), "--work-dir", work.c_str(), "--quiet"};
+      if (journaled) argv.push_back("--resume");
+      argv.push_back(nullptr);
+      ::execv(MINREPRO_BINARY, const_cast<char* const*>(argv.data()));
+      ::_exit(127);
+    }
+    while (!fs::exists(journal) || journaledTrials(journal) < kill_after) {
+      int status = 0;
+      ASSERT_EQ(::waitpid(pid, &status, WNOHANG), 0) << "minrepro ended before it was killed";
+      ::usleep(20'000);
+    }
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    journaled = journaledTrials(journal);
+    EXPECT_FALSE(fs::exists(archive)) << "no archive from a killed run";
+    EXPECT_TRUE(fs::exists(work / "best" / "batch.pt") || kill_after < 4);
+  }
+  std::string output;
+  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + case_file + " --output " + archive.string() +
+                           " --work-dir " + work.string() + " --resume", &output), 0) << output;
+  EXPECT_NE(output.find("resuming from " + std::to_string(journaled) + " journaled trials"), std::string::npos) << output;
+  EXPECT_NE(output.find("reduced 512 -> 1 samples (ids [10313])"), std::string::npos) << output;
+  const std::string report = readFile(extract(archive) / "REPORT.md");
+  EXPECT_NE(report.find(std::to_string(journaled) + " replayed from the journal"), std::string::npos) << report;
 }
 
 }  // namespace

@@ -12,6 +12,8 @@ with case.yaml, batch.pt and (for the built-in harness) model.pt.
            (an embedding indexed by the number of marked samples) -> those two
   command  a user command (a Python training step taking the batch path),
            the same class-4 bug -> one sample left
+  flaky    a user command that fails on one sample (id 30045) only about
+           3 times in 10, seeded per trial -> that sample, with the rate
 """
 import os
 import sys
@@ -156,9 +158,59 @@ output: repro.tar.gz
 """)
 
 
+FLAKY_STEP_PY = '''\
+"""A training step with a flaky bug: the bad target only reaches the loss
+when a random augmentation (seeded per trial by minrepro's MINREPRO_TRIAL)
+keeps it, about 3 times in 10."""
+import os
+import random
+import sys
+
+import torch
+import torch.nn.functional as F
+
+batch = torch.load(sys.argv[1])
+rng = random.Random(int(os.environ.get("MINREPRO_TRIAL", "0")) * 7919 + 17)
+targets = batch["target"].clone()
+if rng.random() >= 0.3:
+    targets[targets >= 4] = -100     # the augmentation that usually hides the bug
+logits = torch.zeros(len(targets), 4)
+loss = F.cross_entropy(logits, targets, ignore_index=-100)
+print("step ok, loss", float(loss))
+'''
+
+
+def make_flaky(out):
+    gen = torch.Generator().manual_seed(5)
+    n = 64
+    targets = torch.randint(0, CLASSES, (n,), generator=gen)
+    targets[45] = 4
+    torch.save({"input": torch.randn(n, FEATURES, generator=gen), "target": targets,
+                "sample_id": torch.arange(n, dtype=torch.int64) + 30000}, os.path.join(out, "batch.pt"))
+    write_case(os.path.join(out, "step.py"), FLAKY_STEP_PY)
+    write_case(os.path.join(out, "case.yaml"), """\
+# Fails on sample 30045 only about 3 times in 10: minrepro estimates the
+# rate first and rejects a candidate only after a long enough run of passes.
+batch: batch.pt
+samples:
+  tensors: {input: 0, target: 0}
+  ids: sample_id
+trial:
+  command: ["/usr/bin/python3", "-u", "{case_dir}/step.py", "{batch}"]
+  timeout: 120
+failure:
+  family: index-error
+flaky:
+  alpha: 0.001
+reducers: [samples]
+output: repro.tar.gz
+""")
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else HERE
-    for name, make in [("class4", make_class4), ("pair", make_pair), ("command", make_command)]:
+    for name, make in [("class4", make_class4), ("pair", make_pair), ("command", make_command),
+                       ("flaky", make_flaky)]:
         out = os.path.join(root, name)
         os.makedirs(out, exist_ok=True)
         make(out)

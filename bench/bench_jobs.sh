@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Whole-process timing: minrepro shrink with --jobs 1 and --jobs 2 on a case
+# whose trials sleep (bench/sleepy_step.py), measured in one run; checks that
+# the results are identical. Usage: bench/bench_jobs.sh [BUILD_DIR] [SLEEP_S]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:-$here/../build}
+sleep_s=${2:-0.5}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+/usr/bin/python3 "$here/../configs/examples/make_examples.py" "$work" >/dev/null
+cp "$here/sleepy_step.py" "$work/class4/"
+for mode in true false; do
+  cat > "$work/class4/sleepy.yaml" <<YAML
+batch: batch.pt
+samples: {tensors: {input: 0, target: 0}, ids: sample_id}
+trial:
+  command: [/usr/bin/python3, "{case_dir}/sleepy_step.py", "{batch}", "10313", "$sleep_s"]
+flaky: {enabled: $mode}
+YAML
+  declare -A secs ids trials
+  for jobs in 1 2; do
+    start=$(date +%s.%N)
+    "$build/minrepro" shrink --config "$work/class4/sleepy.yaml" --jobs "$jobs" --quiet \
+      --output "$work/out-$jobs.tar.gz" --work-dir "$work/w-$jobs-$mode"
+    end=$(date +%s.%N)
+    secs[$jobs]=$(echo "$end - $start" | bc -l)
+    ids[$jobs]=$(tar xzf "$work/out-$jobs.tar.gz" -O REPORT.md | grep "Kept sample ids")
+    trials[$jobs]=$(tar xzf "$work/out-$jobs.tar.gz" -O REPORT.md | grep -o "^- [0-9]* trials" | grep -o "[0-9]*")
+  done
+  same=$([ "${ids[1]}" == "${ids[2]}" ] && echo yes || echo NO)
+  printf "flaky handling %-5s  jobs=1: %6.1f s (%s trials)  jobs=2: %6.1f s (%s trials)  ratio %.2f  same result: %s  %s\n" \
+    "$mode" "${secs[1]}" "${trials[1]}" "${secs[2]}" "${trials[2]}" "$(echo "${secs[2]} / ${secs[1]}" | bc -l)" "$same" "${ids[1]}"
+done

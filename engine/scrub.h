@@ -1,0 +1,26 @@
+// Scrubbing what identifies the machine and its user from text that leaves
+// it (REPORT.md; GUIDE.md §7: "remove personal identifiers and needless
+// paths"): the home directory, user and host names, absolute paths.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace minrepro {
+
+struct ScrubContext {
+  std::vector<std::string> homes;  // home directories ($HOME, the passwd entry)
+  std::vector<std::string> users;  // login names ($USER, $LOGNAME, the passwd entry)
+  std::vector<std::string> hosts;  // host names (full and short)
+};
+
+// This process's user and machine.
+ScrubContext machineScrubContext();
+
+// Absolute paths become "<path>/NAME" (under a home directory "<home>/NAME",
+// "<home>/.../NAME" when deeper): the file name helps a reader and rarely
+// identifies anyone. Then user and host names, as whole words, become
+// "<user>" and "<host>". URLs and relative paths are left alone.
+std::string scrubText(const std::string& text, const ScrubContext& context);
+
+}  // namespace minrepro

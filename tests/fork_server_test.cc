@@ -1,0 +1,353 @@
+// Fork servers (engine/fork_server.h): the same trial gives the same outcome,
+// output and failure signature with and without a server; crashes, hangs and
+// a dying server do not affect the next trial; what no server can run falls
+// back to plain processes.
+#include "engine/fork_server.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "engine/failure_signature.h"
+#include "engine/oracle.h"
+#include "harness/trial_main.h"
+#include "tests/test_util.h"
+
+namespace minrepro {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+bool pidAlive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
+}
+
+class ForkServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    examples_ = new testing::TempDir("minrepro-fork-examples");
+    std::string output;
+    ASSERT_EQ(testing::runCommand(testing::python() + " " MINREPRO_SOURCE_DIR "/configs/examples/make_examples.py " +
+                                      examples_->path().string(), &output), 0) << output;
+  }
+  static void TearDownTestSuite() {
+    delete examples_;
+    examples_ = nullptr;
+  }
+
+  // The executor a shrink of `config` uses, over a plain LocalExecutor.
+  std::unique_ptr<ForkServerExecutor> forked(const CaseConfig& config) {
+    return makeForkServerExecutor(config, MINREPRO_TRIAL_BINARY, local_);
+  }
+  CaseConfig example(const std::string& name) { return loadCase(examples_->path() / name / "case.yaml"); }
+
+  TrialSpec harnessTrial(const CaseConfig& c, const fs::path& batch) {
+    TrialSpec spec = inDir("harness");
+    spec.argv = harnessArgv(MINREPRO_TRIAL_BINARY, *c.harness, batch.string());
+    return spec;
+  }
+  // A Python script trial: [python, -u, /abs/script.py, args...].
+  TrialSpec scriptTrial(const std::string& source, std::vector<std::string> args = {}) {
+    const fs::path script = dir_.path() / ("script" + std::to_string(++scripts_) + ".py");
+    testing::writeFile(script, source);
+    TrialSpec spec = inDir("py");
+    spec.argv = {testing::python(), "-u", script.string()};
+    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+    return spec;
+  }
+  TrialSpec inDir(const std::string& name) {
+    TrialSpec spec;
+    spec.work_dir = dir_.path() / name;
+    fs::create_directories(spec.work_dir);
+    spec.timeout = 60s;
+    return spec;
+  }
+  // A case whose trials are `script` runs; only its fork-server settings matter.
+  CaseConfig pythonCase() {
+    CaseConfig c;
+    c.command = CommandTrial{{testing::python(), "{batch}"}, {}};
+    c.work_dir = dir_.path() / "work";
+    return c;
+  }
+
+  // Runs the spec both ways and checks that nothing a signature reads differs.
+  // (Fresh output files each time: LocalExecutor's redirection does not truncate.)
+  void expectSameBothWays(Executor& fork, const TrialSpec& spec) {
+    removeOutputs(spec);
+    const TrialOutcome plain = local_.run(spec);
+    removeOutputs(spec);
+    const TrialOutcome served = fork.run(spec);
+    EXPECT_EQ(describe(served), describe(plain)) << served.stderr_text;
+    EXPECT_EQ(served.stdout_text, plain.stdout_text);
+    EXPECT_EQ(served.stderr_text, plain.stderr_text);
+    EXPECT_EQ(classify(served).summary(), classify(plain).summary());
+  }
+
+  static void removeOutputs(const TrialSpec& spec) {
+    fs::remove(spec.work_dir / "stdout.txt");
+    fs::remove(spec.work_dir / "stderr.txt");
+  }
+
+  static testing::TempDir* examples_;
+  LocalExecutor local_;
+  testing::TempDir dir_{"minrepro-fork"};
+  int scripts_ = 0;
+};
+
+testing::TempDir* ForkServerTest::examples_ = nullptr;
+
+// ---------------------------------------------------------------- harness
+
+TEST_F(ForkServerTest, HarnessAbortHasTheSameSignatureAsAFreshProcess) {
+  const CaseConfig c = example("class4");
+  auto fork = forked(c);
+  const TrialSpec spec = harnessTrial(c, c.batch);
+  const TrialOutcome served = fork->run(spec);
+  EXPECT_EQ(served.end, TrialEnd::Signaled);
+  EXPECT_EQ(served.signal, SIGABRT);
+  EXPECT_EQ(classify(served).summary(), "index-error in nll_loss: Target 4 is out of bounds.");
+  expectSameBothWays(*fork, spec);
+  EXPECT_EQ(fork->counts().forked, 2u);
+  EXPECT_EQ(fork->counts().plain, 0u) << "the server was not used (not single-threaded, or CUDA?)";
+}
+
+TEST_F(ForkServerTest, HarnessPairAndPassingTrialAreTheSame) {
+  const CaseConfig pair = example("pair");
+  auto fork = forked(pair);
+  expectSameBothWays(*fork, harnessTrial(pair, pair.batch));
+  // The same model on a batch without the second marked sample passes.
+  const fs::path passing = dir_.path() / "passing.pt";
+  std::string out;
+  ASSERT_EQ(testing::runCommand(testing::python() + " -c \"import torch; b = torch.load('" + pair.batch.string() +
+                                    "'); torch.save({k: v[:100] for k, v in b.items()}, '" + passing.string() + "')\"",
+                                &out), 0) << out;
+  const TrialOutcome served = fork->run(harnessTrial(pair, passing));
+  EXPECT_TRUE(served.passed()) << served.stderr_text;
+  expectSameBothWays(*fork, harnessTrial(pair, passing));
+  EXPECT_EQ(fork->counts().servers_started, 1u);
+}
+
+TEST_F(ForkServerTest, HarnessUsageErrorAndMissingBatchAreTheSame) {
+  const CaseConfig c = example("class4");
+  auto fork = forked(c);
+  expectSameBothWays(*fork, harnessTrial(c, dir_.path() / "no-such-batch.pt"));
+  TrialSpec bad = harnessTrial(c, c.batch);
+  bad.argv.push_back("--no-such-option");
+  bad.argv.push_back("1");
+  expectSameBothWays(*fork, bad);
+  EXPECT_EQ(fork->counts().plain, 0u);
+}
+
+TEST_F(ForkServerTest, ModelChangedOnDiskIsReadAgain) {
+  CaseConfig c = example("class4");
+  c.harness->model = dir_.path() / "model.pt";
+  fs::copy_file(example("class4").harness->model, c.harness->model);
+  auto fork = forked(c);
+  const TrialSpec spec = harnessTrial(c, c.batch);
+  EXPECT_EQ(classify(fork->run(spec)).family, FailureFamily::IndexError);  // the server read this model
+  testing::writeFile(c.harness->model, "not a model any more");
+  const TrialOutcome plain = local_.run(spec), served = fork->run(spec);
+  EXPECT_NE(classify(plain).family, FailureFamily::IndexError);
+  EXPECT_EQ(classify(served).summary(), classify(plain).summary());
+}
+
+// ---------------------------------------------------------------- python
+
+TEST_F(ForkServerTest, PythonExampleCommandIsTheSame) {
+  const CaseConfig c = example("command");
+  auto fork = forked(c);
+  TrialSpec spec = inDir("command");
+  for (const auto& a : c.command->argv) spec.argv.push_back(substitutePlaceholders(a, c.batch, spec.work_dir, c.base_dir));
+  expectSameBothWays(*fork, spec);
+  EXPECT_EQ(classify(fork->run(spec)).summary(), "index-error in cross_entropy: Target 4 is out of bounds.");
+  EXPECT_EQ(fork->counts().plain, 0u);
+}
+
+TEST_F(ForkServerTest, PythonUncaughtExceptionPrintsTheSameTracebackAndExits1) {
+  auto fork = forked(pythonCase());
+  const TrialSpec spec = scriptTrial("import sys\nprint('before', sys.argv[1:])\n\ndef f():\n    raise ValueError('bad value 3')\n\nf()\n",
+                                     {"a", "b"});
+  const TrialOutcome served = fork->run(spec);
+  EXPECT_EQ(describe(served), "exit status 1");
+  EXPECT_EQ(served.stderr_text.rfind("Traceback (most recent call last):\n  File \"" + spec.argv[2] + "\", line 7", 0), 0u)
+      << served.stderr_text;
+  expectSameBothWays(*fork, spec);
+  EXPECT_EQ(fork->counts().plain, 0u);
+}
+
+TEST_F(ForkServerTest, PythonExitStatusesAreTheSame) {
+  auto fork = forked(pythonCase());
+  for (const char* body : {"import sys; sys.exit(3)", "import sys; sys.exit('fatal: no data')", "raise SystemExit",
+                           "import sys; sys.exit(256 + 7)", "print('x', end='')", "raise KeyboardInterrupt",
+                           "import sys; sys.stdout.write('buffered'); import os; os._exit(4)",
+                           "import atexit; atexit.register(lambda: print('at exit'))",
+                           "def f(:\n  pass\n"}) {
+    SCOPED_TRACE(body);
+    expectSameBothWays(*fork, scriptTrial(body));
+  }
+}
+
+TEST_F(ForkServerTest, PythonSeesItsOwnArgvEnvironmentDirectoryAndStdin) {
+  auto fork = forked(pythonCase());
+  TrialSpec spec = scriptTrial(
+      "import os, sys, tempfile\n"
+      "print(sys.argv, os.getcwd(), os.environ['TMPDIR'], tempfile.gettempdir(), os.environ.get('MY_VAR'))\n"
+      "print(repr(sys.stdin.read()), os.environ.get('MINREPRO_FORK_TEST_UNSET', 'unset'), __name__, __file__)\n"
+      "print(sys.path[0] == os.path.dirname(os.path.realpath(__file__)), os.getpgid(0) == os.getpid())\n",
+      {"x y", "{batch}"});
+  ::setenv("MINREPRO_FORK_TEST_UNSET", "1", 1);
+  spec.env_set = {{"MY_VAR", "value"}};
+  spec.env_unset = {"MINREPRO_FORK_TEST_UNSET"};
+  const TrialOutcome served = fork->run(spec);
+  EXPECT_NE(served.stdout_text.find(spec.work_dir.string() + "/tmp"), std::string::npos) << served.stdout_text;
+  EXPECT_NE(served.stdout_text.find("'' unset __main__"), std::string::npos) << served.stdout_text;
+  EXPECT_NE(served.stdout_text.find("True True"), std::string::npos) << served.stdout_text;
+  expectSameBothWays(*fork, spec);
+}
+
+TEST_F(ForkServerTest, SegfaultAndAbortAreSignalsAndTheNextTrialIsUnaffected) {
+  auto fork = forked(pythonCase());
+  const TrialSpec segv = scriptTrial("import ctypes\nprint('going', flush=True)\nctypes.string_at(0)\n");
+  const TrialOutcome crashed = fork->run(segv);
+  EXPECT_EQ(describe(crashed), "killed by SIGSEGV");
+  expectSameBothWays(*fork, segv);
+  expectSameBothWays(*fork, scriptTrial("import os\nos.abort()\n"));
+  const TrialOutcome next = fork->run(scriptTrial("print('fine')\n"));
+  EXPECT_TRUE(next.passed());
+  EXPECT_EQ(next.stdout_text, "fine\n");
+  EXPECT_EQ(fork->counts().servers_started, 1u) << "a crashing child must not take its server down";
+}
+
+TEST_F(ForkServerTest, HangIsTimedOutItsGroupKilledAndTheNextTrialIsUnaffected) {
+  auto fork = forked(pythonCase());
+  // A grandchild that ignores SIGTERM, a child that ignores it too, then a hang.
+  TrialSpec hang = scriptTrial(
+      "import os, signal, subprocess, time\n"
+      "p = subprocess.Popen(['sh', '-c', 'trap \"\" TERM; exec sleep 60'])\n"
+      "open('grandchild.pid', 'w').write(str(p.pid))\n"
+      "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+      "time.sleep(60)\n");
+  hang.timeout = 1500ms;
+  hang.kill_grace = 200ms;
+  const TrialOutcome outcome = fork->run(hang);
+  EXPECT_EQ(outcome.end, TrialEnd::TimedOut);
+  EXPECT_EQ(classify(outcome).family, FailureFamily::Timeout);
+  std::ifstream in(hang.work_dir / "grandchild.pid");
+  pid_t grandchild = 0;
+  ASSERT_TRUE(in >> grandchild);
+  for (int i = 0; i < 100 && pidAlive(grandchild); ++i) ::usleep(10'000);
+  EXPECT_FALSE(pidAlive(grandchild)) << "grandchild " << grandchild << " survived";
+  EXPECT_TRUE(fork->run(scriptTrial("print('fine')\n")).passed());
+  EXPECT_EQ(fork->counts().servers_started, 1u);
+  EXPECT_EQ(fork->counts().servers_lost, 0u);
+}
+
+TEST_F(ForkServerTest, ServerThatDiesUnderATrialIsReplacedAndTheTrialRerun) {
+  auto fork = forked(pythonCase());
+  // The first run kills its parent, the server; the rerun in a new server passes.
+  const TrialSpec spec = scriptTrial(
+      "import os, signal, sys\n"
+      "marker = sys.argv[1]\n"
+      "if not os.path.exists(marker):\n"
+      "    open(marker, 'w').close()\n"
+      "    os.kill(os.getppid(), signal.SIGKILL)\n"
+      "    signal.pause()\n"
+      "print('second run')\n",
+      {(dir_.path() / "killed-once").string()});
+  const TrialOutcome outcome = fork->run(spec);
+  EXPECT_TRUE(outcome.passed()) << describe(outcome) << outcome.stderr_text;
+  EXPECT_EQ(outcome.stdout_text, "second run\n");
+  EXPECT_EQ(fork->counts().servers_lost, 1u);
+  EXPECT_EQ(fork->counts().servers_started, 2u);
+  EXPECT_EQ(fork->counts().plain, 0u);
+}
+
+// ---------------------------------------------------------------- fallback
+
+TEST_F(ForkServerTest, WhatNoServerCanRunIsAPlainProcess) {
+  auto fork = forked(pythonCase());
+  TrialSpec shell = inDir("sh");
+  shell.argv = {"/bin/sh", "-c", "echo plain; exit 5"};
+  EXPECT_EQ(describe(fork->run(shell)), "exit status 5");
+  TrialSpec inline_code = inDir("c");
+  inline_code.argv = {testing::python(), "-c", "print(1)"};
+  EXPECT_TRUE(fork->run(inline_code).passed());
+  TrialSpec relative = inDir("rel");
+  relative.argv = {testing::python(), "script.py"};
+  EXPECT_FALSE(pythonForkRoute(relative, pythonForkServerScript(), {}).has_value());
+  EXPECT_EQ(fork->counts().plain, 2u);
+  EXPECT_EQ(fork->counts().forked, 0u);
+}
+
+TEST_F(ForkServerTest, ServerThatCannotStartFallsBackToPlainProcesses) {
+  CaseConfig c = pythonCase();
+  c.preload = {"no_such_module_minrepro"};  // the server's import fails
+  auto fork = forked(c);
+  const TrialSpec spec = scriptTrial("print('ran anyway')\n");
+  const TrialOutcome outcome = fork->run(spec);
+  EXPECT_TRUE(outcome.passed());
+  EXPECT_EQ(outcome.stdout_text, "ran anyway\n");
+  EXPECT_EQ(fork->counts().plain, 1u);
+  EXPECT_EQ(fork->counts().servers_started, 0u);
+  EXPECT_NE(testing::readFile(c.work_dir / "fork-server.log").find("not used"), std::string::npos);
+}
+
+TEST_F(ForkServerTest, CaseCanOptOut) {
+  CaseConfig c = pythonCase();
+  c.fork_server = false;
+  EXPECT_EQ(forked(c), nullptr);
+}
+
+TEST(ForkServerConfigTest, KeysAreReadAndChecked) {
+  testing::TempDir dir;
+  testing::writeFile(dir.path() / "batch.pt", "");
+  const auto load = [&](const std::string& trial) {
+    testing::writeFile(dir.path() / "case.yaml",
+                       "batch: batch.pt\nsamples: {tensors: {input: 0}}\ntrial:\n" + trial);
+    return loadCase(dir.path() / "case.yaml");
+  };
+  const CaseConfig c = load("  command: [python3, s.py, \"{batch}\"]\n  fork_server: false\n  preload: [numpy, a.b]\n");
+  EXPECT_FALSE(c.fork_server);
+  EXPECT_EQ(c.preload, (std::vector<std::string>{"numpy", "a.b"}));
+  EXPECT_TRUE(load("  command: [python3, s.py, \"{batch}\"]\n").fork_server);
+  EXPECT_THROW(load("  command: [python3, s.py, \"{batch}\"]\n  fork_server: maybe\n"), CaseError);
+  EXPECT_THROW(load("  command: [python3, s.py, \"{batch}\"]\n  preload: [\"os; rm\"]\n"), CaseError);
+  testing::writeFile(dir.path() / "model.pt", "");
+  EXPECT_THROW(load("  harness: {model: model.pt}\n  preload: [numpy]\n"), CaseError);
+  EXPECT_NE(renderCase(c, dir.path(), "batch.pt", "model.pt").find("fork_server: false"), std::string::npos);
+}
+
+// ---------------------------------------------------------------- end to end
+
+TEST_F(ForkServerTest, ShrinkGivesTheSameResultWithAndWithoutForkServer) {
+  const fs::path case_dir = examples_->path() / "class4";
+  std::string yaml = testing::readFile(case_dir / "case.yaml");
+  yaml.replace(yaml.find("  timeout: 60\n"), 14, "  timeout: 60\n  fork_server: false\n");
+  testing::writeFile(case_dir / "case-plain.yaml", yaml);
+  std::string lines[2];
+  for (int i = 0; i < 2; ++i) {
+    const fs::path work = dir_.path() / ("shrink" + std::to_string(i));
+    std::string output;
+    ASSERT_EQ(testing::runCommand(std::string(MINREPRO_BINARY) + " shrink --config " +
+                                      (case_dir / (i ? "case.yaml" : "case-plain.yaml")).string() + " --output " +
+                                      (work / "r.tar.gz").string() + " --work-dir " + work.string(), &output), 0)
+        << output;
+    const auto at = output.find("reduced ");
+    ASSERT_NE(at, std::string::npos) << output;
+    lines[i] = output.substr(at, output.find(" trials", at) - at);
+    EXPECT_EQ(fs::exists(work / "fork-server.log"), i == 1) << "a server ran only where it was not opted out";
+  }
+  EXPECT_EQ(lines[1], lines[0]);
+  EXPECT_NE(lines[1].find("512 -> 1 samples (ids [10313])"), std::string::npos) << lines[1];
+}
+
+}  // namespace
+}  // namespace minrepro

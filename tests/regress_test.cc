@@ -1,0 +1,101 @@
+// Regression sets: shrink --add-to stores a real minimal case, regress
+// reruns the set and compares with each case's expectation.
+#include "engine/regress.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/test_util.h"
+
+namespace minrepro {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::runCommand;
+
+const std::string kSignature = "family: index-error\noperator: nll_loss\ncompare-operator: no\n"
+                               "message: Target 4 is out of bounds.\nprocessed: 1\n";
+const std::string kFails = "raise IndexError('Target 4 is out of bounds.')\n";
+const std::string kPasses = "print('minrepro-result: processed=1 loss=0.5')\n";
+
+void addCase(const fs::path& dir, const std::string& name, const std::string& repro, const std::string& expect) {
+  fs::create_directories(dir);
+  writeTarGz(dir / (name + ".tar.gz"), {{"repro.py", repro, true}, {"signature.txt", kSignature}});
+  if (!expect.empty()) testing::writeFile(dir / (name + ".expect"), expect + "\n");
+}
+
+int regress(const fs::path& dir, std::string* out) {
+  return runCommand(std::string(MINREPRO_BINARY) + " regress " + dir.string() + " 2>&1", out);
+}
+
+TEST(Regress, TableOfExpectedAndGot) {
+  testing::TempDir tmp;
+  const fs::path set = tmp.path() / "set";
+  addCase(set, "open-bug", kFails, "");  // no .expect: an open bug is expected to fail
+  addCase(set, "fixed-bug", kPasses, "pass");
+  std::string out;
+  ASSERT_EQ(regress(set, &out), 0) << out;
+  EXPECT_NE(out.find("fixed-bug  pass      pass\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("open-bug   fail      fail\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("2 case(s), 0 differ"), std::string::npos) << out;
+}
+
+TEST(Regress, ACaseThatChangedIsFlaggedAndTheStatusIsOne) {
+  testing::TempDir tmp;
+  const fs::path set = tmp.path() / "set";
+  addCase(set, "regressed", kFails, "pass");      // was fixed, fails again
+  addCase(set, "silently-fixed", kPasses, "fail");  // passes now: mark it or find out why
+  addCase(set, "ok", kFails, "fail");
+  std::string out;
+  ASSERT_EQ(regress(set, &out), 1) << out;
+  EXPECT_NE(out.find("regressed       pass      0/1 as expected; still fails: index-error"), std::string::npos) << out;
+  EXPECT_NE(out.find("silently-fixed  fail      0/1 as expected; did not reproduce: the run passed"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("<-- differs"), std::string::npos) << out;
+  EXPECT_NE(out.find("3 case(s), 2 differ"), std::string::npos) << out;
+}
+
+TEST(Regress, EmptyOrMissingSetIsBadInput) {
+  testing::TempDir tmp;
+  std::string out;
+  EXPECT_EQ(regress(tmp.path() / "none", &out), 2) << out;
+  EXPECT_EQ(regress(tmp.path(), &out), 2) << out;
+  EXPECT_NE(out.find("no NAME.tar.gz cases"), std::string::npos) << out;
+}
+
+TEST(Regress, AddRefusesBadNamesAndUnreadableArchives) {
+  testing::TempDir tmp;
+  addCase(tmp.path(), "a", kFails, "");
+  EXPECT_THROW(addToRegressionSet(tmp.path() / "a.tar.gz", tmp.path() / "set", "../evil"), VerifyError);
+  EXPECT_THROW(addToRegressionSet(tmp.path() / "missing.tar.gz", tmp.path() / "set", "x"), ArchiveError);
+  addToRegressionSet(tmp.path() / "a.tar.gz", tmp.path() / "set", "bug-1");
+  EXPECT_TRUE(fs::exists(tmp.path() / "set" / "bug-1.tar.gz"));
+  EXPECT_EQ(testing::readFile(tmp.path() / "set" / "bug-1.expect"), "fail\n");
+}
+
+// The whole loop on a real case: shrink it into the set, rerun the set.
+TEST(Regress, ShrinkAddToThenRegress) {
+  testing::TempDir tmp;
+  const fs::path examples = tmp.path() / "examples", case_dir = tmp.path() / "class4", set = tmp.path() / "checks";
+  fs::create_directories(case_dir);
+  std::string out;
+  ASSERT_EQ(runCommand(testing::python() + " " + std::string(MINREPRO_SOURCE_DIR) +
+                           "/configs/examples/make_examples.py " + examples.string(), &out), 0) << out;
+  // 8 samples and the bad one keep the shrink short.
+  ASSERT_EQ(runCommand(testing::python() + " -c \"import torch; b = torch.load('" +
+                           (examples / "class4" / "batch.pt").string() + "'); i = list(range(8)) + [313]; "
+                           "torch.save({k: v[i] for k, v in b.items()}, '" + (case_dir / "batch.pt").string() + "')\"",
+                       &out), 0) << out;
+  fs::copy(examples / "class4" / "model.pt", case_dir / "model.pt");
+  fs::copy(examples / "class4" / "case.yaml", case_dir / "case.yaml");
+  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink -q --config " + (case_dir / "case.yaml").string() +
+                           " --add-to " + set.string() + " 2>&1", &out), 0) << out;
+  EXPECT_NE(out.find("added 'class4' to the regression set"), std::string::npos) << out;
+  ASSERT_EQ(regress(set, &out), 0) << out;
+  EXPECT_NE(out.find("class4  fail      fail\n"), std::string::npos) << out;
+  testing::writeFile(set / "class4.expect", "pass\n");  // claimed fixed, but the archive still fails
+  EXPECT_EQ(regress(set, &out), 1) << out;
+  EXPECT_NE(out.find("class4  pass      0/1 as expected; still fails"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace minrepro
