@@ -347,6 +347,17 @@ std::vector<std::string> readArgv(const Loader& l, const Value& v) {
   if (std::none_of(argv.begin(), argv.end(), hasBatch))
     fail(l, v, "an element containing '{batch}' (replaced by the candidate batch's path)", "none",
          "add \"{batch}\" where your program takes the batch file");
+  // Trials run in their own directory: a relative path to a file of the case
+  // would not be found there (and the "failure" would be a missing file).
+  for (std::size_t i = 1; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a.empty() || a.front() == '/' || a.front() == '-' || a.find('{') != std::string::npos) continue;
+    std::error_code ec;
+    if (fs::is_regular_file(l.base_dir / a, ec))
+      fail(l, Value{v.node[i], v.path + "[" + std::to_string(i) + "]", v.node[i].Mark()},
+           "a path that works from the trial's own directory", "the relative path " + inQuotes(a),
+           "write \"{case_dir}/" + a + "\" (trials run in their own directory)");
+  }
   return argv;
 }
 

@@ -250,6 +250,25 @@ TEST_F(CaseConfigTest, CommandMustTakeTheBatch) {
             {at(4, 22, "trial.command[1]"), "found a list"});
 }
 
+TEST_F(CaseConfigTest, RelativeScriptOfTheCaseMustUseCaseDir) {
+  touch("step.py");
+  const std::string base = "batch: batch.pt\nsamples: {tensors: {input: 0}}\ntrial:\n";
+  expectHas(errorFor(base + "  command: [python3, step.py, '{batch}']\n"),
+            {at(4, 22, "trial.command[1]"), "found the relative path 'step.py'", "write \"{case_dir}/step.py\""});
+}
+
+TEST_F(CaseConfigTest, FlakySettings) {
+  const std::string base = std::string(kHarnessCase);
+  write("case.yaml", base + "flaky: {enabled: false, alpha: 0.01, initial_runs: 5}\n");
+  const CaseConfig c = loadCase(casePath());
+  EXPECT_FALSE(c.flaky.enabled);
+  EXPECT_DOUBLE_EQ(c.flaky.alpha, 0.01);
+  EXPECT_EQ(c.flaky.initial_runs, 5u);
+  EXPECT_EQ(c.flaky.initial_failures, 3u);
+  expectHas(errorFor(base + "flaky: {alpha: 1.5}\n"), {at(10, 16, "flaky.alpha"), "a probability"});
+  expectHas(errorFor(base + "flaky: {enabled: maybe}\n"), {at(10, 18, "flaky.enabled"), "true or false"});
+}
+
 TEST_F(CaseConfigTest, EnvOnlyWithCommand) {
   expectHas(errorFor(std::string(kHarnessCase) + "  env: {SEED: '1'}\n"),
             {at(10, 8, "trial.env"), "'env' only with 'command'", "found it with 'harness'"});
