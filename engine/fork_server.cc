@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <mutex>
 #include <regex>
@@ -181,20 +182,32 @@ struct Attempt {
   bool server_ok = true;
 };
 
-// Past the timeout: SIGTERM to the child's group, the grace period, SIGKILL;
-// the server still reaps the child and reports it.
+bool cancelled(const TrialSpec& spec) { return spec.cancel && spec.cancel->load(); }
+
+// Until the server's report is readable (true), the deadline or a cancellation.
+bool waitForReport(int fd, Clock::time_point deadline, const TrialSpec& spec) {
+  if (!spec.cancel) return waitReadable(fd, deadline);
+  while (!cancelled(spec)) {
+    if (waitReadable(fd, std::min(deadline, Clock::now() + 20ms))) return true;
+    if (Clock::now() >= deadline) return false;
+  }
+  return false;
+}
+
+// Past the timeout (or cancelled): SIGTERM to the child's group, the grace
+// period, SIGKILL; the server still reaps the child and reports it.
 Attempt killOnTimeout(const Server& s, pid_t child, const TrialSpec& spec) {
   ::kill(-child, SIGTERM);
   if (!waitReadable(s.fd, Clock::now() + spec.kill_grace)) ::kill(-child, SIGKILL);
   Attempt a;
   a.server_ok = exitedStatus(receiveMessage(s.fd, Clock::now() + kReportAfterKill)).has_value();
   if (!a.server_ok) ::kill(-child, SIGKILL);
-  a.outcome.emplace().end = TrialEnd::TimedOut;
+  a.outcome.emplace().end = cancelled(spec) ? TrialEnd::Cancelled : TrialEnd::TimedOut;
   return a;
 }
 
 Attempt awaitChild(const Server& s, pid_t child, const TrialSpec& spec, Clock::time_point start) {
-  if (!waitReadable(s.fd, start + spec.timeout)) return killOnTimeout(s, child, spec);
+  if (!waitForReport(s.fd, start + spec.timeout, spec)) return killOnTimeout(s, child, spec);
   const auto status = exitedStatus(receiveMessage(s.fd, Clock::now() + kReplyTimeout));
   if (!status) {
     ::kill(-child, SIGKILL);  // orphaned by its server: nobody would report it
@@ -350,9 +363,23 @@ ForkServerCounts ForkServerExecutor::counts() const { return impl_->counts(); }
 
 // ------------------------------------------------------------------ routes
 
+namespace {
+
+// The environment changes a server starts with: the case's, not minrepro's
+// own per-trial MINREPRO_* variables (MINREPRO_TRIAL differs in every trial,
+// and would need a server per trial); each child gets all of them anyway.
+std::map<std::string, std::string> serverEnvironment(const TrialSpec& spec) {
+  std::map<std::string, std::string> env;
+  for (const auto& [name, value] : spec.env_set)
+    if (name.rfind("MINREPRO_", 0) != 0) env.emplace(name, value);
+  return env;
+}
+
+}  // namespace
+
 std::optional<ForkRoute> harnessForkRoute(const TrialSpec& spec, const std::string& trial_binary) {
   if (trial_binary.empty() || spec.argv.empty() || spec.argv.front() != trial_binary) return std::nullopt;
-  ForkRoute r{{trial_binary, "--serve"}, spec.env_set, spec.env_unset, spec.argv};
+  ForkRoute r{{trial_binary, "--serve"}, serverEnvironment(spec), spec.env_unset, spec.argv};
   for (std::size_t i = 1; i + 1 < spec.argv.size(); ++i)
     if (spec.argv[i] == "--model") r.server_argv.insert(r.server_argv.end(), {"--model", spec.argv[i + 1]});
   return r;
@@ -371,9 +398,11 @@ std::optional<ForkRoute> pythonForkRoute(const TrialSpec& spec, const std::strin
   std::error_code ec;
   // A relative script is relative to each trial's own directory: no shared server.
   if (!script.is_absolute() || script.extension() != ".py" || !fs::is_regular_file(script, ec)) return std::nullopt;
-  ForkRoute r{{python}, spec.env_set, spec.env_unset, {spec.argv.begin() + script_at, spec.argv.end()}};
+  ForkRoute r{{python}, serverEnvironment(spec), spec.env_unset, {spec.argv.begin() + script_at, spec.argv.end()}};
   if (unbuffered) r.server_argv.push_back("-u");
-  r.server_argv.insert(r.server_argv.end(), {server_script, "--script", script.string(), "--preload", "torch"});
+  // Keyed by the script's directory (its sys.path[0]), so its sibling scripts share the server.
+  r.server_argv.insert(r.server_argv.end(),
+                       {server_script, "--script-dir", script.parent_path().string(), "--preload", "torch"});
   for (const auto& m : preload) r.server_argv.insert(r.server_argv.end(), {"--preload", m});
   return r;
 }

@@ -43,7 +43,7 @@ using ForkRouter = std::function<std::optional<ForkRoute>(const TrialSpec&)>;
 std::optional<ForkRoute> harnessForkRoute(const TrialSpec& spec, const std::string& trial_binary);
 
 // `[python, (-u), /abs/script.py, args...]` runs in the Python fork server
-// `[python, (-u), server_script, --script S, --preload torch, --preload M...]`.
+// `[python, (-u), server_script, --script-dir D, --preload torch, --preload M...]`.
 // Anything else (other interpreter flags, `-c`, `-m`, a relative or missing
 // script, a program that is not python) is left to a plain process.
 std::optional<ForkRoute> pythonForkRoute(const TrialSpec& spec, const std::string& server_script,

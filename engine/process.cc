@@ -150,6 +150,10 @@ TrialOutcome LocalExecutor::run(const TrialSpec& spec) {
   const fs::path tmp = spec.work_dir / "tmp";
   fs::create_directories(tmp);
   const fs::path out_file = spec.work_dir / "stdout.txt", err_file = spec.work_dir / "stderr.txt";
+  // Boost.Process opens redirect files without O_TRUNC: start from empty files.
+  std::error_code rm_ec;
+  fs::remove(out_file, rm_ec);
+  fs::remove(err_file, rm_ec);
   const std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
   const auto start = std::chrono::steady_clock::now();
   try {

@@ -1,6 +1,6 @@
 """minrepro's Python fork server (see engine/fork_server.h).
 
-Started by minrepro as `python [-u] py_fork_server.py --script S [--preload M]...`
+Started by minrepro as `python [-u] py_fork_server.py --script-dir D [--preload M]...`
 with the trials' interpreter, flags and environment and its socket on fd 3
 (wire format: engine/fork_protocol.h). The parent imports torch and the
 preloaded modules once, never runs a torch op and never initialises CUDA (a
@@ -162,6 +162,7 @@ def run_script(argv):
     """Runs argv[0] as __main__ with sys.argv = argv; returns its exit status."""
     script = argv[0]
     sys.argv = list(argv)
+    sys.path[0] = os.path.dirname(os.path.realpath(script))  # what `python script.py` puts first
     interrupted = False
     try:
         runpy.run_path(script, run_name="__main__")
@@ -268,13 +269,13 @@ def serve_one(message):
 
 
 def parse_args(args):
-    script, preload = None, []
+    script_dir, preload = None, []
     for flag, value in zip(args[0::2], args[1::2]):
-        if flag == "--script":
-            script = value
+        if flag == "--script-dir":
+            script_dir = value
         elif flag == "--preload":
             preload.append(value)
-    return script, preload
+    return script_dir, preload
 
 
 def cuda_initialized():
@@ -283,9 +284,9 @@ def cuda_initialized():
 
 
 def main():
-    script, preload = parse_args(sys.argv[1:])
-    # Imports resolve as the script's would: its directory first on sys.path.
-    sys.path[0] = os.path.dirname(os.path.realpath(script))
+    script_dir, preload = parse_args(sys.argv[1:])
+    # Imports resolve as the scripts' would: their directory first on sys.path.
+    sys.path[0] = os.path.realpath(script_dir)
     for name in preload:
         __import__(name)
     gc.collect()

@@ -9,7 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <fstream>
+#include <thread>
 
 #include "engine/failure_signature.h"
 #include "engine/oracle.h"
@@ -268,6 +270,33 @@ TEST_F(ForkServerTest, ServerThatDiesUnderATrialIsReplacedAndTheTrialRerun) {
   EXPECT_EQ(fork->counts().servers_lost, 1u);
   EXPECT_EQ(fork->counts().servers_started, 2u);
   EXPECT_EQ(fork->counts().plain, 0u);
+}
+
+TEST_F(ForkServerTest, PerTrialMinreproVariablesShareOneServerAndReachEachChild) {
+  auto fork = forked(pythonCase());
+  TrialSpec spec = scriptTrial("import os\nprint(os.environ['MINREPRO_TRIAL'], os.environ['PYTHONHASHSEED'])\n");
+  for (int trial = 1; trial <= 2; ++trial) {
+    spec.env_set = {{"MINREPRO_TRIAL", std::to_string(trial)}, {"PYTHONHASHSEED", "0"}};
+    EXPECT_EQ(fork->run(spec).stdout_text, std::to_string(trial) + " 0\n");
+  }
+  EXPECT_EQ(fork->counts().servers_started, 1u);
+}
+
+TEST_F(ForkServerTest, CancelledTrialIsKilledAndReportedAsCancelled) {
+  auto fork = forked(pythonCase());
+  std::atomic<bool> stop{false};
+  TrialSpec spec = scriptTrial("import time\ntime.sleep(60)\n");
+  spec.cancel = &stop;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(1500ms);
+    stop = true;
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const TrialOutcome outcome = fork->run(spec);
+  canceller.join();
+  EXPECT_EQ(outcome.end, TrialEnd::Cancelled);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 30s);
+  EXPECT_EQ(fork->counts().forked, 1u);
 }
 
 // ---------------------------------------------------------------- fallback
