@@ -115,6 +115,20 @@ TEST_F(EndToEnd, UserCommandShrinksToo) {
   EXPECT_NE(repro.find("IndexError: Target 4 is out of bounds."), std::string::npos) << repro;
 }
 
+TEST_F(EndToEnd, FlakyUserCommandShrinksToTheCulpritAndReportsTheRate) {
+  const fs::path archive = work_.path() / "repro.tar.gz";
+  std::string output;
+  ASSERT_EQ(shrink(example("flaky") / "case.yaml", archive, &output), 0) << output;
+  EXPECT_NE(output.find("reduced 64 -> 1 samples (ids [30045])"), std::string::npos) << output;
+  const std::string report = readFile(extract(archive) / "REPORT.md");
+  // The step fails on the culprit about 3 times in 10.
+  const auto at = report.find("Failure rate: 0.");
+  ASSERT_NE(at, std::string::npos) << report;
+  const double rate = std::stod(report.substr(at + 14, 4));
+  EXPECT_GT(rate, 0.1) << report;
+  EXPECT_LT(rate, 0.6) << report;
+}
+
 TEST_F(EndToEnd, MalformedCaseIsBadInputAndWritesNothing) {
   const fs::path case_file = work_.path() / "case.yaml";
   testing::writeFile(case_file, "batch: batch.pt\nsamples: [oops\n");
