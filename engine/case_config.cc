@@ -44,7 +44,7 @@ const std::vector<std::string> kTopKeys{"batch",  "samples",  "trial", "failure"
                                         "output", "work_dir", "seed",  "context", "flaky"};
 const std::vector<std::string> kSampleKeys{"tensors", "ids"};
 const std::vector<std::string> kTrialKeys{"harness", "command", "env", "timeout",
-                                          "memory_limit_mb", "fork_server", "preload"};
+                                          "memory_limit_mb", "fork_server", "preload", "deterministic"};
 const std::vector<std::string> kHarnessKeys{"model", "input", "target", "loss", "ignore_index"};
 const std::vector<std::string> kFailureKeys{"family", "operator", "message"};
 const std::vector<std::string> kFlakyKeys{"enabled", "alpha", "initial_failures", "initial_runs", "max_passes"};
@@ -392,6 +392,11 @@ void readTrialKind(const Loader& l, const MapView& t, CaseConfig& c) {
 
 // trial.fork_server and trial.preload (engine/fork_server.h).
 void readForkServer(const Loader& l, const MapView& t, CaseConfig& c) {
+  if (const Value* v = t.find("deterministic")) {
+    const std::string text = v->node.IsScalar() ? v->node.Scalar() : "";
+    if (text != "true" && text != "false") fail(l, *v, "true or false", describeFound(v->node));
+    c.deterministic = text == "true";
+  }
   if (const Value* v = t.find("fork_server")) {
     const std::string text = v->node.IsScalar() ? v->node.Scalar() : "";
     if (text != "true" && text != "false") fail(l, *v, "true or false", describeFound(v->node));
@@ -653,6 +658,7 @@ void emitTrial(YAML::Emitter& out, const CaseConfig& c, const fs::path& dir,
   out << YAML::Key << "timeout" << YAML::Value << formatSeconds(c.timeout);
   const std::uint64_t mib = (c.memory_limit_bytes + (1u << 20) - 1) >> 20;  // round up
   out << YAML::Key << "memory_limit_mb" << YAML::Value << mib;
+  if (c.deterministic) out << YAML::Key << "deterministic" << YAML::Value << true;
   if (!c.fork_server) out << YAML::Key << "fork_server" << YAML::Value << false;
   if (!c.preload.empty()) out << YAML::Key << "preload" << YAML::Value << YAML::Flow << c.preload;
   out << YAML::EndMap;

@@ -55,6 +55,8 @@ struct CaseConfig {
   std::optional<CommandTrial> command;
   std::chrono::milliseconds timeout{60'000};
   std::uint64_t memory_limit_bytes = 0;
+  bool deterministic = false;        // trials get MINREPRO_DETERMINISTIC=1 (the harness turns on
+                                     // deterministic algorithms) and CUBLAS_WORKSPACE_CONFIG
   bool fork_server = true;           // trials may run in fork servers (engine/fork_server.h)
   std::vector<std::string> preload;  // modules the Python fork server imports once (with command)
 

@@ -46,8 +46,13 @@ CandidateDecision decideCandidate(const TrialBatch& run, FailureRate& rate, cons
   const std::size_t needed = options.enabled ? rate.passesToReject(options.alpha, options.max_passes) : 1;
   CandidateDecision decision;
   std::size_t passes = 0;
+  // Trials of this candidate per round: about the number it takes to see a
+  // failure (1/p), so that when failures are likely the other job slots go
+  // to speculative trials of the next candidates instead.
+  const auto per_round = static_cast<std::size_t>(std::lround(1.0 / std::max(rate.estimate(), 0.05)));
+  const std::size_t width = std::clamp<std::size_t>(per_round, 1, std::max<std::size_t>(jobs, 1));
   while (passes < needed) {
-    const auto results = run(std::min(std::max<std::size_t>(jobs, 1), needed - passes));
+    const auto results = run(std::min(width, needed - passes));
     for (bool failed : results) {
       ++decision.trials_used;
       if (failed) {

@@ -85,6 +85,10 @@ TrialSpec TrialOracle::prepare(const Selection& selection, std::size_t number) {
   spec.env_set["MINREPRO_SEED"] = std::to_string(config_.seed);
   spec.env_set["MINREPRO_TRIAL"] = std::to_string(number);
   spec.env_set["PYTHONHASHSEED"] = std::to_string(config_.seed);
+  if (config_.deterministic) {
+    spec.env_set["MINREPRO_DETERMINISTIC"] = "1";
+    spec.env_set["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8";  // cuBLAS needs it for deterministic results
+  }
   spec.work_dir = dir;
   spec.timeout = config_.timeout;
   spec.address_space_limit_bytes = config_.memory_limit_bytes;

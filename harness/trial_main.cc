@@ -175,6 +175,10 @@ void preloadModelFile(const std::string& path) {
 int trialMain(int argc, char** argv) {
   const TrialArgs args = parseArgs(argc, argv);
   at::set_num_threads(args.threads);
+  // trial.deterministic in case.yaml: an op without a deterministic kernel
+  // then fails loudly instead of varying from run to run.
+  if (const char* d = std::getenv("MINREPRO_DETERMINISTIC"); d && std::string(d) == "1")
+    at::globalContext().setDeterministicAlgorithms(true, false);
   try {
     return runTrial(args);
   } catch (const c10::Error& e) {

@@ -257,6 +257,13 @@ TEST_F(CaseConfigTest, RelativeScriptOfTheCaseMustUseCaseDir) {
             {at(4, 22, "trial.command[1]"), "found the relative path 'step.py'", "write \"{case_dir}/step.py\""});
 }
 
+TEST_F(CaseConfigTest, DeterministicSwitch) {
+  const std::string text = std::string(kHarnessCase) + "  deterministic: true\n";
+  write("case.yaml", text);
+  EXPECT_TRUE(loadCase(casePath()).deterministic);
+  expectHas(errorFor(std::string(kHarnessCase) + "  deterministic: 2\n"), {"trial.deterministic", "true or false"});
+}
+
 TEST_F(CaseConfigTest, FlakySettings) {
   const std::string base = std::string(kHarnessCase);
   write("case.yaml", base + "flaky: {enabled: false, alpha: 0.01, initial_runs: 5}\n");

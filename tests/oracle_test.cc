@@ -48,6 +48,23 @@ TEST_F(OracleFixture, SubstitutesPlaceholdersWithoutAShell) {
   EXPECT_TRUE(argv[4].starts_with("--out=" + dir.path().string())) << argv[4];
 }
 
+TEST_F(OracleFixture, TrialsGetTheSeedTheirNumberAndTheDeterminismSwitch) {
+  FakeBatchStore batch(4);
+  FakeExecutor exec([](const auto&) { return indexError(4); });
+  config.seed = 42;
+  config.deterministic = true;
+  TrialOracle oracle(config, batch, exec, "unused", log);
+  oracle.run(all(4));
+  oracle.run(all(3));
+  ASSERT_EQ(exec.specs.size(), 2u);
+  EXPECT_EQ(exec.specs[0].env_set.at("MINREPRO_SEED"), "42");
+  EXPECT_EQ(exec.specs[0].env_set.at("PYTHONHASHSEED"), "42");
+  EXPECT_EQ(exec.specs[0].env_set.at("MINREPRO_TRIAL"), "1");
+  EXPECT_EQ(exec.specs[1].env_set.at("MINREPRO_TRIAL"), "2");
+  EXPECT_EQ(exec.specs[1].env_set.at("MINREPRO_DETERMINISTIC"), "1");
+  EXPECT_EQ(exec.specs[1].env_set.at("CUBLAS_WORKSPACE_CONFIG"), ":4096:8");
+}
+
 TEST_F(OracleFixture, DifferentFailureIsNeverAccepted) {
   FakeBatchStore batch(8);
   // Sample 5 triggers the bug; without it, sample 2 triggers a different bug.
