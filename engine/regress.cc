@@ -49,6 +49,8 @@ Row rerun(const fs::path& archive, const VerifyOptions& base) {
     for (const auto& run : r.runs)
       if (!run.as_expected && row.got.empty())
         row.got = std::to_string(r.asExpected()) + "/" + std::to_string(r.runs.size()) + " as expected; " + run.detail;
+    for (const auto& run : r.neighbour_runs)
+      if (!run.as_expected && row.got.empty()) row.got = "neighbour " + run.neighbour + ": " + run.detail;
   } catch (const VerifyError& e) {
     row.got = std::string("error: ") + e.what();
   }

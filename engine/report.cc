@@ -72,12 +72,20 @@ void writeMinimal(std::ostream& out, const ReductionSummary& s) {
       << "- Samples: " << s.kept_ids.size() << " of " << s.original_samples << "\n"
       << "- Kept sample ids: " << formatList(s.kept_ids) << "\n";
   for (const auto& [name, values] : s.small_values) out << "- `" << name << "` = " << values << "\n";
+  if (!s.apart.empty()) {
+    out << "\n### What sets the minimal batch apart\n\n";
+    for (const auto& line : s.apart) out << "- " << line << "\n";
+  }
+  if (!s.neighbours.empty()) {
+    out << "\n### Neighbour cases (`neighbours/`, checked by `minrepro verify --expect pass`)\n\n";
+    for (const auto& line : s.neighbours) out << "- " << line << "\n";
+  }
   out << "\n" << tensorTable(s.minimal_tensors) << "\nOriginal batch:\n\n" << tensorTable(s.original_tensors) << "\n";
 }
 
 void writeReproduce(std::ostream& out, const CaseConfig& config) {
   out << "## Reproduce\n\n"
-      << "Without minrepro (needs only PyTorch):\n\n    python3 repro.py\n\n"
+      << "Without minrepro (needs only PyTorch):\n\n    python3 repro.py [neighbours/plus_one.pt]\n\n"
       << "Reduce again or check with minrepro, from this directory:\n\n    minrepro shrink --config case.yaml\n\n";
 }
 
@@ -141,7 +149,7 @@ std::string pyQuote(const std::string& text) {
 
 std::string reproHarness(const HarnessTrial& h) {
   std::ostringstream py;
-  py << "batch = torch.load(os.path.join(HERE, \"batch.pt\"))\n"
+  py << "batch = torch.load(BATCH)\n"
      << "for name, t in batch.items():\n"
      << "    print(f\"{name}: {t.dtype} shape {tuple(t.shape)} strides {t.stride()}\", file=sys.stderr)\n"
      << "model = torch.jit.load(os.path.join(HERE, \"model.pt\"))\n"
@@ -168,7 +176,7 @@ std::string reproCommand(const CommandTrial& c) {
   std::ostringstream py;
   py << "import subprocess\n"
      << "def fill(arg):\n"
-     << "    return (arg.replace(\"{batch}\", os.path.join(HERE, \"batch.pt\"))\n"
+     << "    return (arg.replace(\"{batch}\", BATCH)\n"
      << "               .replace(\"{case_dir}\", HERE).replace(\"{workdir}\", HERE))\n"
      << "argv = [fill(a) for a in [";
   for (std::size_t i = 0; i < c.argv.size(); ++i) py << (i ? ", " : "") << pyQuote(c.argv[i]);
@@ -184,9 +192,11 @@ std::string renderReproPy(const CaseConfig& config, const FailureSignature& sign
   std::ostringstream py;
   py << "#!/usr/bin/env python3\n"
      << "\"\"\"Reproduces: " << signature.summary() << "\n\n"
-     << "Made by minrepro; needs only PyTorch. Run from anywhere: python3 repro.py\n\"\"\"\n"
+     << "Made by minrepro; needs only PyTorch. Run from anywhere: python3 repro.py [BATCH]\n"
+     << "BATCH defaults to batch.pt beside this file; the neighbour cases are neighbours/*.pt.\n\"\"\"\n"
      << "import os\nimport sys\n\nimport torch\nimport torch.nn.functional as F\n\n"
-     << "HERE = os.path.dirname(os.path.abspath(__file__))\n";
+     << "HERE = os.path.dirname(os.path.abspath(__file__))\n"
+     << "BATCH = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(HERE, \"batch.pt\")\n";
   py << (config.harness ? reproHarness(*config.harness) : reproCommand(*config.command));
   return py.str();
 }

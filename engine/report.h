@@ -24,6 +24,8 @@ struct ReductionSummary {
   std::vector<TensorInfo> minimal_tensors;
   std::vector<std::int64_t> kept_ids;  // sample ids of the minimal batch
   KeyValues small_values;              // "target" -> "[4]" for small integer tensors
+  std::vector<std::string> apart;      // what sets the minimal batch apart (engine/apart.h)
+  std::vector<std::string> neighbours;  // one line per neighbour case, or why it was not made
   OracleStats stats;
   std::uint64_t seed = 0;
   double seconds = 0;

@@ -10,12 +10,15 @@
 #include <iostream>
 #include <sstream>
 
+#include "engine/apart.h"
 #include "engine/archive.h"
 #include "engine/delta.h"
 #include "engine/journal.h"
+#include "engine/neighbours.h"
 #include "engine/fork_server.h"
 #include "engine/oracle.h"
 #include "engine/report.h"
+#include "engine/repro_cpp.h"
 #include "engine/verify.h"
 
 namespace fs = std::filesystem;
@@ -131,6 +134,18 @@ KeyValues smallIntegerValues(const BatchStore& batch, const std::vector<TensorIn
   return values;
 }
 
+// 1-D integer tensors with a sample axis (one value per sample), not the ids.
+std::vector<SampleValues> perSampleIntegers(const CaseConfig& config, const BatchStore& batch,
+                                            const std::vector<TensorInfo>& tensors) {
+  std::vector<SampleValues> out;
+  for (const auto& t : tensors) {
+    const bool integral = t.dtype.rfind("int", 0) == 0 || t.dtype.rfind("uint", 0) == 0 || t.dtype == "bool";
+    if (!integral || !t.has_sample_axis || t.shape.size() != 1 || t.name == config.sample_ids) continue;
+    out.push_back({t.name, batch.integerValues(t.name, static_cast<std::size_t>(batch.sampleCount()))});
+  }
+  return out;
+}
+
 KeyValues probeEnvironment(const ShrinkOptions& options, const CaseConfig& config) {
   KeyValues env = libtorchEnvironment();
   TrialSpec spec;
@@ -154,15 +169,34 @@ KeyValues probeEnvironment(const ShrinkOptions& options, const CaseConfig& confi
   return env;
 }
 
+// The neighbour batches (GUIDE.md §6), written beside the minimal batch in
+// the work directory, with their ids and expected counts.
+NeighbourPlan writeNeighbours(const CaseConfig& config, const BatchStore& batch, const Selection& minimal) {
+  NeighbourPlan plan = planNeighbours(batch.sampleCount(), minimal.samples);
+  const auto ids = batch.sampleIds();
+  for (auto& n : plan.cases) {
+    const fs::path file = config.work_dir / n.file;
+    fs::create_directories(file.parent_path());
+    batch.writeSubset(n.samples, file);
+    for (auto i : n.samples) n.ids.push_back(ids[static_cast<std::size_t>(i)]);
+    n.processed = expectedProcessed(config, file);
+  }
+  return plan;
+}
+
 std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::path& minimal_batch,
-                                         const ReductionSummary& summary) {
+                                         const ReductionSummary& summary, const NeighbourPlan& neighbours) {
   std::vector<ArchiveEntry> entries;
   entries.push_back({"REPORT.md", renderReport(config, summary)});
   entries.push_back({"repro.py", renderReproPy(config, summary.signature), true});
   entries.push_back({"case.yaml", renderCase(config, config.base_dir, "batch.pt", "model.pt")});
-  entries.push_back(manifestEntry(config, minimal_batch, summary.signature));  // for minrepro verify
+  entries.push_back(manifestEntry(config, minimal_batch, summary.signature, neighbours));  // for minrepro verify
   entries.push_back({"batch.pt", readFileBytes(minimal_batch)});
-  if (config.harness) entries.push_back({"model.pt", readFileBytes(config.harness->model)});
+  for (const auto& n : neighbours.cases) entries.push_back({n.file, readFileBytes(config.work_dir / n.file)});
+  if (config.harness) {
+    entries.push_back({"model.pt", readFileBytes(config.harness->model)});
+    for (auto& e : reproCppEntries(*config.harness, summary.signature)) entries.push_back(std::move(e));
+  }
   // Files the command names under the case directory travel with the case.
   for (const auto& rel : commandCaseFiles(config))
     entries.push_back({rel.string(), readFileBytes(config.base_dir / rel)});
@@ -235,11 +269,16 @@ ReductionSummary summarize(const ShrinkOptions& options, const CaseConfig& confi
   summary.small_values = smallIntegerValues(*reduced, summary.minimal_tensors);
   const auto ids = batch.sampleIds();
   for (auto i : minimal.samples) summary.kept_ids.push_back(ids[static_cast<std::size_t>(i)]);
+  summary.apart = describeApart(batch.sampleCount(), minimal.samples, summary.kept_ids,
+                                perSampleIntegers(config, batch, summary.original_tensors));
   summary.stats = oracle.stats();
   summary.rate = oracle.rate();
   summary.flaky = config.flaky;
   summary.seed = config.seed;
   summary.environment = probeEnvironment(options, config);
+  summary.environment.emplace_back("Trial determinism", "MINREPRO_SEED=PYTHONHASHSEED=" + std::to_string(config.seed) +
+                                                            ", MINREPRO_TRIAL=<trial number>, deterministic algorithms " +
+                                                            (config.deterministic ? "on" : "off"));
   return summary;
 }
 
@@ -310,11 +349,16 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
 
   const fs::path minimal_batch = config.work_dir / "minimal-batch.pt";
   batch->writeSubset(best.samples, minimal_batch);
+  const NeighbourPlan neighbours = writeNeighbours(config, *batch, best);
   ReductionSummary summary = summarize(options, config, *batch, oracle, best, minimal_batch);
+  for (const auto& n : neighbours.cases)
+    summary.neighbours.push_back("`" + n.file + "`: sample ids " + formatList(n.ids, 16) +
+                                 (n.processed ? ", a correct run processes " + std::to_string(*n.processed) : ""));
+  for (const auto& why : neighbours.skipped) summary.neighbours.push_back("not made: " + why);
   summary.confirmed = confirmed;
   summary.incomplete = incomplete;
   summary.seconds = log.elapsedSeconds();
-  writeTarGz(config.output, archiveEntries(config, minimal_batch, summary));
+  writeTarGz(config.output, archiveEntries(config, minimal_batch, summary, neighbours));
   log.info(std::string(incomplete.empty() ? "reduced " : "stopped at ") + std::to_string(summary.original_samples) +
            " -> " + std::to_string(best.samples.size()) + " samples (ids " + formatList(summary.kept_ids) + ") in " +
            std::to_string(summary.stats.trials + summary.stats.replayed) + " trials; archive: " + config.output.string());

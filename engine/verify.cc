@@ -26,6 +26,15 @@ std::string renderManifest(const Manifest& m) {
       << "compare-operator: " << (m.compare_operator ? "yes" : "no") << "\n"
       << "message: " << m.signature.message << "\n";
   if (m.processed) out << "processed: " << *m.processed << "\n";
+  // neighbour: NAME FILE [processed=N] ids=ID,ID,...
+  for (const auto& n : m.neighbours) {
+    out << "neighbour: " << n.name << " " << n.file;
+    if (n.processed) out << " processed=" << *n.processed;
+    out << " ids=";
+    for (std::size_t i = 0; i < n.ids.size(); ++i) out << (i ? "," : "") << n.ids[i];
+    out << "\n";
+  }
+  for (const auto& why : m.neighbours_skipped) out << "neighbour-skipped: " << why << "\n";
   return out.str();
 }
 
@@ -43,6 +52,34 @@ std::int64_t parseCount(const std::string& value, const std::string& where) {
   return n;
 }
 
+std::vector<std::int64_t> parseIds(const std::string& text, const std::string& where) {
+  std::vector<std::int64_t> ids;
+  std::istringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    std::size_t used = 0;
+    try {
+      ids.push_back(std::stoll(item, &used));
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size()) throw VerifyError(where + ": neighbour ids: expected integers, found '" + item + "'");
+  }
+  return ids;
+}
+
+NeighbourCase parseNeighbour(const std::string& value, const std::string& where) {
+  std::istringstream words(value);
+  NeighbourCase n;
+  if (!(words >> n.name >> n.file))
+    throw VerifyError(where + ": neighbour: expected 'NAME FILE [processed=N] ids=...', found '" + value + "'");
+  for (std::string word; words >> word;) {
+    if (word.rfind("processed=", 0) == 0) n.processed = parseCount(word.substr(10), where);
+    else if (word.rfind("ids=", 0) == 0) n.ids = parseIds(word.substr(4), where);
+    else throw VerifyError(where + ": neighbour: unknown field '" + word + "'");
+  }
+  return n;
+}
+
 void setManifestKey(Manifest& m, const std::string& key, const std::string& value, const std::string& where) {
   if (key == "family") {
     const auto family = parseFamily(value);
@@ -56,6 +93,10 @@ void setManifestKey(Manifest& m, const std::string& key, const std::string& valu
     m.signature.message = value;
   } else if (key == "processed") {
     m.processed = parseCount(value, where);
+  } else if (key == "neighbour") {
+    m.neighbours.push_back(parseNeighbour(value, where));
+  } else if (key == "neighbour-skipped") {
+    m.neighbours_skipped.push_back(value);
   } else {
     throw VerifyError(where + ": unknown key '" + key + "'");
   }
@@ -99,11 +140,14 @@ std::optional<std::int64_t> expectedProcessed(const CaseConfig& config, const fs
   return std::nullopt;
 }
 
-ArchiveEntry manifestEntry(const CaseConfig& config, const fs::path& minimal_batch, const FailureSignature& signature) {
+ArchiveEntry manifestEntry(const CaseConfig& config, const fs::path& minimal_batch, const FailureSignature& signature,
+                           const NeighbourPlan& neighbours) {
   Manifest m;
   m.signature = signature;
   m.compare_operator = config.command.has_value();
   m.processed = expectedProcessed(config, minimal_batch);
+  m.neighbours = neighbours.cases;
+  m.neighbours_skipped = neighbours.skipped;
   return {"signature.txt", renderManifest(m)};
 }
 
@@ -117,6 +161,12 @@ const std::vector<std::string>& diagnosticVariables() {
 int VerifyResult::asExpected() const {
   int n = 0;
   for (const auto& r : runs) n += r.as_expected;
+  return n;
+}
+
+int VerifyResult::neighboursAsExpected() const {
+  int n = 0;
+  for (const auto& r : neighbour_runs) n += r.as_expected;
   return n;
 }
 
@@ -193,6 +243,12 @@ Manifest readManifest(const std::vector<ArchiveEntry>& entries, const VerifyOpti
     throw VerifyError(name + ": the archive records no expected result (it was made with a trial command or without "
                       "integer targets), so --expect pass could only check that nothing failed; compare the "
                       "program's output yourself");
+  for (const auto& n : m.neighbours) {
+    if (!findEntry(entries, n.file))
+      throw VerifyError(name + ": signature.txt names the neighbour batch '" + n.file + "', which the archive lacks");
+    if (o.expect == Expect::Pass && !n.processed)
+      throw VerifyError(name + ": signature.txt records no expected count for the neighbour '" + n.name + "'");
+  }
   return m;
 }
 
@@ -223,7 +279,7 @@ std::optional<ResultLine> readResultLine(const std::string& stdout_text) {
 }
 
 // After a fix: exit 0 is not enough; the run must have processed every sample.
-void judgePass(RunResult& r, const Manifest& m) {
+void judgePass(RunResult& r, std::int64_t expected) {
   if (!r.outcome.passed()) {
     r.detail = "still fails: " + r.signature.summary() + " (" + describe(r.outcome) + ")";
     return;
@@ -233,10 +289,14 @@ void judgePass(RunResult& r, const Manifest& m) {
     r.detail = "exited 0 but printed no 'minrepro-result: processed=N' line";
     return;
   }
-  const std::string counts = "processed " + std::to_string(*line->processed) + " of " + std::to_string(*m.processed) +
+  const std::string counts = "processed " + std::to_string(*line->processed) + " of " + std::to_string(expected) +
                              " expected samples";
-  if (*line->processed != *m.processed) {
+  if (*line->processed != expected) {
     r.detail = "wrong result: " + counts + " (samples dropped or ignored instead of fixed?)";
+  } else if (expected == 0) {
+    // Every target ignored: the mean loss is 0/0 (nan) in PyTorch; nothing else to check.
+    r.as_expected = true;
+    r.detail = "passed: " + counts + " (every target is ignore_index: no loss to check)";
   } else if (!line->loss || !std::isfinite(*line->loss)) {
     r.detail = "wrong result: " + counts + " but the loss is not a finite number";
   } else {
@@ -260,19 +320,24 @@ void judgeFail(RunResult& r, const Manifest& m) {
              r.signature.summary() + " (" + describe(r.outcome) + ")";
 }
 
-RunResult runOnce(const fs::path& dir, int index, const VerifyOptions& o, const Manifest& m, Executor& executor) {
+// `neighbour` null: the minimal batch (repro.py's default); else repro.py
+// is given the neighbour's batch and judged against its own count.
+RunResult runOnce(const fs::path& dir, int index, const VerifyOptions& o, const Manifest& m, Executor& executor,
+                  const NeighbourCase* neighbour = nullptr) {
   TrialSpec spec;
   spec.argv = {o.python, (dir / "repro.py").string()};
+  if (neighbour) spec.argv.push_back((dir / fs::path(neighbour->file).lexically_normal()).string());
   spec.env_unset = diagnosticVariables();
   spec.work_dir = dir.parent_path() / ("run-" + std::to_string(index));
   spec.timeout = o.timeout;
   RunResult r;
+  if (neighbour) r.neighbour = neighbour->name;
   r.outcome = executor.run(spec);
   if (r.outcome.end == TrialEnd::FailedToStart)
     throw VerifyError("cannot start " + o.python + ": " + r.outcome.start_error + "; give a Python with PyTorch "
                       "with --python");
   r.signature = classify(r.outcome);
-  if (o.expect == Expect::Pass) judgePass(r, m);
+  if (o.expect == Expect::Pass) judgePass(r, neighbour ? *neighbour->processed : *m.processed);
   else judgeFail(r, m);
   return r;
 }
@@ -300,6 +365,25 @@ VerifyResult verifyArchive(const VerifyOptions& o, std::ostream* progress, Execu
                 << std::setprecision(1) << result.runs.back().outcome.duration.count() / 1000.0 << " s\n"
                 << std::flush;
   }
+  // After a fix, the neighbour batches must pass too (GUIDE.md §6): one
+  // fresh run each, with the count recorded for that batch.
+  if (o.expect == Expect::Pass) {
+    int index = o.runs;
+    for (const auto& n : result.manifest.neighbours) {
+      result.neighbour_runs.push_back(runOnce(dir, ++index, o, result.manifest, executor ? *executor : local, &n));
+      if (progress) {
+        std::vector<std::int64_t> ids = n.ids;
+        std::ostringstream list;
+        for (std::size_t i = 0; i < ids.size() && i < 8; ++i) list << (i ? ", " : "") << ids[i];
+        if (ids.size() > 8) list << ", ... (" << ids.size() << " in all)";
+        *progress << "  neighbour " << n.name << " (ids [" << list.str() << "]): " << result.neighbour_runs.back().detail
+                  << " in " << std::fixed << std::setprecision(1)
+                  << result.neighbour_runs.back().outcome.duration.count() / 1000.0 << " s\n" << std::flush;
+      }
+    }
+    if (progress)
+      for (const auto& why : result.manifest.neighbours_skipped) *progress << "  neighbour not made: " << why << "\n";
+  }
   return result;
 }
 
@@ -312,8 +396,12 @@ int runVerify(const VerifyOptions& o, std::ostream& out, std::ostream& err) {
       out << "recorded failure: " << m.signature.summary() << "\nreproduced in " << ok << " of " << n << " runs ("
           << 100 * ok / n << "%)\n";
     else
+    {
       out << "expected: exit 0 and processed=" << *m.processed << "\npassed in " << ok << " of " << n << " runs ("
           << 100 * ok / n << "%)\n";
+      if (!r.neighbour_runs.empty())
+        out << "neighbours passed: " << r.neighboursAsExpected() << " of " << r.neighbour_runs.size() << "\n";
+    }
     return r.allAsExpected() ? 0 : 1;
   } catch (const VerifyError& e) {
     err << "minrepro verify: error: " << e.what() << "\n";

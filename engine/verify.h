@@ -16,6 +16,7 @@
 #include "engine/archive.h"
 #include "engine/case_config.h"
 #include "engine/failure_signature.h"
+#include "engine/neighbours.h"
 #include "engine/process.h"
 
 namespace minrepro {
@@ -32,6 +33,10 @@ struct Manifest {
   // Samples a correct run must process (targets that are not ignore_index);
   // absent when the archive cannot know (a trial command, no target).
   std::optional<std::int64_t> processed;
+  // Neighbour batches (GUIDE.md §6) that --expect pass also runs, each with
+  // its own expected count; and the neighbours that could not be made, why.
+  std::vector<NeighbourCase> neighbours;
+  std::vector<std::string> neighbours_skipped;
 };
 
 std::string renderManifest(const Manifest& manifest);
@@ -40,7 +45,11 @@ Manifest parseManifest(const std::string& text, const std::string& source);
 
 // The signature.txt entry of the archive `shrink` writes for this case.
 ArchiveEntry manifestEntry(const CaseConfig& config, const std::filesystem::path& minimal_batch,
-                           const FailureSignature& signature);
+                           const FailureSignature& signature, const NeighbourPlan& neighbours = {});
+
+// Samples a correct run on `batch_file` must process (targets that are not
+// ignore_index); absent for a trial command or non-integer targets.
+std::optional<std::int64_t> expectedProcessed(const CaseConfig& config, const std::filesystem::path& batch_file);
 
 // Bad input for verify (exit status 2): unreadable or hostile archive, not
 // a minrepro archive, nothing recorded to check --expect pass against.
@@ -65,6 +74,7 @@ struct VerifyOptions {
 };
 
 struct RunResult {
+  std::string neighbour;  // "" for the minimal batch, else the neighbour's name
   TrialOutcome outcome;
   FailureSignature signature;
   bool as_expected = false;
@@ -74,8 +84,13 @@ struct RunResult {
 struct VerifyResult {
   Manifest manifest;
   std::vector<RunResult> runs;
+  std::vector<RunResult> neighbour_runs;  // --expect pass: one run per neighbour
   int asExpected() const;
-  bool allAsExpected() const { return !runs.empty() && asExpected() == static_cast<int>(runs.size()); }
+  int neighboursAsExpected() const;
+  bool allAsExpected() const {
+    return !runs.empty() && asExpected() == static_cast<int>(runs.size()) &&
+           neighboursAsExpected() == static_cast<int>(neighbour_runs.size());
+  }
 };
 
 // Extracts, runs and compares; `progress` (may be null) gets a line per run.

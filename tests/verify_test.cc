@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <set>
 
+#include "engine/apart.h"
 #include "tests/test_util.h"
 
 namespace minrepro {
@@ -54,15 +56,21 @@ class VerifyExamples : public ::testing::Test {
     return out;
   }
 
-  // A copy of `source` whose batch.pt was changed by the Python statement
-  // `edit` (on the dict `b`), packed again the way a user would with tar.
-  fs::path withBatchEdit(const fs::path& source, const std::string& name, const std::string& edit) {
+  // A copy of `source` whose batch.pt (and, with `neighbours_too`, every
+  // neighbours/*.pt) was changed by the Python statement `edit` (on the
+  // dict `b`), packed again the way a user would with tar.
+  fs::path withBatchEdit(const fs::path& source, const std::string& name, const std::string& edit,
+                         bool neighbours_too = false) {
     const fs::path dir = work_.path() / name;
     fs::create_directories(dir);
     std::string output;
     EXPECT_EQ(runCommand("tar xzf " + source.string() + " -C " + dir.string(), &output), 0) << output;
-    EXPECT_EQ(runCommand("cd " + dir.string() + " && " + python() + " -c \"import torch; b = torch.load('batch.pt'); " +
-                             edit + "; torch.save(b, 'batch.pt')\"", &output), 0) << output;
+    testing::writeFile(work_.path() / (name + "-edit.py"),
+                       "import glob, torch\nfor f in ['batch.pt'] + (sorted(glob.glob('neighbours/*.pt')) if " +
+                           std::string(neighbours_too ? "True" : "False") + " else []):\n"
+                           "    b = torch.load(f)\n    " + edit + "\n    torch.save(b, f)\n");
+    EXPECT_EQ(runCommand("cd " + dir.string() + " && " + python() + " " + (work_.path() / (name + "-edit.py")).string(),
+                         &output), 0) << output;
     const fs::path out = work_.path() / (name + ".tar.gz");
     EXPECT_EQ(runCommand("tar czf " + out.string() + " -C " + dir.string() + " .", &output), 0) << output;
     return out;
@@ -104,13 +112,106 @@ TEST_F(VerifyExamples, ArchiveRecordsTheSignatureAndTheExpectedCount) {
 }
 
 TEST_F(VerifyExamples, FixedMappingPassesAndNoLongerReproduces) {
-  const fs::path fixed = withBatchEdit(archive("class4"), "fixed", "b['target'][b['target'] == 4] = 3");
+  // The fix (the mapping of class 4) applied to every batch of the archive.
+  const fs::path fixed = withBatchEdit(archive("class4"), "fixed", "b['target'][b['target'] == 4] = 3", true);
   std::string out;
   EXPECT_EQ(verifyStatus(fixed, "--expect pass", &out), 0) << out;
   EXPECT_NE(out.find("passed: processed 1 of 1 expected samples"), std::string::npos) << out;
   EXPECT_NE(out.find("passed in 3 of 3 runs (100%)"), std::string::npos) << out;
+  EXPECT_NE(out.find("neighbour plus_one (ids [10313, 10314]): passed: processed 2 of 2 expected samples"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("neighbour last_batch (ids [10511]): passed: processed"), std::string::npos) << out;
+  EXPECT_NE(out.find("neighbour not made: shortest, longest: the case declares no length tensor"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("neighbours passed: 2 of 2"), std::string::npos) << out;
   EXPECT_EQ(verifyStatus(fixed, "--runs 1", &out), 1) << out;
   EXPECT_NE(out.find("reproduced in 0 of 1 runs (0%)"), std::string::npos) << out;
+}
+
+TEST_F(VerifyExamples, FixOfTheMinimalBatchAloneFailsOnTheNeighbour) {
+  // Only batch.pt fixed: plus_one still holds the target 4.
+  const fs::path partial = withBatchEdit(archive("class4"), "partial", "b['target'][b['target'] == 4] = 3");
+  std::string out;
+  EXPECT_EQ(verifyStatus(partial, "--expect pass --runs 1", &out), 1) << out;
+  EXPECT_NE(out.find("run 1/1: passed: processed 1 of 1 expected samples"), std::string::npos) << out;
+  EXPECT_NE(out.find("neighbour plus_one (ids [10313, 10314]): still fails: index-error"), std::string::npos) << out;
+  EXPECT_NE(out.find("neighbour last_batch (ids [10511]): passed: processed 0 of 0 expected samples (every target is "
+                     "ignore_index"), std::string::npos) << out;
+  EXPECT_NE(out.find("neighbours passed: 1 of 2"), std::string::npos) << out;
+}
+
+TEST_F(VerifyExamples, ArchiveCarriesTheNeighbourBatchesWithTheirIdsAndCounts) {
+  const fs::path source = archive("class4");
+  const auto entries = readTarGz(source);
+  const ArchiveEntry* sig = nullptr;
+  std::set<std::string> names;
+  for (const auto& e : entries) {
+    names.insert(e.name);
+    if (e.name == "signature.txt") sig = &e;
+  }
+  ASSERT_NE(sig, nullptr);
+  EXPECT_TRUE(names.count("neighbours/plus_one.pt"));
+  EXPECT_TRUE(names.count("neighbours/last_batch.pt"));
+  const Manifest m = parseManifest(sig->contents, "signature.txt");
+  ASSERT_EQ(m.neighbours.size(), 2u) << sig->contents;
+  EXPECT_EQ(m.neighbours[0].name, "plus_one");
+  EXPECT_EQ(m.neighbours[0].ids, (std::vector<std::int64_t>{10313, 10314}));
+  EXPECT_EQ(m.neighbours[1].name, "last_batch");
+  EXPECT_EQ(m.neighbours[1].ids, (std::vector<std::int64_t>{10511}));
+  EXPECT_EQ(m.neighbours_skipped, (std::vector<std::string>{"shortest, longest: the case declares no length tensor"}));
+  // The files hold those samples, and the recorded counts are theirs.
+  const fs::path dir = work_.path() / "listed";
+  fs::create_directories(dir);
+  std::string out;
+  ASSERT_EQ(runCommand("tar xzf " + source.string() + " -C " + dir.string(), &out), 0) << out;
+  for (const auto& n : m.neighbours) {
+    ASSERT_EQ(runCommand("cd " + dir.string() + " && " + python() + " -c \"import torch; b = torch.load('" + n.file +
+                             "'); print(b['sample_id'].tolist(), int((b['target'] != -100).sum()))\"", &out), 0) << out;
+    std::string ids;
+    for (std::size_t i = 0; i < n.ids.size(); ++i) ids += (i ? ", " : "") + std::to_string(n.ids[i]);
+    ASSERT_TRUE(n.processed.has_value());
+    EXPECT_EQ(out, "[" + ids + "] " + std::to_string(*n.processed) + "\n") << n.name;
+  }
+  // repro.py takes a neighbour's path: plus_one holds the bad sample too.
+  EXPECT_EQ(runCommand("cd /tmp && " + python() + " " + (dir / "repro.py").string() + " " +
+                           (dir / "neighbours" / "last_batch.pt").string() + " 2>&1", &out), 0) << out;
+  EXPECT_NE(out.find("minrepro-result: processed=" + std::to_string(*m.neighbours[1].processed)), std::string::npos)
+      << out;
+}
+
+// repro.cpp with LibTorch alone (no minrepro, no Python): built with the
+// archive's CMakeLists.txt, it fails with the c10 error (about 30 s to build).
+TEST_F(VerifyExamples, ReproCppBuildsWithLibTorchAloneAndFailsTheSameWay) {
+  const fs::path dir = work_.path() / "cpp";
+  fs::create_directories(dir);
+  std::string out;
+  ASSERT_EQ(runCommand("tar xzf " + archive("class4").string() + " -C " + dir.string(), &out), 0) << out;
+  ASSERT_TRUE(fs::exists(dir / "repro.cpp"));
+  ASSERT_EQ(runCommand("cd " + dir.string() + " && cmake -S . -B b > /dev/null && cmake --build b 2>&1", &out), 0)
+      << out;
+  // From another directory: the files are found beside repro.cpp.
+  EXPECT_EQ(runCommand("cd / && " + (dir / "b" / "repro").string() + " 2>&1", &out), 1) << out;
+  EXPECT_NE(out.find("c10::IndexError: Target 4 is out of bounds."), std::string::npos) << out;
+  EXPECT_NE(out.find("target: Long shape [1]"), std::string::npos) << out;
+  // A batch without the bad sample runs through and prints the result line.
+  EXPECT_EQ(runCommand("cd " + dir.string() + " && b/repro neighbours/last_batch.pt 2>&1", &out), 0) << out;
+  EXPECT_NE(out.find("minrepro-result: processed="), std::string::npos) << out;
+}
+
+TEST_F(VerifyExamples, ReportSaysWhatSetsTheMinimalBatchApart) {
+  std::string report;
+  for (const auto& e : readTarGz(archive("class4")))
+    if (e.name == "REPORT.md") report = e.contents;
+  EXPECT_NE(report.find("### What sets the minimal batch apart\n\n"
+                        "- `target`: kept values [4]; values seen in the other 511 samples: -100, 0..3 "
+                        "(4 only in the kept samples)\n"
+                        "- Last batch: no: the kept samples are at positions [313] of 0..511 in the original, not its "
+                        "last 1\n"
+                        "- Sample ids: [10313]\n"), std::string::npos) << report;
+  EXPECT_NE(report.find("- `neighbours/plus_one.pt`: sample ids [10313, 10314], a correct run processes "),
+            std::string::npos) << report;
+  EXPECT_NE(report.find("- not made: shortest, longest: the case declares no length tensor"), std::string::npos)
+      << report;
 }
 
 TEST_F(VerifyExamples, FixThatDropsTheSampleDoesNotPass) {
@@ -211,6 +312,78 @@ TEST(Verify, ManifestRoundTrips) {
   EXPECT_EQ(back.processed, 7);
   EXPECT_THROW(parseManifest("family: index-error\nprocessed: -1\n", "x"), VerifyError);
   EXPECT_THROW(parseManifest("operator: x\n", "x"), VerifyError);
+}
+
+TEST(Neighbours, PlanTakesTheNextSampleAndTheLastSlice) {
+  const NeighbourPlan plan = planNeighbours(512, {313});
+  ASSERT_EQ(plan.cases.size(), 2u);
+  EXPECT_EQ(plan.cases[0].name, "plus_one");
+  EXPECT_EQ(plan.cases[0].file, "neighbours/plus_one.pt");
+  EXPECT_EQ(plan.cases[0].samples, (std::vector<std::int64_t>{313, 314}));
+  EXPECT_EQ(plan.cases[1].name, "last_batch");
+  EXPECT_EQ(plan.cases[1].samples, (std::vector<std::int64_t>{511}));
+  EXPECT_EQ(plan.skipped, (std::vector<std::string>{"shortest, longest: the case declares no length tensor"}));
+  // At the end of the batch the next sample wraps to the first one not kept.
+  const NeighbourPlan end = planNeighbours(5, {0, 3, 4});
+  EXPECT_EQ(end.cases[0].samples, (std::vector<std::int64_t>{0, 1, 3, 4}));
+  EXPECT_EQ(end.cases[1].samples, (std::vector<std::int64_t>{2, 3, 4}));
+  // Nothing left to add.
+  const NeighbourPlan all = planNeighbours(2, {0, 1});
+  ASSERT_EQ(all.cases.size(), 1u);
+  EXPECT_EQ(all.cases[0].name, "last_batch");
+  EXPECT_EQ(all.skipped.front(), "plus_one: the minimal batch holds every sample of the original");
+  // With lengths: the shortest and the longest entries, alone.
+  const std::vector<std::int64_t> lengths{5, 2, 9, 2};
+  const NeighbourPlan withLengths = planNeighbours(4, {2}, &lengths);
+  ASSERT_EQ(withLengths.cases.size(), 4u);
+  EXPECT_EQ(withLengths.cases[1].samples, (std::vector<std::int64_t>{1}));
+  EXPECT_EQ(withLengths.cases[2].samples, (std::vector<std::int64_t>{2}));
+  EXPECT_TRUE(withLengths.skipped.empty());
+}
+
+TEST(Neighbours, ManifestRoundTripsNeighbours) {
+  Manifest m;
+  m.signature.family = FailureFamily::IndexError;
+  m.processed = 1;
+  m.neighbours.push_back({"plus_one", "neighbours/plus_one.pt", {}, {10313, 10314}, 2});
+  m.neighbours.push_back({"last_batch", "neighbours/last_batch.pt", {}, {-7}, std::nullopt});
+  m.neighbours_skipped = {"shortest, longest: the case declares no length tensor"};
+  const Manifest back = parseManifest(renderManifest(m), "x");
+  ASSERT_EQ(back.neighbours.size(), 2u);
+  EXPECT_EQ(back.neighbours[0].file, "neighbours/plus_one.pt");
+  EXPECT_EQ(back.neighbours[0].ids, (std::vector<std::int64_t>{10313, 10314}));
+  EXPECT_EQ(back.neighbours[0].processed, 2);
+  EXPECT_EQ(back.neighbours[1].ids, (std::vector<std::int64_t>{-7}));
+  EXPECT_FALSE(back.neighbours[1].processed.has_value());
+  EXPECT_EQ(back.neighbours_skipped, m.neighbours_skipped);
+  EXPECT_THROW(parseManifest("family: index-error\nneighbour: plus_one\n", "x"), VerifyError);
+  EXPECT_THROW(parseManifest("family: index-error\nneighbour: a b ids=1,x\n", "x"), VerifyError);
+}
+
+TEST(Verify, NeighbourNamedButMissingFromTheArchiveIsBadInput) {
+  testing::TempDir dir;
+  writeTarGz(dir.path() / "r.tar.gz", {{"repro.py", "raise SystemExit(1)\n", true},
+                                       {"signature.txt", kSignature + "neighbour: plus_one neighbours/p.pt processed=2 ids=1,2\n"}});
+  std::string out;
+  EXPECT_EQ(verifyStatus(dir.path() / "r.tar.gz", "--expect pass", &out), 2) << out;
+  EXPECT_NE(out.find("names the neighbour batch 'neighbours/p.pt', which the archive lacks"), std::string::npos) << out;
+}
+
+TEST(Apart, ValueSetsAndTheLastBatch) {
+  EXPECT_EQ(formatValueSet({-100, 0, 1, 2, 3}), "-100, 0..3");
+  EXPECT_EQ(formatValueSet({1, 2, 5}), "1, 2, 5");
+  EXPECT_EQ(formatValueSet({}), "none");
+  EXPECT_EQ(formatValueSet({0, 2, 4, 6}, 2), "0, 2, ... (4 distinct values in [0, 6])");
+  // Six samples; the last two kept: a last incomplete batch.
+  const auto lines = describeApart(6, {4, 5}, {14, 15}, {{"len", {3, 3, 7, 3, 9, 0}}, {"short", {1, 2}}});
+  ASSERT_EQ(lines.size(), 3u);  // "short" has not one value per sample: left out
+  EXPECT_EQ(lines[0], "`len`: kept values [9, 0]; values seen in the other 4 samples: 3, 7 (0, 9 only in the kept samples)");
+  EXPECT_EQ(lines[1], "Last batch: yes: the kept samples are the original's last 2 (what a last incomplete batch of "
+                      "this size would hold)");
+  EXPECT_EQ(lines[2], "Sample ids: [14, 15]");
+  const auto shared = describeApart(3, {0}, {7}, {{"t", {1, 1, 2}}});
+  EXPECT_EQ(shared[0], "`t`: kept values [1]; values seen in the other 2 samples: 1, 2");
+  EXPECT_EQ(shared[1], "Last batch: no: the kept samples are at positions [0] of 0..2 in the original, not its last 1");
 }
 
 // ------------------------------------------------------------ hostile archives

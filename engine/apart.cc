@@ -1,0 +1,79 @@
+#include "engine/apart.h"
+
+#include <sstream>
+
+namespace minrepro {
+
+namespace {
+
+std::string listOf(const std::vector<std::int64_t>& values, std::size_t max_items = 16) {
+  std::ostringstream out;
+  out << "[";
+  for (std::size_t i = 0; i < values.size() && i < max_items; ++i) out << (i ? ", " : "") << values[i];
+  if (values.size() > max_items) out << ", ... (" << values.size() << " in all)";
+  out << "]";
+  return out.str();
+}
+
+}  // namespace
+
+std::string formatValueSet(const std::set<std::int64_t>& values, std::size_t max_items) {
+  if (values.empty()) return "none";
+  std::vector<std::string> items;
+  for (auto it = values.begin(); it != values.end();) {
+    const std::int64_t first = *it;
+    std::int64_t last = first;
+    for (++it; it != values.end() && *it == last + 1; ++it) last = *it;
+    items.push_back(first == last ? std::to_string(first)
+                    : last == first + 1 ? std::to_string(first) + ", " + std::to_string(last)
+                                        : std::to_string(first) + ".." + std::to_string(last));
+  }
+  std::ostringstream out;
+  for (std::size_t i = 0; i < items.size() && i < max_items; ++i) out << (i ? ", " : "") << items[i];
+  if (items.size() > max_items)
+    out << ", ... (" << values.size() << " distinct values in [" << *values.begin() << ", " << *values.rbegin() << "])";
+  return out.str();
+}
+
+std::vector<std::string> describeApart(std::int64_t original, const std::vector<std::int64_t>& kept,
+                                       const std::vector<std::int64_t>& kept_ids,
+                                       const std::vector<SampleValues>& tensors) {
+  std::vector<std::string> lines;
+  const std::set<std::int64_t> kept_set(kept.begin(), kept.end());
+  const std::int64_t others = original - static_cast<std::int64_t>(kept_set.size());
+  for (const auto& t : tensors) {
+    if (static_cast<std::int64_t>(t.values.size()) != original) continue;
+    std::vector<std::int64_t> kept_values;
+    std::set<std::int64_t> kept_distinct, rest;
+    for (std::int64_t i = 0; i < original; ++i) {
+      const std::int64_t v = t.values[static_cast<std::size_t>(i)];
+      if (kept_set.count(i)) {
+        kept_values.push_back(v);
+        kept_distinct.insert(v);
+      } else {
+        rest.insert(v);
+      }
+    }
+    std::set<std::int64_t> only_kept;
+    for (auto v : kept_distinct)
+      if (!rest.count(v)) only_kept.insert(v);
+    std::string line = "`" + t.name + "`: kept values " + listOf(kept_values) + "; values seen in the other " +
+                       std::to_string(others) + " samples: " + formatValueSet(rest);
+    if (!only_kept.empty() && others > 0) line += " (" + formatValueSet(only_kept) + " only in the kept samples)";
+    lines.push_back(line);
+  }
+  // A last incomplete batch holds the original's last samples.
+  const std::int64_t n = static_cast<std::int64_t>(kept.size());
+  bool at_end = n > 0;
+  for (std::int64_t i = 0; i < n && at_end; ++i) at_end = kept[static_cast<std::size_t>(i)] == original - n + i;
+  if (at_end)
+    lines.push_back("Last batch: yes: the kept samples are the original's last " + std::to_string(n) +
+                    " (what a last incomplete batch of this size would hold)");
+  else
+    lines.push_back("Last batch: no: the kept samples are at positions " + listOf(kept) + " of 0.." +
+                    std::to_string(original - 1) + " in the original, not its last " + std::to_string(n));
+  lines.push_back("Sample ids: " + listOf(kept_ids, 32));
+  return lines;
+}
+
+}  // namespace minrepro

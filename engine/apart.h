@@ -1,0 +1,30 @@
+// "What sets the minimal batch apart" (issue 5, GUIDE.md §6, §7): the kept
+// samples' values of each small per-sample integer tensor against the rest
+// of the original, whether they are the original's last samples (a last
+// incomplete batch), and their ids. No LibTorch: values come in as vectors.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace minrepro {
+
+// One value per sample of the original (a 1-D integer tensor with a sample axis).
+struct SampleValues {
+  std::string name;
+  std::vector<std::int64_t> values;
+};
+
+// "-100, 0..3": distinct values, consecutive runs as ranges; at most
+// `max_items` items, then "... (N distinct values in [lo, hi])".
+std::string formatValueSet(const std::set<std::int64_t>& values, std::size_t max_items = 16);
+
+// Report lines (no leading "- "). `kept`: indices of the minimal batch in
+// the original, ascending; `kept_ids` their sample ids.
+std::vector<std::string> describeApart(std::int64_t original, const std::vector<std::int64_t>& kept,
+                                       const std::vector<std::int64_t>& kept_ids,
+                                       const std::vector<SampleValues>& tensors);
+
+}  // namespace minrepro

@@ -1,0 +1,45 @@
+// Diagnostic mode by backend (GUIDE.md §2, §8): the environment variables a
+// diagnostic re-run of a captured case gets, chosen from the backend the
+// capture recorded. NVIDIA: synchronous launches (CUDA_LAUNCH_BLOCKING=1).
+// ROCm: HIP's own serialization switches, never the NVIDIA variable (on ROCm
+// PyTorch keeps the `cuda` device name; the recorded `backend` says "rocm").
+// CPU: nothing. These variables are for diagnosis only: the final
+// confirmation of a reduced case runs without them. No LibTorch.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace minrepro {
+
+enum class Backend { Cpu, Cuda, Rocm, Unknown };
+
+struct BackendInfo {
+  Backend kind = Backend::Unknown;
+  std::string version;  // "12.1", "5.7.31921-d1770ee1b"; empty when not given
+};
+
+// Reads a backend text as minrepro_capture records it: "cpu", "cuda 12.1",
+// "rocm 5.7.31921", also "hip 5.7", "ROCm 6.0", "CUDA" and lists such as
+// "cpu, cuda 12.1" (the accelerator wins; ROCm wins over CUDA, as a ROCm
+// build reports its devices as `cuda`). Anything else is Unknown.
+BackendInfo parseBackend(std::string_view text);
+
+// The backend of a captured context (case.yaml `context:`): its `backend`
+// entry; without one, `torch_build` when it names ROCm (a ROCm build always
+// runs on HIP); Unknown otherwise.
+BackendInfo backendFromContext(const std::map<std::string, std::string>& context);
+
+// name=value pairs for a diagnostic re-run: CUDA_LAUNCH_BLOCKING=1 on CUDA;
+// AMD_SERIALIZE_KERNEL=3, AMD_SERIALIZE_COPY=3, HIP_LAUNCH_BLOCKING=1 on
+// ROCm; none on CPU or an unknown backend.
+std::vector<std::pair<std::string, std::string>> diagnosticEnvironment(const BackendInfo& backend);
+
+// One line for logs and reports: "ROCm 5.7: AMD_SERIALIZE_KERNEL=3 ...",
+// "CPU: no diagnostic variables", ...
+std::string describeDiagnosticMode(const BackendInfo& backend);
+
+}  // namespace minrepro

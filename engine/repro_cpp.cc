@@ -1,0 +1,109 @@
+#include "engine/repro_cpp.h"
+
+#include <sstream>
+
+namespace minrepro {
+
+namespace {
+
+// A C++ string literal.
+std::string cppQuote(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string lossExpression(const HarnessTrial& h) {
+  const std::string ignore = std::to_string(h.ignore_index);
+  if (!h.target.empty() && h.loss == "cross_entropy")
+    return "at::cross_entropy_loss(output, target, {}, at::Reduction::Mean, " + ignore + ", 0.0)";
+  if (!h.target.empty() && h.loss == "nll") return "at::nll_loss(output, target, {}, at::Reduction::Mean, " + ignore + ")";
+  return "output.sum()";
+}
+
+std::string reproCpp(const HarnessTrial& h, const FailureSignature& signature) {
+  const bool with_target = !h.target.empty() && h.loss != "none";
+  std::ostringstream cpp;
+  cpp << "// Reproduces: " << signature.summary() << "\n"
+      << "// Made by minrepro; needs only LibTorch (add -DCMAKE_PREFIX_PATH=/path/to/libtorch if CMake\n"
+      << "// does not find it):\n"
+      << "//   cmake -S . -B build && cmake --build build && ./build/repro [BATCH]\n"
+      << "// BATCH defaults to batch.pt beside this file; the neighbour cases are neighbours/*.pt.\n"
+      << "#include <c10/util/Type.h>\n"
+      << "#include <torch/csrc/jit/serialization/pickle.h>\n"
+      << "#include <torch/script.h>\n\n"
+      << "#include <cstdlib>\n#include <fstream>\n#include <iostream>\n#include <iterator>\n#include <string>\n"
+      << "#include <typeinfo>\n#include <vector>\n\n"
+      << "#ifndef REPRO_DIR\n#define REPRO_DIR \".\"\n#endif\n\n"
+      << "static std::vector<char> readAll(const std::string& path) {\n"
+      << "  std::ifstream in(path, std::ios::binary);\n"
+      << "  if (!in) {\n"
+      << "    std::cerr << \"cannot read \" << path << \"\\n\";\n"
+      << "    std::exit(2);\n"
+      << "  }\n"
+      << "  return std::vector<char>(std::istreambuf_iterator<char>(in), {});\n"
+      << "}\n\n"
+      << "int main(int argc, char** argv) {\n"
+      << "  const std::string dir = REPRO_DIR;\n"
+      << "  const std::string batch_path = argc > 1 ? argv[1] : dir + \"/batch.pt\";\n"
+      << "  try {\n"
+      << "    const c10::impl::GenericDict batch = torch::jit::pickle_load(readAll(batch_path)).toGenericDict();\n"
+      << "    for (const auto& entry : batch) {\n"
+      << "      const at::Tensor t = entry.value().toTensor();\n"
+      << "      std::cerr << entry.key().toStringRef() << \": \" << t.scalar_type() << \" shape \" << t.sizes()\n"
+      << "                << \" strides \" << t.strides() << \"\\n\";\n"
+      << "    }\n"
+      << "    torch::jit::Module model = torch::jit::load(dir + \"/model.pt\");\n"
+      << "    model.eval();\n"
+      << "    torch::NoGradGuard no_grad;\n"
+      << "    const at::Tensor output = model.forward({batch.at(std::string(" << cppQuote(h.input)
+      << ")).toTensor()}).toTensor();\n";
+  if (with_target)
+    cpp << "    const at::Tensor target = batch.at(std::string(" << cppQuote(h.target) << ")).toTensor();\n";
+  cpp << "    const at::Tensor loss = " << lossExpression(h) << ";\n";
+  if (with_target)
+    cpp << "    const long processed = (target != " << h.ignore_index << ").sum().item<long>();\n"
+        << "    std::cout << \"minrepro-result: processed=\" << processed << \" loss=\" << loss.item<double>() << "
+           "\"\\n\";\n";
+  else
+    cpp << "    std::cout << \"minrepro-result: loss=\" << loss.item<double>() << \"\\n\";\n";
+  cpp << "    return 0;\n"
+      << "  } catch (const c10::Error& e) {\n"
+      << "    // The c10 error class (c10::IndexError, ...) and its message, as Python shows them.\n"
+      << "    std::cerr << c10::demangle(typeid(e).name()) << \": \" << e.what_without_backtrace() << \"\\n\";\n"
+      << "    return 1;\n"
+      << "  }\n"
+      << "}\n";
+  return cpp.str();
+}
+
+const char* kCMakeLists = R"(# Made by minrepro: builds repro.cpp against LibTorch.
+#   cmake -S . -B build [-DCMAKE_PREFIX_PATH=/path/to/libtorch] && cmake --build build && ./build/repro
+cmake_minimum_required(VERSION 3.18)
+project(minrepro_repro LANGUAGES CXX)
+set(CMAKE_CXX_STANDARD 17)
+set(CMAKE_CXX_STANDARD_REQUIRED ON)
+if(NOT CMAKE_BUILD_TYPE)
+  set(CMAKE_BUILD_TYPE Release)
+endif()
+find_package(Torch REQUIRED)
+add_executable(repro repro.cpp)
+target_link_libraries(repro PRIVATE ${TORCH_LIBRARIES})
+# batch.pt and model.pt are found beside this file, wherever repro is run from.
+target_compile_definitions(repro PRIVATE REPRO_DIR="${CMAKE_CURRENT_SOURCE_DIR}")
+)";
+
+}  // namespace
+
+std::vector<ArchiveEntry> reproCppEntries(const HarnessTrial& harness, const FailureSignature& signature) {
+  return {{"repro.cpp", reproCpp(harness, signature)}, {"CMakeLists.txt", kCMakeLists}};
+}
+
+}  // namespace minrepro

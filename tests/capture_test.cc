@@ -1,0 +1,124 @@
+// Capture from a real Python training loop (harness/python/minrepro_capture):
+// the loop fails, capture writes the case, the real minrepro shrinks it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "tests/test_util.h"
+
+namespace minrepro {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::python;
+using testing::readFile;
+using testing::runCommand;
+
+const std::string kSource = MINREPRO_SOURCE_DIR;
+
+class Capture : public ::testing::Test {
+ protected:
+  // Runs tests/capture/train_loop.py in MODE, capturing into case_dir_. PYTHONPATH,
+  // not the installed minrepro.pth, finds the module.
+  int train(const std::string& mode, std::string* output) {
+    return runCommand("cd " + work_.path().string() + " && PYTHONPATH=" + kSource + "/harness/python " + python() +
+                          " " + kSource + "/tests/capture/train_loop.py " + case_dir_.string() + " " + mode,
+                      output);
+  }
+  // Evaluates a Python expression on the captured batch b.
+  std::string pyBatch(const std::string& expr) {
+    std::string output;
+    runCommand(python() + " -c \"import torch; b = torch.load('" + (case_dir_ / "batch.pt").string() +
+                   "'); print(" + expr + ")\"", &output);
+    return output;
+  }
+  static bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+  testing::TempDir work_{"minrepro-capture"};
+  fs::path case_dir_ = work_.path() / "crash-case";
+};
+
+TEST_F(Capture, TrainingLoopFailureIsCapturedAndShrinksToTheMislabelledSample) {
+  std::string output;
+  ASSERT_EQ(train("plain", &output), 1) << output;  // the IndexError is re-raised
+  EXPECT_TRUE(has(output, "IndexError: Target 4 is out of bounds.")) << output;
+  EXPECT_TRUE(has(output, "step 3 ok")) << output;
+  EXPECT_FALSE(has(output, "step 4 ok")) << output;
+  EXPECT_TRUE(has(output, "minrepro_capture: wrote " + (case_dir_ / "case.yaml").string())) << output;
+  const std::string case_yaml = readFile(case_dir_ / "case.yaml");
+  for (const char* line : {"  tensors: {\"input\": 0, \"target\": 0}", "  ids: \"sample_id\"", "    loss: cross_entropy",
+                           "    ignore_index: -100", "  family: index-error", "  step: \"4\"",
+                           "  last_completed_step: \"3\"", "  exception: \"IndexError\"",
+                           "  message: \"Target 4 is out of bounds.\"", "  backend: \"cpu\"", "  batch_size: \"32\"",
+                           "  last_batch: \"no\"", "  tensor_input: \"float32 [32, 8] on cpu\"",
+                           "  branches: \"augment=off\"", "  model: \"torch.jit.script (training mode)\""})
+    EXPECT_TRUE(has(case_yaml, line)) << line << "\n" << case_yaml;
+  EXPECT_TRUE(has(case_yaml, "  revision: \"")) << case_yaml;
+  EXPECT_TRUE(has(case_yaml, "  pytorch: \"1.13")) << case_yaml;
+  EXPECT_EQ(pyBatch("sorted(b), b['sample_id'][:3].tolist(), b['target'].tolist().count(4), b['input'].requires_grad"),
+            "['input', 'sample_id', 'target'] [9128, 9129, 9130] 1 False\n");
+
+  const fs::path archive = work_.path() / "repro.tar.gz";
+  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (case_dir_ / "case.yaml").string() +
+                           " --output " + archive.string() + " --work-dir " + (work_.path() / "work").string(),
+                       &output), 0) << output;
+  EXPECT_TRUE(has(output, "reduced 32 -> 1 samples (ids [9137])")) << output;
+  const fs::path dir = work_.path() / "extracted";
+  fs::create_directories(dir);
+  ASSERT_EQ(runCommand("tar xzf " + archive.string() + " -C " + dir.string()), 0);
+  const std::string report = readFile(dir / "REPORT.md");
+  EXPECT_TRUE(has(report, "Kept sample ids: [9137]")) << report;
+  EXPECT_TRUE(has(report, "- step: 4\n")) << report;
+  EXPECT_TRUE(has(report, "- last_completed_step: 3\n")) << report;
+  EXPECT_TRUE(has(report, "index-error in nll_loss")) << report;
+}
+
+TEST_F(Capture, DecoratorFormTakesBatchAndStepFromTheCall) {
+  std::string output;
+  ASSERT_EQ(train("decorator", &output), 1) << output;
+  const std::string case_yaml = readFile(case_dir_ / "case.yaml");
+  EXPECT_TRUE(has(case_yaml, "  step: \"4\"")) << case_yaml;
+  EXPECT_TRUE(has(case_yaml, "  last_completed_step: \"3\"")) << case_yaml;
+  EXPECT_EQ(pyBatch("b['sample_id'].tolist()[9], b['target'].tolist()[9]"), "9137 4\n");
+}
+
+TEST_F(Capture, DeviceSideAssertWritesTheCaseAndStopsTheProcess) {
+  std::string output;
+  EXPECT_EQ(train("device-assert", &output), 87) << output;
+  EXPECT_TRUE(has(output, "training cannot continue in this process")) << output;
+  EXPECT_TRUE(has(output, "step 1 ok")) << output;
+  EXPECT_FALSE(has(output, "step 2 ok")) << output;
+  EXPECT_FALSE(has(output, "training finished")) << output;
+  const std::string case_yaml = readFile(case_dir_ / "case.yaml");
+  EXPECT_TRUE(has(case_yaml, "  step: \"2\"")) << case_yaml;
+  EXPECT_TRUE(has(case_yaml, "  message: \"CUDA error: device-side assert triggered\"")) << case_yaml;
+  EXPECT_FALSE(has(case_yaml, "family:")) << "a RuntimeError is no certain family: " << case_yaml;
+  EXPECT_EQ(pyBatch("b['sample_id'][0].item()"), "9064\n");
+}
+
+TEST_F(Capture, ModelThatCannotBeExportedWithoutCommandSaysSoAndWritesNoCase) {
+  std::string output;
+  ASSERT_EQ(train("unscriptable", &output), 1) << output;
+  EXPECT_FALSE(fs::exists(case_dir_ / "case.yaml"));
+  EXPECT_FALSE(fs::exists(case_dir_ / "model.pt"));
+  EXPECT_TRUE(fs::exists(case_dir_ / "batch.pt"));
+  EXPECT_TRUE(fs::exists(case_dir_ / "case.yaml.draft"));
+  const std::string error = readFile(case_dir_ / "CAPTURE-ERROR.txt");
+  EXPECT_TRUE(has(error, "could not be scripted")) << error;
+  EXPECT_TRUE(has(error, "no command=[...] was given")) << error;
+  EXPECT_TRUE(has(output, "IndexError: Target 4 is out of bounds.")) << output;
+}
+
+TEST_F(Capture, ModelThatCannotBeExportedFallsBackToTheUsersCommand) {
+  std::string output;
+  ASSERT_EQ(train("unscriptable-command", &output), 1) << output;
+  EXPECT_FALSE(fs::exists(case_dir_ / "model.pt"));
+  const std::string case_yaml = readFile(case_dir_ / "case.yaml");
+  EXPECT_TRUE(has(case_yaml, "  command: [\"/usr/bin/python3\", \"{case_dir}/step.py\", \"{batch}\"]")) << case_yaml;
+  EXPECT_FALSE(has(case_yaml, "harness:")) << case_yaml;
+  EXPECT_FALSE(has(case_yaml, "family:")) << case_yaml;
+}
+
+}  // namespace
+}  // namespace minrepro
