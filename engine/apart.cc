@@ -1,18 +1,16 @@
 #include "engine/apart.h"
 
+#include "engine/report.h"
+
 #include <sstream>
 
 namespace minrepro {
 
 namespace {
 
+// The report's list format, shorter here.
 std::string listOf(const std::vector<std::int64_t>& values, std::size_t max_items = 16) {
-  std::ostringstream out;
-  out << "[";
-  for (std::size_t i = 0; i < values.size() && i < max_items; ++i) out << (i ? ", " : "") << values[i];
-  if (values.size() > max_items) out << ", ... (" << values.size() << " in all)";
-  out << "]";
-  return out.str();
+  return formatList(values, max_items);
 }
 
 }  // namespace

@@ -33,14 +33,6 @@ constexpr auto kReplyTimeout = 30s;
 // After SIGKILL to the group the server reports within milliseconds.
 constexpr auto kReportAfterKill = 10s;
 
-std::string readCapped(const fs::path& file, std::size_t cap) {
-  std::ifstream in(file, std::ios::binary);
-  std::string text(cap, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(cap));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  return text;
-}
-
 // This process's environment with the changes applied, as NAME=VALUE.
 std::vector<std::string> environmentWith(const std::map<std::string, std::string>& set,
                                          const std::vector<std::string>& unset) {
@@ -333,8 +325,8 @@ class ForkServerExecutor::Impl {
 
   TrialOutcome finish(const TrialSpec& spec, TrialOutcome outcome) {
     count(&ForkServerCounts::forked);
-    outcome.stdout_text = readCapped(spec.work_dir / "stdout.txt", spec.output_cap_bytes);
-    outcome.stderr_text = readCapped(spec.work_dir / "stderr.txt", spec.output_cap_bytes);
+    outcome.stdout_text = readFileCapped(spec.work_dir / "stdout.txt", spec.output_cap_bytes);
+    outcome.stderr_text = readFileCapped(spec.work_dir / "stderr.txt", spec.output_cap_bytes);
     std::error_code ec;
     fs::remove_all(spec.work_dir / "tmp", ec);
     return outcome;

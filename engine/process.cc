@@ -65,15 +65,15 @@ std::string resolveProgram(const std::string& name) {
   return "";
 }
 
-namespace {
-
-std::string readCapped(const fs::path& file, std::size_t cap) {
+std::string readFileCapped(const fs::path& file, std::size_t cap) {
   std::ifstream in(file, std::ios::binary);
   std::string text(cap, '\0');
   in.read(text.data(), static_cast<std::streamsize>(cap));
   text.resize(static_cast<std::size_t>(in.gcount()));
   return text;
 }
+
+namespace {
 
 bp::environment trialEnvironment(const TrialSpec& spec, const fs::path& tmp) {
   bp::environment env = boost::this_process::environment();
@@ -175,8 +175,8 @@ TrialOutcome LocalExecutor::run(const TrialSpec& spec) {
     outcome.start_error = e.what();
   }
   outcome.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
-  outcome.stdout_text = readCapped(out_file, spec.output_cap_bytes);
-  outcome.stderr_text = readCapped(err_file, spec.output_cap_bytes);
+  outcome.stdout_text = readFileCapped(out_file, spec.output_cap_bytes);
+  outcome.stderr_text = readFileCapped(err_file, spec.output_cap_bytes);
   std::error_code ec;
   fs::remove_all(tmp, ec);
   return outcome;

@@ -68,6 +68,10 @@ class LocalExecutor : public Executor {
   TrialOutcome run(const TrialSpec& spec) override;
 };
 
+// At most `cap` bytes from the start of a file (a trial's output: the first
+// error is at the start); "" when it cannot be read.
+std::string readFileCapped(const std::filesystem::path& file, std::size_t cap);
+
 // Resolves a program name the way execvp would (PATH search), without
 // boost_filesystem. Returns the input unchanged when it contains a '/'.
 std::string resolveProgram(const std::string& name);
