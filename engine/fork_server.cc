@@ -152,16 +152,6 @@ ForkMessage runRequest(const TrialSpec& spec, const std::vector<std::string>& ch
   return m;
 }
 
-void recordStatus(int status, TrialOutcome& outcome) {
-  if (WIFSIGNALED(status)) {
-    outcome.end = TrialEnd::Signaled;
-    outcome.signal = WTERMSIG(status);
-  } else {
-    outcome.end = TrialEnd::Exited;
-    outcome.exit_code = WEXITSTATUS(status);
-  }
-}
-
 std::optional<int> exitedStatus(const std::optional<ForkMessage>& m) {
   if (!m || m->fields.empty() || m->fields.front().first != "exited") return std::nullopt;
   return std::stoi(m->fields.front().second);
@@ -206,7 +196,7 @@ Attempt awaitChild(const Server& s, pid_t child, const TrialSpec& spec, Clock::t
     return Attempt{std::nullopt, false};
   }
   Attempt a;
-  recordStatus(*status, a.outcome.emplace());
+  recordWaitStatus(*status, a.outcome.emplace());
   return a;
 }
 

@@ -54,7 +54,6 @@ TrialOracle::TrialOracle(const CaseConfig& config, const BatchStore& batch, Exec
   journaled_ = journal_->loaded();
   if (!journal_->loadedReference().empty()) {
     reference_ = parseReference(journal_->loadedReference(), &first_failure_exit_);
-    first_failure_.signature = reference_;
   }
 }
 
@@ -150,7 +149,6 @@ TrialRecord TrialOracle::finishTrial(TrialRecord record, const std::string& key)
   const FailureSignature& sig = record.signature;
   if (!reference_.failed() && sig.failed() && matchSignature(sig, sig, config_.expected).matches) {
     reference_ = sig;  // the first failure of the original
-    first_failure_ = record;
     first_failure_exit_ = describe(record.outcome);
     if (journal_) journal_->recordReference(serializeReference(sig, first_failure_exit_));
   }

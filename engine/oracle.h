@@ -82,7 +82,6 @@ class TrialOracle {
   // the first failure (that matches case.yaml's failure section) becomes the
   // reference. Returns the estimate; failures == 0 means it does not reproduce.
   OriginalEstimate estimateOriginal(const Selection& all);
-  const TrialRecord& firstFailure() const { return first_failure_; }
   // How the first failure's trial ended ("killed by SIGABRT").
   const std::string& firstFailureExit() const { return first_failure_exit_; }
   const FailureSignature& reference() const { return reference_; }
@@ -97,6 +96,8 @@ class TrialOracle {
   TrialRecord run(const Selection& selection);
 
   const OracleStats& stats() const { return stats_; }
+  // Samples in the smallest candidate shown to fail so far.
+  std::size_t bestSize() const { return best_size_; }
   const FailureRate& rate() const { return rate_; }
   // Called with every accepted candidate that is smaller than any before.
   void onBetter(std::function<void(const Selection&)> callback) { on_better_ = std::move(callback); }
@@ -122,12 +123,11 @@ class TrialOracle {
   RunLimits limits_;
   std::size_t jobs_;
   FailureSignature reference_;
-  TrialRecord first_failure_;
   std::string first_failure_exit_;
   FailureRate rate_;
   OracleStats stats_;
   std::size_t trial_number_ = 0;
-  std::size_t best_size_ = SIZE_MAX;
+  std::size_t best_size_ = SIZE_MAX;  // smallest candidate shown to fail
   std::function<void(const Selection&)> on_better_;
   std::map<std::string, std::vector<bool>> results_;  // candidate key -> results in trial order
   std::map<std::string, std::vector<bool>> journaled_;  // not yet replayed

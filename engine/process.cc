@@ -52,6 +52,16 @@ std::string describe(const TrialOutcome& outcome) {
   return "unknown";
 }
 
+void recordWaitStatus(int status, TrialOutcome& outcome) {
+  if (WIFSIGNALED(status)) {
+    outcome.end = TrialEnd::Signaled;
+    outcome.signal = WTERMSIG(status);
+  } else {
+    outcome.end = TrialEnd::Exited;
+    outcome.exit_code = WEXITSTATUS(status);
+  }
+}
+
 std::string resolveProgram(const std::string& name) {
   if (name.empty() || name.find('/') != std::string::npos) return name;
   const char* path = std::getenv("PATH");
@@ -123,17 +133,6 @@ void killGroup(bp::child& child, pid_t group, std::chrono::milliseconds grace) {
   child.wait(ec);
 }
 
-void recordExit(bp::child& child, TrialOutcome& outcome) {
-  const int status = child.native_exit_code();
-  if (WIFSIGNALED(status)) {
-    outcome.end = TrialEnd::Signaled;
-    outcome.signal = WTERMSIG(status);
-  } else {
-    outcome.end = TrialEnd::Exited;
-    outcome.exit_code = WEXITSTATUS(status);
-  }
-}
-
 }  // namespace
 
 TrialOutcome LocalExecutor::run(const TrialSpec& spec) {
@@ -164,7 +163,7 @@ TrialOutcome LocalExecutor::run(const TrialSpec& spec) {
                     bp::extend::on_exec_setup = ChildLimits{spec.address_space_limit_bytes});
     const pid_t pgid = group.native_handle();
     if (waitUntil(child, start + spec.timeout, spec.cancel)) {
-      recordExit(child, outcome);
+      recordWaitStatus(child.native_exit_code(), outcome);
       ::kill(-pgid, SIGKILL);  // whatever the trial left running in its group
     } else {
       killGroup(child, pgid, spec.kill_grace);

@@ -48,7 +48,10 @@ struct TrialOutcome {
   bool passed() const { return end == TrialEnd::Exited && exit_code == 0; }
 };
 
-std::string describe(const TrialOutcome& outcome);  // "exit status 1", "signal SIGABRT", ...
+std::string describe(const TrialOutcome& outcome);
+// Fills end/exit_code/signal from a waitpid() status (never confuses a
+// signal with an exit status, as Boost's exit_code() does).
+void recordWaitStatus(int status, TrialOutcome& outcome);  // "exit status 1", "signal SIGABRT", ...
 std::string signalName(int signal);                  // "SIGABRT"; "signal 42" when unknown
 
 class Executor {

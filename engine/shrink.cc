@@ -76,7 +76,7 @@ Selection runPass(const Reducer& reducer, const Selection& current, TrialOracle&
     const Selection candidate = reducer.apply(current, search.query());
     auto next = [&](std::size_t max) { return acceptChain(search, reducer, current, max); };
     search.answer(oracle.interesting(candidate, next));
-    log.status(progressLine(oracle, reducer.apply(current, search.result().empty() ? search.query() : search.result()).samples.size(), original, log.elapsedSeconds()));
+    log.status(progressLine(oracle, oracle.bestSize(), original, log.elapsedSeconds()));
   }
   Selection next = reducer.apply(current, search.result());
   log.info("pass " + reducer.name() + ": " + std::to_string(units) + " -> " + std::to_string(next.samples.size()) +
