@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <tuple>
 
 namespace minrepro {
 namespace {
@@ -99,6 +100,82 @@ std::string describeDiagnosticMode(const BackendInfo& backend) {
   std::string line = name + ":";
   for (const auto& [key, value] : diagnosticEnvironment(backend)) line += " " + key + "=" + value;
   return line;
+}
+
+BackendInfo detectMachineBackend(const std::filesystem::path& dev_root) {
+  std::error_code ec;
+  const bool rocm = std::filesystem::exists(dev_root / "kfd", ec);
+  const bool nvidia = std::filesystem::exists(dev_root / "nvidiactl", ec) || std::filesystem::exists(dev_root / "nvidia0", ec);
+  if (rocm && nvidia) return {};
+  if (rocm) return {Backend::Rocm, ""};
+  if (nvidia) return {Backend::Cuda, ""};
+  return {Backend::Cpu, ""};
+}
+
+std::string DiagnosticPlan::describe() const {
+  if (env.empty()) return "none (" + why + ")";
+  std::string line;
+  for (const auto& [key, value] : env) line += (line.empty() ? "" : " ") + key + "=" + value;
+  return line + " (" + why + ")";
+}
+
+namespace {
+
+std::string backendName(const BackendInfo& b) {
+  switch (b.kind) {
+    case Backend::Cpu: return "CPU";
+    case Backend::Cuda: return "CUDA" + (b.version.empty() ? "" : " " + b.version);
+    case Backend::Rocm: return "ROCm" + (b.version.empty() ? "" : " " + b.version);
+    case Backend::Unknown: break;
+  }
+  return "unknown backend";
+}
+
+// The captured context's backend, else this machine's, with where it came from.
+std::pair<BackendInfo, std::string> recordedOrDetected(const CaseConfig& config, const std::filesystem::path& dev_root) {
+  const BackendInfo recorded = backendFromContext(config.context);
+  if (recorded.kind != Backend::Unknown) return {recorded, "backend " + backendName(recorded) + " from the captured context"};
+  const BackendInfo detected = detectMachineBackend(dev_root);
+  if (detected.kind == Backend::Unknown)
+    return {detected, "no backend in the case's context, and this machine has both NVIDIA and ROCm devices"};
+  return {detected, "no backend in the case's context; " + backendName(detected) + " detected on this machine"};
+}
+
+}  // namespace
+
+DiagnosticPlan planDiagnostics(const CaseConfig& config, const std::filesystem::path& dev_root) {
+  DiagnosticPlan plan;
+  switch (config.diagnostic) {
+    case DiagnosticSetting::Off:
+      plan.why = "trial.diagnostic: off";
+      return plan;
+    case DiagnosticSetting::Cuda:
+    case DiagnosticSetting::Rocm:
+      plan.backend.kind = config.diagnostic == DiagnosticSetting::Cuda ? Backend::Cuda : Backend::Rocm;
+      plan.why = "trial.diagnostic: " + std::string(plan.backend.kind == Backend::Cuda ? "cuda" : "rocm");
+      break;
+    case DiagnosticSetting::Auto:
+      if (config.harness) {
+        // minrepro-trial never moves the batch or the model to a device.
+        plan.backend.kind = Backend::Cpu;
+        plan.why = "auto: the built-in harness runs on the CPU";
+        return plan;
+      }
+      std::tie(plan.backend, plan.why) = recordedOrDetected(config, dev_root);
+      plan.why = "auto: " + plan.why;
+      break;
+    case DiagnosticSetting::On:
+      std::tie(plan.backend, plan.why) = recordedOrDetected(config, dev_root);
+      plan.why = "on: " + plan.why;
+      if (diagnosticEnvironment(plan.backend).empty())
+        throw CaseError(config.case_file.string() + ": trial.diagnostic: on, but the backend is " +
+                        backendName(plan.backend) + " (" + plan.why.substr(4) +
+                        "), which has no diagnostic variables; write 'auto' or 'off', or name the backend "
+                        "('cuda' or 'rocm')");
+      break;
+  }
+  plan.env = diagnosticEnvironment(plan.backend);
+  return plan;
 }
 
 }  // namespace minrepro

@@ -7,11 +7,14 @@
 // confirmation of a reduced case runs without them. No LibTorch.
 #pragma once
 
+#include <filesystem>
 #include <map>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "engine/case_config.h"
 
 namespace minrepro {
 
@@ -41,5 +44,28 @@ std::vector<std::pair<std::string, std::string>> diagnosticEnvironment(const Bac
 // One line for logs and reports: "ROCm 5.7: AMD_SERIALIZE_KERNEL=3 ...",
 // "CPU: no diagnostic variables", ...
 std::string describeDiagnosticMode(const BackendInfo& backend);
+
+// This machine's accelerator, from its device nodes under `dev_root`:
+// kfd (ROCm), nvidiactl or nvidia0 (NVIDIA); Cpu when there is neither,
+// Unknown when there are both (which one the trials use cannot be told).
+BackendInfo detectMachineBackend(const std::filesystem::path& dev_root = "/dev");
+
+// What `trial.diagnostic` gives the trials of a shrink (GUIDE.md §2, §8):
+// the variables, for the original's first re-run and every trial of the
+// reduction; the final confirmation and `verify` run without them.
+struct DiagnosticPlan {
+  BackendInfo backend;
+  std::vector<std::pair<std::string, std::string>> env;  // empty: no diagnostic mode
+  std::string why;  // how the backend was chosen, for logs and the report
+  // "CUDA 12.1: CUDA_LAUNCH_BLOCKING=1 (auto: backend from the captured context)"
+  std::string describe() const;
+};
+
+// auto: the backend the trials run on: the built-in harness runs on the CPU
+// (nothing); a command, the captured context's backend, else this machine's.
+// on: the captured context's backend (else this machine's) even for the
+// harness; a CaseError when that backend has no diagnostic variables.
+// off: nothing. cuda / rocm: that backend's variables.
+DiagnosticPlan planDiagnostics(const CaseConfig& config, const std::filesystem::path& dev_root = "/dev");
 
 }  // namespace minrepro

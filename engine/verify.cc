@@ -344,6 +344,15 @@ RunResult runOnce(const fs::path& dir, int index, const VerifyOptions& o, const 
 
 }  // namespace
 
+std::vector<ArchiveEntry> extractArchive(const fs::path& archive, const fs::path& dir, std::size_t max_entry_bytes) {
+  VerifyOptions o;
+  o.archive = archive;
+  o.max_entry_bytes = max_entry_bytes;
+  std::vector<ArchiveEntry> entries = readArchive(o);
+  writeEntries(dir, entries, archive.string());
+  return entries;
+}
+
 VerifyResult verifyArchive(const VerifyOptions& o, std::ostream* progress, Executor* executor) {
   if (o.runs < 1) throw VerifyError("--runs must be at least 1, found " + std::to_string(o.runs));
   // Everything is read and checked in memory first: a refused archive

@@ -97,6 +97,13 @@ struct VerifyResult {
 // Throws VerifyError for bad input. `executor` null: a LocalExecutor.
 VerifyResult verifyArchive(const VerifyOptions& options, std::ostream* progress, Executor* executor = nullptr);
 
+// Reads an archive made by `minrepro shrink` and writes its entries under
+// `dir`, after refusing absolute paths, '..', links, devices and entries over
+// `max_entry_bytes` (a refused archive writes nothing). Throws VerifyError.
+// Also used by `minrepro compare`.
+std::vector<ArchiveEntry> extractArchive(const std::filesystem::path& archive, const std::filesystem::path& dir,
+                                         std::size_t max_entry_bytes = std::size_t{1} << 30);
+
 // The command: exit 0 every run as expected, 1 not every run, 2 bad input.
 int runVerify(const VerifyOptions& options, std::ostream& out, std::ostream& err);
 

@@ -1,0 +1,252 @@
+// minrepro compare: which variants apply to which case (planVariants), what
+// each run gets (a fake executor records the specs), and the real binary on
+// real cases: the class4 example's archive, and a float16 case that fails
+// only in half precision on the CPU (LibTorch 1.13 has no Half addmm there).
+#include "engine/compare.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "harness/batch_io.h"
+#include "harness/precision.h"
+#include "tests/fake_trials.h"
+#include "tests/test_util.h"
+
+namespace minrepro {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::python;
+using testing::runCommand;
+
+const Variant& find(const std::vector<Variant>& variants, const std::string& name) {
+  for (const auto& v : variants)
+    if (v.name == name) return v;
+  throw std::runtime_error("no variant " + name);
+}
+
+CaseConfig commandCase(const std::string& backend) {
+  CaseConfig c;
+  c.command = CommandTrial{{"/bin/false", "{batch}"}, {}};
+  if (!backend.empty()) c.context["backend"] = backend;
+  return c;
+}
+
+std::vector<TensorInfo> tensors(const std::string& input_dtype) {
+  std::vector<TensorInfo> out(2);
+  out[0].name = "input";
+  out[0].dtype = input_dtype;
+  out[1].name = "target";
+  out[1].dtype = "int64";
+  return out;
+}
+
+CommandSwitch commandSwitch(const std::string& name, std::vector<std::string> args) {
+  CommandSwitch s;
+  s.name = name;
+  s.args = std::move(args);
+  return s;
+}
+
+// ------------------------------------------------------------ planning
+
+TEST(CompareVariants, HarnessCaseRunsOnTheCpuAlreadySoOnlyDeterminismApplies) {
+  CaseConfig c;
+  c.harness = HarnessTrial{};
+  c.context["backend"] = "cuda 12.1";
+  const auto v = planVariants(c, tensors("float32"));
+  EXPECT_EQ(v.front().name, "as-is");
+  EXPECT_NE(find(v, "cpu").not_applicable.find("built-in harness runs on the CPU already"), std::string::npos);
+  EXPECT_NE(find(v, "cpu").not_applicable.find("CUDA 12.1"), std::string::npos);
+  EXPECT_EQ(find(v, "float32").not_applicable, "no float16 or bfloat16 tensor in the batch");
+  EXPECT_TRUE(find(v, "deterministic").applies());
+  EXPECT_EQ(find(v, "deterministic").env_set.at("MINREPRO_DETERMINISTIC"), "1");
+  EXPECT_FALSE(find(v, "branch-off").applies());
+}
+
+TEST(CompareVariants, CpuVariantFollowsTheRecordedOrDetectedBackend) {
+  testing::TempDir dev;
+  EXPECT_TRUE(find(planVariants(commandCase("cuda 12.1"), tensors("float32"), dev.path()), "cpu").applies());
+  EXPECT_NE(find(planVariants(commandCase("rocm 5.6"), tensors("float32"), dev.path()), "cpu").change.find("ROCm 5.6"),
+            std::string::npos);
+  EXPECT_NE(find(planVariants(commandCase("cpu"), tensors("float32"), dev.path()), "cpu").not_applicable.find(
+                "ran on the CPU"), std::string::npos);
+  // Nothing recorded: this machine decides (a fake /dev).
+  EXPECT_FALSE(find(planVariants(commandCase(""), tensors("float32"), dev.path()), "cpu").applies());
+  testing::writeFile(dev.path() / "nvidiactl", "");
+  const Variant cpu = find(planVariants(commandCase(""), tensors("float32"), dev.path()), "cpu");
+  ASSERT_TRUE(cpu.applies());
+  EXPECT_EQ(cpu.env_set.at("CUDA_VISIBLE_DEVICES"), "");
+  EXPECT_EQ(cpu.env_set.at("HIP_VISIBLE_DEVICES"), "");
+}
+
+TEST(CompareVariants, HalfPrecisionDeterminismAndBranches) {
+  CaseConfig c = commandCase("cpu");
+  c.deterministic = true;
+  c.command->switches = {commandSwitch("amp", {"--amp"}), commandSwitch("ext", {"--ext"})};
+  const auto v = planVariants(c, tensors("bfloat16"));
+  ASSERT_TRUE(find(v, "float32").applies());
+  EXPECT_TRUE(find(v, "float32").float32_batch);
+  EXPECT_NE(find(v, "float32").change.find("input (bfloat16)"), std::string::npos);
+  EXPECT_FALSE(find(v, "deterministic").applies());
+  EXPECT_EQ(find(v, "branch-off:amp").branches_off, (std::set<std::string>{"amp"}));
+  EXPECT_EQ(find(v, "branch-off:ext").branches_off, (std::set<std::string>{"ext"}));
+  EXPECT_THROW(find(v, "branch-off"), std::runtime_error);  // branches declared: no "not applicable" row
+}
+
+TEST(CompareVariants, Float32CopyKeepsStrideOrder) {
+  testing::TempDir dir;
+  NamedTensors b;
+  b.names = {"input", "sample_id"};
+  b.tensors = {at::randn({3, 5}).to(at::kHalf).t(), at::arange(5, at::kLong)};  // transposed: strides (1, 5)
+  writeBatchFile(b, dir.path() / "in.pt");
+  EXPECT_EQ(writeFloat32Batch(dir.path() / "in.pt", dir.path() / "out.pt"),
+            (std::vector<std::string>{"input: float16 -> float32"}));
+  const NamedTensors out = readBatchFile(dir.path() / "out.pt");
+  const at::Tensor& x = *out.find("input");
+  EXPECT_EQ(x.scalar_type(), at::kFloat);
+  EXPECT_EQ(x.strides(), (std::vector<int64_t>{1, 5}));
+  EXPECT_TRUE(at::allclose(x, b.tensors[0].to(at::kFloat)));
+  EXPECT_EQ(out.find("sample_id")->scalar_type(), at::kLong);
+}
+
+// ------------------------------------------------------------ runs (fake executor)
+
+TEST(CompareRuns, EachVariantAloneWithoutDiagnosticVariables) {
+  testing::TempDir dir;
+  NamedTensors b;
+  b.names = {"input", "sample_id"};
+  b.tensors = {at::zeros({4, 2}), at::arange(4, at::kLong)};
+  writeBatchFile(b, dir.path() / "batch.pt");
+  testing::writeFile(dir.path() / "case.yaml",
+                     "batch: batch.pt\nsamples: {tensors: {input: 0}, ids: sample_id}\n"
+                     "trial: {command: [/bin/false, '{batch}'], env: {CUDA_LAUNCH_BLOCKING: '1'}}\n"
+                     "context: {backend: cuda 12.1}\n");
+  // Fails unless the accelerators are hidden: only the CPU variant passes.
+  testing::FakeExecutor exec([&](const auto&) {
+    return exec.specs.back().env_set.count("CUDA_VISIBLE_DEVICES") ? testing::exitedWith(0, "")
+                                                                    : testing::indexError(4);
+  });
+  CompareOptions o;
+  o.input = dir.path() / "case.yaml";
+  o.runs = 2;
+  const CompareResult r = compareVariants(o, nullptr, &exec);
+  ASSERT_TRUE(r.reproduces());
+  EXPECT_EQ(r.reference.family, FailureFamily::IndexError);
+  ASSERT_EQ(exec.specs.size(), 6u);  // as-is, cpu, deterministic: 2 runs each
+  for (const auto& spec : exec.specs) {
+    EXPECT_FALSE(spec.env_set.count("CUDA_LAUNCH_BLOCKING"));  // removed even from the case's env
+    EXPECT_NE(std::find(spec.env_unset.begin(), spec.env_unset.end(), "CUDA_LAUNCH_BLOCKING"), spec.env_unset.end());
+  }
+  EXPECT_FALSE(exec.specs[0].env_set.count("MINREPRO_DETERMINISTIC"));
+  EXPECT_FALSE(exec.specs[2].env_set.count("MINREPRO_DETERMINISTIC"));  // cpu alone
+  EXPECT_EQ(exec.specs[4].env_set.at("MINREPRO_DETERMINISTIC"), "1");
+  EXPECT_FALSE(exec.specs[4].env_set.count("CUDA_VISIBLE_DEVICES"));   // deterministic alone
+  ASSERT_EQ(r.results.size(), 5u);
+  EXPECT_EQ(r.results[1].variant.name, "cpu");
+  EXPECT_EQ(r.results[1].passed, 2);
+  EXPECT_EQ(r.results[3].same, 2);
+  const std::string text = renderComparison(r);
+  EXPECT_NE(text.find("| cpu | the CPU instead of CUDA 12.1"), std::string::npos) << text;
+  EXPECT_NE(text.find("| 2 | 0 | 0 | 2 |"), std::string::npos) << text;
+  EXPECT_NE(text.find("- cpu: passes on the CPU: a hint"), std::string::npos) << text;
+  EXPECT_NE(text.find("A CPU success is a hint, not a validation"), std::string::npos) << text;
+}
+
+// ------------------------------------------------------------ the real binary
+
+std::string compare(const std::string& args, int* status) {
+  std::string output;
+  *status = runCommand(std::string(MINREPRO_BINARY) + " compare " + args, &output);
+  return output;
+}
+
+TEST(CompareBinary, Class4ArchiveFailsTheSameWayUnderEveryApplicableVariant) {
+  testing::TempDir dir;
+  std::string output;
+  ASSERT_EQ(runCommand(python() + " " MINREPRO_SOURCE_DIR "/configs/examples/make_examples.py " + dir.path().string(),
+                       &output), 0) << output;
+  const fs::path archive = dir.path() / "class4.tar.gz";
+  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink -q --config " + (dir.path() / "class4/case.yaml").string() +
+                           " --output " + archive.string() + " --work-dir " + (dir.path() / "work").string(), &output), 0)
+      << output;
+  int status = -1;
+  output = compare(archive.string() + " --runs 2", &status);
+  ASSERT_EQ(status, 0) << output;
+  for (const char* line : {"Reference, the case as is: index-error in nll_loss: Target 4 is out of bounds.",
+                           "Recorded in the archive: index-error in nll_loss: Target 4 is out of bounds.",
+                           "| as-is | nothing (the reference) | 2 | 2 | 0 | 0 |",
+                           "| cpu | not applicable (the built-in harness runs on the CPU already) | - | - | - | - |",
+                           "| float32 | not applicable (no float16 or bfloat16 tensor in the batch) |",
+                           "| 2 | 2 | 0 | 0 |\n| branch-off | not applicable (the case declares no optional branch",
+                           "- deterministic: still fails the same way: deterministic algorithms on does not remove it",
+                           "A CPU success is a hint, not a validation"})
+    EXPECT_NE(output.find(line), std::string::npos) << line << "\n" << output;
+}
+
+class CompareHalf : public ::testing::Test {
+ protected:
+  // A float16 Linear layer on a float16 batch: LibTorch 1.13 on the CPU has
+  // no Half addmm, so the case fails as is and passes in float32.
+  void SetUp() override {
+    testing::writeFile(dir_.path() / "make.py",
+                       "import torch\ntorch.manual_seed(0)\n"
+                       "m = torch.jit.script(torch.nn.Linear(8, 4).half().eval())\n"
+                       "torch.jit.save(m, 'model.pt')\n"
+                       "torch.save({'input': torch.randn(6, 8).half(), 'target': torch.tensor([0, 1, 2, 3, 0, 1]),\n"
+                       "            'sample_id': torch.arange(6) + 500}, 'batch.pt')\n");
+    std::string output;
+    ASSERT_EQ(runCommand("cd " + dir_.path().string() + " && " + python() + " make.py", &output), 0) << output;
+    testing::writeFile(dir_.path() / "case.yaml",
+                       "batch: batch.pt\nsamples: {tensors: {input: 0, target: 0}, ids: sample_id}\n"
+                       "trial: {harness: {model: model.pt, input: input, target: target}}\n");
+  }
+  testing::TempDir dir_{"minrepro-compare-half"};
+};
+
+TEST_F(CompareHalf, FailsOnlyInHalfPrecision) {
+  int status = -1;
+  const std::string output = compare((dir_.path() / "case.yaml").string() + " --runs 2", &status);
+  ASSERT_EQ(status, 0) << output;
+  for (const char* line : {"Reference, the case as is: op-unavailable", "addmm_impl_cpu_",
+                           "| as-is | nothing (the reference) | 2 | 2 | 0 | 0 |",
+                           "| float32 | float32 instead of half precision: input (float16) cast",
+                           "(the harness casts the model's half parameters too) | 2 | 0 | 0 | 2 |",
+                           "- float32: passes in float32: the failure needs half precision",
+                           "  - cast input: float16 -> float32"})
+    EXPECT_NE(output.find(line), std::string::npos) << line << "\n" << output;
+}
+
+TEST_F(CompareHalf, CaseThatPassesAsIsHasNothingToCompareWith) {
+  std::string output;
+  ASSERT_EQ(runCommand("cd " + dir_.path().string() + " && " + python() +
+                           " -c \"import torch; b = torch.load('batch.pt'); b['input'] = b['input'].float(); "
+                           "torch.save(b, 'batch.pt'); m = torch.jit.load('model.pt').float(); torch.jit.save(m, 'model.pt')\"",
+                       &output), 0) << output;
+  int status = -1;
+  output = compare((dir_.path() / "case.yaml").string() + " --runs 1", &status);
+  EXPECT_EQ(status, 3) << output;
+  EXPECT_NE(output.find("did not fail in 1 run(s): there is nothing to compare the variants with"), std::string::npos)
+      << output;
+  EXPECT_EQ(output.find("| float32 |"), std::string::npos) << "stops after as-is: " << output;
+}
+
+TEST(CompareBinary, BadInputSaysWhatIsWrong) {
+  testing::TempDir dir;
+  int status = -1;
+  std::string output = compare((dir.path() / "missing.tar.gz").string(), &status);
+  EXPECT_EQ(status, 2) << output;
+  EXPECT_NE(output.find("no such file; give a repro.tar.gz from minrepro shrink or a case.yaml"), std::string::npos)
+      << output;
+  testing::writeFile(dir.path() / "fake.tar.gz", std::string("\x1f\x8b", 2) + "not really gzip");
+  output = compare((dir.path() / "fake.tar.gz").string(), &status);
+  EXPECT_EQ(status, 2) << output;
+  EXPECT_NE(output.find("minrepro compare: error: "), std::string::npos) << output;
+  output = compare("", &status);
+  EXPECT_EQ(status, 2) << output;
+}
+
+}  // namespace
+}  // namespace minrepro
