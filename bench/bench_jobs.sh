@@ -17,6 +17,7 @@ samples: {tensors: {input: 0, target: 0}, ids: sample_id}
 trial:
   command: [/usr/bin/python3, "{case_dir}/sleepy_step.py", "{batch}", "10313", "$sleep_s"]
 flaky: {enabled: $mode}
+reducers: [samples]
 YAML
   declare -A secs ids trials
   for jobs in 1 2; do

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "reducers/reducer.h"
+
 namespace minrepro {
 
 // One value per sample of the original (a 1-D integer tensor with a sample axis).
@@ -26,5 +28,11 @@ std::string formatValueSet(const std::set<std::int64_t>& values, std::size_t max
 std::vector<std::string> describeApart(std::int64_t original, const std::vector<std::int64_t>& kept,
                                        const std::vector<std::int64_t>& kept_ids,
                                        const std::vector<SampleValues>& tensors);
+
+// What the passes beyond samples kept (report lines): the sequence window,
+// shortened sample lengths, the branches needed and those switched off, and
+// how many values are still non-trivial.
+std::vector<std::string> describeReduction(const CaseView& view, const Selection& minimal,
+                                           const std::vector<std::int64_t>& sample_ids);
 
 }  // namespace minrepro

@@ -14,6 +14,7 @@
 #include <charconv>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -40,12 +41,24 @@ const std::vector<std::string>& knownReducers() {
 
 namespace {
 
-const std::vector<std::string> kTopKeys{"batch",  "samples",  "trial", "failure", "reducers",
-                                        "output", "work_dir", "seed",  "context", "flaky"};
+const std::vector<std::string> kTopKeys{"batch",    "samples",  "trial",    "failure",  "reducers",
+                                        "output",   "work_dir", "seed",     "context",  "flaky",
+                                        "pipeline", "sequence", "values",   "invariants", "executor"};
+const std::vector<std::string> kExecutorKeys{"kind",       "partition", "gres",    "time",             "account",
+                                             "extra_args", "retries",   "devices", "trials_per_device"};
+const std::vector<std::string> kSequenceKeys{"tensors", "padding", "lengths", "min_length"};
+const std::vector<std::string> kTransformKeys{"type", "name", "tensor", "optional", "seed", "mean", "std",
+                                              "axis", "length", "value", "dtype"};
+const std::vector<std::string> kSwitchKeys{"name", "args", "off_args", "env", "off_env"};
+const std::vector<std::string> kValuesKeys{"exclude", "trivial"};
+const std::vector<std::string> kInvariantKeys{"dtype", "layout", "operator", "sample_axis"};
+const std::vector<std::string> kPipelineKeys{"passes", "description"};
 const std::vector<std::string> kSampleKeys{"tensors", "ids"};
 const std::vector<std::string> kTrialKeys{"harness", "command", "env", "timeout",
-                                          "memory_limit_mb", "fork_server", "preload", "deterministic"};
-const std::vector<std::string> kHarnessKeys{"model", "input", "target", "loss", "ignore_index"};
+                                          "memory_limit_mb", "fork_server", "preload", "deterministic",
+                                          "switches", "diagnostic"};
+const std::vector<std::string> kDiagnosticSettings{"auto", "on", "off", "cuda", "rocm"};
+const std::vector<std::string> kHarnessKeys{"model", "input", "target", "loss", "ignore_index", "transforms"};
 const std::vector<std::string> kFailureKeys{"family", "operator", "message"};
 const std::vector<std::string> kFlakyKeys{"enabled", "alpha", "initial_failures", "initial_runs", "max_passes"};
 const std::vector<std::string> kLosses{"cross_entropy", "nll", "none"};
@@ -414,6 +427,15 @@ void readForkServer(const Loader& l, const MapView& t, CaseConfig& c) {
            "a Python module name (e.g. numpy or mypkg.model)", inQuotes(c.preload[i]));
 }
 
+// trial.diagnostic: auto | on | off | cuda | rocm (engine/diagnostics.h).
+DiagnosticSetting readDiagnostic(const Loader& l, const Value& v) {
+  const std::string expected = "one of " + joinNames(kDiagnosticSettings);
+  const std::string text = scalar(l, v, expected);
+  const auto it = std::find(kDiagnosticSettings.begin(), kDiagnosticSettings.end(), text);
+  if (it == kDiagnosticSettings.end()) fail(l, v, expected, inQuotes(text), suggestion(text, kDiagnosticSettings));
+  return static_cast<DiagnosticSetting>(it - kDiagnosticSettings.begin());  // same order as the enum
+}
+
 void readTrial(const Loader& l, const MapView& top, CaseConfig& c) {
   const MapView t(l, top.require("trial", "a map with 'harness' or 'command'"), kTrialKeys);
   readTrialKind(l, t, c);
@@ -423,6 +445,7 @@ void readTrial(const Loader& l, const MapView& top, CaseConfig& c) {
     c.memory_limit_bytes = static_cast<std::uint64_t>(mib) << 20;
   }
   readForkServer(l, t, c);
+  if (const Value* v = t.find("diagnostic")) c.diagnostic = readDiagnostic(l, *v);
 }
 
 // The families a case may expect: every failure family except "the trial
@@ -498,6 +521,221 @@ void readFlaky(const Loader& l, const MapView& top, CaseConfig& c) {
     o.max_passes = static_cast<std::size_t>(integer(l, *x, "an integer from 1 to 100000", 1, 100000));
 }
 
+// ---------------------------------------------------------------- reduction
+
+double number(const Loader& l, const Value& v, const std::string& expected) {
+  double x = 0;
+  const std::string text = v.node.IsScalar() ? v.node.Scalar() : "";
+  const auto [stop, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
+  if (text.empty() || ec != std::errc() || stop != text.data() + text.size() || !std::isfinite(x))
+    fail(l, v, expected, describeFound(v.node));
+  return x;
+}
+
+// 0.5 as "0.5", 520 as "520": the text the transform's parameters travel as.
+std::string shortNumber(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.15g", x);
+  return text;
+}
+
+Value itemOf(const Value& list, std::size_t i) {
+  const YAML::Node item = list.node[i];
+  return Value{item, list.path + "[" + std::to_string(i) + "]", item.IsNull() ? list.mark : item.Mark()};
+}
+
+// sequence: {tensors: {name: axis}, padding: {name: value}, lengths: name, min_length: n}
+void readSequence(const Loader& l, const MapView& top, CaseConfig& c) {
+  const Value* v = top.find("sequence");
+  if (!v) return;
+  const MapView s(l, *v, kSequenceKeys);
+  const std::string expected = "a map of batch tensor name to sequence axis (e.g. {tokens: 1, mask: 1})";
+  const Value& tensors = s.require("tensors", expected);
+  const Entries entries = mapEntries(l, tensors, expected);
+  if (entries.empty()) fail(l, tensors, expected, "an empty map", "name the tensors that have a sequence axis");
+  for (const Entry& e : entries)
+    c.sequence.tensors.push_back({e.name, static_cast<int>(integer(l, e.value, "an integer axis", INT_MIN, INT_MAX)), 0});
+  if (const Value* p = s.find("padding")) {
+    for (const Entry& e : mapEntries(l, *p, "a map of sequence tensor name to padding value")) {
+      auto it = std::find_if(c.sequence.tensors.begin(), c.sequence.tensors.end(),
+                             [&](const SequenceTensor& t) { return t.tensor == e.name; });
+      if (it == c.sequence.tensors.end())
+        fail(l, Value{e.value.node, e.value.path, e.key_mark}, "a tensor named in sequence.tensors", inQuotes(e.name));
+      it->pad = number(l, e.value, "a number (the value cut positions take)");
+    }
+  }
+  if (const Value* x = s.find("lengths")) c.sequence.lengths = nonEmpty(l, *x, "the batch key of a 1-D length tensor");
+  if (const Value* x = s.find("min_length"))
+    c.sequence.min_length = integer(l, *x, "an integer >= 0", 0, std::numeric_limits<std::int64_t>::max());
+}
+
+std::string dtypeName(const Loader& l, const Value& v) {
+  static const std::vector<std::string> kDtypes{"float16", "bfloat16", "float32", "float64", "int8",
+                                                "uint8",   "int16",    "int32",   "int64",   "bool"};
+  const std::string name = scalar(l, v, "a dtype name (" + joinNames(kDtypes) + ")");
+  if (std::find(kDtypes.begin(), kDtypes.end(), name) == kDtypes.end())
+    fail(l, v, "a dtype name (" + joinNames(kDtypes) + ")", inQuotes(name), suggestion(name, kDtypes));
+  return name;
+}
+
+// The parameters each transform type takes (all required); `tensor` always is.
+const std::map<std::string, std::vector<std::string>>& transformParams() {
+  static const std::map<std::string, std::vector<std::string>> params{
+      {"normalize", {"mean", "std"}}, {"noise", {"std"}}, {"crop", {"axis", "length"}},
+      {"pad", {"axis", "length", "value"}}, {"cast", {"dtype"}}};
+  return params;
+}
+
+TransformSpec readTransform(const Loader& l, const Value& v) {
+  const MapView m(l, v, kTransformKeys);
+  TransformSpec t;
+  std::vector<std::string> types;
+  for (const auto& [type, params] : transformParams()) types.push_back(type);
+  const Value& type = m.require("type", "one of " + joinNames(types));
+  t.type = scalar(l, type, "one of " + joinNames(types));
+  if (!transformParams().count(t.type)) fail(l, type, "one of " + joinNames(types), inQuotes(t.type), suggestion(t.type, types));
+  t.name = t.type;
+  if (const Value* x = m.find("name")) t.name = nonEmpty(l, *x, "a branch name");
+  t.tensor = nonEmpty(l, m.require("tensor", "the batch key the transform applies to"), "a batch key");
+  if (const Value* x = m.find("optional")) t.optional = boolean(l, *x);
+  if (const Value* x = m.find("seed"))
+    t.seed = static_cast<std::uint64_t>(integer(l, *x, "a non-negative integer", 0, std::numeric_limits<std::int64_t>::max()));
+  for (const std::string& key : transformParams().at(t.type)) {
+    const Value& p = m.require(key, "the " + t.type + " transform's '" + key + "'");
+    t.params[key] = key == "dtype" ? dtypeName(l, p) : shortNumber(number(l, p, "a number"));
+  }
+  for (const auto& [key, allowed] : transformParams())
+    for (const std::string& p : allowed)
+      if (key != t.type && m.find(p) && !t.params.count(p))
+        fail(l, *m.find(p), "no '" + p + "' for a " + t.type + " transform", "it",
+             "the keys of " + t.type + " are tensor, " + joinNames(transformParams().at(t.type)));
+  if ((t.type == "crop" || t.type == "pad") && std::stod(t.params["length"]) < 1)
+    fail(l, *m.find("length"), "a length >= 1", inQuotes(t.params["length"]));
+  return t;
+}
+
+CommandSwitch readSwitch(const Loader& l, const Value& v) {
+  const MapView m(l, v, kSwitchKeys);
+  CommandSwitch s;
+  s.name = nonEmpty(l, m.require("name", "the switch's name"), "a branch name");
+  auto strings = [&](const char* key) {
+    const Value* x = m.find(key);
+    return x ? stringList(l, *x, "arguments") : std::vector<std::string>{};
+  };
+  s.args = strings("args");
+  s.off_args = strings("off_args");
+  if (const Value* x = m.find("env")) s.env = readEnv(l, *x);
+  if (const Value* x = m.find("off_env")) s.off_env = readEnv(l, *x);
+  if (s.args == s.off_args && s.env == s.off_env)
+    fail(l, v, "a switch whose 'off' arguments or environment differ from its 'on' ones", "none that differ",
+         "give args/env (on) and off_args/off_env (off)");
+  return s;
+}
+
+std::vector<std::string> branchNames(const CaseConfig& c) {
+  std::vector<std::string> names;
+  if (c.harness)
+    for (const auto& t : c.harness->transforms) names.push_back(t.name);
+  if (c.command)
+    for (const auto& s : c.command->switches) names.push_back(s.name);
+  return names;
+}
+
+// trial.harness.transforms and trial.switches: lists whose names must be unique.
+template <typename Item, typename ReadOne>
+std::vector<Item> readBranchList(const Loader& l, const Value& v, ReadOne readOne) {
+  if (!v.node.IsSequence()) fail(l, v, "a list of maps", describeFound(v.node));
+  std::vector<Item> items;
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < v.node.size(); ++i) {
+    items.push_back(readOne(l, itemOf(v, i)));
+    if (!names.insert(items.back().name).second)
+      fail(l, itemOf(v, i), "a unique branch name", inQuotes(items.back().name) + " again", "give it a 'name'");
+  }
+  return items;
+}
+
+void readValues(const Loader& l, const MapView& top, CaseConfig& c) {
+  const Value* v = top.find("values");
+  if (!v) return;
+  const MapView m(l, *v, kValuesKeys);
+  if (const Value* x = m.find("exclude")) c.values.exclude = stringList(l, *x, "batch keys");
+  if (const Value* x = m.find("trivial"))
+    for (const Entry& e : mapEntries(l, *x, "a map of batch key to trivial value"))
+      c.values.trivial[e.name] = number(l, e.value, "a number");
+}
+
+void readInvariants(const Loader& l, const MapView& top, CaseConfig& c) {
+  const Value* v = top.find("invariants");
+  if (!v) return;
+  const MapView m(l, *v, kInvariantKeys);
+  if (const Value* x = m.find("dtype")) c.invariants.dtype = boolean(l, *x);
+  if (const Value* x = m.find("layout")) c.invariants.layout = boolean(l, *x);
+  if (const Value* x = m.find("operator")) c.expected.require_original_op = c.invariants.op = boolean(l, *x);
+  if (const Value* x = m.find("sample_axis")) c.invariants.sample_axis = boolean(l, *x);
+}
+
+void readBranches(const Loader& l, const MapView& top, CaseConfig& c) {
+  const MapView t(l, top.require("trial", "a map"), kTrialKeys);
+  if (const Value* s = t.find("switches")) {
+    if (!c.command)
+      fail(l, *s, "'switches' only with 'command'", "it with 'harness'",
+           "the built-in harness's branches are its transforms (trial.harness.transforms)");
+    c.command->switches = readBranchList<CommandSwitch>(l, *s, readSwitch);
+  }
+  if (!c.harness) return;
+  const MapView h(l, *t.find("harness"), kHarnessKeys);
+  if (const Value* x = h.find("transforms")) c.harness->transforms = readBranchList<TransformSpec>(l, *x, readTransform);
+}
+
+// Where a pipeline named in case.yaml is looked for, in order.
+std::vector<fs::path> pipelineDirs() {
+  std::vector<fs::path> dirs;
+  if (const char* env = std::getenv("MINREPRO_PIPELINES"); env && *env) dirs.emplace_back(env);
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) dirs.push_back(self.parent_path() / "pipelines");
+  dirs.push_back(fs::path(MINREPRO_SOURCE_DIR) / "configs" / "pipelines");
+  return dirs;
+}
+
+fs::path findPipeline(const Loader& l, const Value& v, const std::string& name) {
+  if (name.find('/') != std::string::npos || name.ends_with(".yaml"))
+    return existingFile(l, v, "a pipeline file (passes: [...])");
+  std::string tried;
+  for (const fs::path& dir : pipelineDirs()) {
+    std::error_code ec;
+    if (fs::is_regular_file(dir / (name + ".yaml"), ec)) return dir / (name + ".yaml");
+    tried += (tried.empty() ? "" : ", ") + (dir / (name + ".yaml")).string();
+  }
+  fail(l, v, "the name of a pipeline in configs/pipelines or a pipeline file", "no pipeline " + inQuotes(name) + " (tried " + tried + ")",
+       "set MINREPRO_PIPELINES to the directory of configs/pipelines, or list the passes with 'reducers'");
+}
+
+std::vector<std::string> readReducers(const Loader& l, const Value& v);
+std::string readText(const Loader& l, const fs::path& file);
+YAML::Node parseText(const Loader& l, const std::string& text);
+
+// `reducers: [...]` lists the passes; otherwise `pipeline` (default "default")
+// names a file of configs/pipelines with `passes: [...]`.
+void readPipeline(const Loader& l, const MapView& top, CaseConfig& c) {
+  const Value* reducers = top.find("reducers");
+  const Value* pipeline = top.find("pipeline");
+  if (reducers && pipeline)
+    fail(l, *pipeline, "either 'pipeline' or 'reducers'", "both", "remove one of them");
+  if (reducers) {
+    c.reducers = readReducers(l, *reducers);
+    c.pipeline.clear();
+    return;
+  }
+  if (pipeline) c.pipeline = nonEmpty(l, *pipeline, "a pipeline name (e.g. default) or file");
+  const fs::path file = findPipeline(l, pipeline ? *pipeline : Value{YAML::Node(c.pipeline), "pipeline", YAML::Mark::null_mark()}, c.pipeline);
+  const Loader pl{file.string(), file.parent_path()};
+  const YAML::Node root = parseText(pl, readText(pl, file));
+  const MapView m(pl, Value{root, "", root.Mark()}, kPipelineKeys);
+  c.reducers = readReducers(pl, m.require("passes", "the list of passes"));
+}
+
 std::vector<std::string> readReducers(const Loader& l, const Value& v) {
   const std::vector<std::string>& known = knownReducers();
   std::vector<std::string> names = stringList(l, v, "reducer names (" + joinNames(known) + ")");
@@ -522,8 +760,65 @@ std::map<std::string, std::string> readContext(const Loader& l, const Value& v) 
   return context;
 }
 
+// executor.extra_args: sbatch options, except those the Slurm executor sets
+// itself (its files and the job's directory are how outcomes come back).
+std::vector<std::string> readSbatchArgs(const Loader& l, const Value& v) {
+  std::vector<std::string> args = stringList(l, v, "sbatch options (e.g. [\"--qos=debug\"])");
+  static const std::vector<std::string> kOwn{"--output", "--error", "--chdir", "--wrap", "--array", "--parsable",
+                                             "--test-only", "--job-name", "-o", "-e", "-D", "-J", "-a"};
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string name = args[i].substr(0, args[i].find('='));
+    if (args[i].empty() || args[i][0] != '-')
+      fail(l, itemOf(v, i), "an sbatch option starting with '-'", inQuotes(args[i]), "write e.g. --qos=debug");
+    if (std::find(kOwn.begin(), kOwn.end(), name) != kOwn.end())
+      fail(l, itemOf(v, i), "an option minrepro does not set itself", inQuotes(args[i]),
+           "remove it: each trial's job gets its own name, directory and output files");
+  }
+  return args;
+}
+
+// executor: {kind, partition, gres, time, account, extra_args, retries,
+// devices, trials_per_device} (engine/executor_config.h). Slurm keys are
+// kept with kind: local, so --executor slurm can use them.
+void readExecutor(const Loader& l, const MapView& top, CaseConfig& c) {
+  const Value* v = top.find("executor");
+  if (!v) return;
+  const MapView m(l, *v, kExecutorKeys);
+  ExecutorConfig& e = c.executor;
+  if (const Value* x = m.find("kind")) {
+    const std::string kind = scalar(l, *x, "local or slurm");
+    if (kind != "local" && kind != "slurm") fail(l, *x, "local or slurm", inQuotes(kind), suggestion(kind, {"local", "slurm"}));
+    e.kind = kind == "slurm" ? ExecutorKind::Slurm : ExecutorKind::Local;
+  }
+  if (const Value* x = m.find("partition")) e.slurm.partition = nonEmpty(l, *x, "a Slurm partition name");
+  if (const Value* x = m.find("gres")) e.slurm.gres = nonEmpty(l, *x, "a Slurm gres request (e.g. gpu:1)");
+  if (const Value* x = m.find("account")) e.slurm.account = nonEmpty(l, *x, "a Slurm account name");
+  if (const Value* x = m.find("time")) {
+    static const std::regex kTime(R"((\d+-)?\d+(:\d+){0,2}|UNLIMITED|INFINITE)");
+    e.slurm.time = nonEmpty(l, *x, "a Slurm time limit");
+    if (!std::regex_match(e.slurm.time, kTime))
+      fail(l, *x, "a Slurm time limit (minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)", inQuotes(e.slurm.time));
+  }
+  if (const Value* x = m.find("extra_args")) e.slurm.extra_args = readSbatchArgs(l, *x);
+  if (const Value* x = m.find("retries")) e.slurm.retries = static_cast<std::size_t>(integer(l, *x, "an integer from 0 to 100", 0, 100));
+  if (const Value* x = m.find("devices")) {
+    if (e.kind == ExecutorKind::Slurm)
+      fail(l, *x, "no 'devices' with kind: slurm", "it", "ask Slurm for GPUs with 'gres: gpu:1'");
+    e.devices = stringList(l, *x, "device ids (e.g. [0, 1])");
+    for (std::size_t i = 0; i < e.devices.size(); ++i)
+      if (std::find(e.devices.begin(), e.devices.begin() + i, e.devices[i]) != e.devices.begin() + i)
+        fail(l, itemOf(*x, i), "each device once", inQuotes(e.devices[i]) + " again", "remove it");
+  }
+  if (const Value* x = m.find("trials_per_device"))
+    e.trials_per_device = static_cast<std::size_t>(integer(l, *x, "an integer from 1 to 64", 1, 64));
+}
+
 void readOptional(const Loader& l, const MapView& top, CaseConfig& c) {
-  if (const Value* v = top.find("reducers")) c.reducers = readReducers(l, *v);
+  readPipeline(l, top, c);
+  readSequence(l, top, c);
+  readValues(l, top, c);
+  readInvariants(l, top, c);
+  readBranches(l, top, c);
   c.output = c.base_dir / "repro.tar.gz";
   if (const Value* v = top.find("output"))
     c.output = resolved(l, *v, "a file name for the archive");
@@ -533,6 +828,7 @@ void readOptional(const Loader& l, const MapView& top, CaseConfig& c) {
     c.seed = static_cast<std::uint64_t>(
         integer(l, *v, "a non-negative integer", 0, std::numeric_limits<std::int64_t>::max()));
   if (const Value* v = top.find("context")) c.context = readContext(l, *v);
+  readExecutor(l, top, c);
 }
 
 // ---------------------------------------------------------------- file
@@ -580,6 +876,9 @@ CaseConfig loadCase(const fs::path& case_file) {
   readFailure(l, top, c);
   readFlaky(l, top, c);
   readOptional(l, top, c);
+  if (c.harness)
+    for (std::size_t i = 0; i < c.harness->transforms.size(); ++i)
+      if (!c.harness->transforms[i].seed) c.harness->transforms[i].seed = c.seed + i;
   return c;
 }
 
@@ -635,7 +934,67 @@ void emitHarness(YAML::Emitter& out, const HarnessTrial& h, const std::string& m
     out << YAML::Key << "loss" << YAML::Value << h.loss;
   }
   out << YAML::Key << "ignore_index" << YAML::Value << h.ignore_index;
+  if (!h.transforms.empty()) {
+    out << YAML::Key << "transforms" << YAML::Value << YAML::BeginSeq;
+    for (const TransformSpec& t : h.transforms) {
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "type" << YAML::Value << t.type;
+      if (t.name != t.type) out << YAML::Key << "name" << YAML::Value << t.name;
+      out << YAML::Key << "tensor" << YAML::Value << t.tensor;
+      for (const auto& [key, value] : t.params) out << YAML::Key << key << YAML::Value << value;
+      if (!t.optional) out << YAML::Key << "optional" << YAML::Value << false;
+      if (t.seed && (t.type == "noise" || t.type == "crop")) out << YAML::Key << "seed" << YAML::Value << *t.seed;
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  }
   out << YAML::EndMap;
+}
+
+void emitSwitches(YAML::Emitter& out, const std::vector<CommandSwitch>& switches) {
+  if (switches.empty()) return;
+  out << YAML::Key << "switches" << YAML::Value << YAML::BeginSeq;
+  for (const CommandSwitch& s : switches) {
+    out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << s.name;
+    for (const auto& [key, args] : {std::pair{"args", &s.args}, std::pair{"off_args", &s.off_args}})
+      if (!args->empty()) out << YAML::Key << key << YAML::Value << YAML::Flow << *args;
+    for (const auto& [key, env] : {std::pair{"env", &s.env}, std::pair{"off_env", &s.off_env}}) {
+      if (env->empty()) continue;
+      out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap;
+      for (const auto& [name, value] : *env) out << YAML::Key << name << YAML::Value << YAML::DoubleQuoted << value;
+      out << YAML::EndMap;
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+}
+
+// sequence, values and invariants, each only when it differs from the default.
+void emitReduction(YAML::Emitter& out, const CaseConfig& c) {
+  if (!c.sequence.tensors.empty()) {
+    out << YAML::Key << "sequence" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "tensors" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (const auto& t : c.sequence.tensors) out << YAML::Key << t.tensor << YAML::Value << t.axis;
+    out << YAML::EndMap << YAML::Key << "padding" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (const auto& t : c.sequence.tensors) out << YAML::Key << t.tensor << YAML::Value << t.pad;
+    out << YAML::EndMap;
+    if (!c.sequence.lengths.empty()) out << YAML::Key << "lengths" << YAML::Value << c.sequence.lengths;
+    out << YAML::Key << "min_length" << YAML::Value << c.sequence.min_length << YAML::EndMap;
+  }
+  if (!c.values.exclude.empty() || !c.values.trivial.empty()) {
+    out << YAML::Key << "values" << YAML::Value << YAML::BeginMap;
+    if (!c.values.exclude.empty()) out << YAML::Key << "exclude" << YAML::Value << YAML::Flow << c.values.exclude;
+    if (!c.values.trivial.empty()) {
+      out << YAML::Key << "trivial" << YAML::Value << YAML::Flow << YAML::BeginMap;
+      for (const auto& [name, value] : c.values.trivial) out << YAML::Key << name << YAML::Value << value;
+      out << YAML::EndMap;
+    }
+    out << YAML::EndMap;
+  }
+  const Invariants& i = c.invariants;
+  if (i.dtype && i.layout && i.op && i.sample_axis) return;
+  out << YAML::Key << "invariants" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "dtype"
+      << YAML::Value << i.dtype << YAML::Key << "layout" << YAML::Value << i.layout << YAML::Key << "operator"
+      << YAML::Value << i.op << YAML::Key << "sample_axis" << YAML::Value << i.sample_axis << YAML::EndMap;
 }
 
 void emitCommand(YAML::Emitter& out, const CaseConfig& c, const fs::path& dir) {
@@ -660,7 +1019,10 @@ void emitTrial(YAML::Emitter& out, const CaseConfig& c, const fs::path& dir,
   out << YAML::Key << "memory_limit_mb" << YAML::Value << mib;
   if (c.deterministic) out << YAML::Key << "deterministic" << YAML::Value << true;
   if (!c.fork_server) out << YAML::Key << "fork_server" << YAML::Value << false;
+  if (c.diagnostic != DiagnosticSetting::Auto)
+    out << YAML::Key << "diagnostic" << YAML::Value << kDiagnosticSettings[static_cast<std::size_t>(c.diagnostic)];
   if (!c.preload.empty()) out << YAML::Key << "preload" << YAML::Value << YAML::Flow << c.preload;
+  if (c.command) emitSwitches(out, c.command->switches);
   out << YAML::EndMap;
 }
 
@@ -719,6 +1081,7 @@ std::string renderCase(const CaseConfig& config, const fs::path& dir, const std:
   emitSamples(out, config);
   emitTrial(out, config, dir, model_name);
   emitFailure(out, config.expected);
+  emitReduction(out, config);
   emitRest(out, config);
   out << YAML::EndMap;
   if (!out.good()) throw std::runtime_error("cannot write the case: " + out.GetLastError());

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/executor_config.h"
 #include "engine/failure_signature.h"
 #include "engine/flaky.h"
 
@@ -28,6 +29,54 @@ struct SampleAxis {
   int axis = 0;        // may be negative (counted from the end), as in PyTorch
 };
 
+// A tensor with a sequence axis (issue: lengths). Positions cut from a
+// sample's end take `pad` (0 for token ids, false for masks).
+struct SequenceTensor {
+  std::string tensor;
+  int axis = 1;  // may be negative, as in PyTorch
+  double pad = 0;
+};
+
+struct SequenceSpec {
+  std::vector<SequenceTensor> tensors;  // empty: the case has no sequence axis
+  std::string lengths;                  // optional batch key of a 1-D per-sample length tensor
+  std::int64_t min_length = 1;          // no window or sample gets shorter than this
+};
+
+// One step of the built-in harness's transform chain, applied in the trial
+// before the model, in declared order. An optional step is a branch the
+// branches pass may switch off.
+struct TransformSpec {
+  std::string name;  // unique among branches; defaults to the type
+  std::string type;  // normalize | noise | crop | pad | cast
+  std::string tensor;
+  std::map<std::string, std::string> params;  // type-specific: mean, std, axis, length, value, dtype
+  bool optional = true;
+  std::optional<std::uint64_t> seed;  // noise and crop; default: the case's seed + the step's position
+};
+
+// A switch of a user command: what the command gets when it is on (the
+// original run) and when the branches pass switches it off.
+struct CommandSwitch {
+  std::string name;
+  std::vector<std::string> args, off_args;           // appended to the command
+  std::map<std::string, std::string> env, off_env;  // added to its environment
+};
+
+// What the values pass may simplify, and to what.
+struct ValuesSpec {
+  std::vector<std::string> exclude;         // tensors kept as they are (ids and lengths always are)
+  std::map<std::string, double> trivial;  // tensor -> its trivial value, instead of the default
+};
+
+// Checked on every candidate before a trial is spent; each may be relaxed.
+struct Invariants {
+  bool dtype = true;        // every tensor keeps its dtype
+  bool layout = true;       // and its memory layout (contiguous, transposed, channels-last, ...)
+  bool op = true;           // the failure still names the original's operator
+  bool sample_axis = true;  // every tensor with a sample axis agrees on the sample count
+};
+
 // The built-in harness: a TorchScript model slice and a loss, run by minrepro-trial.
 struct HarnessTrial {
   std::filesystem::path model;  // absolute
@@ -35,6 +84,7 @@ struct HarnessTrial {
   std::string target;           // batch key of the targets; empty: no loss
   std::string loss = "cross_entropy";  // cross_entropy | nll | none
   std::int64_t ignore_index = -100;
+  std::vector<TransformSpec> transforms;  // applied to the batch before forward(), in order
 };
 
 // A user command: argv list, never passed through a shell. "{batch}" in any
@@ -42,7 +92,11 @@ struct HarnessTrial {
 struct CommandTrial {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;
+  std::vector<CommandSwitch> switches;  // optional branches of the command
 };
+
+// trial.diagnostic in case.yaml (engine/diagnostics.h, planDiagnostics).
+enum class DiagnosticSetting { Auto, On, Off, Cuda, Rocm };
 
 struct CaseConfig {
   std::filesystem::path case_file;  // absolute path of case.yaml
@@ -58,14 +112,22 @@ struct CaseConfig {
   bool deterministic = false;        // trials get MINREPRO_DETERMINISTIC=1 (the harness turns on
                                      // deterministic algorithms) and CUBLAS_WORKSPACE_CONFIG
   bool fork_server = true;           // trials may run in fork servers (engine/fork_server.h)
+  // trial.diagnostic: diagnostic variables for the trials by backend
+  // (engine/diagnostics.h); never for the final confirmation.
+  DiagnosticSetting diagnostic = DiagnosticSetting::Auto;
   std::vector<std::string> preload;  // modules the Python fork server imports once (with command)
 
   ExpectedFailure expected;
   FlakyOptions flaky;
-  std::vector<std::string> reducers{"samples"};
+  SequenceSpec sequence;
+  ValuesSpec values;
+  Invariants invariants;
+  std::string pipeline = "default";  // name or file of the pass order; "" when `reducers` lists them
+  std::vector<std::string> reducers;  // the passes in order, from `reducers` or the pipeline
   std::filesystem::path output;    // absolute; default <base_dir>/repro.tar.gz
   std::filesystem::path work_dir;  // absolute; default <base_dir>/minrepro-work
   std::uint64_t seed = 0;
+  ExecutorConfig executor;  // where trials run (executor: section; engine/executor_config.h)
 
   // Context recorded by a capture (free-form, shown in the report).
   std::map<std::string, std::string> context;

@@ -720,7 +720,7 @@ SignatureMatch matchSignature(const FailureSignature& original, const FailureSig
     return mismatch(familyMismatch(candidate.family, *expected.family));
   if (candidate.family == FailureFamily::Signal && candidate.signal_name != original.signal_name)
     return mismatch("signal " + candidate.signal_name + ", expected " + original.signal_name);
-  for (const std::string& op : {original.op, expected.op}) {
+  for (const std::string& op : {expected.require_original_op ? original.op : std::string(), expected.op}) {
     if (!op.empty() && candidate.op != op)
       return mismatch("operator " + (candidate.op.empty() ? "unknown" : candidate.op) + ", expected " + op);
   }

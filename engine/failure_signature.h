@@ -60,6 +60,9 @@ struct ExpectedFailure {
   std::optional<FailureFamily> family;
   std::string op;
   std::string message_regex;  // ECMAScript regex searched in the candidate's message
+  // The candidate must name the original's operator too (invariants.operator
+  // in case.yaml; relaxing it accepts the same family and message elsewhere).
+  bool require_original_op = true;
 };
 
 struct SignatureMatch {

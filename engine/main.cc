@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <iostream>
 
+#include "engine/executor_stack.h"
 #include "engine/shrink.h"
 #include "engine/triage.h"
 #include "engine/verify.h"
 #include "engine/regress.h"
+#include "engine/compare.h"
 #include "harness/contract.h"
 #include "reducers/reducer.h"
 
@@ -25,6 +27,9 @@ const char* kUsage =
     "  check --batch B.pt --target NAME --classes K\n"
     "                              check class-index targets: 1-D int64, in [0, K) or ignore_index\n"
     "  regress DIR                 rerun a regression set (shrink --add-to DIR) and compare\n"
+    "  compare ARCHIVE|case.yaml [--runs K]\n"
+    "                              run the case under variants, one change at a time: CPU, float32,\n"
+    "                              deterministic algorithms, each optional branch off\n"
     "  --version                   print the version\n\n"
     "exit status: 0 reduced, 1 internal error, 2 bad input, 3 the original does not reproduce,\n"
     "             4 trials cannot start, 5 budget spent (best so far written), 130 interrupted\n";
@@ -43,6 +48,10 @@ int shrinkCommand(const std::vector<std::string>& args) {
       ("jobs,j", po::value<std::size_t>()->default_value(1), "trials to run at once")
       ("max-trials", po::value<std::size_t>()->default_value(0), "stop after this many trials (0: no limit)")
       ("max-time", po::value<double>()->default_value(0), "stop after this many seconds (0: no limit)")
+      ("executor", po::value<std::string>(), "where trials run: local or slurm (default: case.yaml's executor.kind)")
+      ("devices", po::value<std::string>(), "local trials get one of these devices each, e.g. 0,1,2 "
+                                            "(default: case.yaml's; detected when --jobs > 1)")
+      ("trials-per-device", po::value<std::size_t>(), "running trials that may share one device (default 1)")
       ("add-to", po::value(&add_to), "also store the archive in this regression set (see minrepro regress)")
       ("name", po::value(&name), "the case's name in the regression set (default: the case directory's name)");
   po::variables_map vm;
@@ -68,6 +77,14 @@ int shrinkCommand(const std::vector<std::string>& args) {
   options.jobs = std::max<std::size_t>(1, vm["jobs"].as<std::size_t>());
   options.max_trials = vm["max-trials"].as<std::size_t>();
   options.max_seconds = vm["max-time"].as<double>();
+  try {
+    options.executor = minrepro::parseExecutorOverrides(
+        vm.count("executor") ? vm["executor"].as<std::string>() : "", vm.count("devices") ? vm["devices"].as<std::string>() : "",
+        vm.count("trials-per-device") ? vm["trials-per-device"].as<std::size_t>() : 0);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "minrepro shrink: " << e.what() << "\n";
+    return static_cast<int>(minrepro::ExitStatus::BadInput);
+  }
   const minrepro::ExitStatus status = minrepro::runShrink(options);
   if (status != minrepro::ExitStatus::Reduced || add_to.empty()) return static_cast<int>(status);
   return minrepro::addShrunkCase(config, output, add_to, name, std::cout, std::cerr);
@@ -118,6 +135,25 @@ int verifyCommand(const std::vector<std::string>& args) {
   o.expect = expect == "pass" ? minrepro::Expect::Pass : minrepro::Expect::Fail;
   o.timeout = std::chrono::milliseconds(static_cast<long long>(std::max(timeout, 0.001) * 1000));
   return minrepro::runVerify(o, std::cout, std::cerr);
+}
+
+// minrepro compare ARCHIVE|case.yaml: variants, one change at a time (GUIDE.md §5).
+int compareCommand(const std::vector<std::string>& args) {
+  minrepro::CompareOptions o;
+  std::string input;
+  po::options_description opts(
+      "minrepro compare ARCHIVE|case.yaml options (exit 0 compared, 2 bad input, 3 the case as is does not fail, "
+      "4 runs cannot start)");
+  opts.add_options()("help,h", "show this help")
+      ("input", po::value(&input)->required(), "a repro.tar.gz from minrepro shrink, or a case.yaml")
+      ("runs", po::value(&o.runs)->default_value(3), "fresh runs per variant")
+      ("trial-binary", po::value(&o.trial_binary), "minrepro-trial to use (default: next to minrepro)");
+  po::positional_options_description positional;
+  positional.add("input", 1);
+  po::variables_map vm;
+  if (const int status = parseSubcommand("compare", opts, positional, args, vm); status >= 0) return status;
+  o.input = input;
+  return minrepro::runCompare(o, std::cout, std::cerr);
 }
 
 // minrepro regress DIR: every stored case rerun with the verify rules.
@@ -187,6 +223,7 @@ int main(int argc, char** argv) {
   if (command == "verify") return verifyCommand(rest);
   if (command == "check") return checkCommand(rest);
   if (command == "regress") return regressCommand(rest);
+  if (command == "compare") return compareCommand(rest);
   if (command == "reducers") {
     for (const auto& r : minrepro::reducerRegistry()) std::cout << r.name << "\t" << r.description << "\n";
     return 0;

@@ -4,6 +4,9 @@
 #include <sstream>
 #include <thread>
 
+#include "engine/branches.h"
+#include "engine/invariants.h"
+#include "engine/verify.h"
 #include "harness/trial_main.h"
 
 namespace fs = std::filesystem;
@@ -63,22 +66,43 @@ fs::path TrialOracle::trialDir(std::size_t number) const {
   return config_.work_dir / "trials" / name.str();
 }
 
-std::vector<std::string> TrialOracle::trialArgv(const fs::path& batch, const fs::path& trial_dir) const {
-  if (config_.harness) return harnessArgv(trial_binary_, *config_.harness, batch.string());
+std::vector<std::string> TrialOracle::trialArgv(const Selection& selection, const fs::path& batch,
+                                                const fs::path& trial_dir) const {
+  if (config_.harness) return harnessArgv(trial_binary_, withBranches(*config_.harness, selection.branches_off), batch.string());
   std::vector<std::string> argv;
-  for (const auto& arg : config_.command->argv)
+  for (const auto& arg : withBranches(*config_.command, selection.branches_off).argv)
     argv.push_back(substitutePlaceholders(arg, batch, trial_dir, config_.base_dir));
   return argv;
+}
+
+std::optional<std::string> TrialOracle::brokenInvariant(const Selection& selection, const std::string& key) {
+  if (auto it = invariant_checks_.find(key); it != invariant_checks_.end()) return it->second;
+  if (original_tensors_.empty()) original_tensors_ = batch_.describe();
+  return invariant_checks_[key] = minrepro::brokenInvariant(config_.invariants, original_tensors_,
+                                                            batch_.describeCandidate(selection));
+}
+
+// Diagnostic variables for trials; none for the confirmation, not even one
+// the case's env or the parent's environment sets.
+void TrialOracle::applyDiagnosticMode(TrialSpec& spec) const {
+  if (!confirming_) {
+    for (const auto& [name, value] : diagnostic_env_) spec.env_set[name] = value;
+    return;
+  }
+  for (const std::string& name : diagnosticVariables()) {
+    spec.env_set.erase(name);
+    spec.env_unset.push_back(name);
+  }
 }
 
 TrialSpec TrialOracle::prepare(const Selection& selection, std::size_t number) {
   const fs::path dir = trialDir(number);
   fs::create_directories(dir);
   const fs::path batch_file = dir / "batch.pt";
-  batch_.writeSubset(selection.samples, batch_file);
+  batch_.writeCandidate(selection, batch_file);
   TrialSpec spec;
-  spec.argv = trialArgv(batch_file, dir);
-  if (config_.command) spec.env_set = config_.command->env;
+  spec.argv = trialArgv(selection, batch_file, dir);
+  if (config_.command) spec.env_set = withBranches(*config_.command, selection.branches_off).env;
   // Determinism switches, recorded in the report: the case's seed, and the
   // trial's own number for trials that want a fresh seed each time.
   spec.env_set["MINREPRO_SEED"] = std::to_string(config_.seed);
@@ -88,6 +112,7 @@ TrialSpec TrialOracle::prepare(const Selection& selection, std::size_t number) {
     spec.env_set["MINREPRO_DETERMINISTIC"] = "1";
     spec.env_set["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8";  // cuBLAS needs it for deterministic results
   }
+  applyDiagnosticMode(spec);
   spec.work_dir = dir;
   spec.timeout = config_.timeout;
   spec.address_space_limit_bytes = config_.memory_limit_bytes;
@@ -197,7 +222,7 @@ std::vector<bool> TrialOracle::resultsFor(const Selection& selection, const std:
     if (next && jobs_ > launch) {
       for (const Selection& s : next(jobs_ - launch)) {
         const std::string k = selectionKey(s);
-        if (results_.count(k) || journaled_.count(k)) continue;
+        if (results_.count(k) || journaled_.count(k) || brokenInvariant(s, k)) continue;
         batch.push_back(s);
         keys.push_back(k);
         ++stats_.speculative;
@@ -210,15 +235,19 @@ std::vector<bool> TrialOracle::resultsFor(const Selection& selection, const std:
 
 bool TrialOracle::interesting(const Selection& selection, const Speculation& next) {
   const std::string key = selectionKey(selection);
+  ++stats_.candidates;
+  if (auto why = brokenInvariant(selection, key)) {
+    ++stats_.rejected_by_invariant;
+    log_.detail("candidate rejected without a trial: " + *why);
+    return false;
+  }
   std::size_t cursor = 0;
   const std::size_t preexisting = results_[key].size();
-  ++stats_.candidates;
   const CandidateDecision decision = decideCandidate(
       [&](std::size_t count) { return resultsFor(selection, key, count, cursor, preexisting, next); }, rate_,
       config_.flaky, jobs_);
-  if (decision.interesting && selection.samples.size() < best_size_) {
-    best_size_ = selection.samples.size();
-    if (journal_) journal_->recordAccepted(key, best_size_);
+  if (decision.interesting) {
+    if (journal_) journal_->recordAccepted(key, selection.samples.size());
     if (on_better_) on_better_(selection);
   }
   return decision.interesting;
@@ -233,7 +262,6 @@ OriginalEstimate TrialOracle::estimateOriginal(const Selection& all) {
   const OriginalEstimate estimate = minrepro::estimateOriginal(
       [&](std::size_t count) { return resultsFor(all, key, count, cursor, 0, {}); }, seen, config_.flaky, jobs_);
   rate_.add(seen.failures(), seen.passes());
-  if (estimate.failures > 0) best_size_ = all.samples.size();
   return estimate;
 }
 
@@ -241,6 +269,11 @@ bool TrialOracle::confirm(const Selection& selection) {
   const std::string key = "confirm:" + selectionKey(selection);
   std::size_t cursor = 0;
   FailureRate copy = rate_;
+  confirming_ = true;
+  struct Reset {
+    bool& flag;
+    ~Reset() { flag = false; }
+  } reset{confirming_};
   return decideCandidate([&](std::size_t count) { return resultsFor(selection, key, count, cursor, 0, {}); }, copy,
                          config_.flaky, jobs_)
       .interesting;

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -90,19 +91,26 @@ class TrialOracle {
   // Decides a candidate with the sequential rule; records accepted states.
   bool interesting(const Selection& selection, const Speculation& next = {});
   // Fresh trials of the final case (never cached): does it still fail?
+  // Runs without any diagnostic variable (set here or inherited): the
+  // normal configuration (GUIDE.md §6).
   bool confirm(const Selection& selection);
+  // Diagnostic variables (engine/diagnostics.h) for every trial but the
+  // confirmation's: the original's first re-run and the reduction's.
+  void setDiagnosticEnvironment(std::vector<std::pair<std::string, std::string>> env) { diagnostic_env_ = std::move(env); }
 
   // Runs one live trial of the selection and classifies it, without judging it.
   TrialRecord run(const Selection& selection);
 
   const OracleStats& stats() const { return stats_; }
-  // Samples in the smallest candidate shown to fail so far.
-  std::size_t bestSize() const { return best_size_; }
   const FailureRate& rate() const { return rate_; }
-  // Called with every accepted candidate that is smaller than any before.
+  // Called with every accepted candidate (each is smaller than the last).
   void onBetter(std::function<void(const Selection&)> callback) { on_better_ = std::move(callback); }
-  // argv of a trial on a batch file (placeholders substituted).
-  std::vector<std::string> trialArgv(const std::filesystem::path& batch, const std::filesystem::path& trial_dir) const;
+  // argv of a trial of the selection on a batch file (placeholders
+  // substituted, the selection's branches applied).
+  std::vector<std::string> trialArgv(const Selection& selection, const std::filesystem::path& batch,
+                                     const std::filesystem::path& trial_dir) const;
+  // Why the selection breaks an invariant of the case, if it does (cached).
+  std::optional<std::string> brokenInvariant(const Selection& selection, const std::string& key);
 
  private:
   bool matches(const FailureSignature& signature) const;
@@ -112,6 +120,7 @@ class TrialOracle {
   TrialRecord finishTrial(TrialRecord record, const std::string& key);
   void checkLimits(std::size_t about_to_run) const;
   TrialSpec prepare(const Selection& selection, std::size_t number);
+  void applyDiagnosticMode(TrialSpec& spec) const;
   std::filesystem::path trialDir(std::size_t number) const;
 
   const CaseConfig& config_;
@@ -127,10 +136,13 @@ class TrialOracle {
   FailureRate rate_;
   OracleStats stats_;
   std::size_t trial_number_ = 0;
-  std::size_t best_size_ = SIZE_MAX;  // smallest candidate shown to fail
   std::function<void(const Selection&)> on_better_;
+  std::vector<std::pair<std::string, std::string>> diagnostic_env_;
+  bool confirming_ = false;  // inside confirm(): trials run without diagnostic variables
   std::map<std::string, std::vector<bool>> results_;  // candidate key -> results in trial order
   std::map<std::string, std::vector<bool>> journaled_;  // not yet replayed
+  std::vector<TensorInfo> original_tensors_;
+  std::map<std::string, std::optional<std::string>> invariant_checks_;  // candidate key -> broken invariant
 };
 
 // Replaces "{batch}", "{workdir}" and "{case_dir}" in one argv element.

@@ -52,7 +52,8 @@ std::string statsLine(const OracleStats& s) {
   std::ostringstream out;
   out << s.trials + s.replayed << " trials (" << s.same_failure << " failed the same way, " << s.passed << " passed, "
       << s.different_failure << " failed differently, " << s.timeouts << " timed out; " << s.replayed
-      << " replayed from the journal, " << s.reused << " results reused, " << s.speculative << " speculative)";
+      << " replayed from the journal, " << s.reused << " results reused, " << s.speculative << " speculative); "
+      << s.rejected_by_invariant << " rejected by invariants without a trial";
   return out.str();
 }
 
@@ -105,6 +106,9 @@ void writeReduction(std::ostream& out, const ReductionSummary& s) {
     out << "- **Stopped early (" << s.incomplete << "): this is the best case found so far, possibly not minimal.**\n";
   out << "- " << statsLine(s.stats) << "\n"
       << "- Final case confirmed in a fresh process: " << (s.confirmed ? "yes" : "no") << "\n"
+      << "- Diagnostic variables of the trials and the first re-run: "
+      << (s.diagnostic.empty() ? "none" : s.diagnostic)
+      << "; the final confirmation ran without any diagnostic variable\n"
       << "- Failure rate: " << s.rate.describe() << "; "
       << (s.flaky.enabled ? "a candidate was rejected only after a streak of passes with at most a " +
                                 std::to_string(s.flaky.alpha) + " chance of hiding a real failure"
@@ -147,9 +151,38 @@ std::string pyQuote(const std::string& text) {
   return out + "\"";
 }
 
+// The harness's transform steps (harness/transforms.cc) in Python, with the
+// same seeds: PyTorch's CPU generator gives the same numbers in both.
+std::string reproTransforms(const std::vector<TransformSpec>& transforms) {
+  std::ostringstream py;
+  for (const TransformSpec& t : transforms) {
+    const std::string x = "batch[" + pyQuote(t.tensor) + "]";
+    auto p = [&](const char* key) { return t.params.at(key); };
+    const std::string gen = "torch.Generator().manual_seed(" + std::to_string(t.seed.value_or(0)) + ")";
+    py << "# transform " << t.name << " (" << t.type << ")\n";
+    if (t.type == "normalize") py << x << " = (" << x << " - " << p("mean") << ") / " << p("std") << "\n";
+    if (t.type == "noise")
+      py << x << " = " << x << " + (torch.randn(" << x << ".shape, generator=" << gen << ") * " << p("std") << ").to("
+         << x << ".dtype)\n";
+    if (t.type == "cast") py << x << " = " << x << ".to(torch." << p("dtype") << ")\n";
+    if (t.type == "pad")
+      py << "x, axis, length = " << x << ", int(" << p("axis") << "), int(" << p("length") << ")\n"
+         << "if x.shape[axis] >= length:\n    " << x << " = x.narrow(axis, 0, length)\nelse:\n"
+         << "    size = list(x.shape)\n    size[axis] = length - x.shape[axis]\n"
+         << "    " << x << " = torch.cat([x, torch.full(size, " << p("value") << ", dtype=x.dtype)], axis)\n";
+    if (t.type == "crop")
+      py << "x, axis, length = " << x << ", int(" << p("axis") << "), int(" << p("length") << ")\n"
+         << "if x.shape[axis] > length:\n"
+         << "    start = int(torch.randint(x.shape[axis] - length + 1, (1,), generator=" << gen << "))\n"
+         << "    " << x << " = x.narrow(axis, start, length)\n";
+  }
+  return py.str();
+}
+
 std::string reproHarness(const HarnessTrial& h) {
   std::ostringstream py;
   py << "batch = torch.load(BATCH)\n"
+     << reproTransforms(h.transforms)
      << "for name, t in batch.items():\n"
      << "    print(f\"{name}: {t.dtype} shape {tuple(t.shape)} strides {t.stride()}\", file=sys.stderr)\n"
      << "model = torch.jit.load(os.path.join(HERE, \"model.pt\"))\n"

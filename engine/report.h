@@ -30,6 +30,7 @@ struct ReductionSummary {
   std::uint64_t seed = 0;
   double seconds = 0;
   bool confirmed = false;  // the minimal case failed the same way once more at the end
+  std::string diagnostic;  // the trials' diagnostic variables and why (DiagnosticPlan::describe)
   std::string incomplete;  // why the run stopped early ("" when it ran to the end)
   FailureRate rate;        // the failure rate seen on trials known to fail
   FlakyOptions flaky;

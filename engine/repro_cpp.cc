@@ -28,6 +28,57 @@ std::string lossExpression(const HarnessTrial& h) {
   return "output.sum()";
 }
 
+// The harness's transform steps (harness/transforms.cc), same seeds, same kernels.
+std::string transformLines(const std::vector<TransformSpec>& transforms) {
+  std::ostringstream cpp;
+  for (const TransformSpec& t : transforms) {
+    const std::string key = "std::string(" + cppQuote(t.tensor) + ")";
+    const std::string x = "batch.at(" + key + ").toTensor()";
+    auto p = [&](const char* k) { return t.params.at(k); };
+    const std::string gen = "at::make_generator<at::CPUGeneratorImpl>(" + std::to_string(t.seed.value_or(0)) + "ULL)";
+    std::string value;
+    if (t.type == "normalize") value = "(" + x + " - " + p("mean") + ") / " + p("std");
+    if (t.type == "noise")
+      value = x + " + (at::randn(" + x + ".sizes(), " + gen + ", at::TensorOptions().dtype(at::kFloat)) * " + p("std") +
+              ").to(" + x + ".scalar_type())";
+    if (t.type == "cast") value = x + ".to(dtypeNamed(" + cppQuote(p("dtype")) + "))";
+    if (t.type == "pad") value = "padTo(" + x + ", " + p("axis") + ", " + p("length") + ", " + p("value") + ")";
+    if (t.type == "crop") value = "randomCrop(" + x + ", " + p("axis") + ", " + p("length") + ", " + gen + ")";
+    cpp << "    batch.insert_or_assign(" << key << ", " << value << ");  // transform " << t.name << "\n";
+  }
+  return cpp.str();
+}
+
+const char* kTransformHelpers = R"(
+static at::Tensor padTo(const at::Tensor& x, int64_t axis, int64_t length, double value) {
+  if (axis < 0) axis += x.dim();
+  if (x.size(axis) >= length) return x.narrow(axis, 0, length);
+  std::vector<int64_t> sizes = x.sizes().vec();
+  sizes[axis] = length - x.size(axis);
+  return at::cat({x, at::full(sizes, value, x.options())}, axis);
+}
+
+static at::Tensor randomCrop(const at::Tensor& x, int64_t axis, int64_t length, at::Generator gen) {
+  if (axis < 0) axis += x.dim();
+  if (x.size(axis) <= length) return x;
+  const int64_t start = at::randint(x.size(axis) - length + 1, {1}, gen).item<int64_t>();
+  return x.narrow(axis, start, length);
+}
+
+static at::ScalarType dtypeNamed(const std::string& name) {
+  if (name == "float16") return at::kHalf;
+  if (name == "bfloat16") return at::kBFloat16;
+  if (name == "float32") return at::kFloat;
+  if (name == "float64") return at::kDouble;
+  if (name == "int8") return at::kChar;
+  if (name == "uint8") return at::kByte;
+  if (name == "int16") return at::kShort;
+  if (name == "int32") return at::kInt;
+  if (name == "bool") return at::kBool;
+  return at::kLong;
+}
+)";
+
 std::string reproCpp(const HarnessTrial& h, const FailureSignature& signature) {
   const bool with_target = !h.target.empty() && h.loss != "none";
   std::ostringstream cpp;
@@ -36,6 +87,7 @@ std::string reproCpp(const HarnessTrial& h, const FailureSignature& signature) {
       << "// does not find it):\n"
       << "//   cmake -S . -B build && cmake --build build && ./build/repro [BATCH]\n"
       << "// BATCH defaults to batch.pt beside this file; the neighbour cases are neighbours/*.pt.\n"
+      << (h.transforms.empty() ? "" : "#include <ATen/CPUGeneratorImpl.h>\n")
       << "#include <c10/util/Type.h>\n"
       << "#include <torch/csrc/jit/serialization/pickle.h>\n"
       << "#include <torch/script.h>\n\n"
@@ -49,12 +101,13 @@ std::string reproCpp(const HarnessTrial& h, const FailureSignature& signature) {
       << "    std::exit(2);\n"
       << "  }\n"
       << "  return std::vector<char>(std::istreambuf_iterator<char>(in), {});\n"
-      << "}\n\n"
+      << "}\n" << (h.transforms.empty() ? "" : kTransformHelpers) << "\n"
       << "int main(int argc, char** argv) {\n"
       << "  const std::string dir = REPRO_DIR;\n"
       << "  const std::string batch_path = argc > 1 ? argv[1] : dir + \"/batch.pt\";\n"
       << "  try {\n"
-      << "    const c10::impl::GenericDict batch = torch::jit::pickle_load(readAll(batch_path)).toGenericDict();\n"
+      << "    c10::impl::GenericDict batch = torch::jit::pickle_load(readAll(batch_path)).toGenericDict();\n"
+      << transformLines(h.transforms)
       << "    for (const auto& entry : batch) {\n"
       << "      const at::Tensor t = entry.value().toTensor();\n"
       << "      std::cerr << entry.key().toStringRef() << \": \" << t.scalar_type() << \" shape \" << t.sizes()\n"

@@ -12,9 +12,12 @@
 
 #include "engine/apart.h"
 #include "engine/archive.h"
-#include "engine/delta.h"
+#include "engine/branches.h"
+#include "engine/diagnostics.h"
+#include "engine/pipeline.h"
 #include "engine/journal.h"
 #include "engine/neighbours.h"
+#include "engine/executor_stack.h"
 #include "engine/fork_server.h"
 #include "engine/oracle.h"
 #include "engine/report.h"
@@ -33,74 +36,6 @@ std::string defaultTrialBinary() {
 }
 
 namespace {
-
-Selection allSamples(std::int64_t n) {
-  Selection s;
-  for (std::int64_t i = 0; i < n; ++i) s.samples.push_back(i);
-  return s;
-}
-
-// The candidates the search asks next if the current one is accepted (the
-// likelier answer), for speculative trials in free job slots.
-std::vector<Selection> acceptChain(const DeltaSearch& search, const Reducer& reducer, const Selection& current,
-                                   std::size_t max) {
-  std::vector<Selection> chain;
-  DeltaSearch ahead = search;
-  while (chain.size() < max) {
-    ahead.answer(true);
-    if (ahead.done()) break;
-    chain.push_back(reducer.apply(current, ahead.query()));
-  }
-  return chain;
-}
-
-std::string progressLine(const TrialOracle& oracle, std::size_t size, std::size_t original, double seconds) {
-  const OracleStats& s = oracle.stats();
-  std::ostringstream line;
-  line << size << "/" << original << " samples | trials " << s.trials << " (replayed " << s.replayed << ", cached "
-       << s.reused << ") fail " << s.same_failure << " pass " << s.passed << " other " << s.different_failure
-       << " timeout " << s.timeouts << " | p~" << std::fixed << std::setprecision(2) << oracle.rate().estimate()
-       << " | " << std::setprecision(0) << seconds << "s, " << std::setprecision(1)
-       << (seconds > 0 ? static_cast<double>(s.trials) / seconds : 0.0) << " trials/s";
-  return line.str();
-}
-
-// One pass of one reducer; returns the reduced selection.
-Selection runPass(const Reducer& reducer, const Selection& current, TrialOracle& oracle, Log& log,
-                  const DeltaOptions& options, std::size_t original) {
-  const std::size_t units = reducer.unitCount(current);
-  if (units <= 1) return current;
-  const std::size_t trials_before = oracle.stats().trials + oracle.stats().replayed;
-  DeltaSearch search(units, options);
-  while (!search.done()) {
-    const Selection candidate = reducer.apply(current, search.query());
-    auto next = [&](std::size_t max) { return acceptChain(search, reducer, current, max); };
-    search.answer(oracle.interesting(candidate, next));
-    log.status(progressLine(oracle, oracle.bestSize(), original, log.elapsedSeconds()));
-  }
-  Selection next = reducer.apply(current, search.result());
-  log.info("pass " + reducer.name() + ": " + std::to_string(units) + " -> " + std::to_string(next.samples.size()) +
-           " units in " + std::to_string(oracle.stats().trials + oracle.stats().replayed - trials_before) + " trials");
-  return next;
-}
-
-// Passes in the configured order, repeated until a round changes nothing.
-Selection runPipeline(const CaseConfig& config, Selection current, TrialOracle& oracle, Log& log) {
-  const DeltaOptions options = config.flaky.enabled ? flakyDeltaOptions() : DeltaOptions{};
-  const std::size_t original = current.samples.size();
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (const auto& name : config.reducers) {
-      const auto reducer = findReducer(name)->create();
-      Selection next = runPass(*reducer, current, oracle, log, options, original);
-      if (next.samples.size() < current.samples.size()) progress = true;
-      current = std::move(next);
-    }
-    // Samples alone are 1-minimal after one pass; repeat only with other passes.
-    if (config.reducers.size() <= 1) break;
-  }
-  return current;
-}
 
 // The original must fail, and fail as the user expects when they said how.
 // A pass of a flaky original is not "does not reproduce": it runs until
@@ -172,7 +107,8 @@ KeyValues probeEnvironment(const ShrinkOptions& options, const CaseConfig& confi
 // The neighbour batches (GUIDE.md §6), written beside the minimal batch in
 // the work directory, with their ids and expected counts.
 NeighbourPlan writeNeighbours(const CaseConfig& config, const BatchStore& batch, const Selection& minimal) {
-  NeighbourPlan plan = planNeighbours(batch.sampleCount(), minimal.samples);
+  const std::vector<std::int64_t> lengths = batch.sampleLengths();
+  NeighbourPlan plan = planNeighbours(batch.sampleCount(), minimal.samples, lengths.empty() ? nullptr : &lengths);
   const auto ids = batch.sampleIds();
   for (auto& n : plan.cases) {
     const fs::path file = config.work_dir / n.file;
@@ -246,11 +182,12 @@ std::string runIdentity(const CaseConfig& config) {
 void writeBestSoFar(const CaseConfig& config, const BatchStore& batch, const Selection& best) {
   const fs::path dir = config.work_dir / "best";
   fs::create_directories(dir);
-  batch.writeSubset(best.samples, dir / "batch.pt");
+  batch.writeCandidate(best, dir / "batch.pt");
   const fs::path tmp = dir / "case.yaml.partial";
   {
     std::ofstream out(tmp);
-    out << renderCase(config, config.base_dir, "batch.pt", config.harness ? config.harness->model.string() : "");
+    out << renderCase(bakeBranches(config, best.branches_off), config.base_dir, "batch.pt",
+                      config.harness ? config.harness->model.string() : "");
   }
   fs::rename(tmp, dir / "case.yaml");
 }
@@ -271,6 +208,7 @@ ReductionSummary summarize(const ShrinkOptions& options, const CaseConfig& confi
   for (auto i : minimal.samples) summary.kept_ids.push_back(ids[static_cast<std::size_t>(i)]);
   summary.apart = describeApart(batch.sampleCount(), minimal.samples, summary.kept_ids,
                                 perSampleIntegers(config, batch, summary.original_tensors));
+  for (auto& line : describeReduction(batch, minimal, ids)) summary.apart.push_back(std::move(line));
   summary.stats = oracle.stats();
   summary.rate = oracle.rate();
   summary.flaky = config.flaky;
@@ -291,12 +229,12 @@ ExitStatus runShrink(const ShrinkOptions& options, Executor* executor) {
     CaseConfig config = loadCase(options.config);
     if (options.output) config.output = fs::absolute(*options.output);
     if (options.work_dir) config.work_dir = fs::absolute(*options.work_dir);
-    LocalExecutor local;
-    // Fork servers: still a fresh process per trial, LibTorch / torch start-up paid once.
-    const auto forked = executor ? nullptr
-                                 : makeForkServerExecutor(config, options.trial_binary.empty() ? defaultTrialBinary()
-                                                                                                : options.trial_binary, local);
-    Executor& chosen = executor ? *executor : forked ? static_cast<Executor&>(*forked) : local;
+    // Local processes (fork servers, a device each) or Slurm jobs, checked
+    // before anything runs: engine/executor_stack.h.
+    const auto stack = executor ? nullptr
+                                : makeTrialExecutors(config, options.executor, options.trial_binary.empty()
+                                                         ? defaultTrialBinary() : options.trial_binary, options.jobs);
+    Executor& chosen = executor ? *executor : stack->top();
     return runShrinkLoaded(options, config, chosen);
   } catch (const CaseError& e) {
     std::cerr << "minrepro: error: " << e.what() << "\n";
@@ -315,6 +253,8 @@ ExitStatus runShrink(const ShrinkOptions& options, Executor* executor) {
 
 ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Executor& executor) {
   const auto batch = BatchStore::open(config);
+  // Before anything is written: trial.diagnostic: on without a backend is bad input.
+  const DiagnosticPlan diagnostic = planDiagnostics(config);
   fs::create_directories(config.work_dir);
   Log log(options.quiet);
   log.openFile(config.work_dir / "minrepro.log");
@@ -325,7 +265,10 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
            (options.resume ? "; resuming from " + std::to_string(journal.loadedTrials()) + " journaled trials" : ""));
   TrialOracle oracle(config, *batch, executor, options.trial_binary.empty() ? defaultTrialBinary() : options.trial_binary,
                      log, &journal, RunLimits{options.max_trials, options.max_seconds, &g_stop}, options.jobs);
-  const Selection all = allSamples(batch->sampleCount());
+  oracle.setDiagnosticEnvironment(diagnostic.env);
+  log.info("diagnostic variables for the trials: " + diagnostic.describe() +
+           "; the final confirmation runs without them");
+  const Selection all = fullSelection(*batch);
   Selection best = all;
   oracle.onBetter([&](const Selection& s) {
     best = s;
@@ -337,7 +280,7 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   bool confirmed = false;
   try {
     if (ExitStatus s = checkOriginal(config, oracle, all, log); s != ExitStatus::Reduced) return s;
-    best = runPipeline(config, all, oracle, log);
+    best = runPipeline(config, *batch, all, oracle, log);
     confirmed = oracle.confirm(best);
     if (!confirmed) log.info("warning: the minimal case did not fail again when confirmed in fresh processes");
   } catch (const RunStopped& e) {
@@ -348,7 +291,7 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   }
 
   const fs::path minimal_batch = config.work_dir / "minimal-batch.pt";
-  batch->writeSubset(best.samples, minimal_batch);
+  batch->writeCandidate(best, minimal_batch);
   const NeighbourPlan neighbours = writeNeighbours(config, *batch, best);
   ReductionSummary summary = summarize(options, config, *batch, oracle, best, minimal_batch);
   for (const auto& n : neighbours.cases)
@@ -356,9 +299,10 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
                                  (n.processed ? ", a correct run processes " + std::to_string(*n.processed) : ""));
   for (const auto& why : neighbours.skipped) summary.neighbours.push_back("not made: " + why);
   summary.confirmed = confirmed;
+  summary.diagnostic = diagnostic.describe();
   summary.incomplete = incomplete;
   summary.seconds = log.elapsedSeconds();
-  writeTarGz(config.output, archiveEntries(config, minimal_batch, summary, neighbours));
+  writeTarGz(config.output, archiveEntries(bakeBranches(config, best.branches_off), minimal_batch, summary, neighbours));
   log.info(std::string(incomplete.empty() ? "reduced " : "stopped at ") + std::to_string(summary.original_samples) +
            " -> " + std::to_string(best.samples.size()) + " samples (ids " + formatList(summary.kept_ids) + ") in " +
            std::to_string(summary.stats.trials + summary.stats.replayed) + " trials; archive: " + config.output.string());

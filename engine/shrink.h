@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "engine/executor_config.h"
 #include "engine/process.h"
 
 namespace minrepro {
@@ -31,6 +32,7 @@ struct ShrinkOptions {
   std::size_t jobs = 1;          // trials at once
   std::size_t max_trials = 0;    // 0: no budget
   double max_seconds = 0;        // 0: no budget
+  ExecutorOverrides executor;    // --executor, --devices, --trials-per-device
 };
 
 // Runs the whole job. `executor` null: a LocalExecutor.

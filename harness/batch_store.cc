@@ -129,41 +129,40 @@ void writeBatchFile(const NamedTensors& batch, const fs::path& file) {
 
 namespace {
 
+// One tensor of a candidate on its way to the trial: its values, and where
+// they came from (flat indices in the original) when the values pass needs it.
+struct CandidateTensor {
+  at::Tensor values;
+  at::Tensor origin;   // int64 flat index in the original tensor; undefined when not tracked
+  at::Tensor padding;  // bool, true where a per-sample length cut put padding; undefined if none
+};
+
 class TorchBatchStore : public BatchStore {
  public:
   TorchBatchStore(const CaseConfig& config, NamedTensors batch) : config_(config), batch_(std::move(batch)) {
     checkSampleAxes();
+    checkSequence();
+    for (const at::Tensor& t : batch_.tensors) trivial_.push_back(defaultTrivial(t));
+    for (std::size_t i = 0; i < batch_.names.size(); ++i)
+      if (auto it = config_.values.trivial.find(batch_.names[i]); it != config_.values.trivial.end())
+        trivial_[i] = it->second;
   }
 
   std::int64_t sampleCount() const override { return samples_; }
 
-  std::vector<TensorInfo> describe() const override {
-    std::vector<TensorInfo> infos;
-    for (std::size_t i = 0; i < batch_.names.size(); ++i) {
-      const at::Tensor& t = batch_.tensors[i];
-      TensorInfo info{batch_.names[i], dtypeName(t.scalar_type()), t.sizes().vec(), t.strides().vec(), layoutName(t)};
-      if (auto axis = sampleAxisOf(batch_.names[i])) {
-        info.has_sample_axis = true;
-        info.sample_axis = *axis;
-      }
-      infos.push_back(std::move(info));
-    }
-    return infos;
-  }
+  std::vector<TensorInfo> describe() const override { return describeTensors(batch_); }
 
   std::vector<std::int64_t> sampleIds() const override {
     std::vector<std::int64_t> ids(static_cast<std::size_t>(samples_));
     std::iota(ids.begin(), ids.end(), 0);
     if (config_.sample_ids.empty()) return ids;
-    const at::Tensor t = batch_.find(config_.sample_ids)->to(at::kLong).contiguous();
-    return std::vector<std::int64_t>(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
+    return toVector(*batch_.find(config_.sample_ids));
   }
 
   std::vector<std::int64_t> integerValues(const std::string& name, std::size_t max_values) const override {
     const at::Tensor* t = batch_.find(name);
     if (!t || at::isFloatingType(t->scalar_type()) || at::isComplexType(t->scalar_type())) return {};
-    const at::Tensor flat = t->flatten().slice(0, 0, static_cast<int64_t>(max_values)).to(at::kLong).contiguous();
-    return std::vector<std::int64_t>(flat.data_ptr<int64_t>(), flat.data_ptr<int64_t>() + flat.numel());
+    return toVector(t->flatten().slice(0, 0, static_cast<int64_t>(max_values)));
   }
 
   void writeSubset(const std::vector<std::int64_t>& keep, const fs::path& out) const override {
@@ -180,21 +179,180 @@ class TorchBatchStore : public BatchStore {
     writeBatchFile(subset, out);
   }
 
+  void writeCandidate(const Selection& selection, const fs::path& out) const override {
+    writeBatchFile(materialize(selection), out);
+  }
+
+  std::vector<TensorInfo> describeCandidate(const Selection& selection) const override {
+    return describeTensors(materialize(selection));
+  }
+
+  // ---- CaseView
+
+  std::int64_t sequenceLength() const override { return sequence_length_; }
+  std::vector<std::int64_t> sampleLengths() const override {
+    return config_.sequence.lengths.empty() ? std::vector<std::int64_t>{} : toVector(*batch_.find(config_.sequence.lengths));
+  }
+  std::int64_t minLength() const override { return config_.sequence.min_length; }
+  std::vector<std::string> optionalBranches() const override {
+    std::vector<std::string> names;
+    if (config_.harness)
+      for (const auto& t : config_.harness->transforms)
+        if (t.optional) names.push_back(t.name);
+    if (config_.command)
+      for (const auto& s : config_.command->switches) names.push_back(s.name);
+    return names;
+  }
+  std::vector<ValueUnit> nonTrivialValues(const Selection& selection) const override;
+
  private:
+  static std::vector<std::int64_t> toVector(const at::Tensor& t) {
+    const at::Tensor flat = t.flatten().to(at::kLong).contiguous();
+    return std::vector<std::int64_t>(flat.data_ptr<int64_t>(), flat.data_ptr<int64_t>() + flat.numel());
+  }
+
+  std::vector<TensorInfo> describeTensors(const NamedTensors& batch) const {
+    std::vector<TensorInfo> infos;
+    for (std::size_t i = 0; i < batch.names.size(); ++i) {
+      const at::Tensor& t = batch.tensors[i];
+      TensorInfo info{batch.names[i], dtypeName(t.scalar_type()), t.sizes().vec(), t.strides().vec(), layoutName(t)};
+      if (auto axis = sampleAxisOf(batch.names[i])) {
+        info.has_sample_axis = true;
+        info.sample_axis = *axis;
+      }
+      infos.push_back(std::move(info));
+    }
+    return infos;
+  }
+
+  // Floats 0, masks true, integers 0 or, when 0 is outside the values the
+  // original holds (1-based ids), the nearest value it holds.
+  static double defaultTrivial(const at::Tensor& t) {
+    if (t.scalar_type() == at::kBool) return 1;
+    if (at::isFloatingType(t.scalar_type()) || at::isComplexType(t.scalar_type()) || t.numel() == 0) return 0;
+    const auto lo = t.min().item<int64_t>(), hi = t.max().item<int64_t>();
+    return static_cast<double>(std::clamp<int64_t>(0, lo, hi));
+  }
+
   std::optional<int> sampleAxisOf(const std::string& name) const {
     for (std::size_t i = 0; i < config_.sample_axes.size(); ++i)
       if (config_.sample_axes[i].tensor == name) return normalized_axes_[i];
     if (!config_.sample_ids.empty() && name == config_.sample_ids) return 0;
+    if (!config_.sequence.lengths.empty() && name == config_.sequence.lengths) return 0;
     return std::nullopt;
   }
 
+  std::optional<SequenceTensor> sequenceOf(std::size_t tensor) const {
+    for (std::size_t i = 0; i < config_.sequence.tensors.size(); ++i)
+      if (config_.sequence.tensors[i].tensor == batch_.names[tensor]) {
+        SequenceTensor s = config_.sequence.tensors[i];
+        s.axis = sequence_axes_[i];
+        return s;
+      }
+    return std::nullopt;
+  }
+
+  bool valueReducible(const std::string& name) const {
+    const auto& ex = config_.values.exclude;
+    return name != config_.sample_ids && name != config_.sequence.lengths &&
+           std::find(ex.begin(), ex.end(), name) == ex.end();
+  }
+
+  CandidateTensor cut(std::size_t tensor, const Selection& selection, bool track) const;
+  void applyLengths(std::size_t tensor, const Selection& selection, CandidateTensor& c) const;
+  at::Tensor lengthsFor(const Selection& selection) const;
+  NamedTensors materialize(const Selection& selection) const;
+
   void checkSampleAxes();
+  void checkSequence();
+  template <typename Require>
+  void checkTransforms(const Require& require) const;
 
   const CaseConfig& config_;
   NamedTensors batch_;
   std::vector<int> normalized_axes_;
+  std::vector<int> sequence_axes_;
+  std::vector<double> trivial_;  // per tensor
   std::int64_t samples_ = 0;
+  std::int64_t sequence_length_ = 0;
 };
+
+// Samples, window and values of one tensor (before per-sample lengths).
+CandidateTensor TorchBatchStore::cut(std::size_t i, const Selection& selection, bool track) const {
+  const at::Tensor& t = batch_.tensors[i];
+  const bool values = selection.values_kept.count(batch_.names[i]) > 0;
+  CandidateTensor c{t, track || values ? at::arange(t.numel(), at::kLong).view(t.sizes()) : at::Tensor(), {}};
+  if (auto axis = sampleAxisOf(batch_.names[i])) {
+    const at::Tensor index = at::tensor(selection.samples, at::kLong);
+    c.values = c.values.index_select(*axis, index);
+    if (c.origin.defined()) c.origin = c.origin.index_select(*axis, index);
+  }
+  if (auto seq = sequenceOf(i); seq && selection.seq_end > 0) {
+    c.values = c.values.narrow(seq->axis, selection.seq_begin, selection.seq_end - selection.seq_begin);
+    if (c.origin.defined()) c.origin = c.origin.narrow(seq->axis, selection.seq_begin, selection.seq_end - selection.seq_begin);
+  }
+  c.values = c.values.clone(at::MemoryFormat::Contiguous);
+  if (values) {
+    const auto& list = selection.values_kept.at(batch_.names[i]);
+    const at::Tensor keep = at::isin(c.origin, at::tensor(list, at::kLong));
+    c.values.masked_fill_(keep.logical_not(), trivial_[i]);
+  }
+  if (batch_.names[i] == config_.sequence.lengths && sequence_length_ > 0) c.values = lengthsFor(selection).to(t.scalar_type());
+  return c;
+}
+
+// Each kept sample's length inside the window.
+at::Tensor TorchBatchStore::lengthsFor(const Selection& selection) const {
+  const std::vector<std::int64_t> original = sampleLengths();
+  std::vector<std::int64_t> out;
+  for (std::int64_t s : selection.samples) {
+    std::int64_t length = original[static_cast<std::size_t>(s)];
+    if (auto it = selection.lengths.find(s); it != selection.lengths.end()) length = std::min(length, it->second);
+    out.push_back(std::clamp<std::int64_t>(length - selection.seq_begin, 0, selection.seq_end - selection.seq_begin));
+  }
+  return at::tensor(out, at::kLong);
+}
+
+// Positions past a sample's length are padding: the values pass never
+// touches them, and those cut by a shortened length take the padding value.
+void TorchBatchStore::applyLengths(std::size_t i, const Selection& selection, CandidateTensor& c) const {
+  const auto seq = sequenceOf(i);
+  const auto axis = sampleAxisOf(batch_.names[i]);
+  if (!seq || !axis || config_.sequence.lengths.empty()) return;
+  const std::vector<std::int64_t> lengths = toVector(lengthsFor(selection));
+  const int64_t window = selection.seq_end - selection.seq_begin;
+  c.padding = at::zeros(c.values.sizes(), at::kBool);
+  for (std::size_t j = 0; j < selection.samples.size(); ++j) {
+    const int64_t keep = lengths[j];
+    c.padding.narrow(*axis, static_cast<int64_t>(j), 1).narrow(seq->axis, keep, window - keep).fill_(true);
+    if (selection.lengths.count(selection.samples[j]))
+      c.values.narrow(*axis, static_cast<int64_t>(j), 1).narrow(seq->axis, keep, window - keep).fill_(seq->pad);
+  }
+}
+
+NamedTensors TorchBatchStore::materialize(const Selection& selection) const {
+  NamedTensors out;
+  for (std::size_t i = 0; i < batch_.names.size(); ++i) {
+    CandidateTensor c = cut(i, selection, false);
+    applyLengths(i, selection, c);
+    out.names.push_back(batch_.names[i]);
+    out.tensors.push_back(copyWithStrideOrder(c.values, batch_.tensors[i]));
+  }
+  return out;
+}
+
+std::vector<ValueUnit> TorchBatchStore::nonTrivialValues(const Selection& selection) const {
+  std::vector<ValueUnit> units;
+  for (std::size_t i = 0; i < batch_.names.size(); ++i) {
+    if (!valueReducible(batch_.names[i])) continue;
+    CandidateTensor c = cut(i, selection, true);
+    applyLengths(i, selection, c);
+    at::Tensor open = c.values.ne(trivial_[i]);
+    if (c.padding.defined()) open.logical_and_(c.padding.logical_not());
+    for (int64_t index : toVector(c.origin.masked_select(open))) units.push_back({batch_.names[i], index});
+  }
+  return units;
+}
 
 void TorchBatchStore::checkSampleAxes() {
   const std::string file = config_.batch.string();
@@ -231,6 +389,70 @@ void TorchBatchStore::checkSampleAxes() {
                       std::to_string(samples_) + " entries" + (ids ? ", found shape " + c10::str(ids->sizes()) : ", found none"));
   }
   if (samples_ == 0) throw CaseError(file + ": the batch has no samples: nothing to reduce");
+}
+
+// A transform that cannot apply to the batch is the case's mistake: say so
+// before any trial, instead of reducing the error it would raise.
+template <typename Require>
+void TorchBatchStore::checkTransforms(const Require& require) const {
+  for (const TransformSpec& t : config_.harness->transforms) {
+    const at::Tensor& x = require("trial.harness.transforms (" + t.name + ")", t.tensor);
+    const std::string where = config_.case_file.string() + ": trial.harness.transforms (" + t.name + "): ";
+    if ((t.type == "normalize" || t.type == "noise") && !at::isFloatingType(x.scalar_type()))
+      throw CaseError(where + t.type + " needs a floating-point tensor, '" + t.tensor + "' is " + dtypeName(x.scalar_type()));
+    if (auto axis = t.params.find("axis"); axis != t.params.end()) {
+      const auto a = static_cast<int64_t>(std::stod(axis->second));
+      if (a >= x.dim() || a < -x.dim())
+        throw CaseError(where + "axis " + std::to_string(a) + " is out of range for '" + t.tensor + "' of shape " +
+                        c10::str(x.sizes()));
+    }
+  }
+}
+
+// sequence: every named tensor exists and agrees on the length of its
+// sequence axis; the length tensor is 1-D, integral, one entry per sample,
+// each within that length. values: the tensors named exist.
+void TorchBatchStore::checkSequence() {
+  const std::string where = config_.case_file.string() + ": ";
+  const std::string file = config_.batch.string();
+  auto require = [&](const std::string& key, const std::string& name) -> const at::Tensor& {
+    if (const at::Tensor* t = batch_.find(name)) return *t;
+    throw CaseError(where + key + " names '" + name + "', but " + file + " has no such tensor");
+  };
+  std::string first;
+  for (const SequenceTensor& spec : config_.sequence.tensors) {
+    const at::Tensor& t = require("sequence.tensors", spec.tensor);
+    const int64_t dim = t.dim();
+    if (spec.axis >= dim || spec.axis < -dim)
+      throw CaseError(where + "sequence.tensors." + spec.tensor + ": axis " + std::to_string(spec.axis) +
+                      " is out of range for shape " + c10::str(t.sizes()));
+    const int axis = static_cast<int>(spec.axis < 0 ? spec.axis + dim : spec.axis);
+    if (auto sample = sampleAxisOf(spec.tensor); sample && *sample == axis)
+      throw CaseError(where + "sequence.tensors." + spec.tensor + ": axis " + std::to_string(spec.axis) +
+                      " is its sample axis; name the sequence axis (e.g. 1 for [batch, length, ...])");
+    sequence_axes_.push_back(axis);
+    if (first.empty()) {
+      first = spec.tensor;
+      sequence_length_ = t.size(axis);
+    } else if (t.size(axis) != sequence_length_) {
+      throw CaseError(file + ": sequence lengths disagree: '" + first + "' has " + std::to_string(sequence_length_) +
+                      " positions but '" + spec.tensor + "' has " + std::to_string(t.size(axis)) +
+                      " (check sequence.tensors in " + config_.case_file.string() + ")");
+    }
+  }
+  if (!config_.sequence.lengths.empty()) {
+    const at::Tensor& l = require("sequence.lengths", config_.sequence.lengths);
+    if (l.dim() != 1 || l.size(0) != samples_ || at::isFloatingType(l.scalar_type()) || l.scalar_type() == at::kBool)
+      throw CaseError(where + "sequence.lengths names '" + config_.sequence.lengths +
+                      "', which must be a 1-D integer tensor with one entry per sample (" + std::to_string(samples_) +
+                      "), found " + dtypeName(l.scalar_type()) + " of shape " + c10::str(l.sizes()));
+    if (l.numel() && (l.min().item<int64_t>() < 0 || l.max().item<int64_t>() > sequence_length_))
+      throw CaseError(file + ": '" + config_.sequence.lengths + "' holds lengths outside [0, " +
+                      std::to_string(sequence_length_) + "], the length of the sequence axes");
+  }
+  for (const auto& name : config_.values.exclude) require("values.exclude", name);
+  if (config_.harness) checkTransforms(require);
+  for (const auto& [name, value] : config_.values.trivial) require("values.trivial", name);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/case_config.h"
+#include "reducers/reducer.h"
 
 namespace minrepro {
 
@@ -23,7 +24,7 @@ struct TensorInfo {
   int sample_axis = 0;  // normalized (non-negative) when has_sample_axis
 };
 
-class BatchStore {
+class BatchStore : public CaseView {
  public:
   // Reads the batch and checks it against the case: a dict of tensors, every
   // declared tensor present, sample axes in range, sample counts agreeing.
@@ -31,7 +32,7 @@ class BatchStore {
   static std::unique_ptr<BatchStore> open(const CaseConfig& config);
   virtual ~BatchStore() = default;
 
-  virtual std::int64_t sampleCount() const = 0;
+  std::int64_t sampleCount() const override = 0;
   virtual std::vector<TensorInfo> describe() const = 0;
   // Per-sample ids from the case's ids tensor; 0..n-1 when none is declared.
   virtual std::vector<std::int64_t> sampleIds() const = 0;
@@ -45,6 +46,14 @@ class BatchStore {
   // tensor stays so) and dtype. Written to a temp file, then renamed.
   virtual void writeSubset(const std::vector<std::int64_t>& keep,
                            const std::filesystem::path& out) const = 0;
+
+  // A candidate as its trial sees it: the kept samples, cut to the sequence
+  // window, per-sample lengths applied (cut positions padded, the length
+  // tensor updated), dropped values set to their tensor's trivial value;
+  // every tensor in its original dtype and stride order.
+  virtual void writeCandidate(const Selection& selection, const std::filesystem::path& out) const = 0;
+  // The tensors of that candidate, for the invariant checks (no file written).
+  virtual std::vector<TensorInfo> describeCandidate(const Selection& selection) const = 0;
 };
 
 }  // namespace minrepro

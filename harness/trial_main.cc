@@ -16,6 +16,8 @@
 
 #include "harness/batch_io.h"
 #include "harness/contract_tensors.h"
+#include "harness/precision.h"
+#include "harness/transforms.h"
 
 namespace minrepro {
 
@@ -26,6 +28,7 @@ std::vector<std::string> harnessArgv(const std::string& trial_binary, const Harn
   if (!h.target.empty()) {
     argv.insert(argv.end(), {"--target", h.target, "--loss", h.loss, "--ignore-index", std::to_string(h.ignore_index)});
   }
+  for (const TransformSpec& t : h.transforms) argv.insert(argv.end(), {"--transform", transformArg(t)});
   return argv;
 }
 
@@ -37,13 +40,14 @@ struct TrialArgs {
   int threads = 1;
   int64_t check_classes = 0;  // > 0: check the target contract for this many classes first
   std::string ids;            // names offending samples in that check
+  std::vector<TransformStep> transforms;  // applied to the batch first, in order
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::cerr << "minrepro-trial: " << why << "\n"
             << "usage: minrepro-trial --model M.pt --batch B.pt [--input NAME] [--target NAME]\n"
             << "                      [--loss cross_entropy|nll|none] [--ignore-index N] [--threads N]\n"
-            << "                      [--check-targets CLASSES [--ids NAME]]\n";
+            << "                      [--check-targets CLASSES [--ids NAME]] [--transform SPEC]...\n";
   std::exit(2);
 }
 
@@ -60,6 +64,13 @@ TrialArgs parseArgs(int argc, char** argv) {
     else if (key == "--ignore-index") a.ignore_index = std::stoll(value);
     else if (key == "--threads") a.threads = std::stoi(value);
     else if (key == "--check-targets") a.check_classes = std::stoll(value);
+    else if (key == "--transform") {
+      try {
+        a.transforms.push_back(parseTransformArg(value));
+      } catch (const std::invalid_argument& e) {
+        usage(e.what());
+      }
+    }
     else usage("unknown option " + key);
   }
   if (a.model.empty() || a.batch.empty()) usage("--model and --batch are required");
@@ -120,9 +131,13 @@ bool targetsViolateContract(const TrialArgs& a, const NamedTensors& batch) {
 }
 
 int runTrial(const TrialArgs& a) {
-  const NamedTensors batch = readBatchFile(a.batch);
+  NamedTensors batch = readBatchFile(a.batch);
+  for (const TransformStep& step : a.transforms) applyTransform(batch, step);
   if (targetsViolateContract(a, batch)) return 1;
   torch::jit::Module model = loadModel(a.model);
+  // minrepro compare's float32 variant: the batch is cast already, the
+  // model's half parameters follow (else the variant only meets a dtype mismatch).
+  if (const char* f = std::getenv("MINREPRO_FLOAT32"); f && std::string(f) == "1") castHalfModuleToFloat32(model);
   model.eval();
   torch::NoGradGuard no_grad;
   at::Tensor output = model.forward({requireTensor(batch, a.input)}).toTensor();

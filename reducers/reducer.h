@@ -1,38 +1,108 @@
-// A reducer only enumerates what could go and applies a choice; the engine's
-// delta core (engine/delta.h) owns the search, as in llvm-reduce's deltas/.
+// A reducer only enumerates what could go and applies a choice; the engine
+// owns the search (engine/delta.h for sets of units, a binary search for
+// knobs), as in llvm-reduce's deltas/. Reducers never see LibTorch: what they
+// need to know about the batch comes through CaseView.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 namespace minrepro {
 
-// What a candidate keeps of the original case. Later reducers add fields
-// (lengths, branches, values); every reducer leaves the others' fields alone.
+// What a candidate keeps of the original case, always in the original's
+// coordinates, so that every pass can run again after the others. Each
+// reducer changes its own fields and leaves the others' alone.
 struct Selection {
   std::vector<std::int64_t> samples;  // indices into the original batch, ascending
+  // The window kept on the declared sequence axes: positions [seq_begin, seq_end)
+  // of the original. Both 0 when the case declares no sequence axis.
+  std::int64_t seq_begin = 0;
+  std::int64_t seq_end = 0;
+  // Per-sample lengths shortened below the original (sample index -> length,
+  // counted from the original position 0); positions past it hold the padding.
+  std::map<std::int64_t, std::int64_t> lengths;
+  std::set<std::string> branches_off;  // optional branches switched off
+  // Tensor -> flat indices (row-major, in the original tensor) of the elements
+  // that keep their value; every other element holds the tensor's trivial
+  // value. A tensor not listed keeps all its values.
+  std::map<std::string, std::vector<std::int64_t>> values_kept;
 };
 
-// A stable text key of what the selection keeps: candidates with the same
-// key are the same trial input (cache, journal).
+// A stable key of what the selection keeps: candidates with the same key are
+// the same trial input (cache, journal).
 std::string selectionKey(const Selection& selection);
+
+// One element of a batch tensor, by its flat index in the original tensor.
+struct ValueUnit {
+  std::string tensor;
+  std::int64_t index = 0;
+};
+
+// What reducers may ask about the case and the batch (the batch store answers).
+class CaseView {
+ public:
+  virtual ~CaseView() = default;
+  virtual std::int64_t sampleCount() const = 0;
+  // Length of the declared sequence axes in the original; 0 when none is declared.
+  virtual std::int64_t sequenceLength() const = 0;
+  // Per-sample lengths from the declared length tensor (original samples); empty when none.
+  virtual std::vector<std::int64_t> sampleLengths() const = 0;
+  virtual std::int64_t minLength() const = 0;
+  // Names of the optional branches (transforms, switches), in declared order.
+  virtual std::vector<std::string> optionalBranches() const = 0;
+  // The elements of the candidate that the values pass may still simplify:
+  // inside the kept samples and window, not padding, not yet trivial.
+  virtual std::vector<ValueUnit> nonTrivialValues(const Selection& selection) const = 0;
+};
+
+// The whole selection: every sample, the full sequence window, every branch on.
+Selection fullSelection(const CaseView& view);
+
+// The size a run reports after each accepted step; smaller in every field is smaller.
+struct CaseSize {
+  std::int64_t samples = 0;
+  std::int64_t length = 0;    // window length (1 without a sequence axis)
+  std::int64_t branches = 0;  // optional branches still on
+  std::int64_t values = 0;    // non-trivial values
+  double product() const;
+  std::string describe() const;  // "1 sample x length 513 x 1 branch x 3 values"
+};
+CaseSize measureSize(const Selection& selection, const CaseView& view);
+
+// An integer setting of the case that is simpler when smaller (a length).
+struct Knob {
+  std::string name;         // "end", "sample 313"
+  std::int64_t min = 0;     // smallest allowed value
+  std::int64_t value = 0;   // the current value
+};
 
 class Reducer {
  public:
   virtual ~Reducer() = default;
   virtual std::string name() const = 0;
-  // How many units this pass could remove from `current`.
-  virtual std::size_t unitCount(const Selection& current) const = 0;
+
+  // Set passes: how many units could be removed from `current`, and
   // `current` keeping only the given units (ascending indices < unitCount).
-  virtual Selection apply(const Selection& current, const std::vector<std::size_t>& keep) const = 0;
+  virtual std::size_t unitCount(const Selection& current) const { return 0; }
+  virtual Selection apply(const Selection& current, const std::vector<std::size_t>& keep) const { return current; }
+  // Whether keeping no unit at all is a valid candidate (all branches off,
+  // all values trivial); an empty batch is not.
+  virtual bool allowsEmpty() const { return false; }
+
+  // Knob passes: the knobs of `current` (searched one after the other, each
+  // for its smallest value that still fails), and `current` with one set.
+  virtual std::vector<Knob> knobs(const Selection& current) const { return {}; }
+  virtual Selection withKnob(const Selection& current, const Knob& knob, std::int64_t value) const { return current; }
 };
 
 struct ReducerInfo {
   const char* name;
-  std::unique_ptr<Reducer> (*create)();
+  std::unique_ptr<Reducer> (*create)(const CaseView&);
   const char* description;
 };
 

@@ -1,17 +1,60 @@
 #include "reducers/reducer.h"
 
+#include <algorithm>
+#include <sstream>
+
 #include "engine/journal.h"
 
 namespace minrepro {
 
-#define MINREPRO_REDUCER(name, factory, description) std::unique_ptr<Reducer> factory();
+#define MINREPRO_REDUCER(name, factory, description) std::unique_ptr<Reducer> factory(const CaseView&);
 #include "reducers/reducers.def"
 #undef MINREPRO_REDUCER
 
 std::string selectionKey(const Selection& selection) {
-  std::string text = "samples";
-  for (auto i : selection.samples) text += "," + std::to_string(i);
-  return contentHash(text);
+  std::ostringstream text;
+  text << "samples";
+  for (auto i : selection.samples) text << "," << i;
+  // Fields at their defaults add nothing, so a samples-only key stays as it was.
+  if (selection.seq_end > 0) text << "|window " << selection.seq_begin << ":" << selection.seq_end;
+  for (const auto& [sample, length] : selection.lengths) text << "|len " << sample << "=" << length;
+  for (const auto& branch : selection.branches_off) text << "|off " << branch;
+  for (const auto& [tensor, kept] : selection.values_kept) {
+    text << "|values " << tensor << ":";
+    for (auto i : kept) text << i << ",";
+  }
+  return contentHash(text.str());
+}
+
+Selection fullSelection(const CaseView& view) {
+  Selection s;
+  for (std::int64_t i = 0; i < view.sampleCount(); ++i) s.samples.push_back(i);
+  s.seq_end = view.sequenceLength();
+  return s;
+}
+
+double CaseSize::product() const {
+  return static_cast<double>(samples) * static_cast<double>(std::max<std::int64_t>(length, 1)) *
+         static_cast<double>(std::max<std::int64_t>(branches, 1)) * static_cast<double>(std::max<std::int64_t>(values, 1));
+}
+
+std::string CaseSize::describe() const {
+  auto plural = [](std::int64_t n, const char* one, const char* many) {
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+  };
+  std::string text = plural(samples, "sample", "samples");
+  if (length > 0) text += " x length " + std::to_string(length);
+  text += " x " + plural(branches, "branch", "branches") + " on x " + plural(values, "non-trivial value", "non-trivial values");
+  return text;
+}
+
+CaseSize measureSize(const Selection& selection, const CaseView& view) {
+  CaseSize size;
+  size.samples = static_cast<std::int64_t>(selection.samples.size());
+  size.length = selection.seq_end - selection.seq_begin;
+  for (const auto& b : view.optionalBranches()) size.branches += selection.branches_off.count(b) ? 0 : 1;
+  size.values = static_cast<std::int64_t>(view.nonTrivialValues(selection).size());
+  return size;
 }
 
 const std::vector<ReducerInfo>& reducerRegistry() {

@@ -20,6 +20,6 @@ class SampleReducer : public Reducer {
 
 }  // namespace
 
-std::unique_ptr<Reducer> createSampleReducer() { return std::make_unique<SampleReducer>(); }
+std::unique_ptr<Reducer> createSampleReducer(const CaseView&) { return std::make_unique<SampleReducer>(); }
 
 }  // namespace minrepro

@@ -369,7 +369,12 @@ TEST_F(CaseConfigTest, HarnessDefaults) {
   EXPECT_EQ(c.timeout, std::chrono::seconds(60));
   EXPECT_EQ(c.memory_limit_bytes, 0u);
   EXPECT_FALSE(c.expected.family);
-  EXPECT_EQ(c.reducers, std::vector<std::string>{"samples"});
+  // No `reducers`: the default pipeline, configs/pipelines/default.yaml.
+  EXPECT_EQ(c.pipeline, "default");
+  EXPECT_EQ(c.reducers, (std::vector<std::string>{"samples", "branches", "lengths", "values"}));
+  EXPECT_TRUE(c.sequence.tensors.empty());
+  EXPECT_TRUE(c.harness->transforms.empty());
+  EXPECT_TRUE(c.invariants.dtype && c.invariants.layout && c.invariants.op && c.invariants.sample_axis);
   EXPECT_EQ(c.output, dir_ / "repro.tar.gz");
   EXPECT_EQ(c.work_dir, dir_ / "minrepro-work");
   EXPECT_EQ(c.seed, 0u);
@@ -545,6 +550,75 @@ TEST_F(CaseConfigTest, CommandCaseFiles) {
 TEST(KnownReducers, ComeFromTheRegistry) {
   EXPECT_FALSE(knownReducers().empty());
   EXPECT_EQ(knownReducers().front(), "samples");
+}
+
+}  // namespace
+}  // namespace minrepro
+
+// ---------------------------------------------------------------- reduction keys
+
+namespace minrepro {
+namespace {
+
+const char* const kReductionKeys = R"(sequence:
+  tensors: {tokens: 1, mask: -1}
+  padding: {mask: 0}
+  lengths: lengths
+  min_length: 2
+values:
+  exclude: [input]
+  trivial: {target: 1}
+invariants: {layout: false, operator: false}
+pipeline: shape-first
+)";
+
+const char* const kTransforms = R"(    transforms:
+      - {type: normalize, tensor: input, mean: 0.5, std: 0.25}
+      - {type: noise, name: jitter, tensor: input, std: 0.1}
+      - {type: pad, tensor: tokens, axis: 1, length: 520, value: 0, optional: false}
+)";
+
+TEST_F(CaseConfigTest, SequenceValuesInvariantsPipelineAndTransformsAreRead) {
+  const CaseConfig c = loadCase(write("case.yaml", std::string(kHarnessCase) + kTransforms + kReductionKeys));
+  ASSERT_EQ(c.sequence.tensors.size(), 2u);
+  EXPECT_EQ(c.sequence.tensors[1].axis, -1);
+  EXPECT_EQ(c.sequence.lengths, "lengths");
+  EXPECT_EQ(c.sequence.min_length, 2);
+  EXPECT_EQ(c.values.exclude, std::vector<std::string>{"input"});
+  EXPECT_EQ(c.values.trivial.at("target"), 1.0);
+  EXPECT_FALSE(c.invariants.layout);
+  EXPECT_FALSE(c.expected.require_original_op);
+  EXPECT_TRUE(c.invariants.dtype);
+  EXPECT_EQ(c.reducers, (std::vector<std::string>{"lengths", "branches", "samples", "values"}));
+  ASSERT_EQ(c.harness->transforms.size(), 3u);
+  EXPECT_EQ(c.harness->transforms[1].name, "jitter");
+  EXPECT_EQ(c.harness->transforms[1].seed, 1u);  // the case's seed 0 + its position
+  EXPECT_EQ(c.harness->transforms[2].params.at("length"), "520");
+  EXPECT_FALSE(c.harness->transforms[2].optional);
+  // Rendered and read again: the same reduction settings.
+  const std::string text = renderCase(c, dir_, "batch.pt", "model.pt");
+  const CaseConfig again = loadCase(write("again.yaml", text));
+  EXPECT_EQ(again.harness->transforms.size(), 3u);
+  EXPECT_EQ(again.harness->transforms[1].seed, 1u);
+  EXPECT_EQ(again.sequence.tensors[1].axis, -1);
+  EXPECT_FALSE(again.invariants.layout);
+}
+
+TEST_F(CaseConfigTest, ReductionKeysRejectMistakesClearly) {
+  const std::string base = kHarnessCase;
+  expectHas(errorFor(base + "    transforms:\n      - {type: nromalize, tensor: input, mean: 0, std: 1}\n"),
+            {"trial.harness.transforms[0].type", "did you mean 'normalize'?"});
+  expectHas(errorFor(base + "    transforms:\n      - {type: pad, tensor: x, axis: 1, length: 5}\n"),
+            {"trial.harness.transforms[0].value", "add 'value:'"});
+  expectHas(errorFor(base + "    transforms:\n      - {type: cast, tensor: x, dtype: half}\n"),
+            {"transforms[0].dtype", "float16"});
+  expectHas(errorFor(base + "reducers: [samples]\npipeline: default\n"), {"either 'pipeline' or 'reducers'"});
+  expectHas(errorFor(base + "pipeline: nosuch\n"), {"pipeline: expected the name of a pipeline", "nosuch"});
+  expectHas(errorFor(base + "sequence: {tensors: {}}\n"), {"sequence.tensors", "an empty map"});
+  expectHas(errorFor(base + "sequence:\n  tensors: {x: 1}\n  padding: {y: 0}\n"),
+            {"sequence.padding.y", "a tensor named in sequence.tensors"});
+  expectHas(errorFor(base + "  switches: [{name: a, args: [--a]}]\n"), {"'switches' only with 'command'"});
+  expectHas(errorFor(base + "invariants: {dtype: maybe}\n"), {"invariants.dtype", "true or false"});
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tests/e2e_fixture.h"
 #include "tests/test_util.h"
 
 namespace minrepro {
@@ -19,45 +20,7 @@ using testing::python;
 using testing::readFile;
 using testing::runCommand;
 
-class EndToEnd : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    examples_ = new testing::TempDir("minrepro-examples");
-    std::string output;
-    const int status = runCommand(python() + " " + std::string(MINREPRO_SOURCE_DIR) +
-                                      "/configs/examples/make_examples.py " + examples_->path().string(), &output);
-    ASSERT_EQ(status, 0) << output;
-  }
-  static void TearDownTestSuite() {
-    delete examples_;
-    examples_ = nullptr;
-  }
-  static fs::path example(const std::string& name) { return examples_->path() / name; }
-
-  int shrink(const fs::path& case_file, const fs::path& archive, std::string* output) {
-    return runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + case_file.string() + " --output " +
-                          archive.string() + " --work-dir " + (work_.path() / "work").string(), output);
-  }
-  // Extracts with tar into an empty directory.
-  fs::path extract(const fs::path& archive) {
-    const fs::path out = work_.path() / "extracted";
-    fs::create_directories(out);
-    EXPECT_EQ(runCommand("tar xzf " + archive.string() + " -C " + out.string()), 0);
-    return out;
-  }
-  // Evaluates a Python expression on the extracted batch.
-  std::string pyBatch(const fs::path& dir, const std::string& expr) {
-    std::string output;
-    runCommand("cd " + dir.string() + " && " + python() + " -c \"import torch; b = torch.load('batch.pt'); print(" +
-                   expr + ")\"", &output);
-    return output;
-  }
-
-  static testing::TempDir* examples_;
-  testing::TempDir work_{"minrepro-e2e"};
-};
-
-testing::TempDir* EndToEnd::examples_ = nullptr;
+using EndToEnd = testing::ExampleCases;
 
 TEST_F(EndToEnd, Class4ShrinksToTheOneBadSampleAndReproducesWithoutMinrepro) {
   const fs::path archive = work_.path() / "repro.tar.gz";

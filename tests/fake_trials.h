@@ -27,6 +27,16 @@ class FakeBatchStore : public BatchStore {
     std::ofstream f(out);
     for (auto k : keep) f << k << "\n";
   }
+  void writeCandidate(const Selection& selection, const std::filesystem::path& out) const override {
+    writeSubset(selection.samples, out);
+  }
+  std::vector<TensorInfo> describeCandidate(const Selection&) const override { return {}; }
+  // No sequence axis, no branches, no values: only the samples pass has work.
+  std::int64_t sequenceLength() const override { return 0; }
+  std::vector<std::int64_t> sampleLengths() const override { return {}; }
+  std::int64_t minLength() const override { return 1; }
+  std::vector<std::string> optionalBranches() const override { return {}; }
+  std::vector<ValueUnit> nonTrivialValues(const Selection&) const override { return {}; }
 
  private:
   std::int64_t n_;

@@ -14,6 +14,17 @@ with case.yaml, batch.pt and (for the built-in harness) model.pt.
            the same class-4 bug -> one sample left
   flaky    a user command that fails on one sample (id 30045) only about
            3 times in 10, seeded per trial -> that sample, with the rate
+  seqlen   positions past 512 of a learned position table: fails for any
+           sequence of 513 or more -> one sample, window 513, that sample's
+           own length 1 (mask and lengths kept consistent), tokens trivial
+  exactlen a length-bucketed sampler whose bucket 300 is corrupt: fails at
+           exactly length 300 -> the length stays 300, values trivial
+  strided  view() on a non-contiguous (transposed) input -> 1 sample, window
+           2 (at length 1 the input would be contiguous: rejected without a trial)
+  half     a float16 Linear on CPU ("addmm_impl_cpu_" not implemented for
+           'Half') -> 1 sample, still float16, values 0
+  augment  a pad-to-520 augmentation overruns a 512-position table; normalize
+           and noise are not needed -> only the pad branch stays on
 """
 import os
 import sys
@@ -89,7 +100,8 @@ trial:
 failure:
   family: index-error
   operator: nll_loss
-reducers: [samples]
+# No `reducers`: the default pipeline (configs/pipelines/default.yaml), so
+# the values pass leaves the offending target and trivial data elsewhere.
 output: repro.tar.gz
 """)
 
@@ -207,10 +219,141 @@ output: repro.tar.gz
 """)
 
 
+class Positions(torch.nn.Module):
+    """Token embeddings plus a learned position table of 512 rows: a longer
+    sequence indexes past the table (index out of range in self)."""
+
+    def __init__(self):
+        super().__init__()
+        self.tokens = torch.nn.Embedding(1000, 8)
+        self.positions = torch.nn.Embedding(512, 8)
+
+    def forward(self, tokens):
+        pos = torch.arange(tokens.size(1)).unsqueeze(0)
+        return (self.tokens(tokens) + self.positions(pos)).mean(1)
+
+
+class BucketSampler(torch.nn.Module):
+    """Samples one position per sequence with weights looked up by the
+    sequence length; the bucket for length 300 holds a corrupt weight."""
+
+    def __init__(self):
+        super().__init__()
+        weights = torch.ones(1024)
+        weights[300] = -1.0
+        self.register_buffer("weights", weights)
+
+    def forward(self, x):
+        w = self.weights[x.size(1)]
+        probs = torch.softmax(x.mean(-1), -1) * w
+        pick = torch.multinomial(probs, 1)
+        return x.gather(1, pick.unsqueeze(-1).expand(-1, -1, x.size(2))).squeeze(1)
+
+
+class Flatten(torch.nn.Module):
+    """view() needs a compatible layout: a transposed batch fails."""
+
+    def forward(self, x):
+        return x.view(x.size(0), -1).sum(1, keepdim=True)
+
+
+class PositionTable(torch.nn.Module):
+    """Adds a fixed 512-position table: a longer sequence does not broadcast."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", torch.zeros(512, 4))
+
+    def forward(self, x):
+        return (x + self.table[: x.size(1)]).mean(1)
+
+
+def save_case(out, model, batch, comment, samples, model_input, extra="", transforms=""):
+    """Writes model.pt, batch.pt and a case.yaml for the built-in harness with
+    a deterministic failure (flaky handling off); `extra` holds more top-level
+    keys (sequence, failure), `transforms` the harness's transform list."""
+    torch.jit.save(torch.jit.script(model.eval()), os.path.join(out, "model.pt"))
+    torch.save(batch, os.path.join(out, "batch.pt"))
+    write_case(os.path.join(out, "case.yaml"), f"""\
+# {comment}
+batch: batch.pt
+samples:
+  tensors: {samples}
+  ids: sample_id
+{extra}trial:
+  harness:
+    model: model.pt
+    input: {model_input}
+{transforms}  timeout: 60
+flaky:
+  enabled: false
+output: repro.tar.gz
+""")
+
+
+def make_seqlen(out):
+    gen = torch.Generator().manual_seed(7)
+    torch.manual_seed(7)
+    n, length = 16, 600
+    lengths = torch.randint(100, length + 1, (n,), generator=gen)
+    lengths[3] = length
+    positions = torch.arange(length).unsqueeze(0)
+    mask = positions < lengths.unsqueeze(1)
+    tokens = torch.randint(1, 1000, (n, length), generator=gen) * mask
+    batch = {"tokens": tokens, "mask": mask, "lengths": lengths, "sample_id": torch.arange(n) + 40000}
+    save_case(out, Positions(), batch, "Sequences longer than the 512-row position table fail.",
+              "{tokens: 0, mask: 0}", "tokens", extra="""\
+sequence:
+  tensors: {tokens: 1, mask: 1}
+  padding: {tokens: 0, mask: 0}
+  lengths: lengths
+failure:
+  family: index-error
+""")
+
+
+def make_exactlen(out):
+    gen = torch.Generator().manual_seed(8)
+    batch = {"x": torch.randn(8, 300, 4, generator=gen), "sample_id": torch.arange(8) + 50000}
+    save_case(out, BucketSampler(), batch, "Fails only at sequence length 300 (a corrupt bucket weight).",
+              "{x: 0}", "x", extra="sequence:\n  tensors: {x: 1}\n")
+
+
+def make_strided(out):
+    gen = torch.Generator().manual_seed(9)
+    x = torch.randn(8, 6, 40, generator=gen).transpose(1, 2)   # [8, 40, 6], not contiguous
+    batch = {"x": x, "sample_id": torch.arange(8) + 60000}
+    save_case(out, Flatten(), batch, "view() on a transposed input: fails only while it is not contiguous.",
+              "{x: 0}", "x", extra="sequence:\n  tensors: {x: 1}\n")
+
+
+def make_half(out):
+    gen = torch.Generator().manual_seed(10)
+    torch.manual_seed(10)
+    batch = {"input": torch.randn(32, FEATURES, generator=gen).half(), "sample_id": torch.arange(32) + 70000}
+    save_case(out, torch.nn.Linear(FEATURES, CLASSES).half(), batch,
+              "A float16 Linear layer on CPU: LibTorch 1.13 has no Half addmm kernel there.",
+              "{input: 0}", "input", extra="failure:\n  family: op-unavailable\n")
+
+
+def make_augment(out):
+    gen = torch.Generator().manual_seed(11)
+    batch = {"x": torch.randn(16, 128, 4, generator=gen), "sample_id": torch.arange(16) + 80000}
+    save_case(out, PositionTable(), batch,
+              "Padding every sequence to 520 overruns a 512-position table; the other augmentations are innocent.",
+              "{x: 0}", "x", extra="sequence:\n  tensors: {x: 1}\n", transforms="""\
+    transforms:
+      - {type: normalize, tensor: x, mean: 0.5, std: 0.25}
+      - {type: noise, tensor: x, std: 0.1}
+      - {type: pad, tensor: x, axis: 1, length: 520, value: 0}
+""")
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else HERE
     for name, make in [("class4", make_class4), ("pair", make_pair), ("command", make_command),
-                       ("flaky", make_flaky)]:
+                       ("flaky", make_flaky), ("seqlen", make_seqlen), ("exactlen", make_exactlen),
+                       ("strided", make_strided), ("half", make_half), ("augment", make_augment)]:
         out = os.path.join(root, name)
         os.makedirs(out, exist_ok=True)
         make(out)

@@ -1,0 +1,143 @@
+#include "engine/pipeline.h"
+
+#include <iomanip>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "engine/delta.h"
+#include "engine/knob_search.h"
+
+namespace minrepro {
+
+namespace {
+
+// The state a pass shares with its searches: where it reports.
+struct PassContext {
+  TrialOracle& oracle;
+  Log& log;
+  const CaseView& view;
+  const CaseSize original;
+  CaseSize size;  // of the current case
+  // Knob ("lengths end") -> the value its last search ended at. A later
+  // round finding it there again checks one value below instead of
+  // searching the whole range again.
+  std::map<std::string, std::int64_t> knob_results;
+};
+
+std::string progressLine(const PassContext& pc) {
+  const OracleStats& s = pc.oracle.stats();
+  std::ostringstream line;
+  line << pc.size.describe() << " (was " << pc.original.samples << " samples) | trials " << s.trials << " (replayed "
+       << s.replayed << ", cached " << s.reused << ") fail " << s.same_failure << " pass " << s.passed << " other "
+       << s.different_failure << " timeout " << s.timeouts << " invariant " << s.rejected_by_invariant << " | p~"
+       << std::fixed << std::setprecision(2) << pc.oracle.rate().estimate() << " | " << std::setprecision(0)
+       << pc.log.elapsedSeconds() << "s";
+  return line.str();
+}
+
+// Asks the oracle; on acceptance logs the new size of the case.
+bool ask(PassContext& pc, const Reducer& reducer, const Selection& candidate, const Speculation& next) {
+  const bool failing = pc.oracle.interesting(candidate, next);
+  if (failing) {
+    pc.size = measureSize(candidate, pc.view);
+    pc.log.detail("accepted (" + reducer.name() + "): " + pc.size.describe());
+  }
+  pc.log.status(progressLine(pc));
+  return failing;
+}
+
+// The candidates the search asks next if the current one is accepted (the
+// likelier answer), for speculative trials in free job slots.
+template <typename Search, typename Make>
+std::vector<Selection> acceptChain(const Search& search, const Make& make, std::size_t max) {
+  std::vector<Selection> chain;
+  Search ahead = search;
+  while (chain.size() < max) {
+    ahead.answer(true);
+    if (ahead.done()) break;
+    chain.push_back(make(ahead));
+  }
+  return chain;
+}
+
+Selection runSetPass(PassContext& pc, const Reducer& reducer, const Selection& current, const DeltaOptions& options) {
+  const std::size_t units = reducer.unitCount(current);
+  if (units == 0) return current;
+  if (reducer.allowsEmpty() && ask(pc, reducer, reducer.apply(current, {}), {})) return reducer.apply(current, {});
+  if (units == 1) return current;
+  DeltaSearch search(units, options);
+  auto make = [&](const DeltaSearch& s) { return reducer.apply(current, s.query()); };
+  while (!search.done()) {
+    auto next = [&](std::size_t max) { return acceptChain(search, make, max); };
+    search.answer(ask(pc, reducer, make(search), next));
+  }
+  return reducer.apply(current, search.result());
+}
+
+Selection runKnobPass(PassContext& pc, const Reducer& reducer, Selection current) {
+  // Knobs are re-read after each search: shortening the window changes the
+  // per-sample knobs. Each knob is searched once per pass, by name.
+  std::set<std::string> searched;
+  for (bool again = true; again;) {
+    again = false;
+    for (const Knob& knob : reducer.knobs(current)) {
+      if (!searched.insert(knob.name).second) continue;
+      const std::string id = reducer.name() + " " + knob.name;
+      std::int64_t top = knob.value;  // known to fail
+      if (auto it = pc.knob_results.find(id); it != pc.knob_results.end() && it->second == top && knob.min < top) {
+        // Minimal last round: one trial says whether it still is.
+        if (!ask(pc, reducer, reducer.withKnob(current, knob, top - 1), {})) continue;
+        top -= 1;
+      }
+      KnobSearch search(knob.min, top);
+      auto make = [&](const KnobSearch& s) { return reducer.withKnob(current, knob, s.query()); };
+      while (!search.done()) {
+        auto next = [&](std::size_t max) { return acceptChain(search, make, max); };
+        search.answer(ask(pc, reducer, make(search), next));
+      }
+      if (search.result() != knob.value) pc.log.info("  " + reducer.name() + " " + knob.name + ": " +
+                                                     std::to_string(knob.value) + " -> " + std::to_string(search.result()));
+      current = reducer.withKnob(current, knob, search.result());
+      pc.knob_results[id] = search.result();
+      again = true;
+      break;
+    }
+  }
+  return current;
+}
+
+Selection runPass(PassContext& pc, const Reducer& reducer, const Selection& current, const DeltaOptions& options) {
+  const OracleStats before = pc.oracle.stats();
+  const CaseSize size_before = pc.size;
+  Selection next = reducer.knobs(current).empty() ? runSetPass(pc, reducer, current, options)
+                                                  : runKnobPass(pc, reducer, current);
+  const OracleStats& after = pc.oracle.stats();
+  pc.log.info("pass " + reducer.name() + ": " + size_before.describe() + " -> " + pc.size.describe() + " in " +
+              std::to_string(after.trials + after.replayed - before.trials - before.replayed) + " trials (" +
+              std::to_string(after.rejected_by_invariant - before.rejected_by_invariant) +
+              " candidates rejected by invariants without a trial)");
+  return next;
+}
+
+}  // namespace
+
+Selection runPipeline(const CaseConfig& config, const CaseView& view, Selection current, TrialOracle& oracle, Log& log) {
+  const DeltaOptions options = config.flaky.enabled ? flakyDeltaOptions() : DeltaOptions{};
+  const CaseSize original = measureSize(current, view);
+  PassContext pc{oracle, log, view, original, original};
+  std::vector<std::unique_ptr<Reducer>> passes;
+  for (const auto& name : config.reducers) passes.push_back(findReducer(name)->create(view));
+  for (int round = 1;; ++round) {
+    const double before = pc.size.product();
+    for (const auto& reducer : passes) current = runPass(pc, *reducer, current, options);
+    if (pc.size.product() >= before) break;
+    // One pass alone is done after one round (samples are 1-minimal); with
+    // several, one pass's progress can open another's.
+    if (passes.size() <= 1) break;
+    log.info("round " + std::to_string(round) + " made progress (" + pc.size.describe() + "); running the passes again");
+  }
+  return current;
+}
+
+}  // namespace minrepro

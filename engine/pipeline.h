@@ -1,0 +1,16 @@
+// The pass schedule: the case's passes (case.yaml `reducers`, or a pipeline
+// of configs/pipelines) in order, repeated until a whole round makes no
+// progress. Set passes are searched by DeltaSearch, knob passes by
+// KnobSearch; every accepted step is logged with the case's size.
+#pragma once
+
+#include "engine/case_config.h"
+#include "engine/log.h"
+#include "engine/oracle.h"
+#include "reducers/reducer.h"
+
+namespace minrepro {
+
+Selection runPipeline(const CaseConfig& config, const CaseView& view, Selection start, TrialOracle& oracle, Log& log);
+
+}  // namespace minrepro

@@ -1,0 +1,56 @@
+// The whole-binary tier's fixture: the bundled examples made once by
+// configs/examples/make_examples.py, and the real minrepro run on them.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "tests/test_util.h"
+
+namespace minrepro::testing {
+
+namespace fs = std::filesystem;
+
+class ExampleCases : public ::testing::Test {
+ protected:
+  // The bundled examples, made once per test binary run.
+  static void SetUpTestSuite() {
+    examples_ = new TempDir("minrepro-examples");
+    std::string output;
+    const int status = testing::runCommand(testing::python() + " " + std::string(MINREPRO_SOURCE_DIR) +
+                                      "/configs/examples/make_examples.py " + examples_->path().string(), &output);
+    ASSERT_EQ(status, 0) << output;
+  }
+  static void TearDownTestSuite() {
+    delete examples_;
+    examples_ = nullptr;
+  }
+  static fs::path example(const std::string& name) { return examples_->path() / name; }
+
+  int shrink(const fs::path& case_file, const fs::path& archive, std::string* output) {
+    return testing::runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + case_file.string() + " --output " +
+                          archive.string() + " --work-dir " + (work_.path() / "work").string(), output);
+  }
+  // Extracts with tar into an empty directory.
+  fs::path extract(const fs::path& archive) {
+    const fs::path out = work_.path() / "extracted";
+    fs::create_directories(out);
+    EXPECT_EQ(testing::runCommand("tar xzf " + archive.string() + " -C " + out.string()), 0);
+    return out;
+  }
+  // Evaluates a Python expression on the extracted batch.
+  std::string pyBatch(const fs::path& dir, const std::string& expr) {
+    std::string output;
+    testing::runCommand("cd " + dir.string() + " && " + testing::python() + " -c \"import torch; b = torch.load('batch.pt'); print(" +
+                   expr + ")\"", &output);
+    return output;
+  }
+
+  static inline TempDir* examples_ = nullptr;
+  TempDir work_{"minrepro-e2e"};
+};
+
+
+}  // namespace minrepro::testing

@@ -1,0 +1,86 @@
+// End-to-end per reducer: the real binary on the bundled examples whose
+// trigger is a length, a layout, a dtype or a branch; the checks read the
+// minimal batch, the archive's case and the report.
+#include <gtest/gtest.h>
+
+#include "tests/e2e_fixture.h"
+#include "tests/test_util.h"
+
+namespace minrepro {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::readFile;
+
+class ReducerEndToEnd : public testing::ExampleCases {
+ protected:
+  // Shrinks the example; returns the extracted archive's directory.
+  fs::path shrinkExample(const std::string& name) {
+    const fs::path archive = work_.path() / "repro.tar.gz";
+    EXPECT_EQ(shrink(example(name) / "case.yaml", archive, &log_), 0) << log_;
+    return extract(archive);
+  }
+  bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+  std::string log_;
+};
+
+TEST_F(ReducerEndToEnd, LengthAboveAThresholdIsCutToTheThresholdWithMaskAndLengthsConsistent) {
+  const fs::path dir = shrinkExample("seqlen");
+  // The window stops at 513, the first length past the 512-row table; the
+  // kept sample's own length went to 1: mask and lengths agree with it.
+  EXPECT_EQ(pyBatch(dir, "tuple(b['tokens'].shape), b['tokens'].dtype, b['lengths'].tolist(), "
+                         "b['mask'][0, :2].tolist(), int(b['mask'].sum()), int(b['tokens'].abs().sum())"),
+            "(1, 513) torch.int64 [1] [True, False] 1 0\n");
+  const std::string report = readFile(dir / "REPORT.md");
+  EXPECT_TRUE(has(report, "Sequence window: positions 0..513 of 600 (length 513)")) << report;
+  EXPECT_TRUE(has(report, "shortened to 1")) << report;
+  EXPECT_TRUE(has(log_, "lengths end: 600 -> 513")) << log_;
+}
+
+TEST_F(ReducerEndToEnd, FailureAtOneExactLengthKeepsThatLength) {
+  const fs::path dir = shrinkExample("exactlen");
+  EXPECT_EQ(pyBatch(dir, "tuple(b['x'].shape), b['x'].dtype, int(b['x'].count_nonzero())"),
+            "(1, 300, 4) torch.float32 0\n");
+  EXPECT_TRUE(has(readFile(dir / "REPORT.md"), "probability tensor contains either")) << log_;
+}
+
+TEST_F(ReducerEndToEnd, NonContiguousInputStaysNonContiguousAndBrokenLayoutsCostNoTrial) {
+  const fs::path dir = shrinkExample("strided");
+  // Length 1 would make the transposed input contiguous: rejected before any trial.
+  EXPECT_EQ(pyBatch(dir, "tuple(b['x'].shape), b['x'].stride(), b['x'].is_contiguous()"),
+            "(1, 2, 6) (12, 1, 2) False\n");
+  const std::string report = readFile(dir / "REPORT.md");
+  EXPECT_TRUE(has(report, "rejected by invariants without a trial")) << report;
+  EXPECT_FALSE(has(report, " 0 rejected by invariants without a trial")) << report;
+  EXPECT_TRUE(has(report, "view size is not compatible")) << report;
+}
+
+TEST_F(ReducerEndToEnd, HalfPrecisionFailureKeepsItsDtype) {
+  const fs::path dir = shrinkExample("half");
+  EXPECT_EQ(pyBatch(dir, "tuple(b['input'].shape), b['input'].dtype, int(b['input'].count_nonzero())"),
+            "(1, 8) torch.float16 0\n");
+  EXPECT_TRUE(has(readFile(dir / "REPORT.md"), "# Reproducer: op-unavailable in addmm")) << log_;
+}
+
+TEST_F(ReducerEndToEnd, OnlyTheAugmentationThatTriggersStaysOnAndTheReproducerAppliesIt) {
+  const fs::path dir = shrinkExample("augment");
+  const std::string report = readFile(dir / "REPORT.md");
+  EXPECT_TRUE(has(report, "Branches needed: pad; switched off without losing the failure: normalize, noise")) << report;
+  const std::string case_yaml = readFile(dir / "case.yaml");
+  EXPECT_TRUE(has(case_yaml, "{type: pad, tensor: x, axis: 1, length: 520, value: 0}")) << case_yaml;
+  EXPECT_FALSE(has(case_yaml, "normalize")) << case_yaml;
+  // The length does not matter once the pad branch is on: cut to 1.
+  EXPECT_EQ(pyBatch(dir, "tuple(b['x'].shape)"), "(1, 1, 4)\n");
+  std::string repro;
+  EXPECT_NE(testing::runCommand("cd " + dir.string() + " && " + testing::python() + " repro.py", &repro), 0);
+  EXPECT_TRUE(has(repro, "The size of tensor a (520) must match the size of tensor b (512)")) << repro;
+}
+
+TEST_F(ReducerEndToEnd, WorkedExampleKeepsTheOffendingTargetAndTrivialDataElsewhere) {
+  const fs::path dir = shrinkExample("class4");
+  EXPECT_EQ(pyBatch(dir, "b['target'].tolist(), b['sample_id'].tolist(), int(b['input'].count_nonzero())"),
+            "[4] [10313] 0\n");
+}
+
+}  // namespace
+}  // namespace minrepro

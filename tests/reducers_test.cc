@@ -1,0 +1,200 @@
+// Unit tier for the passes beyond samples: the knob search, the invariants,
+// each reducer against a scripted CaseView, and the batch store's
+// materialization of a candidate on real tensors.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "engine/branches.h"
+#include "engine/invariants.h"
+#include "engine/knob_search.h"
+#include "harness/batch_io.h"
+#include "harness/batch_store.h"
+#include "reducers/reducer.h"
+#include "tests/test_util.h"
+
+namespace minrepro {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Runs a knob search against a predicate; returns {result, trials}.
+std::pair<std::int64_t, int> searchKnob(std::int64_t min, std::int64_t current,
+                                        const std::function<bool(std::int64_t)>& fails) {
+  KnobSearch search(min, current);
+  int trials = 0;
+  while (!search.done()) {
+    ++trials;
+    search.answer(fails(search.query()));
+  }
+  return {search.result(), trials};
+}
+
+TEST(KnobSearch, FindsEveryThresholdInLogarithmicTrials) {
+  for (std::int64_t threshold = 1; threshold <= 600; ++threshold) {
+    const auto [result, trials] = searchKnob(1, 600, [&](std::int64_t v) { return v >= threshold; });
+    EXPECT_EQ(result, threshold);
+    EXPECT_LE(trials, 1 + static_cast<int>(std::ceil(std::log2(599.0)))) << threshold;
+  }
+}
+
+TEST(KnobSearch, KeepsAnExactLengthTrigger) {
+  const auto [result, trials] = searchKnob(1, 300, [](std::int64_t v) { return v == 300; });
+  EXPECT_EQ(result, 300);
+  EXPECT_LE(trials, 10);
+  // A length that does not matter costs one trial.
+  EXPECT_EQ(searchKnob(1, 300, [](std::int64_t) { return true; }), (std::pair<std::int64_t, int>{1, 1}));
+}
+
+TensorInfo info(const std::string& name, const std::string& dtype, const std::string& layout,
+                std::vector<std::int64_t> shape, bool samples = true) {
+  TensorInfo t{name, dtype, std::move(shape), {}, layout};
+  t.has_sample_axis = samples;
+  return t;
+}
+
+TEST(Invariants, DtypeLayoutAndSampleCountAreCheckedAndCanBeRelaxed) {
+  const std::vector<TensorInfo> original{info("x", "float16", "transposed", {8, 4}), info("y", "int64", "contiguous", {8})};
+  EXPECT_FALSE(brokenInvariant({}, original, {info("x", "float16", "strided", {2, 4}), info("y", "int64", "contiguous", {2})}));
+  EXPECT_EQ(*brokenInvariant({}, original, {info("x", "float32", "transposed", {2, 4}), info("y", "int64", "contiguous", {2})}),
+            "x: dtype float16 became float32");
+  EXPECT_EQ(*brokenInvariant({}, original, {info("x", "float16", "contiguous", {1, 4}), info("y", "int64", "contiguous", {1})}),
+            "x: layout transposed became contiguous");
+  EXPECT_EQ(*brokenInvariant({}, original, {info("x", "float16", "strided", {2, 4}), info("y", "int64", "contiguous", {3})}),
+            "sample counts disagree: x has 2, y has 3");
+  Invariants relaxed;
+  relaxed.layout = false;
+  EXPECT_FALSE(brokenInvariant(relaxed, original, {info("x", "float16", "contiguous", {1, 4}), info("y", "int64", "contiguous", {1})}));
+}
+
+// A CaseView with scripted answers (no batch).
+struct ScriptedView : CaseView {
+  std::int64_t sampleCount() const override { return 4; }
+  std::int64_t sequenceLength() const override { return 10; }
+  std::vector<std::int64_t> sampleLengths() const override { return {10, 7, 3, 10}; }
+  std::int64_t minLength() const override { return 1; }
+  std::vector<std::string> optionalBranches() const override { return {"crop", "noise", "pad"}; }
+  std::vector<ValueUnit> nonTrivialValues(const Selection&) const override { return {{"x", 5}, {"x", 9}, {"y", 2}}; }
+};
+
+TEST(Reducers, BranchesSwitchOffWhatIsNotKept) {
+  ScriptedView view;
+  const auto reducer = findReducer("branches")->create(view);
+  Selection s = fullSelection(view);
+  s.branches_off = {"noise"};
+  EXPECT_EQ(reducer->unitCount(s), 2u);  // crop, pad
+  EXPECT_EQ(reducer->apply(s, {1}).branches_off, (std::set<std::string>{"crop", "noise"}));
+  EXPECT_TRUE(reducer->allowsEmpty());
+  EXPECT_EQ(measureSize(reducer->apply(s, {}), view).branches, 0);
+}
+
+TEST(Reducers, ValuesKeepOnlyTheChosenElementsPerTensor) {
+  ScriptedView view;
+  const auto reducer = findReducer("values")->create(view);
+  const Selection next = reducer->apply(fullSelection(view), {1});
+  EXPECT_EQ(next.values_kept.at("x"), (std::vector<std::int64_t>{9}));
+  EXPECT_TRUE(next.values_kept.at("y").empty());
+}
+
+TEST(Reducers, LengthKnobsCutTheWindowThenEachSample) {
+  ScriptedView view;
+  const auto reducer = findReducer("lengths")->create(view);
+  Selection s = fullSelection(view);
+  s.samples = {1, 2};
+  auto knobs = reducer->knobs(s);
+  ASSERT_EQ(knobs.size(), 4u);  // end, start, sample 1 (7), sample 2 (3)
+  EXPECT_EQ(knobs[2].name, "sample 1");
+  EXPECT_EQ(knobs[2].value, 7);
+  s = reducer->withKnob(s, knobs[0], 6);  // window [0, 6)
+  s = reducer->withKnob(s, knobs[1], 4);  // window [2, 6)
+  EXPECT_EQ(s.seq_begin, 2);
+  EXPECT_EQ(s.seq_end, 6);
+  knobs = reducer->knobs(s);
+  ASSERT_EQ(knobs.size(), 3u);   // sample 2 shows only position 2 of its 3: nothing left to cut
+  EXPECT_EQ(knobs[2].value, 4);  // sample 1: positions 2..6 of its 7
+  EXPECT_EQ(reducer->withKnob(s, knobs[2], 2).lengths.at(1), 4);  // 2 visible = original length 4
+}
+
+TEST(Branches, CommandSwitchesGetTheirOnOrOffArgumentsAndEnvironment) {
+  CommandTrial c{{"/usr/bin/python3", "step.py", "{batch}"}, {{"A", "1"}}, {}};
+  c.switches = {CommandSwitch{"mixup", {"--mixup"}, {}, {{"MIXUP", "1"}}, {{"MIXUP", "0"}}}};
+  const CommandTrial on = withBranches(c, {});
+  EXPECT_EQ(on.argv.back(), "--mixup");
+  EXPECT_EQ(on.env.at("MIXUP"), "1");
+  const CommandTrial off = withBranches(c, {"mixup"});
+  EXPECT_EQ(off.argv.back(), "{batch}");
+  EXPECT_EQ(off.env.at("MIXUP"), "0");
+  EXPECT_EQ(off.env.at("A"), "1");
+}
+
+// A real batch: tokens with a per-sample length tensor, a mask and floats.
+struct MaterializeFixture : ::testing::Test {
+  testing::TempDir dir;
+  CaseConfig config;
+  void SetUp() override {
+    config.case_file = dir.path() / "case.yaml";
+    config.batch = dir.path() / "batch.pt";
+    NamedTensors b;
+    const at::Tensor lengths = at::tensor(std::vector<int64_t>{6, 4, 2}, at::kLong);
+    const at::Tensor mask = at::arange(6).unsqueeze(0) < lengths.unsqueeze(1);
+    b.names = {"tokens", "mask", "lengths", "x"};
+    b.tensors = {(at::arange(1, 19, at::kLong).view({3, 6}) * mask), mask, lengths,
+                 at::arange(1, 13, at::kFloat).view({4, 3}).t()};  // [3, 4], transposed
+    writeBatchFile(b, config.batch);
+    config.sample_axes = {{"tokens", 0}, {"mask", 0}, {"x", 0}};
+    config.sequence.tensors = {{"tokens", 1, 0}, {"mask", 1, 0}};
+    config.sequence.lengths = "lengths";
+  }
+  NamedTensors write(const Selection& s) {
+    const auto store = BatchStore::open(config);
+    store->writeCandidate(s, dir.path() / "c.pt");
+    return readBatchFile(dir.path() / "c.pt");
+  }
+};
+
+TEST_F(MaterializeFixture, WindowAndSampleLengthsKeepMaskPaddingAndLengthsConsistent) {
+  Selection s;
+  s.samples = {0, 1};
+  s.seq_begin = 1;
+  s.seq_end = 5;
+  s.lengths[0] = 3;  // sample 0: positions 1, 2 stay
+  const NamedTensors c = write(s);
+  EXPECT_TRUE(c.tensors[0].equal(at::tensor(std::vector<int64_t>{2, 3, 0, 0, 8, 9, 10, 0}, at::kLong).view({2, 4})));
+  EXPECT_EQ(c.tensors[1].sum().item<int64_t>(), 5);  // 2 + 3 real positions
+  EXPECT_TRUE(c.tensors[2].equal(at::tensor(std::vector<int64_t>{2, 3}, at::kLong)));
+  EXPECT_EQ(c.tensors[3].strides().vec(), (std::vector<int64_t>{1, 2}));  // still transposed
+}
+
+TEST_F(MaterializeFixture, DroppedValuesBecomeTrivialAndPaddingIsNeverAUnit) {
+  const auto store = BatchStore::open(config);
+  Selection s = fullSelection(*store);
+  s.samples = {2};
+  // Sample 2 has 2 real tokens, its mask's 2 trues are already trivial (masks
+  // trivial at all-ones), and x's row holds 3, 6, 9, 12.
+  const std::vector<ValueUnit> units = store->nonTrivialValues(s);
+  ASSERT_EQ(units.size(), 6u);
+  EXPECT_EQ(units[0].tensor, "tokens");
+  EXPECT_EQ(units[0].index, 12);  // row 2, column 0 of the [3, 6] original
+  s.values_kept["tokens"] = {13};
+  s.values_kept["x"] = {};
+  const NamedTensors c = write(s);
+  EXPECT_TRUE(c.tensors[0].equal(at::tensor(std::vector<int64_t>{0, 14, 0, 0, 0, 0}, at::kLong).view({1, 6})));
+  EXPECT_EQ(c.tensors[3].count_nonzero().item<int64_t>(), 0);
+  EXPECT_EQ(c.tensors[3].scalar_type(), at::kFloat);
+}
+
+TEST_F(MaterializeFixture, LengthsOutsideTheSequenceAreBadInput) {
+  NamedTensors b = readBatchFile(config.batch);
+  b.tensors[2] = at::tensor(std::vector<int64_t>{7, 4, 2}, at::kLong);
+  writeBatchFile(b, config.batch);
+  try {
+    BatchStore::open(config);
+    FAIL() << "opened";
+  } catch (const CaseError& e) {
+    EXPECT_NE(std::string(e.what()).find("holds lengths outside [0, 6]"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace minrepro
