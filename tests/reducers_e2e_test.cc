@@ -82,5 +82,38 @@ TEST_F(ReducerEndToEnd, WorkedExampleKeepsTheOffendingTargetAndTrivialDataElsewh
             "[4] [10313] 0\n");
 }
 
+TEST_F(ReducerEndToEnd, CommandSwitchesReachTheProgramAndOnlyTheNeededOneStaysOn) {
+  // A user step that fails only with --crop; NOISE=1 (on) or 0 (off) changes nothing.
+  const fs::path dir = work_.path() / "switches";
+  fs::create_directories(dir);
+  fs::copy_file(example("class4") / "batch.pt", dir / "batch.pt");
+  testing::writeFile(dir / "step.py",
+                     "import os, sys\nimport torch\nb = torch.load(sys.argv[1])\n"
+                     "assert os.environ['NOISE'] in ('0', '1'), os.environ['NOISE']\n"
+                     "if '--crop' in sys.argv:\n    raise IndexError('crop window out of range')\n");
+  testing::writeFile(dir / "case.yaml", R"(batch: batch.pt
+samples: {tensors: {input: 0, target: 0}, ids: sample_id}
+trial:
+  command: ["/usr/bin/python3", "{case_dir}/step.py", "{batch}"]
+  switches:
+    - {name: noise, env: {NOISE: "1"}, off_env: {NOISE: "0"}}
+    - {name: crop, args: ["--crop"]}
+flaky: {enabled: false}
+reducers: [branches, samples]
+)");
+  const fs::path archive = work_.path() / "switches.tar.gz";
+  ASSERT_EQ(shrink(dir / "case.yaml", archive, &log_), 0) << log_;
+  const fs::path out = extract(archive);
+  EXPECT_TRUE(has(readFile(out / "REPORT.md"), "Branches needed: crop; switched off without losing the failure: noise"));
+  // The archive's case has the choice baked in: the argument and the off environment.
+  const std::string case_yaml = readFile(out / "case.yaml");
+  EXPECT_TRUE(has(case_yaml, "\"--crop\"]") || has(case_yaml, "--crop]")) << case_yaml;
+  EXPECT_TRUE(has(case_yaml, "NOISE: \"0\"")) << case_yaml;
+  EXPECT_FALSE(has(case_yaml, "switches")) << case_yaml;
+  std::string repro;
+  EXPECT_NE(testing::runCommand("cd " + out.string() + " && " + testing::python() + " repro.py", &repro), 0);
+  EXPECT_TRUE(has(repro, "IndexError: crop window out of range")) << repro;
+}
+
 }  // namespace
 }  // namespace minrepro
