@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <future>
 #include <fstream>
 #include <iomanip>
 
@@ -192,7 +193,7 @@ void writeBestSoFar(const CaseConfig& config, const BatchStore& batch, const Sel
   fs::rename(tmp, dir / "case.yaml");
 }
 
-ReductionSummary summarize(const ShrinkOptions& options, const CaseConfig& config, const BatchStore& batch,
+ReductionSummary summarize(KeyValues environment, const CaseConfig& config, const BatchStore& batch,
                            const TrialOracle& oracle, const Selection& minimal, const fs::path& minimal_batch) {
   ReductionSummary summary;
   summary.signature = oracle.reference();
@@ -213,7 +214,7 @@ ReductionSummary summarize(const ShrinkOptions& options, const CaseConfig& confi
   summary.rate = oracle.rate();
   summary.flaky = config.flaky;
   summary.seed = config.seed;
-  summary.environment = probeEnvironment(options, config);
+  summary.environment = std::move(environment);
   summary.environment.emplace_back("Trial determinism", "MINREPRO_SEED=PYTHONHASHSEED=" + std::to_string(config.seed) +
                                                             ", MINREPRO_TRIAL=<trial number>, deterministic algorithms " +
                                                             (config.deterministic ? "on" : "off"));
@@ -260,6 +261,10 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   log.openFile(config.work_dir / "minrepro.log");
   Journal journal(config.work_dir, runIdentity(config), options.resume);
   StopOnSignals stop_on_signals;
+  // The environment record imports torch in a Python process (~2 s here):
+  // started now, it runs beside the trials instead of after them.
+  std::future<KeyValues> environment =
+      std::async(std::launch::async, [options, config] { return probeEnvironment(options, config); });
   log.info("case " + config.case_file.filename().string() + ": " + std::to_string(batch->sampleCount()) +
            " samples; reducers:" + [&] { std::string r; for (auto& n : config.reducers) r += " " + n; return r; }() +
            (options.resume ? "; resuming from " + std::to_string(journal.loadedTrials()) + " journaled trials" : ""));
@@ -293,7 +298,7 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   const fs::path minimal_batch = config.work_dir / "minimal-batch.pt";
   batch->writeCandidate(best, minimal_batch);
   const NeighbourPlan neighbours = writeNeighbours(config, *batch, best);
-  ReductionSummary summary = summarize(options, config, *batch, oracle, best, minimal_batch);
+  ReductionSummary summary = summarize(environment.get(), config, *batch, oracle, best, minimal_batch);
   for (const auto& n : neighbours.cases)
     summary.neighbours.push_back("`" + n.file + "`: sample ids " + formatList(n.ids, 16) +
                                  (n.processed ? ", a correct run processes " + std::to_string(*n.processed) : ""));
