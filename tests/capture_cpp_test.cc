@@ -62,13 +62,10 @@ TEST_F(CppCapture, TrainingLoopFailureIsCapturedAndShrinksToTheMislabelledSample
             "['input', 'sample_id', 'target'] [9128, 9129, 9130] 1 False\n");
 
   const fs::path archive = work_.path() / "repro.tar.gz";
-  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (case_dir_ / "case.yaml").string() +
-                           " --output " + archive.string() + " --work-dir " + (work_.path() / "work").string(), &output), 0)
-      << output;
+  ASSERT_EQ(testing::shrinkCase(case_dir_ / "case.yaml", archive, work_.path() / "work", &output), 0) << output;
   EXPECT_TRUE(has(output, "reduced 32 -> 1 samples (ids [9137])")) << output;
   const fs::path dir = work_.path() / "extracted";
-  fs::create_directories(dir);
-  ASSERT_EQ(runCommand("tar xzf " + archive.string() + " -C " + dir.string()), 0);
+  ASSERT_TRUE(testing::extractInto(archive, dir));
   const std::string report = readFile(dir / "REPORT.md");
   EXPECT_TRUE(has(report, "Kept sample ids: [9137]")) << report;
   EXPECT_TRUE(has(report, "- step: 4\n")) << report;

@@ -30,14 +30,12 @@ class ExampleCases : public ::testing::Test {
   static fs::path example(const std::string& name) { return examples_->path() / name; }
 
   int shrink(const fs::path& case_file, const fs::path& archive, std::string* output) {
-    return testing::runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + case_file.string() + " --output " +
-                          archive.string() + " --work-dir " + (work_.path() / "work").string(), output);
+    return testing::shrinkCase(case_file, archive, work_.path() / "work", output);
   }
   // Extracts with tar into an empty directory.
   fs::path extract(const fs::path& archive) {
     const fs::path out = work_.path() / "extracted";
-    fs::create_directories(out);
-    EXPECT_EQ(testing::runCommand("tar xzf " + archive.string() + " -C " + out.string()), 0);
+    EXPECT_TRUE(testing::extractInto(archive, out));
     return out;
   }
   // Evaluates a Python expression on the extracted batch.
