@@ -10,6 +10,7 @@
 #include <string>
 
 #include "harness/batch_io.h"
+#include "tests/e2e_fixture.h"
 #include "tests/test_util.h"
 
 namespace minrepro {

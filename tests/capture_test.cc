@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 
+#include "tests/e2e_fixture.h"
 #include "tests/test_util.h"
 
 namespace minrepro {

@@ -1,5 +1,5 @@
-// The whole-binary tier's fixture: the bundled examples made once by
-// configs/examples/make_examples.py, and the real minrepro run on them.
+// The whole-binary tier's helpers and fixture: the real minrepro run on a
+// case, and the bundled examples made once by configs/examples/make_examples.py.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,6 +12,22 @@
 namespace minrepro::testing {
 
 namespace fs = std::filesystem;
+
+// The real minrepro: `shrink --config CASE --output ARCHIVE --work-dir WORK`;
+// returns its exit status, its output in *output. (Here, not in test_util:
+// the benches link test_util without the binaries' paths.)
+inline int shrinkCase(const fs::path& case_file, const fs::path& archive, const fs::path& work_dir,
+                      std::string* output) {
+  return runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + case_file.string() + " --output " +
+                        archive.string() + " --work-dir " + work_dir.string(),
+                    output);
+}
+
+// Extracts an archive with tar into `dir` (created); returns whether tar succeeded.
+inline bool extractInto(const fs::path& archive, const fs::path& dir) {
+  fs::create_directories(dir);
+  return runCommand("tar xzf " + archive.string() + " -C " + dir.string()) == 0;
+}
 
 class ExampleCases : public ::testing::Test {
  protected:

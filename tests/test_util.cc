@@ -54,15 +54,4 @@ std::string python() {
   return p && *p ? p : "/usr/bin/python3";
 }
 
-int shrinkCase(const fs::path& case_file, const fs::path& archive, const fs::path& work_dir, std::string* output) {
-  return runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + case_file.string() + " --output " +
-                        archive.string() + " --work-dir " + work_dir.string(),
-                    output);
-}
-
-bool extractInto(const fs::path& archive, const fs::path& dir) {
-  fs::create_directories(dir);
-  return runCommand("tar xzf " + archive.string() + " -C " + dir.string()) == 0;
-}
-
 }  // namespace minrepro::testing

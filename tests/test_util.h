@@ -28,11 +28,4 @@ int runCommand(const std::string& command, std::string* output = nullptr);
 // The Python with PyTorch: $MINREPRO_PYTHON, default /usr/bin/python3.
 std::string python();
 
-// The real minrepro: `shrink --config CASE --output ARCHIVE --work-dir WORK`;
-// returns its exit status, its output in *output.
-int shrinkCase(const std::filesystem::path& case_file, const std::filesystem::path& archive,
-               const std::filesystem::path& work_dir, std::string* output);
-// Extracts an archive with tar into `dir` (created); returns whether tar succeeded.
-bool extractInto(const std::filesystem::path& archive, const std::filesystem::path& dir);
-
 }  // namespace minrepro::testing
