@@ -399,7 +399,7 @@ void readTrialKind(const Loader& l, const MapView& t, CaseConfig& c) {
     c.harness = readHarness(l, *harness);
     return;
   }
-  c.command = CommandTrial{readArgv(l, *command), {}};
+  c.command = CommandTrial{readArgv(l, *command), {}, {}};
   if (env) c.command->env = readEnv(l, *env);
 }
 
@@ -630,15 +630,6 @@ CommandSwitch readSwitch(const Loader& l, const Value& v) {
     fail(l, v, "a switch whose 'off' arguments or environment differ from its 'on' ones", "none that differ",
          "give args/env (on) and off_args/off_env (off)");
   return s;
-}
-
-std::vector<std::string> branchNames(const CaseConfig& c) {
-  std::vector<std::string> names;
-  if (c.harness)
-    for (const auto& t : c.harness->transforms) names.push_back(t.name);
-  if (c.command)
-    for (const auto& s : c.command->switches) names.push_back(s.name);
-  return names;
 }
 
 // trial.harness.transforms and trial.switches: lists whose names must be unique.

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include <fstream>
+#include <memory>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -131,25 +132,6 @@ std::vector<Variant> planVariants(const CaseConfig& config, const std::vector<Te
 
 namespace {
 
-// A fresh directory under the temp dir, removed with everything in it.
-class Workspace {
- public:
-  Workspace() {
-    std::string tmpl = (fs::temp_directory_path() / "minrepro-compare-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw CompareError("cannot create a temporary directory " + tmpl);
-    path_ = tmpl;
-  }
-  ~Workspace() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  Workspace(const Workspace&) = delete;
-  Workspace& operator=(const Workspace&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 bool isGzip(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
@@ -265,16 +247,22 @@ void printProgress(std::ostream* progress, const VariantResult& r) {
 
 CompareResult compareVariants(const CompareOptions& options, std::ostream* progress, Executor* executor) {
   if (options.runs < 1) throw CompareError("--runs must be at least 1, found " + std::to_string(options.runs));
-  Workspace scratch;
+  const auto scratch = [] {
+    try {
+      return std::make_unique<ScratchDir>("minrepro-compare");
+    } catch (const VerifyError& e) {
+      throw CompareError(e.what());
+    }
+  }();
   CompareResult result;
   result.input = options.input;
-  const CaseConfig config = loadInput(options.input, scratch.path(), &result.recorded);
+  const CaseConfig config = loadInput(options.input, scratch->path(), &result.recorded);
   const std::vector<Variant> variants = planVariants(config, BatchStore::open(config)->describe(), options.dev_root);
   if (progress)
     *progress << "compare " << options.input.string() << ": " << options.runs << " run(s) per variant, each a fresh "
               << "process without diagnostic variables\n";
   LocalExecutor local;
-  Runner runner{config, options, executor ? *executor : local, scratch.path(), result};
+  Runner runner{config, options, executor ? *executor : local, scratch->path(), result};
   for (const Variant& v : variants) {
     VariantResult skipped;
     skipped.variant = v;

@@ -172,27 +172,19 @@ int VerifyResult::neighboursAsExpected() const {
 
 // ---------------------------------------------------------------- extraction
 
+ScratchDir::ScratchDir(const std::string& prefix) {
+  std::string tmpl = (fs::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  if (::mkdtemp(tmpl.data()) == nullptr) throw VerifyError("cannot create a temporary directory in " + tmpl);
+  path_ = tmpl;
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
 namespace {
 
-// A fresh directory under the temp dir, removed with everything in it.
-class TempTree {
- public:
-  TempTree() {
-    std::string tmpl = (fs::temp_directory_path() / "minrepro-verify-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw VerifyError("cannot create a temporary directory in " + tmpl);
-    path_ = tmpl;
-  }
-  ~TempTree() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempTree(const TempTree&) = delete;
-  TempTree& operator=(const TempTree&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 // readTarGz already refused absolute paths, '..', links and devices; the
 // checks here keep that true for whatever calls this with other entries,
@@ -363,7 +355,7 @@ VerifyResult verifyArchive(const VerifyOptions& o, std::ostream* progress, Execu
   if (progress)
     *progress << "verify " << o.archive.string() << ": " << o.runs << " run(s) of repro.py, each a fresh process, "
               << "diagnostic variables removed\n";
-  TempTree tree;
+  ScratchDir tree("minrepro-verify");
   const fs::path dir = tree.path() / "repro";
   writeEntries(dir, entries, o.archive.string());
   LocalExecutor local;

@@ -97,6 +97,20 @@ struct VerifyResult {
 // Throws VerifyError for bad input. `executor` null: a LocalExecutor.
 VerifyResult verifyArchive(const VerifyOptions& options, std::ostream* progress, Executor* executor = nullptr);
 
+// A fresh directory under the temp dir, removed with everything in it
+// (verify and compare extract archives into one). Throws VerifyError.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& prefix);
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
 // Reads an archive made by `minrepro shrink` and writes its entries under
 // `dir`, after refusing absolute paths, '..', links, devices and entries over
 // `max_entry_bytes` (a refused archive writes nothing). Throws VerifyError.

@@ -142,6 +142,7 @@ class TorchBatchStore : public BatchStore {
   TorchBatchStore(const CaseConfig& config, NamedTensors batch) : config_(config), batch_(std::move(batch)) {
     checkSampleAxes();
     checkSequence();
+    if (!config_.sequence.lengths.empty()) sample_lengths_ = toVector(*batch_.find(config_.sequence.lengths));
     for (const at::Tensor& t : batch_.tensors) trivial_.push_back(defaultTrivial(t));
     for (std::size_t i = 0; i < batch_.names.size(); ++i)
       if (auto it = config_.values.trivial.find(batch_.names[i]); it != config_.values.trivial.end())
@@ -190,9 +191,7 @@ class TorchBatchStore : public BatchStore {
   // ---- CaseView
 
   std::int64_t sequenceLength() const override { return sequence_length_; }
-  std::vector<std::int64_t> sampleLengths() const override {
-    return config_.sequence.lengths.empty() ? std::vector<std::int64_t>{} : toVector(*batch_.find(config_.sequence.lengths));
-  }
+  std::vector<std::int64_t> sampleLengths() const override { return sample_lengths_; }
   std::int64_t minLength() const override { return config_.sequence.min_length; }
   std::vector<std::string> optionalBranches() const override {
     std::vector<std::string> names;
@@ -273,6 +272,7 @@ class TorchBatchStore : public BatchStore {
   std::vector<int> normalized_axes_;
   std::vector<int> sequence_axes_;
   std::vector<double> trivial_;  // per tensor
+  std::vector<std::int64_t> sample_lengths_;  // of the original samples; empty without sequence.lengths
   std::int64_t samples_ = 0;
   std::int64_t sequence_length_ = 0;
 };
@@ -303,7 +303,7 @@ CandidateTensor TorchBatchStore::cut(std::size_t i, const Selection& selection, 
 
 // Each kept sample's length inside the window.
 at::Tensor TorchBatchStore::lengthsFor(const Selection& selection) const {
-  const std::vector<std::int64_t> original = sampleLengths();
+  const std::vector<std::int64_t>& original = sample_lengths_;
   std::vector<std::int64_t> out;
   for (std::int64_t s : selection.samples) {
     std::int64_t length = original[static_cast<std::size_t>(s)];

@@ -29,7 +29,7 @@ const Variant& find(const std::vector<Variant>& variants, const std::string& nam
 
 CaseConfig commandCase(const std::string& backend) {
   CaseConfig c;
-  c.command = CommandTrial{{"/bin/false", "{batch}"}, {}};
+  c.command = CommandTrial{{"/bin/false", "{batch}"}, {}, {}};
   if (!backend.empty()) c.context["backend"] = backend;
   return c;
 }

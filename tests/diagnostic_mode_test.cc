@@ -131,7 +131,7 @@ TEST_F(DiagnosticShrink, OffTurnsItOffAndOnWithoutAnAcceleratorIsBadInput) {
 CaseConfig withContext(bool harness, const std::map<std::string, std::string>& context, DiagnosticSetting s) {
   CaseConfig c;
   if (harness) c.harness = HarnessTrial{};
-  else c.command = CommandTrial{{"/bin/false", "{batch}"}, {}};
+  else c.command = CommandTrial{{"/bin/false", "{batch}"}, {}, {}};
   c.context = context;
   c.diagnostic = s;
   return c;

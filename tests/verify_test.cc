@@ -21,11 +21,6 @@ using testing::runCommand;
 
 std::string minrepro() { return MINREPRO_BINARY; }
 
-std::string verify(const fs::path& archive, const std::string& flags, std::string* output) {
-  runCommand(minrepro() + " verify " + archive.string() + " " + flags + " 2>&1", output);
-  return *output;
-}
-
 int verifyStatus(const fs::path& archive, const std::string& flags, std::string* output) {
   return runCommand(minrepro() + " verify " + archive.string() + " " + flags + " 2>&1", output);
 }
