@@ -19,7 +19,7 @@ trial:
 flaky: {enabled: $mode}
 reducers: [samples]
 YAML
-  declare -A secs ids trials
+  declare -A secs ids trials rounds
   for jobs in 1 2; do
     start=$(date +%s.%N)
     "$build/minrepro" shrink --config "$work/class4/sleepy.yaml" --jobs "$jobs" --quiet \
@@ -28,8 +28,10 @@ YAML
     secs[$jobs]=$(echo "$end - $start" | bc -l)
     ids[$jobs]=$(tar xzf "$work/out-$jobs.tar.gz" -O REPORT.md | grep "Kept sample ids")
     trials[$jobs]=$(tar xzf "$work/out-$jobs.tar.gz" -O REPORT.md | grep -o "^- [0-9]* trials" | grep -o "[0-9]*")
+    rounds[$jobs]=$(tar xzf "$work/out-$jobs.tar.gz" -O REPORT.md | grep -o "^- [0-9]* trials in [0-9]* rounds" | grep -o "[0-9]* rounds" | grep -o "[0-9]*")
   done
   same=$([ "${ids[1]}" == "${ids[2]}" ] && echo yes || echo NO)
-  printf "flaky handling %-5s  jobs=1: %6.1f s (%s trials)  jobs=2: %6.1f s (%s trials)  ratio %.2f  same result: %s  %s\n" \
-    "$mode" "${secs[1]}" "${trials[1]}" "${secs[2]}" "${trials[2]}" "$(echo "${secs[2]} / ${secs[1]}" | bc -l)" "$same" "${ids[1]}"
+  printf "flaky handling %-5s  jobs=1: %6.1f s (%s trials, %s rounds)  jobs=2: %6.1f s (%s trials, %s rounds)  ratio %.2f (rounds %.2f)  same result: %s  %s\n" \
+    "$mode" "${secs[1]}" "${trials[1]}" "${rounds[1]}" "${secs[2]}" "${trials[2]}" "${rounds[2]}" \
+    "$(echo "${secs[2]} / ${secs[1]}" | bc -l)" "$(echo "${rounds[2]} / ${rounds[1]}" | bc -l)" "$same" "${ids[1]}"
 done

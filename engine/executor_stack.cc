@@ -67,7 +67,7 @@ std::unique_ptr<TrialExecutors> makeTrialExecutors(const CaseConfig& config, con
     return stack;
   }
   // Fork servers: still a fresh process per trial, LibTorch / torch start-up paid once.
-  stack->forked_ = makeForkServerExecutor(config, trial_binary, stack->local_);
+  stack->forked_ = makeForkServerExecutor(config, trial_binary, stack->local_, jobs);
   if (stack->forked_) {
     stack->top_ = stack->forked_.get();
     stack->description_ += " from fork servers";

@@ -52,7 +52,10 @@ CandidateDecision decideCandidate(const TrialBatch& run, FailureRate& rate, cons
   const auto per_round = static_cast<std::size_t>(std::lround(1.0 / std::max(rate.estimate(), 0.05)));
   const std::size_t width = std::clamp<std::size_t>(per_round, 1, std::max<std::size_t>(jobs, 1));
   while (passes < needed) {
-    const auto results = run(std::min(width, needed - passes));
+    // After a pass, more runs of this candidate are likelier to count than
+    // trials of the candidates after it (which need it accepted).
+    const std::size_t count = std::min(width, needed - passes);
+    const auto results = run(count, passes > 0 ? needed - passes - count : 0);
     for (bool failed : results) {
       ++decision.trials_used;
       if (failed) {
@@ -72,7 +75,10 @@ OriginalEstimate estimateOriginal(const TrialBatch& run, FailureRate& rate, cons
   const std::size_t want = options.enabled ? options.initial_failures : 1;
   OriginalEstimate estimate;
   while (estimate.runs < max_runs && estimate.failures < want) {
-    const auto results = run(std::min(std::max<std::size_t>(jobs, 1), max_runs - estimate.runs));
+    // No more runs at once than failures still wanted: other job slots go to
+    // speculative trials of the search's first candidates.
+    const auto results = run(std::min({std::max<std::size_t>(jobs, 1), max_runs - estimate.runs,
+                                       want - estimate.failures}), 0);
     for (bool failed : results) {
       ++estimate.runs;
       estimate.failures += failed ? 1 : 0;

@@ -54,8 +54,10 @@ class FailureRate {
 DeltaOptions flakyDeltaOptions();
 
 // Runs `count` trials of one candidate (possibly at once) and returns, in
-// trial order, whether each failed the same way as the original.
-using TrialBatch = std::function<std::vector<bool>(std::size_t count)>;
+// trial order, whether each failed the same way as the original. `spare`:
+// how many more trials of it could still count, which a runner may start
+// now in otherwise idle job slots (their results come first next time).
+using TrialBatch = std::function<std::vector<bool>(std::size_t count, std::size_t spare)>;
 
 struct CandidateDecision {
   bool interesting = false;

@@ -12,6 +12,11 @@
 //   server -> client:       started=PID   (the child, leader of its own process group)
 //                        or error=TEXT    (nothing was started)
 //   server -> client:       exited=W      (raw wait status, after the group was killed)
+//
+//   client -> server:       op=clone      (a copy of this server, made by fork: no second start-up)
+//   server -> client:       cloned=1, then one byte carrying the copy's socket (SCM_RIGHTS)
+//                        or error=TEXT
+//   copy -> client, once:   ready=PID threads=N cuda=0|1   (on the passed socket)
 #pragma once
 
 #include <chrono>
@@ -45,5 +50,10 @@ std::optional<ForkMessage> receiveMessage(int fd,
 
 // Waits until `fd` is readable or `deadline`; true when readable (or closed).
 bool waitReadable(int fd, std::chrono::steady_clock::time_point deadline);
+
+// Passes `fd` over the Unix socket `sock` (one byte with SCM_RIGHTS).
+bool sendFd(int sock, int fd);
+// Receives a passed fd (close-on-exec); -1 on error, end of file or the deadline.
+int receiveFd(int sock, std::chrono::steady_clock::time_point deadline);
 
 }  // namespace minrepro

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <regex>
@@ -65,9 +67,11 @@ std::vector<char*> cStrings(std::vector<std::string>& strings) {
 
 // A running server: its pid (leader of its own group, so a Ctrl-C meant for
 // minrepro does not reach it; it exits when its socket closes) and our end.
+// A clone is not our child (init reaps it), so only `pid` of a started one is reaped.
 struct Server {
   pid_t pid = -1;
   int fd = -1;
+  bool our_child = true;
 };
 
 // Between fork and exec only async-signal-safe calls: the client may be threaded.
@@ -106,8 +110,19 @@ void reapWithin(pid_t pid, std::chrono::milliseconds grace) {
 
 void stopServer(Server& s, std::chrono::milliseconds grace) {
   if (s.fd >= 0) ::close(s.fd);  // end of file: the server exits
-  if (s.pid > 0) reapWithin(s.pid, grace);
+  if (s.pid > 0 && s.our_child) reapWithin(s.pid, grace);
   s = Server{};
+}
+
+// Waits for a server's `ready` and checks that it is safe to fork from.
+bool acceptReady(Server& s, Clock::time_point deadline, std::string& why) {
+  const auto ready = receiveMessage(s.fd, deadline);
+  if (!ready || ready->fields.empty() || ready->fields.front().first != "ready") why = "it did not start (see its messages above)";
+  else if (ready->get("threads") != "1") why = "its parent has " + ready->get("threads") + " threads (not safe to fork)";
+  else if (ready->get("cuda") != "0") why = "its parent initialised CUDA (a CUDA context does not survive fork)";
+  if (!why.empty()) return false;
+  if (!s.our_child) s.pid = static_cast<pid_t>(std::stol(ready->fields.front().second));
+  return true;
 }
 
 // Starts a server and waits for its `ready`; nullopt with `why` on failure.
@@ -129,11 +144,29 @@ std::optional<Server> spawnServer(const ForkRoute& route, const ForkServerOption
     why = "fork failed";
     return std::nullopt;
   }
-  const auto ready = receiveMessage(s.fd, Clock::now() + o.start_timeout);
-  if (!ready || ready->fields.empty() || ready->fields.front().first != "ready") why = "it did not start (see its messages above)";
-  else if (ready->get("threads") != "1") why = "its parent has " + ready->get("threads") + " threads (not safe to fork)";
-  else if (ready->get("cuda") != "0") why = "its parent initialised CUDA (a CUDA context does not survive fork)";
-  if (why.empty()) return s;
+  if (acceptReady(s, Clock::now() + o.start_timeout, why)) return s;
+  stopServer(s, 1s);
+  return std::nullopt;
+}
+
+// A copy of `from` (idle) for another job slot, forked by it: no second
+// start-up (engine/fork_protocol.h); nullopt with `why` on failure.
+std::optional<Server> cloneServer(const Server& from, std::string& why) {
+  ForkMessage request;
+  request.add("op", "clone");
+  const auto deadline = Clock::now() + kReplyTimeout;
+  if (!sendMessage(from.fd, request)) {
+    why = "the server is gone";
+    return std::nullopt;
+  }
+  const auto reply = receiveMessage(from.fd, deadline);
+  if (!reply || reply->get("cloned") != "1") {
+    why = reply ? reply->get("error") : "no reply";
+    return std::nullopt;
+  }
+  Server s{-1, receiveFd(from.fd, deadline), false};
+  if (s.fd < 0) why = "no socket passed";
+  else if (acceptReady(s, deadline, why)) return s;
   stopServer(s, 1s);
   return std::nullopt;
 }
@@ -273,20 +306,30 @@ class ForkServerExecutor::Impl {
     return std::nullopt;
   }
 
+  // An idle server of the route; else, when another trial is starting one
+  // (and its clones), that one's; else a new one.
   std::optional<Server> acquire(const std::string& key, const ForkRoute& route) {
     {
-      std::lock_guard lock(mu_);
-      if (unusable_.count(key)) return std::nullopt;
-      auto& pool = idle_[key];
-      if (!pool.empty()) {
-        Server s = pool.back();
-        pool.pop_back();
-        return s;
+      std::unique_lock lock(mu_);
+      for (;;) {
+        if (unusable_.count(key)) return std::nullopt;
+        auto& pool = idle_[key];
+        if (!pool.empty()) {
+          Server s = pool.back();
+          pool.pop_back();
+          return s;
+        }
+        if (!starting_.count(key)) break;
+        started_.wait(lock);
       }
+      starting_.insert(key);
     }
     std::string why;
     auto server = spawnServer(route, options_, why);  // seconds: not under the lock
+    if (server) addClones(key, *server);
     std::lock_guard lock(mu_);
+    starting_.erase(key);
+    started_.notify_all();
     if (server) {
       ++counts_.servers_started;
       return server;
@@ -295,6 +338,27 @@ class ForkServerExecutor::Impl {
     appendLog(options_.log_file, "fork server `" + route.server_argv.front() + "` not used: " + why +
                                      "; its trials run as plain processes");
     return std::nullopt;
+  }
+
+  // The first server of a route is cloned at once for the other job slots:
+  // forked copies are ready in milliseconds, where starting each would put
+  // another second-long start-up on the search's critical path.
+  void addClones(const std::string& key, const Server& first) {
+    {
+      std::lock_guard lock(mu_);
+      if (!cloned_.insert(key).second) return;
+    }
+    for (std::size_t i = 1; i < options_.servers_per_route; ++i) {
+      std::string why;
+      auto clone = cloneServer(first, why);
+      if (!clone) {
+        appendLog(options_.log_file, "could not clone a fork server (" + why + "); more start when needed");
+        return;
+      }
+      std::lock_guard lock(mu_);
+      ++counts_.servers_cloned;
+      idle_[key].push_back(*clone);
+    }
   }
 
   void release(const std::string& key, Server& s, bool ok) {
@@ -334,6 +398,9 @@ class ForkServerExecutor::Impl {
   std::map<std::string, std::vector<Server>> idle_;
   std::map<std::string, int> losses_;
   std::set<std::string> unusable_;
+  std::set<std::string> cloned_;  // routes whose first server was cloned
+  std::set<std::string> starting_;  // routes a trial is starting a server for
+  std::condition_variable started_;
   ForkServerCounts counts_;
 };
 
@@ -357,11 +424,21 @@ std::map<std::string, std::string> serverEnvironment(const TrialSpec& spec) {
   return env;
 }
 
+// The variables a server must start without: only those this process has.
+// Unsetting an absent one changes nothing, and must not need its own server
+// (the final confirmation unsets every diagnostic variable).
+std::vector<std::string> serverUnset(const TrialSpec& spec) {
+  std::vector<std::string> unset;
+  for (const auto& name : spec.env_unset)
+    if (std::getenv(name.c_str()) != nullptr) unset.push_back(name);
+  return unset;
+}
+
 }  // namespace
 
 std::optional<ForkRoute> harnessForkRoute(const TrialSpec& spec, const std::string& trial_binary) {
   if (trial_binary.empty() || spec.argv.empty() || spec.argv.front() != trial_binary) return std::nullopt;
-  ForkRoute r{{trial_binary, "--serve"}, serverEnvironment(spec), spec.env_unset, spec.argv};
+  ForkRoute r{{trial_binary, "--serve"}, serverEnvironment(spec), serverUnset(spec), spec.argv};
   for (std::size_t i = 1; i + 1 < spec.argv.size(); ++i)
     if (spec.argv[i] == "--model") r.server_argv.insert(r.server_argv.end(), {"--model", spec.argv[i + 1]});
   return r;
@@ -380,7 +457,7 @@ std::optional<ForkRoute> pythonForkRoute(const TrialSpec& spec, const std::strin
   std::error_code ec;
   // A relative script is relative to each trial's own directory: no shared server.
   if (!script.is_absolute() || script.extension() != ".py" || !fs::is_regular_file(script, ec)) return std::nullopt;
-  ForkRoute r{{python}, serverEnvironment(spec), spec.env_unset, {spec.argv.begin() + script_at, spec.argv.end()}};
+  ForkRoute r{{python}, serverEnvironment(spec), serverUnset(spec), {spec.argv.begin() + script_at, spec.argv.end()}};
   if (unbuffered) r.server_argv.push_back("-u");
   // Keyed by the script's directory (its sys.path[0]), so its sibling scripts share the server.
   r.server_argv.insert(r.server_argv.end(),
@@ -399,10 +476,11 @@ std::string pythonForkServerScript() {
 }
 
 std::unique_ptr<ForkServerExecutor> makeForkServerExecutor(const CaseConfig& config, const std::string& trial_binary,
-                                                           Executor& fallback) {
+                                                           Executor& fallback, std::size_t jobs) {
   if (!config.fork_server) return nullptr;
   ForkServerOptions options;
   options.log_file = config.work_dir / "fork-server.log";
+  options.servers_per_route = std::max<std::size_t>(jobs, 1);
   auto router = [trial_binary, script = pythonForkServerScript(),
                  preload = config.preload](const TrialSpec& spec) -> std::optional<ForkRoute> {
     if (auto r = harnessForkRoute(spec, trial_binary)) return r;

@@ -57,12 +57,16 @@ struct ForkServerOptions {
   std::filesystem::path log_file;  // servers' stderr and why a server was not used; empty: discarded
   std::chrono::milliseconds start_timeout{180'000};  // `import torch` on a loaded machine
   int max_losses = 3;  // servers of one kind lost in a row before that kind runs as plain processes
+  // Trials that may run at once (--jobs): a route's first server is cloned
+  // (forked by itself, milliseconds) up to this many, before its first trial.
+  std::size_t servers_per_route = 1;
 };
 
 struct ForkServerCounts {
   std::size_t forked = 0;           // trials run as children of a server
   std::size_t plain = 0;            // trials run by the fallback executor
   std::size_t servers_started = 0;
+  std::size_t servers_cloned = 0;   // copies forked by a started server
   std::size_t servers_lost = 0;     // died or stopped answering
 };
 
@@ -83,8 +87,9 @@ class ForkServerExecutor : public Executor {
 };
 
 // The executor of a shrink job: the built-in harness and Python-script
-// commands in fork servers; null when case.yaml says `trial.fork_server: false`.
+// commands in fork servers (one per job slot and kind of trial); null when
+// case.yaml says `trial.fork_server: false`.
 std::unique_ptr<ForkServerExecutor> makeForkServerExecutor(const CaseConfig& config, const std::string& trial_binary,
-                                                           Executor& fallback);
+                                                           Executor& fallback, std::size_t jobs = 1);
 
 }  // namespace minrepro

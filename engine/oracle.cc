@@ -13,6 +13,12 @@ namespace fs = std::filesystem;
 
 namespace minrepro {
 
+namespace {
+// Keys of the final confirmation's trials: their results never decide a
+// search candidate, and they run without diagnostic variables.
+const std::string kConfirmPrefix = "confirm:";
+}  // namespace
+
 std::string substitutePlaceholders(std::string arg, const fs::path& batch, const fs::path& work_dir,
                                    const fs::path& case_dir) {
   const std::pair<std::string, std::string> subs[] = {
@@ -84,8 +90,8 @@ std::optional<std::string> TrialOracle::brokenInvariant(const Selection& selecti
 
 // Diagnostic variables for trials; none for the confirmation, not even one
 // the case's env or the parent's environment sets.
-void TrialOracle::applyDiagnosticMode(TrialSpec& spec) const {
-  if (!confirming_) {
+void TrialOracle::applyDiagnosticMode(TrialSpec& spec, bool confirmation) const {
+  if (!confirmation) {
     for (const auto& [name, value] : diagnostic_env_) spec.env_set[name] = value;
     return;
   }
@@ -95,7 +101,7 @@ void TrialOracle::applyDiagnosticMode(TrialSpec& spec) const {
   }
 }
 
-TrialSpec TrialOracle::prepare(const Selection& selection, std::size_t number) {
+TrialSpec TrialOracle::prepare(const Selection& selection, std::size_t number, bool confirmation) {
   const fs::path dir = trialDir(number);
   fs::create_directories(dir);
   const fs::path batch_file = dir / "batch.pt";
@@ -112,7 +118,7 @@ TrialSpec TrialOracle::prepare(const Selection& selection, std::size_t number) {
     spec.env_set["MINREPRO_DETERMINISTIC"] = "1";
     spec.env_set["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8";  // cuBLAS needs it for deterministic results
   }
-  applyDiagnosticMode(spec);
+  applyDiagnosticMode(spec, confirmation);
   spec.work_dir = dir;
   spec.timeout = config_.timeout;
   spec.address_space_limit_bytes = config_.memory_limit_bytes;
@@ -141,11 +147,12 @@ void TrialOracle::checkLimits(std::size_t about_to_run) const {
 std::vector<TrialRecord> TrialOracle::runLive(const std::vector<Selection>& selections,
                                               const std::vector<std::string>& keys) {
   checkLimits(selections.size());
+  ++stats_.rounds;
   std::vector<TrialSpec> specs;
   std::vector<TrialRecord> records(selections.size());
   for (std::size_t i = 0; i < selections.size(); ++i) {
     records[i].number = ++trial_number_;
-    specs.push_back(prepare(selections[i], records[i].number));
+    specs.push_back(prepare(selections[i], records[i].number, keys[i].starts_with(kConfirmPrefix)));
   }
   if (specs.size() == 1) {
     records[0].outcome = executor_.run(specs[0]);
@@ -172,10 +179,18 @@ TrialRecord TrialOracle::finishTrial(TrialRecord record, const std::string& key)
   ++stats_.trials;
   record.signature = classify(record.outcome);
   const FailureSignature& sig = record.signature;
-  if (!reference_.failed() && sig.failed() && matchSignature(sig, sig, config_.expected).matches) {
+  const bool of_original = key.starts_with("original:") || key.starts_with("single:");
+  if (!reference_.failed() && of_original && sig.failed() && matchSignature(sig, sig, config_.expected).matches) {
     reference_ = sig;  // the first failure of the original
     first_failure_exit_ = describe(record.outcome);
     if (journal_) journal_->recordReference(serializeReference(sig, first_failure_exit_));
+  }
+  if (!reference_.failed() && !of_original) {
+    // Run ahead beside an original that has not failed yet: with no
+    // reference its outcome means nothing, and is not kept (if asked, it
+    // runs again); nor can a smaller case's failure become the reference.
+    log_.detail("trial " + std::to_string(record.number) + ": run ahead before the original failed; not used");
+    return record;
   }
   const bool matched = matches(sig);
   if (matched) ++stats_.same_failure;
@@ -198,10 +213,12 @@ bool TrialOracle::matches(const FailureSignature& signature) const {
 }
 
 // The next `count` results of a candidate: earlier results of the same
-// candidate first, then the journal's, then live trials (free job slots
-// filled with speculative trials of the candidates asked next).
+// candidate first, then the journal's, then live trials. Free job slots get
+// up to `spare` more trials of it, then speculative trials of the
+// candidates asked next.
 std::vector<bool> TrialOracle::resultsFor(const Selection& selection, const std::string& key, std::size_t count,
-                                          std::size_t& cursor, std::size_t preexisting, const Speculation& next) {
+                                          std::size_t spare, std::size_t& cursor, std::size_t preexisting,
+                                          const Speculation& next) {
   std::vector<bool> out;
   while (out.size() < count) {
     auto& known = results_[key];
@@ -217,13 +234,17 @@ std::vector<bool> TrialOracle::resultsFor(const Selection& selection, const std:
       continue;
     }
     const std::size_t launch = count - out.size();
-    std::vector<Selection> batch(launch, selection);
-    std::vector<std::string> keys(launch, key);
-    if (next && jobs_ > launch) {
-      for (const Selection& s : next(jobs_ - launch)) {
-        const std::string k = selectionKey(s);
-        if (results_.count(k) || journaled_.count(k) || brokenInvariant(s, k)) continue;
-        batch.push_back(s);
+    const std::size_t extra = jobs_ > launch ? std::min(spare, jobs_ - launch) : 0;
+    std::vector<Selection> batch(launch + extra, selection);
+    std::vector<std::string> keys(batch.size(), key);
+    if (next && jobs_ > batch.size()) {
+      // A longer chain than the free slots: candidates already run are skipped.
+      for (const Speculated& s : next(2 * jobs_ + 4, cursor == 0)) {
+        if (batch.size() >= jobs_) break;
+        const std::string plain = selectionKey(s.selection);
+        const std::string k = s.confirmation ? kConfirmPrefix + plain : plain;
+        if (results_.count(k) || journaled_.count(k) || brokenInvariant(s.selection, plain)) continue;
+        batch.push_back(s.selection);
         keys.push_back(k);
         ++stats_.speculative;
       }
@@ -244,7 +265,10 @@ bool TrialOracle::interesting(const Selection& selection, const Speculation& nex
   std::size_t cursor = 0;
   const std::size_t preexisting = results_[key].size();
   const CandidateDecision decision = decideCandidate(
-      [&](std::size_t count) { return resultsFor(selection, key, count, cursor, preexisting, next); }, rate_,
+      [&](std::size_t count, std::size_t spare) {
+        return resultsFor(selection, key, count, spare, cursor, preexisting, next);
+      },
+      rate_,
       config_.flaky, jobs_);
   if (decision.interesting) {
     if (journal_) journal_->recordAccepted(key, selection.samples.size());
@@ -253,30 +277,28 @@ bool TrialOracle::interesting(const Selection& selection, const Speculation& nex
   return decision.interesting;
 }
 
-OriginalEstimate TrialOracle::estimateOriginal(const Selection& all) {
+OriginalEstimate TrialOracle::estimateOriginal(const Selection& all, const Speculation& next) {
   const std::string key = "original:" + selectionKey(all);
   std::size_t cursor = 0;
   FailureRate seen;
   // The rate of the original is estimated with matches against the first
   // failure, which becomes the reference as soon as it is seen.
   const OriginalEstimate estimate = minrepro::estimateOriginal(
-      [&](std::size_t count) { return resultsFor(all, key, count, cursor, 0, {}); }, seen, config_.flaky, jobs_);
+      [&](std::size_t count, std::size_t spare) { return resultsFor(all, key, count, spare, cursor, 0, next); }, seen,
+      config_.flaky, jobs_);
   rate_.add(seen.failures(), seen.passes());
   return estimate;
 }
 
 bool TrialOracle::confirm(const Selection& selection) {
-  const std::string key = "confirm:" + selectionKey(selection);
+  // Results of a speculative confirmation run (resultsFor) come first.
+  const std::string key = kConfirmPrefix + selectionKey(selection);
   std::size_t cursor = 0;
   FailureRate copy = rate_;
-  confirming_ = true;
-  struct Reset {
-    bool& flag;
-    ~Reset() { flag = false; }
-  } reset{confirming_};
-  return decideCandidate([&](std::size_t count) { return resultsFor(selection, key, count, cursor, 0, {}); }, copy,
-                         config_.flaky, jobs_)
-      .interesting;
+  auto runs = [&](std::size_t count, std::size_t spare) {
+    return resultsFor(selection, key, count, spare, cursor, 0, {});
+  };
+  return decideCandidate(runs, copy, config_.flaky, jobs_).interesting;
 }
 
 }  // namespace minrepro

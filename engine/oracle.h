@@ -35,6 +35,7 @@ struct OracleStats {
   std::size_t replayed = 0;           // results taken from the journal of an earlier run
   std::size_t reused = 0;             // results of the same candidate taken again (cache)
   std::size_t speculative = 0;        // trials run ahead for candidates not yet asked
+  std::size_t rounds = 0;             // sets of trials run at once: the run's length in trial times
   std::size_t same_failure = 0;
   std::size_t passed = 0;
   std::size_t different_failure = 0;  // failed, but not the same way
@@ -70,8 +71,17 @@ struct TrialRecord {
   FailureSignature signature;
 };
 
-// Candidates the search would ask next, most likely first (for speculation).
-using Speculation = std::function<std::vector<Selection>(std::size_t max)>;
+// A candidate the search would ask next, or the final confirmation's run
+// of the case it would end with (run without diagnostic variables).
+struct Speculated {
+  Selection selection;
+  bool confirmation = false;
+};
+
+// Candidates the search would ask next, most likely first (for speculation),
+// given the likelier answer to the current one: accepted while it has not
+// passed yet, rejected once it has.
+using Speculation = std::function<std::vector<Speculated>(std::size_t max, bool accepted)>;
 
 class TrialOracle {
  public:
@@ -82,7 +92,8 @@ class TrialOracle {
   // Runs the original until the failure rate is estimated (see FlakyOptions);
   // the first failure (that matches case.yaml's failure section) becomes the
   // reference. Returns the estimate; failures == 0 means it does not reproduce.
-  OriginalEstimate estimateOriginal(const Selection& all);
+  // Free job slots run `next` (the search's first candidates) meanwhile.
+  OriginalEstimate estimateOriginal(const Selection& all, const Speculation& next = {});
   // How the first failure's trial ended ("killed by SIGABRT").
   const std::string& firstFailureExit() const { return first_failure_exit_; }
   const FailureSignature& reference() const { return reference_; }
@@ -115,12 +126,13 @@ class TrialOracle {
  private:
   bool matches(const FailureSignature& signature) const;
   std::vector<bool> resultsFor(const Selection& selection, const std::string& key, std::size_t count,
-                               std::size_t& cursor, std::size_t preexisting, const Speculation& next);
+                               std::size_t spare, std::size_t& cursor, std::size_t preexisting,
+                               const Speculation& next);
   std::vector<TrialRecord> runLive(const std::vector<Selection>& selections, const std::vector<std::string>& keys);
   TrialRecord finishTrial(TrialRecord record, const std::string& key);
   void checkLimits(std::size_t about_to_run) const;
-  TrialSpec prepare(const Selection& selection, std::size_t number);
-  void applyDiagnosticMode(TrialSpec& spec) const;
+  TrialSpec prepare(const Selection& selection, std::size_t number, bool confirmation);
+  void applyDiagnosticMode(TrialSpec& spec, bool confirmation) const;
   std::filesystem::path trialDir(std::size_t number) const;
 
   const CaseConfig& config_;
@@ -138,7 +150,6 @@ class TrialOracle {
   std::size_t trial_number_ = 0;
   std::function<void(const Selection&)> on_better_;
   std::vector<std::pair<std::string, std::string>> diagnostic_env_;
-  bool confirming_ = false;  // inside confirm(): trials run without diagnostic variables
   std::map<std::string, std::vector<bool>> results_;  // candidate key -> results in trial order
   std::map<std::string, std::vector<bool>> journaled_;  // not yet replayed
   std::vector<TensorInfo> original_tensors_;

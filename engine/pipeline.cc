@@ -19,6 +19,9 @@ struct PassContext {
   const CaseView& view;
   const CaseSize original;
   CaseSize size;  // of the current case
+  // One pass alone runs one round: the end of its search is the end of the
+  // run, so speculation may include the final confirmation.
+  bool single_pass;
   // Knob ("lengths end") -> the value its last search ended at. A later
   // round finding it there again checks one value below instead of
   // searching the whole range again.
@@ -47,17 +50,18 @@ bool ask(PassContext& pc, const Reducer& reducer, const Selection& candidate, co
   return failing;
 }
 
-// The candidates the search asks next if the current one is accepted (the
-// likelier answer), for speculative trials in free job slots.
-template <typename Search, typename Make>
-std::vector<Selection> acceptChain(const Search& search, const Make& make, std::size_t max) {
-  std::vector<Selection> chain;
+// The likeliest next candidates, for speculative trials in free job slots:
+// what the search asks after the current query is answered `accepted`, then
+// after each later query if it is accepted. When that chain ends the search
+// and `confirm_at_end`, the final confirmation of its result comes last.
+template <typename Search, typename Make, typename Finish>
+std::vector<Speculated> likelyNext(const Search& search, const Make& make, const Finish& finish, std::size_t max,
+                                   bool accepted, bool confirm_at_end) {
   Search ahead = search;
-  while (chain.size() < max) {
-    ahead.answer(true);
-    if (ahead.done()) break;
-    chain.push_back(make(ahead));
-  }
+  ahead.answer(accepted);
+  std::vector<Speculated> chain;
+  for (; !ahead.done() && chain.size() < max; ahead.answer(true)) chain.push_back({make(ahead)});
+  if (ahead.done() && confirm_at_end && chain.size() < max) chain.push_back({finish(ahead), true});
   return chain;
 }
 
@@ -68,8 +72,11 @@ Selection runSetPass(PassContext& pc, const Reducer& reducer, const Selection& c
   if (units == 1) return current;
   DeltaSearch search(units, options);
   auto make = [&](const DeltaSearch& s) { return reducer.apply(current, s.query()); };
+  auto finish = [&](const DeltaSearch& s) { return reducer.apply(current, s.result()); };
   while (!search.done()) {
-    auto next = [&](std::size_t max) { return acceptChain(search, make, max); };
+    auto next = [&](std::size_t max, bool accepted) {
+      return likelyNext(search, make, finish, max, accepted, pc.single_pass);
+    };
     search.answer(ask(pc, reducer, make(search), next));
   }
   return reducer.apply(current, search.result());
@@ -92,8 +99,10 @@ Selection runKnobPass(PassContext& pc, const Reducer& reducer, Selection current
       }
       KnobSearch search(knob.min, top);
       auto make = [&](const KnobSearch& s) { return reducer.withKnob(current, knob, s.query()); };
+      auto finish = [&](const KnobSearch& s) { return reducer.withKnob(current, knob, s.result()); };
       while (!search.done()) {
-        auto next = [&](std::size_t max) { return acceptChain(search, make, max); };
+        // Other knobs may follow: no confirmation at the end of this chain.
+        auto next = [&](std::size_t max, bool accepted) { return likelyNext(search, make, finish, max, accepted, false); };
         search.answer(ask(pc, reducer, make(search), next));
       }
       if (search.result() != knob.value) pc.log.info("  " + reducer.name() + " " + knob.name + ": " +
@@ -120,12 +129,43 @@ Selection runPass(PassContext& pc, const Reducer& reducer, const Selection& curr
   return next;
 }
 
+DeltaOptions deltaOptions(const CaseConfig& config) {
+  return config.flaky.enabled ? flakyDeltaOptions() : DeltaOptions{};
+}
+
 }  // namespace
 
+// What runPipeline asks first: the first pass's first query and the ones
+// after it if each is accepted (runSetPass / runKnobPass, from a fresh start).
+std::vector<Speculated> openingCandidates(const CaseConfig& config, const CaseView& view, const Selection& start,
+                                          std::size_t max) {
+  if (config.reducers.empty() || max == 0) return {};
+  const auto reducer = findReducer(config.reducers.front())->create(view);
+  auto opening = [&](const auto& search, const auto& make) {
+    std::vector<Speculated> chain;
+    if (search.done()) return chain;
+    chain.push_back({make(search)});
+    for (auto& s : likelyNext(search, make, make, max - 1, true, false)) chain.push_back(std::move(s));
+    return chain;
+  };
+  if (const auto knobs = reducer->knobs(start); !knobs.empty()) {
+    const Knob& knob = knobs.front();
+    return opening(KnobSearch(knob.min, knob.value),
+                   [&](const KnobSearch& s) { return reducer->withKnob(start, knob, s.query()); });
+  }
+  const std::size_t units = reducer->unitCount(start);
+  if (units == 0) return {};
+  if (reducer->allowsEmpty()) return {{reducer->apply(start, {})}};
+  if (units == 1) return {};
+  return opening(DeltaSearch(units, deltaOptions(config)),
+                 [&](const DeltaSearch& s) { return reducer->apply(start, s.query()); });
+}
+
 Selection runPipeline(const CaseConfig& config, const CaseView& view, Selection current, TrialOracle& oracle, Log& log) {
-  const DeltaOptions options = config.flaky.enabled ? flakyDeltaOptions() : DeltaOptions{};
+  const DeltaOptions options = deltaOptions(config);
   const CaseSize original = measureSize(current, view);
-  PassContext pc{oracle, log, view, original, original};
+  PassContext pc{.oracle = oracle, .log = log, .view = view, .original = original, .size = original,
+                 .single_pass = config.reducers.size() == 1, .knob_results = {}};
   std::vector<std::unique_ptr<Reducer>> passes;
   for (const auto& name : config.reducers) passes.push_back(findReducer(name)->create(view));
   for (int round = 1;; ++round) {

@@ -13,4 +13,9 @@ namespace minrepro {
 
 Selection runPipeline(const CaseConfig& config, const CaseView& view, Selection start, TrialOracle& oracle, Log& log);
 
+// The candidates runPipeline asks first, in order, assuming each is accepted
+// (at most `max`): speculative trials beside the original's check.
+std::vector<Speculated> openingCandidates(const CaseConfig& config, const CaseView& view, const Selection& start,
+                                          std::size_t max);
+
 }  // namespace minrepro

@@ -50,7 +50,8 @@ std::string tensorTable(const std::vector<TensorInfo>& tensors) {
 
 std::string statsLine(const OracleStats& s) {
   std::ostringstream out;
-  out << s.trials + s.replayed << " trials (" << s.same_failure << " failed the same way, " << s.passed << " passed, "
+  out << s.trials + s.replayed << " trials in " << s.rounds << " rounds (trials run at once count once; "
+      << s.same_failure << " failed the same way, " << s.passed << " passed, "
       << s.different_failure << " failed differently, " << s.timeouts << " timed out; " << s.replayed
       << " replayed from the journal, " << s.reused << " results reused, " << s.speculative << " speculative); "
       << s.rejected_by_invariant << " rejected by invariants without a trial";

@@ -41,8 +41,11 @@ namespace {
 // The original must fail, and fail as the user expects when they said how.
 // A pass of a flaky original is not "does not reproduce": it runs until
 // enough failures are seen or the budget of runs is spent.
-ExitStatus checkOriginal(const CaseConfig& config, TrialOracle& oracle, const Selection& all, Log& log) {
-  const OriginalEstimate estimate = oracle.estimateOriginal(all);
+ExitStatus checkOriginal(const CaseConfig& config, const CaseView& view, TrialOracle& oracle, const Selection& all,
+                         Log& log) {
+  // Free job slots already try what the search will ask first.
+  const OriginalEstimate estimate = oracle.estimateOriginal(
+      all, [&](std::size_t max, bool) { return openingCandidates(config, view, all, max); });
   if (estimate.failures == 0) {
     const auto& others = oracle.stats().other_bugs;
     std::string why = "the original case does not reproduce: " + std::to_string(estimate.runs) + " run(s), none failed";
@@ -284,7 +287,7 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   std::string incomplete;
   bool confirmed = false;
   try {
-    if (ExitStatus s = checkOriginal(config, oracle, all, log); s != ExitStatus::Reduced) return s;
+    if (ExitStatus s = checkOriginal(config, *batch, oracle, all, log); s != ExitStatus::Reduced) return s;
     best = runPipeline(config, *batch, all, oracle, log);
     confirmed = oracle.confirm(best);
     if (!confirmed) log.info("warning: the minimal case did not fail again when confirmed in fresh processes");

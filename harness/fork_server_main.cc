@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -216,21 +217,72 @@ std::string modelArg(int argc, char** argv) {
   return "";
 }
 
+bool sendReady() {
+  ForkMessage ready;
+  ready.add("ready", std::to_string(::getpid()));
+  ready.add("threads", std::to_string(threadCount()));
+  ready.add("cuda", cudaDriverLoaded() ? "1" : "0");
+  return sendMessage(kSock, ready);
+}
+
+// A copy of this server for another job slot, made by fork: milliseconds
+// instead of a second start-up. Returns true in the copy, which then serves
+// on its own socket (passed to the client); false here, with `client_alive`
+// false when the client is gone. The copy is a grandchild whose parent
+// exits at once: nobody here has to reap it, and it ends when its socket does.
+bool cloneServer(bool& client_alive) {
+  ForkMessage reply;
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    reply.add("error", std::string("socketpair failed: ") + std::strerror(errno));
+    client_alive = sendMessage(kSock, reply);
+    return false;
+  }
+  std::cout.flush();  // nothing buffered may be duplicated into the copy
+  std::fflush(nullptr);
+  const pid_t middle = ::fork();
+  if (middle == 0) {
+    if (::fork() != 0) ::_exit(0);  // failed or the parent: the socket's end of file tells the client
+    ::setpgid(0, 0);
+    ::dup2(sv[1], kSock);  // replaces our end of the original's socket
+    ::close(sv[0]);
+    ::close(sv[1]);
+    return true;
+  }
+  ::close(sv[1]);
+  if (middle > 0) ::waitpid(middle, nullptr, 0);
+  if (middle < 0) reply.add("error", std::string("fork failed: ") + std::strerror(errno));
+  else reply.add("cloned", "1");
+  client_alive = sendMessage(kSock, reply) && (middle < 0 || sendFd(kSock, sv[0]));
+  ::close(sv[0]);
+  return false;
+}
+
 }  // namespace
 
 int forkServerMain(int argc, char** argv) {
   at::set_num_threads(1);  // before any op: no OpenMP pool may exist when we fork
   warmUp();
   if (const std::string model = modelArg(argc, argv); !model.empty()) preloadModelFile(model);
-  ForkMessage ready;
-  ready.add("ready", std::to_string(::getpid()));
-  ready.add("threads", std::to_string(threadCount()));
-  ready.add("cuda", cudaDriverLoaded() ? "1" : "0");
-  if (!sendMessage(kSock, ready)) return 1;
+  if (!sendReady()) return 1;
   while (const auto request = receiveMessage(kSock)) {
-    if (request->get("op") != "run" || !serveOne(*request)) break;
+    const std::string op = request->get("op");
+    if (op == "clone") {
+      bool client_alive = true;
+      if (cloneServer(client_alive)) {
+        if (!sendReady()) return 1;  // the copy's first words, on its own socket
+      } else if (!client_alive) {
+        break;
+      }
+      continue;
+    }
+    if (op != "run" || !serveOne(*request)) break;
   }
-  return 0;
+  // The client is gone and nothing here needs finalising: skipping LibTorch's
+  // static destructors lets minrepro, which waits for its servers, end at once.
+  std::cout.flush();
+  std::fflush(nullptr);
+  ::_exit(0);
 }
 
 }  // namespace minrepro

@@ -107,7 +107,7 @@ TEST(FlakyTest, DecisionDoesNotDependOnHowManyTrialsRanAtOnce) {
     rate.add(5, 5);
     std::size_t next = 0;
     const std::vector<bool> script{false, false, true, false, false, false};
-    auto run = [&](std::size_t count) {
+    auto run = [&](std::size_t count, std::size_t) {
       std::vector<bool> r;
       for (std::size_t i = 0; i < count; ++i) r.push_back(script[next++ % script.size()]);
       return r;

@@ -6,6 +6,8 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <mutex>
+
 #include "engine/archive.h"
 #include "engine/diagnostics.h"
 #include "engine/shrink.h"
@@ -25,27 +27,39 @@ std::string contextSection(const std::string& fixture) {
   return text.substr(text.find("\ncontext:") + 1);  // not the comment line, which names it too
 }
 
-// Fails while sample id 3 is in the batch; records every spec.
+std::vector<std::int64_t> sampleIds(const TrialSpec& spec) {
+  for (const auto& arg : spec.argv) {
+    if (!arg.ends_with("batch.pt")) continue;
+    const at::Tensor ids = readBatchFile(arg).find("sample_id")->contiguous();
+    return {ids.data_ptr<std::int64_t>(), ids.data_ptr<std::int64_t>() + ids.numel()};
+  }
+  return {};
+}
+
+// Fails while sample id 3 is in the batch; records every spec (thread safe).
 class RecordingExecutor : public Executor {
  public:
   TrialOutcome run(const TrialSpec& spec) override {
-    specs.push_back(spec);
-    for (const auto& arg : spec.argv) {
-      if (!arg.ends_with("batch.pt")) continue;
-      const at::Tensor ids = readBatchFile(arg).find("sample_id")->contiguous();
-      for (std::int64_t i = 0; i < ids.numel(); ++i)
-        if (ids.data_ptr<std::int64_t>()[i] == 3) return testing::indexError(4);
+    const auto ids = sampleIds(spec);
+    {
+      std::lock_guard lock(mutex_);
+      specs.push_back(spec);
+      batches.push_back(ids);
     }
-    return testing::exitedWith(0, "");
+    return std::count(ids.begin(), ids.end(), 3) ? testing::indexError(4) : testing::exitedWith(0, "");
   }
   std::vector<TrialSpec> specs;
+  std::vector<std::vector<std::int64_t>> batches;  // the sample ids of each spec's batch
+
+ private:
+  std::mutex mutex_;
 };
 
 struct DiagnosticShrink : ::testing::Test {
   testing::TempDir dir;
   ShrinkOptions options;
 
-  void makeCase(const std::string& trial_extra, const std::string& context_fixture) {
+  void makeCase(const std::string& trial_extra, const std::string& context_fixture, const std::string& extra = "") {
     NamedTensors b;
     b.names = {"input", "sample_id"};
     b.tensors = {at::zeros({16, 2}), at::arange(16, at::kLong)};
@@ -53,7 +67,7 @@ struct DiagnosticShrink : ::testing::Test {
     testing::writeFile(dir.path() / "case.yaml",
                        "batch: batch.pt\nsamples: {tensors: {input: 0}, ids: sample_id}\n"
                        "trial: {command: [/bin/false, '{batch}']" + trial_extra + "}\n"
-                       "flaky: {enabled: false}\n" +
+                       "flaky: {enabled: false}\n" + extra +
                            (context_fixture.empty() ? "" : contextSection(context_fixture)));
     options.config = dir.path() / "case.yaml";
     options.quiet = true;
@@ -92,6 +106,37 @@ TEST_F(DiagnosticShrink, CudaTrialsGetLaunchBlockingAndTheConfirmationDoesNot) {
   EXPECT_NE(text.find("- Diagnostic variables of the trials and the first re-run: CUDA_LAUNCH_BLOCKING=1 (auto: "
                       "backend CUDA 12.1 from the captured context); the final confirmation ran without any "
                       "diagnostic variable"), std::string::npos) << text;
+}
+
+TEST_F(DiagnosticShrink, ParallelTrialsRunTheConfirmationAheadAndStillWithoutThem) {
+  // With free job slots the confirmation of the case the search is about
+  // to end with runs beside its last trials (one pass: the search's end is
+  // the run's), still without the variables.
+  makeCase("", "cuda.yaml", "reducers: [samples]\n");
+  options.jobs = 4;
+  RecordingExecutor exec;
+  ASSERT_EQ(runShrink(options, &exec), ExitStatus::Reduced);
+  std::size_t confirmations = 0, last_trial = 0, confirmation_trial = 0;
+  for (std::size_t i = 0; i < exec.specs.size(); ++i) {
+    const TrialSpec& spec = exec.specs[i];
+    const std::size_t number = std::stoul(spec.env_set.at("MINREPRO_TRIAL"));
+    last_trial = std::max(last_trial, number);
+    const auto& unset = spec.env_unset;
+    if (std::find(unset.begin(), unset.end(), "CUDA_LAUNCH_BLOCKING") == unset.end()) {
+      EXPECT_EQ(spec.env_set.at("CUDA_LAUNCH_BLOCKING"), "1") << "trial " << number;
+      continue;
+    }
+    ++confirmations;
+    confirmation_trial = number;
+    EXPECT_FALSE(spec.env_set.count("CUDA_LAUNCH_BLOCKING"));
+    EXPECT_EQ(exec.batches[i], (std::vector<std::int64_t>{3})) << "a confirmation of another case than the result";
+  }
+  EXPECT_EQ(confirmations, 1u);
+  EXPECT_EQ(confirmation_trial, last_trial);
+  // Run ahead: its result was in before the search ended.
+  const std::string log = testing::readFile(dir.path() / "minrepro-work" / "minrepro.log");
+  EXPECT_LT(log.find("trial " + std::to_string(confirmation_trial) + ":"), log.find("pass samples:")) << log;
+  EXPECT_NE(report().find("Kept sample ids: [3]"), std::string::npos) << report();
 }
 
 TEST_F(DiagnosticShrink, RocmTrialsGetHipSwitchesNeverTheNvidiaVariable) {

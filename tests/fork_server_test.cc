@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "engine/failure_signature.h"
@@ -46,8 +47,17 @@ class ForkServerTest : public ::testing::Test {
   }
 
   // The executor a shrink of `config` uses, over a plain LocalExecutor.
-  std::unique_ptr<ForkServerExecutor> forked(const CaseConfig& config) {
-    return makeForkServerExecutor(config, MINREPRO_TRIAL_BINARY, local_);
+  std::unique_ptr<ForkServerExecutor> forked(const CaseConfig& config, std::size_t jobs = 1) {
+    return makeForkServerExecutor(config, MINREPRO_TRIAL_BINARY, local_, jobs);
+  }
+  // Runs the specs at once, one thread each, as the oracle does with --jobs.
+  static std::vector<TrialOutcome> runAtOnce(Executor& executor, const std::vector<TrialSpec>& specs) {
+    std::vector<TrialOutcome> outcomes(specs.size());
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < specs.size(); ++i)
+      threads.emplace_back([&, i] { outcomes[i] = executor.run(specs[i]); });
+    for (auto& t : threads) t.join();
+    return outcomes;
   }
   CaseConfig example(const std::string& name) { return loadCase(examples_->path() / name / "case.yaml"); }
 
@@ -135,6 +145,20 @@ TEST_F(ForkServerTest, HarnessPairAndPassingTrialAreTheSame) {
   EXPECT_TRUE(served.passed()) << served.stderr_text;
   expectSameBothWays(*fork, harnessTrial(pair, passing));
   EXPECT_EQ(fork->counts().servers_started, 1u);
+}
+
+TEST_F(ForkServerTest, HarnessClonesRunTrialsAtOnceWithTheSameSignature) {
+  const CaseConfig c = example("class4");
+  auto fork = forked(c, 2);
+  TrialSpec first = harnessTrial(c, c.batch), second = first;
+  second.work_dir = dir_.path() / "harness-2";
+  fs::create_directories(second.work_dir);
+  for (const TrialOutcome& served : runAtOnce(*fork, {first, second}))
+    EXPECT_EQ(classify(served).summary(), "index-error in nll_loss: Target 4 is out of bounds.") << served.stderr_text;
+  expectSameBothWays(*fork, first);
+  EXPECT_EQ(fork->counts().servers_started, 1u) << "the second job slot's server is a clone, not a second start";
+  EXPECT_EQ(fork->counts().servers_cloned, 1u);
+  EXPECT_EQ(fork->counts().plain, 0u);
 }
 
 TEST_F(ForkServerTest, HarnessUsageErrorAndMissingBatchAreTheSame) {
@@ -226,6 +250,56 @@ TEST_F(ForkServerTest, SegfaultAndAbortAreSignalsAndTheNextTrialIsUnaffected) {
   EXPECT_TRUE(next.passed());
   EXPECT_EQ(next.stdout_text, "fine\n");
   EXPECT_EQ(fork->counts().servers_started, 1u) << "a crashing child must not take its server down";
+}
+
+TEST_F(ForkServerTest, ClonedServersRunTrialsAtOnceAndACrashInOneLeavesTheOthers) {
+  auto fork = forked(pythonCase(), 3);
+  // Each trial waits until all three have started (they run at once, in
+  // three servers) and prints its server's pid; the second then segfaults.
+  const fs::path barrier = dir_.path() / "barrier";
+  fs::create_directories(barrier);
+  auto trial = [&](int i) {
+    TrialSpec spec = scriptTrial("import ctypes, os, sys, time\n"
+                               "open(os.path.join(sys.argv[1], str(os.getpid())), 'w').close()\n"
+                               "deadline = time.time() + 60\n"
+                               "while len(os.listdir(sys.argv[1])) < 3 and time.time() < deadline: time.sleep(0.01)\n"
+                               "print(len(os.listdir(sys.argv[1])), os.getppid(), flush=True)\n"
+                               "if sys.argv[2] == '1': ctypes.string_at(0)\n",
+                               {barrier.string(), std::to_string(i)});
+    spec.work_dir = dir_.path() / ("at-once-" + std::to_string(i));  // its own output files
+    fs::create_directories(spec.work_dir);
+    return spec;
+  };
+  const auto outcomes = runAtOnce(*fork, {trial(0), trial(1), trial(2)});
+  std::set<std::string> servers;
+  for (int i = 0; i < 3; ++i) {
+    const std::string out = outcomes[i].stdout_text;
+    EXPECT_EQ(out.substr(0, 2), "3 ") << "trial " << i << " did not run beside the others: " << out;
+    servers.insert(out);
+  }
+  EXPECT_EQ(servers.size(), 3u) << "three trials at once need three servers";
+  EXPECT_EQ(describe(outcomes[1]), "killed by SIGSEGV");
+  EXPECT_TRUE(outcomes[0].passed() && outcomes[2].passed());
+  fs::remove_all(barrier);
+  fs::create_directories(barrier);
+  for (const TrialOutcome& next : runAtOnce(*fork, {trial(0), trial(2), trial(4)}))
+    EXPECT_TRUE(next.passed()) << describe(next) << next.stderr_text;
+  EXPECT_EQ(fork->counts().servers_started, 1u);
+  EXPECT_EQ(fork->counts().servers_cloned, 2u);
+  EXPECT_EQ(fork->counts().servers_lost, 0u);
+  EXPECT_EQ(fork->counts().forked, 6u);
+}
+
+TEST_F(ForkServerTest, UnsettingAVariableNobodyHasSharesTheServer) {
+  // The final confirmation unsets every diagnostic variable; where none is
+  // set, it must not pay for a server of its own.
+  ::unsetenv("MINREPRO_FORK_TEST_ABSENT");
+  auto fork = forked(pythonCase());
+  TrialSpec spec = scriptTrial("print('fine')\n");
+  EXPECT_TRUE(fork->run(spec).passed());
+  spec.env_unset = {"MINREPRO_FORK_TEST_ABSENT"};
+  EXPECT_TRUE(fork->run(spec).passed());
+  EXPECT_EQ(fork->counts().servers_started, 1u);
 }
 
 TEST_F(ForkServerTest, HangIsTimedOutItsGroupKilledAndTheNextTrialIsUnaffected) {

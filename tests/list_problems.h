@@ -92,7 +92,7 @@ inline std::vector<std::size_t> solveFlaky(const std::string& name, std::uint64_
   std::vector<std::size_t> all(n);
   for (std::size_t i = 0; i < n; ++i) all[i] = i;
   auto batchOf = [&oracle](const std::vector<std::size_t>& keep) {
-    return [&oracle, keep](std::size_t count) {
+    return [&oracle, keep](std::size_t count, std::size_t) {
       std::vector<bool> results;
       for (std::size_t i = 0; i < count; ++i) results.push_back(oracle(keep));
       return results;

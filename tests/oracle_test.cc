@@ -25,7 +25,7 @@ struct OracleFixture : ::testing::Test {
   void SetUp() override {
     config.work_dir = dir.path();
     config.base_dir = "/cases/here";
-    config.command = CommandTrial{{"/usr/bin/python3", "-u", "{case_dir}/step.py", "{batch}", "--out={workdir}/o"}, {}};
+    config.command = CommandTrial{{"/usr/bin/python3", "-u", "{case_dir}/step.py", "{batch}", "--out={workdir}/o"}, {}, {}};
     config.flaky.enabled = false;  // one trial decides, unless a test says otherwise
   }
   Selection all(std::int64_t n) {

@@ -81,6 +81,13 @@ struct ShrinkFixture : ::testing::Test {
       if (e.name == "REPORT.md") return e.contents;
     return "";
   }
+  // "N trials in R rounds" of the last run's report: R, the run's length in trial times.
+  std::size_t rounds() {
+    const std::string text = report();
+    const auto at = text.find(" rounds (");
+    const auto from = text.rfind(' ', at - 1) + 1;
+    return at == std::string::npos ? 0 : std::stoul(text.substr(from, at - from));
+  }
 };
 
 TEST_F(ShrinkFixture, FlakyCulpritIsFoundAndTheRateReported) {
@@ -113,6 +120,24 @@ TEST_F(ShrinkFixture, ParallelTrialsGiveTheSameResult) {
   ASSERT_EQ(runShrink(options, &four), ExitStatus::Reduced);
   EXPECT_EQ(archivedIds(), serial);
   EXPECT_EQ(serial, (std::vector<std::int64_t>{100, 400}));
+}
+
+TEST_F(ShrinkFixture, TwoJobsTakeFewerRoundsForTheSameResult) {
+  // Rounds (sets of trials run at once) are what --jobs saves: on trials
+  // that take seconds, wall time follows them (bench/bench_jobs.sh).
+  for (const std::string flaky : {"true", "false"}) {
+    makeCase(512, "flaky: {enabled: " + flaky + "}\n");
+    auto rule = [](const auto& ids, std::uint64_t) { return has(ids, 313); };
+    IdExecutor one(rule), two(rule);
+    options.jobs = 1;
+    ASSERT_EQ(runShrink(options, &one), ExitStatus::Reduced);
+    const std::size_t serial = rounds();
+    EXPECT_EQ(serial, one.trials()) << "one job: every trial is a round of its own";
+    options.jobs = 2;
+    ASSERT_EQ(runShrink(options, &two), ExitStatus::Reduced);
+    EXPECT_EQ(archivedIds(), (std::vector<std::int64_t>{313})) << flaky;
+    EXPECT_LE(rounds() * 10, serial * 7) << "flaky " << flaky << ": " << rounds() << " rounds against " << serial;
+  }
 }
 
 TEST_F(ShrinkFixture, BudgetWritesTheBestSoFarAndResumeFinishesWithoutRepeatingTrials) {
