@@ -1,6 +1,8 @@
 // Per-trial wall time with and without the fork servers, measured side by
 // side (alternating, so a loaded machine slows both alike) on the bundled
-// examples, and the end-to-end shrink of class4 with and without.
+// examples; then the fork server's trials back to back, as a shrink runs
+// them (no 0.8 s plain process in between to evict the caches); and the
+// end-to-end shrink of class4 with and without.
 //
 //   bench_fork_server [--trials N] [--no-e2e]
 //
@@ -60,7 +62,7 @@ TrialSpec fullBatchTrial(const CaseConfig& c, const fs::path& dir) {
 
 struct Row {
   std::string name;
-  Series plain, forked;
+  Series plain, forked, consecutive;
   double server_start_ms = 0;
   bool same = true;
 };
@@ -82,6 +84,12 @@ Row measure(const std::string& name, const CaseConfig& c, const fs::path& dir, i
     const FailureSignature f = classify(forked->run(spec));
     row.forked.ms.push_back(msSince(start));
     row.same = row.same && p.summary() == f.summary() && f.summary() == reference.summary();
+  }
+  for (int i = 0; i < trials; ++i) {
+    start = Clock::now();
+    const FailureSignature f = classify(forked->run(spec));
+    row.consecutive.ms.push_back(msSince(start));
+    row.same = row.same && f.summary() == reference.summary();
   }
   if (forked->counts().plain != 0) row.same = false;  // it must really have used the server
   std::printf("%-28s signature: %s\n", name.c_str(), reference.summary().c_str());
@@ -150,12 +158,14 @@ int main(int argc, char** argv) {
   }
   bool ok = true;
   std::printf("\n## Per-trial wall time, %d trials each, alternating\n\n", trials);
-  std::printf("| example | plain median ms | fork server median ms | plain mean | fork mean | speed-up | server start ms | same signatures |\n");
-  std::printf("|---|---|---|---|---|---|---|---|\n");
+  std::printf("| example | plain median ms | fork server median ms | plain mean | fork mean | speed-up | "
+              "fork server back to back, median ms | speed-up | server start ms | same signatures |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Row& r : rows) {
-    std::printf("| %s | %.0f | %.1f | %.0f | %.1f | %.0fx | %.0f | %s |\n", r.name.c_str(), r.plain.median(),
-                r.forked.median(), r.plain.mean(), r.forked.mean(), r.plain.median() / r.forked.median(),
-                r.server_start_ms, r.same ? "yes" : "NO");
+    std::printf("| %s | %.0f | %.1f | %.0f | %.1f | %.0fx | %.1f | %.0fx | %.0f | %s |\n", r.name.c_str(),
+                r.plain.median(), r.forked.median(), r.plain.mean(), r.forked.mean(),
+                r.plain.median() / r.forked.median(), r.consecutive.median(),
+                r.plain.median() / r.consecutive.median(), r.server_start_ms, r.same ? "yes" : "NO");
     ok = ok && r.same;
   }
   if (run_e2e) ok = e2e(examples, scratch.path()) && ok;

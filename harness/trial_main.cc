@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <c10/util/Logging.h>
 #include <c10/util/Type.h>
 #include <torch/script.h>
 
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "harness/batch_io.h"
@@ -92,11 +94,13 @@ at::Tensor computeLoss(const TrialArgs& a, const at::Tensor& output, const at::T
   return at::nll_loss(output, target, {}, at::Reduction::Mean, a.ignore_index);
 }
 
-// The model file as a fork server's parent read it (empty outside one).
+// The model as a fork server's parent loaded it (empty outside one, or when
+// it did not load: each child then meets and reports the error itself).
 struct PreloadedModel {
-  std::string path, bytes;
+  std::string path;
   off_t size = -1;
   struct timespec mtime{};
+  std::optional<torch::jit::Module> module;
 };
 
 PreloadedModel& preloaded() {
@@ -110,11 +114,12 @@ bool unchangedSincePreload(const PreloadedModel& p, const std::string& path) {
          st.st_mtim.tv_sec == p.mtime.tv_sec && st.st_mtim.tv_nsec == p.mtime.tv_nsec;
 }
 
+// In a forked child the parent's module is this process's own copy-on-write
+// copy: what its forward changes stays here, as in a freshly loaded one.
 torch::jit::Module loadModel(const std::string& path) {
   const PreloadedModel& p = preloaded();
-  if (!unchangedSincePreload(p, path)) return torch::jit::load(path);
-  std::istringstream in(p.bytes);
-  return torch::jit::load(in);
+  if (p.module && unchangedSincePreload(p, path)) return *p.module;
+  return torch::jit::load(path);
 }
 
 // A batch that breaks the target contract fails here, naming the samples,
@@ -172,22 +177,22 @@ std::string raisedFromLine(const std::string& what) {
 void preloadModelFile(const std::string& path) {
   struct stat st{};
   if (::stat(path.c_str(), &st) != 0) return;  // a child then reads (and reports) it itself
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (!in || bytes.str().size() != static_cast<std::size_t>(st.st_size)) return;
-  preloaded() = PreloadedModel{path, bytes.str(), st.st_size, st.st_mtim};
-  // Loading it once (and dropping it) initialises the TorchScript compiler's
-  // lazy tables here instead of in every child. Nothing runs; an error is
-  // left for each child to meet and report as a fresh process would.
+  // Deserialised once here (it also builds the TorchScript compiler's lazy
+  // tables); never run here. A model that does not load is left for each
+  // child to meet and report as a fresh process would.
   try {
-    std::istringstream model(preloaded().bytes);
-    torch::jit::load(model);
+    torch::jit::Module module = torch::jit::load(path);
+    preloaded() = PreloadedModel{path, st.st_size, st.st_mtim, std::move(module)};
   } catch (const std::exception&) {
   }
 }
 
 int trialMain(int argc, char** argv) {
+  // A c10::Error symbolises the C++ stack when it is made (dladdr over ~290
+  // libraries: 10-20 ms here). A trial prints only its message and its
+  // "Exception raised from" line, which comes from the source location, not
+  // from that stack: skip the work, in a fresh process and a forked one alike.
+  c10::SetStackTraceFetcher([] { return std::string(); });
   const TrialArgs args = parseArgs(argc, argv);
   at::set_num_threads(args.threads);
   // trial.deterministic in case.yaml: an op without a deterministic kernel
