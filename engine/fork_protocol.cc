@@ -101,22 +101,35 @@ bool sendMessage(int fd, const ForkMessage& message) {
   return true;
 }
 
-bool sendFd(int sock, int fd) {
+namespace {
+
+// One byte with room for one passed fd, as sendmsg and recvmsg want it.
+struct FdCarrier {
   char byte = 'F';
   struct iovec iov{&byte, 1};
   alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   struct msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  FdCarrier() {
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+  }
+  FdCarrier(const FdCarrier&) = delete;
+  FdCarrier& operator=(const FdCarrier&) = delete;
+};
+
+}  // namespace
+
+bool sendFd(int sock, int fd) {
+  FdCarrier carrier;
+  struct cmsghdr* c = CMSG_FIRSTHDR(&carrier.msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
   c->cmsg_len = CMSG_LEN(sizeof(int));
   std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
   for (;;) {
-    const ssize_t n = ::sendmsg(sock, &msg, MSG_NOSIGNAL);
+    const ssize_t n = ::sendmsg(sock, &carrier.msg, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     return n == 1;
   }
@@ -124,18 +137,11 @@ bool sendFd(int sock, int fd) {
 
 int receiveFd(int sock, Clock::time_point deadline) {
   if (!waitReadable(sock, deadline)) return -1;
-  char byte = 0;
-  struct iovec iov{&byte, 1};
-  alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  struct msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  FdCarrier carrier;
   ssize_t n;
-  do n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+  do n = ::recvmsg(sock, &carrier.msg, MSG_CMSG_CLOEXEC);
   while (n < 0 && errno == EINTR);
-  const struct cmsghdr* c = n == 1 ? CMSG_FIRSTHDR(&msg) : nullptr;
+  const struct cmsghdr* c = n == 1 ? CMSG_FIRSTHDR(&carrier.msg) : nullptr;
   if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int)))
     return -1;
   int fd = -1;

@@ -50,7 +50,7 @@ std::string tensorTable(const std::vector<TensorInfo>& tensors) {
 
 std::string statsLine(const OracleStats& s) {
   std::ostringstream out;
-  out << s.trials + s.replayed << " trials in " << s.rounds << " rounds (trials run at once count once; "
+  out << s.trials + s.replayed << " trials in " << s.rounds << " rounds (trials run at once count as one round, replayed ones as none; "
       << s.same_failure << " failed the same way, " << s.passed << " passed, "
       << s.different_failure << " failed differently, " << s.timeouts << " timed out; " << s.replayed
       << " replayed from the journal, " << s.reused << " results reused, " << s.speculative << " speculative); "
