@@ -475,16 +475,27 @@ std::string pythonForkServerScript() {
   return "";
 }
 
+std::string pythonNativeHooks() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  for (const fs::path& candidate : {ec ? fs::path() : self.parent_path() / "libminrepro_pyhooks.so",
+                                    fs::path(MINREPRO_PY_HOOKS)})
+    if (fs::is_regular_file(candidate, ec)) return candidate.string();
+  return "";
+}
+
 std::unique_ptr<ForkServerExecutor> makeForkServerExecutor(const CaseConfig& config, const std::string& trial_binary,
                                                            Executor& fallback, std::size_t jobs) {
   if (!config.fork_server) return nullptr;
   ForkServerOptions options;
   options.log_file = config.work_dir / "fork-server.log";
   options.servers_per_route = std::max<std::size_t>(jobs, 1);
-  auto router = [trial_binary, script = pythonForkServerScript(),
+  auto router = [trial_binary, script = pythonForkServerScript(), hooks = pythonNativeHooks(),
                  preload = config.preload](const TrialSpec& spec) -> std::optional<ForkRoute> {
     if (auto r = harnessForkRoute(spec, trial_binary)) return r;
-    return pythonForkRoute(spec, script, preload);
+    auto r = pythonForkRoute(spec, script, preload);
+    if (r && !hooks.empty()) r->server_argv.insert(r->server_argv.end(), {"--native-hooks", hooks});
+    return r;
   };
   return std::make_unique<ForkServerExecutor>(router, fallback, options);
 }

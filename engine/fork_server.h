@@ -52,6 +52,9 @@ std::optional<ForkRoute> pythonForkRoute(const TrialSpec& spec, const std::strin
 // harness/py_fork_server.py next to the running executable (the build copies
 // it there), else in the source tree; "" when neither exists.
 std::string pythonForkServerScript();
+// The Python server's native hooks (harness/py_hooks.cc), next to the
+// running executable or where the build put them; "" when neither exists.
+std::string pythonNativeHooks();
 
 struct ForkServerOptions {
   std::filesystem::path log_file;  // servers' stderr and why a server was not used; empty: discarded

@@ -182,12 +182,18 @@ def run_script(argv):
     return status
 
 
+# harness/py_hooks.cc, when the client passed it (--native-hooks).
+_skip_cpp_stack_traces = None
+
+
 def child(message, fds):
     os.setpgid(0, 0)
     os.close(SOCK)  # a grandchild holding it would hide the client's exit from the parent
     _redirect(fds)
     os.chdir(values(message, "dir")[0])
     _set_environment(message)
+    if _skip_cpp_stack_traces is not None and os.environ.get("TORCH_SHOW_CPP_STACKTRACES") != "1":
+        _skip_cpp_stack_traces()  # torch prints that stack only when the variable is 1
     _set_limits(message)
     _reseed()
     return run_script(values(message, "arg"))
@@ -312,13 +318,27 @@ def send_ready():
 
 
 def parse_args(args):
-    script_dir, preload = None, []
+    script_dir, preload, hooks = None, [], None
     for flag, value in zip(args[0::2], args[1::2]):
         if flag == "--script-dir":
             script_dir = value
         elif flag == "--preload":
             preload.append(value)
-    return script_dir, preload
+        elif flag == "--native-hooks":
+            hooks = value
+    return script_dir, preload, hooks
+
+
+def load_hooks(path):
+    """The native hooks, only once torch (and so the c10 they link) is loaded."""
+    global _skip_cpp_stack_traces
+    if path is None or "torch" not in sys.modules:
+        return
+    import ctypes
+    try:
+        _skip_cpp_stack_traces = ctypes.CDLL(path).minrepro_skip_cpp_stack_traces
+    except (OSError, AttributeError) as exc:  # children then run exactly as without
+        print("minrepro: native hooks not used: %s" % exc, file=sys.stderr)
 
 
 def cuda_initialized():
@@ -327,11 +347,12 @@ def cuda_initialized():
 
 
 def main():
-    script_dir, preload = parse_args(sys.argv[1:])
+    script_dir, preload, hooks = parse_args(sys.argv[1:])
     # Imports resolve as the scripts' would: their directory first on sys.path.
     sys.path[0] = os.path.realpath(script_dir)
     for name in preload:
         __import__(name)
+    load_hooks(hooks)
     gc.collect()
     gc.freeze()  # children then copy fewer pages when they touch the parent's objects
     send_ready()

@@ -197,6 +197,25 @@ TEST_F(ForkServerTest, PythonExampleCommandIsTheSame) {
   EXPECT_EQ(fork->counts().plain, 0u);
 }
 
+TEST_F(ForkServerTest, PythonChildPrintsTheCppStackWhenAskedAsAFreshProcessDoes) {
+  // Children skip symbolising the C++ stack of a c10 error (harness/py_hooks.cc)
+  // unless TORCH_SHOW_CPP_STACKTRACES=1, when torch prints it.
+  ASSERT_FALSE(pythonNativeHooks().empty()) << "the build did not make libminrepro_pyhooks.so";
+  auto fork = forked(pythonCase());
+  const std::string source =
+      "import torch, torch.nn.functional as F\n"
+      "F.cross_entropy(torch.zeros(3, 4), torch.tensor([0, 2, 4]))\n";
+  const TrialSpec quiet = scriptTrial(source);
+  expectSameBothWays(*fork, quiet);
+  EXPECT_EQ(fork->run(quiet).stderr_text.find("frame #"), std::string::npos);
+  TrialSpec shown = scriptTrial(source);
+  shown.env_set["TORCH_SHOW_CPP_STACKTRACES"] = "1";
+  const TrialOutcome served = fork->run(shown);
+  EXPECT_NE(served.stderr_text.find("frame #"), std::string::npos) << served.stderr_text;
+  EXPECT_EQ(classify(served).summary(), classify(local_.run(shown)).summary());
+  EXPECT_EQ(fork->counts().plain, 0u);
+}
+
 TEST_F(ForkServerTest, PythonUncaughtExceptionPrintsTheSameTracebackAndExits1) {
   auto fork = forked(pythonCase());
   const TrialSpec spec = scriptTrial("import sys\nprint('before', sys.argv[1:])\n\ndef f():\n    raise ValueError('bad value 3')\n\nf()\n",
