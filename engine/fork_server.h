@@ -10,7 +10,8 @@
 // the child's group) and reads the wait status the server reports. A server
 // that dies is restarted; one that cannot start (or is not safe to fork
 // from) is not used again, and its trials run as plain processes through the
-// fallback executor, as do trials no server can run.
+// fallback executor, as do trials no server can run. For trials that run at
+// once (--jobs), a kind's first server is cloned: it forks a copy of itself.
 #pragma once
 
 #include <chrono>

@@ -14,8 +14,11 @@ namespace fs = std::filesystem;
 namespace minrepro {
 
 namespace {
-// Keys of the final confirmation's trials: their results never decide a
-// search candidate, and they run without diagnostic variables.
+// Result keys of trials that are not of a search candidate: the original's
+// check and single runs (whose failure may become the reference), and the
+// final confirmation's (run without diagnostic variables).
+const std::string kOriginalPrefix = "original:";
+const std::string kSinglePrefix = "single:";
 const std::string kConfirmPrefix = "confirm:";
 }  // namespace
 
@@ -127,7 +130,7 @@ TrialSpec TrialOracle::prepare(const Selection& selection, std::size_t number, b
 }
 
 TrialRecord TrialOracle::run(const Selection& selection) {
-  return runLive({selection}, {"single:" + selectionKey(selection)}).front();
+  return runLive({selection}, {kSinglePrefix + selectionKey(selection)}).front();
 }
 
 void TrialOracle::checkLimits(std::size_t about_to_run) const {
@@ -179,7 +182,7 @@ TrialRecord TrialOracle::finishTrial(TrialRecord record, const std::string& key)
   ++stats_.trials;
   record.signature = classify(record.outcome);
   const FailureSignature& sig = record.signature;
-  const bool of_original = key.starts_with("original:") || key.starts_with("single:");
+  const bool of_original = key.starts_with(kOriginalPrefix) || key.starts_with(kSinglePrefix);
   if (!reference_.failed() && of_original && sig.failed() && matchSignature(sig, sig, config_.expected).matches) {
     reference_ = sig;  // the first failure of the original
     first_failure_exit_ = describe(record.outcome);
@@ -268,8 +271,7 @@ bool TrialOracle::interesting(const Selection& selection, const Speculation& nex
       [&](std::size_t count, std::size_t spare) {
         return resultsFor(selection, key, count, spare, cursor, preexisting, next);
       },
-      rate_,
-      config_.flaky, jobs_);
+      rate_, config_.flaky, jobs_);
   if (decision.interesting) {
     if (journal_) journal_->recordAccepted(key, selection.samples.size());
     if (on_better_) on_better_(selection);
@@ -278,7 +280,7 @@ bool TrialOracle::interesting(const Selection& selection, const Speculation& nex
 }
 
 OriginalEstimate TrialOracle::estimateOriginal(const Selection& all, const Speculation& next) {
-  const std::string key = "original:" + selectionKey(all);
+  const std::string key = kOriginalPrefix + selectionKey(all);
   std::size_t cursor = 0;
   FailureRate seen;
   // The rate of the original is estimated with matches against the first

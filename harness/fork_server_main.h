@@ -1,8 +1,9 @@
 // `minrepro-trial --serve [--model M.pt]`: the built-in harness's fork server.
 //
-// The parent has loaded LibTorch (it is linked in), read the model file once,
+// The parent has loaded LibTorch (it is linked in), deserialised the model once,
 // set one intra-op thread before any op and never touches an accelerator. It
-// reads run requests on fd 3 (engine/fork_protocol.h) and, per request, forks
+// reads requests on fd 3 (engine/fork_protocol.h): `clone` forks a copy of the
+// server for another job slot; per `run` request it forks
 // a child that becomes a fresh trial: its own process group, stdin from
 // /dev/null, stdout/stderr to the trial's files, the trial's environment and
 // directory, core dumps off, optional RLIMIT_AS; then it runs trialMain with
