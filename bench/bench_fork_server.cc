@@ -62,37 +62,47 @@ TrialSpec fullBatchTrial(const CaseConfig& c, const fs::path& dir) {
 
 struct Row {
   std::string name;
-  Series plain, forked, consecutive;
+  Series plain, forked, unready;                 // alternating
+  Series consecutive, unready_consecutive;       // back to back
   double server_start_ms = 0;
   bool same = true;
 };
 
+// Times one trial and checks its signature against the reference.
+double timed(Executor& executor, const TrialSpec& spec, const std::string& reference, bool& same) {
+  const auto start = Clock::now();
+  const FailureSignature s = classify(executor.run(spec));
+  const double ms = msSince(start);
+  same = same && s.summary() == reference;
+  return ms;
+}
+
+// Plain processes, fork servers as a shrink uses them (each trial in the
+// standby child forked during the one before) and fork servers that fork
+// each child on demand (--no-standby), alternating.
 Row measure(const std::string& name, const CaseConfig& c, const fs::path& dir, int trials) {
   Row row;
   row.name = name;
   LocalExecutor local;
-  auto forked = makeForkServerExecutor(c, MINREPRO_TRIAL_BINARY_PATH, local);
+  ForkServerOptions no_standby;
+  no_standby.standby = false;
+  ForkServerExecutor forked(caseForkRouter(c, MINREPRO_TRIAL_BINARY_PATH), local);
+  ForkServerExecutor unready(caseForkRouter(c, MINREPRO_TRIAL_BINARY_PATH), local, no_standby);
   const TrialSpec spec = fullBatchTrial(c, dir);
   auto start = Clock::now();
-  const FailureSignature reference = classify(forked->run(spec));  // starts the server
+  const std::string reference = classify(forked.run(spec)).summary();  // starts the server
   row.server_start_ms = msSince(start);
+  classify(unready.run(spec));
   for (int i = 0; i < trials; ++i) {
-    start = Clock::now();
-    const FailureSignature p = classify(local.run(spec));
-    row.plain.ms.push_back(msSince(start));
-    start = Clock::now();
-    const FailureSignature f = classify(forked->run(spec));
-    row.forked.ms.push_back(msSince(start));
-    row.same = row.same && p.summary() == f.summary() && f.summary() == reference.summary();
+    row.plain.ms.push_back(timed(local, spec, reference, row.same));
+    row.forked.ms.push_back(timed(forked, spec, reference, row.same));
+    row.unready.ms.push_back(timed(unready, spec, reference, row.same));
   }
-  for (int i = 0; i < trials; ++i) {
-    start = Clock::now();
-    const FailureSignature f = classify(forked->run(spec));
-    row.consecutive.ms.push_back(msSince(start));
-    row.same = row.same && f.summary() == reference.summary();
-  }
-  if (forked->counts().plain != 0) row.same = false;  // it must really have used the server
-  std::printf("%-28s signature: %s\n", name.c_str(), reference.summary().c_str());
+  for (int i = 0; i < trials; ++i) row.consecutive.ms.push_back(timed(forked, spec, reference, row.same));
+  for (int i = 0; i < trials; ++i) row.unready_consecutive.ms.push_back(timed(unready, spec, reference, row.same));
+  // Both must really have used their servers.
+  if (forked.counts().plain != 0 || unready.counts().plain != 0) row.same = false;
+  std::printf("%-28s signature: %s\n", name.c_str(), reference.c_str());
   return row;
 }
 
@@ -157,17 +167,20 @@ int main(int argc, char** argv) {
     rows.push_back(measure(std::string(name) + (c.harness ? " (harness)" : " (python)"), c, dir, trials));
   }
   bool ok = true;
-  std::printf("\n## Per-trial wall time, %d trials each, alternating\n\n", trials);
-  std::printf("| example | plain median ms | fork server median ms | plain mean | fork mean | speed-up | "
-              "fork server back to back, median ms | speed-up | server start ms | same signatures |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("\n## Per-trial wall time (median ms), %d trials each\n\n", trials);
+  std::printf("| example | plain | fork server | speed-up | without standby | fork server, back to back | "
+              "without standby, back to back | server start ms | same signatures |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
   for (const Row& r : rows) {
-    std::printf("| %s | %.0f | %.1f | %.0f | %.1f | %.0fx | %.1f | %.0fx | %.0f | %s |\n", r.name.c_str(),
-                r.plain.median(), r.forked.median(), r.plain.mean(), r.forked.mean(),
-                r.plain.median() / r.forked.median(), r.consecutive.median(),
-                r.plain.median() / r.consecutive.median(), r.server_start_ms, r.same ? "yes" : "NO");
+    std::printf("| %s | %.0f | %.1f | %.0fx | %.1f | %.1f | %.1f | %.0f | %s |\n", r.name.c_str(), r.plain.median(),
+                r.forked.median(), r.plain.median() / r.forked.median(), r.unready.median(), r.consecutive.median(),
+                r.unready_consecutive.median(), r.server_start_ms, r.same ? "yes" : "NO");
     ok = ok && r.same;
   }
+  std::printf("\n(plain, fork server and without standby alternate; means: ");
+  for (const Row& r : rows)
+    std::printf("%s %.0f / %.1f / %.1f; ", r.name.c_str(), r.plain.mean(), r.forked.mean(), r.unready.mean());
+  std::printf(")\n");
   if (run_e2e) ok = e2e(examples, scratch.path()) && ok;
   return ok ? 0 : 1;
 }

@@ -133,6 +133,7 @@ std::optional<Server> spawnServer(const ForkRoute& route, const ForkServerOption
     return std::nullopt;
   }
   std::vector<std::string> args = route.server_argv, env = environmentWith(route.server_env_set, route.server_env_unset);
+  if (!o.standby) args.push_back("--no-standby");
   auto argv = cStrings(args), envp = cStrings(env);
   const int log_fd = openLog(o.log_file), null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   const pid_t pid = ::fork();
@@ -484,20 +485,23 @@ std::string pythonNativeHooks() {
   return "";
 }
 
+ForkRouter caseForkRouter(const CaseConfig& config, const std::string& trial_binary) {
+  return [trial_binary, script = pythonForkServerScript(), hooks = pythonNativeHooks(),
+          preload = config.preload](const TrialSpec& spec) -> std::optional<ForkRoute> {
+    if (auto r = harnessForkRoute(spec, trial_binary)) return r;
+    auto r = pythonForkRoute(spec, script, preload);
+    if (r && !hooks.empty()) r->server_argv.insert(r->server_argv.end(), {"--native-hooks", hooks});
+    return r;
+  };
+}
+
 std::unique_ptr<ForkServerExecutor> makeForkServerExecutor(const CaseConfig& config, const std::string& trial_binary,
                                                            Executor& fallback, std::size_t jobs) {
   if (!config.fork_server) return nullptr;
   ForkServerOptions options;
   options.log_file = config.work_dir / "fork-server.log";
   options.servers_per_route = std::max<std::size_t>(jobs, 1);
-  auto router = [trial_binary, script = pythonForkServerScript(), hooks = pythonNativeHooks(),
-                 preload = config.preload](const TrialSpec& spec) -> std::optional<ForkRoute> {
-    if (auto r = harnessForkRoute(spec, trial_binary)) return r;
-    auto r = pythonForkRoute(spec, script, preload);
-    if (r && !hooks.empty()) r->server_argv.insert(r->server_argv.end(), {"--native-hooks", hooks});
-    return r;
-  };
-  return std::make_unique<ForkServerExecutor>(router, fallback, options);
+  return std::make_unique<ForkServerExecutor>(caseForkRouter(config, trial_binary), fallback, options);
 }
 
 }  // namespace minrepro

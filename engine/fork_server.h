@@ -64,6 +64,10 @@ struct ForkServerOptions {
   // Trials that may run at once (--jobs): a route's first server is cloned
   // (forked by itself, milliseconds) up to this many, before its first trial.
   std::size_t servers_per_route = 1;
+  // Each server forks the next trial's child while the current trial runs
+  // (a standby, waiting for its request), taking the fork off the trial's
+  // path. False only to measure what that saves (bench_fork_server).
+  bool standby = true;
 };
 
 struct ForkServerCounts {
@@ -89,6 +93,10 @@ class ForkServerExecutor : public Executor {
   class Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The routes of a shrink job's trials: the built-in harness, and Python
+// scripts (with the case's preloaded modules and the native hooks).
+ForkRouter caseForkRouter(const CaseConfig& config, const std::string& trial_binary);
 
 // The executor of a shrink job: the built-in harness and Python-script
 // commands in fork servers (one per job slot and kind of trial); null when

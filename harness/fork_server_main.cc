@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -102,11 +103,18 @@ void resetSignals() {
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
 }
 
-// The child: becomes the trial, then runs what `minrepro-trial ARGS` runs.
-[[noreturn]] void runChild(const ForkMessage& m, const TrialFds& fds) {
+// What every child does first, whatever its trial: its own process group,
+// signals as after exec, no server socket (a grandchild holding it would hide
+// the client's exit from us), one thread until trialMain sets the trial's.
+void prepareChild() {
   ::setpgid(0, 0);
   resetSignals();
-  ::close(kSock);  // a grandchild holding it would hide the client's exit from us
+  ::close(kSock);
+  at::set_num_threads(1);
+}
+
+// The prepared child becomes the trial, then runs what `minrepro-trial ARGS` runs.
+[[noreturn]] void becomeTrial(const ForkMessage& m, const TrialFds& fds) {
   ::dup2(fds.in, 0);
   ::dup2(fds.out, 1);
   ::dup2(fds.err, 2);
@@ -116,7 +124,6 @@ void resetSignals() {
   }
   replaceEnvironment(m.all("env"));
   applyLimits(m.get("as_limit"));
-  at::set_num_threads(1);  // trialMain then sets the trial's own count
   std::vector<std::string> args = m.all("arg");
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -126,6 +133,83 @@ void resetSignals() {
   std::cerr.flush();
   std::fflush(nullptr);
   ::_exit(rc);
+}
+
+// The standby: a child forked ahead of its trial, while the previous trial
+// runs (on the other core), that waits on its channel for the request and
+// the trial's stdin/stdout/stderr. The fork and prepareChild are then off
+// the trial's path. It ran nothing but prepareChild: still a fresh process
+// that no other trial ran in. It ends quietly when the channel closes unused.
+struct Standby {
+  pid_t pid = -1;
+  int channel = -1;  // the server's end
+};
+Standby g_standby;
+bool g_standby_wanted = true;  // false with --no-standby: each trial forks on demand
+
+[[noreturn]] void runStandby(int channel) {
+  prepareChild();
+  const auto request = receiveMessage(channel);
+  if (!request) ::_exit(0);
+  TrialFds fds;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (int* fd : {&fds.in, &fds.out, &fds.err}) *fd = receiveFd(channel, deadline);
+  ::close(channel);
+  if (fds.in < 0 || fds.out < 0 || fds.err < 0) ::_exit(127);  // the server died mid-hand-over
+  becomeTrial(*request, fds);
+}
+
+void forkStandby() {
+  if (!g_standby_wanted) return;
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return;  // trials then fork on demand
+  std::cout.flush();  // nothing buffered may be duplicated into the child
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(sv[0]);
+    runStandby(sv[1]);
+  }
+  ::close(sv[1]);
+  if (pid < 0) {
+    ::close(sv[0]);
+    return;
+  }
+  ::setpgid(pid, pid);
+  g_standby = {pid, sv[0]};
+}
+
+// A standby that cannot take its trial (it died, say) is killed and reaped.
+void dropStandby() {
+  if (g_standby.pid < 0) return;
+  ::close(g_standby.channel);
+  ::kill(-g_standby.pid, SIGKILL);
+  ::waitpid(g_standby.pid, nullptr, 0);
+  g_standby = {};
+}
+
+// The trial's process: the standby when it takes the request, else a fork now.
+pid_t startChild(const ForkMessage& request, const TrialFds& fds) {
+  if (g_standby.pid > 0) {
+    bool handed = sendMessage(g_standby.channel, request);
+    for (int fd : {fds.in, fds.out, fds.err}) handed = handed && sendFd(g_standby.channel, fd);
+    if (handed) {
+      const pid_t pid = g_standby.pid;
+      ::close(g_standby.channel);
+      g_standby = {};
+      return pid;
+    }
+    dropStandby();
+  }
+  std::cout.flush();  // nothing buffered may be duplicated into the child
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    prepareChild();
+    becomeTrial(request, fds);
+  }
+  if (pid > 0) ::setpgid(pid, pid);  // also here, so the group exists before the client can signal it
+  return pid;
 }
 
 // Blocks until the child ends. When the client goes away meanwhile, the
@@ -166,22 +250,19 @@ bool serveOne(const ForkMessage& request) {
     reply.add("error", why);
     return sendMessage(kSock, reply);
   }
-  std::cout.flush();  // nothing buffered may be duplicated into the child
-  std::fflush(nullptr);
-  const pid_t pid = ::fork();
-  if (pid == 0) runChild(request, fds);
+  const pid_t pid = startChild(request, fds);
   fds.close();
   if (pid < 0) {
     reply.add("error", std::string("fork failed: ") + std::strerror(errno));
     return sendMessage(kSock, reply);
   }
-  ::setpgid(pid, pid);  // also here, so the group exists before the client can signal it
   reply.add("started", std::to_string(pid));
   if (!sendMessage(kSock, reply)) {
     ::kill(-pid, SIGKILL);
     reap(pid);
     return false;
   }
+  forkStandby();  // the next trial's process, made while this one runs
   ForkMessage done;
   done.add("exited", std::to_string(reap(pid)));
   return sendMessage(kSock, done);
@@ -217,6 +298,12 @@ std::string modelArg(int argc, char** argv) {
   return "";
 }
 
+bool hasFlag(int argc, char** argv, const std::string& flag) {
+  for (int i = 2; i < argc; ++i)
+    if (argv[i] == flag) return true;
+  return false;
+}
+
 bool sendReady() {
   ForkMessage ready;
   ready.add("ready", std::to_string(::getpid()));
@@ -245,6 +332,8 @@ bool cloneServer(bool& client_alive) {
     if (::fork() != 0) ::_exit(0);  // failed or the parent: the socket's end of file tells the client
     ::setpgid(0, 0);
     ::dup2(sv[1], kSock);  // replaces our end of the original's socket
+    if (g_standby.channel >= 0) ::close(g_standby.channel);  // the original's child, not ours
+    g_standby = {};
     ::close(sv[0]);
     ::close(sv[1]);
     return true;
@@ -264,13 +353,16 @@ int forkServerMain(int argc, char** argv) {
   at::set_num_threads(1);  // before any op: no OpenMP pool may exist when we fork
   warmUp();
   if (const std::string model = modelArg(argc, argv); !model.empty()) preloadModelFile(model);
+  g_standby_wanted = !hasFlag(argc, argv, "--no-standby");
   if (!sendReady()) return 1;
+  forkStandby();
   while (const auto request = receiveMessage(kSock)) {
     const std::string op = request->get("op");
     if (op == "clone") {
       bool client_alive = true;
       if (cloneServer(client_alive)) {
         if (!sendReady()) return 1;  // the copy's first words, on its own socket
+        forkStandby();
       } else if (!client_alive) {
         break;
       }

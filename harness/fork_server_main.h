@@ -1,10 +1,11 @@
-// `minrepro-trial --serve [--model M.pt]`: the built-in harness's fork server.
+// `minrepro-trial --serve [--model M.pt] [--no-standby]`: the built-in harness's fork server.
 //
 // The parent has loaded LibTorch (it is linked in), deserialised the model once,
 // set one intra-op thread before any op and never touches an accelerator. It
 // reads requests on fd 3 (engine/fork_protocol.h): `clone` forks a copy of the
-// server for another job slot; per `run` request it forks
-// a child that becomes a fresh trial: its own process group, stdin from
+// server for another job slot; a `run` request goes to a child forked for it
+// ahead, during the previous trial (the standby, which has run nothing but
+// its own set-up: see below), or forked then; that child becomes a fresh trial: its own process group, stdin from
 // /dev/null, stdout/stderr to the trial's files, the trial's environment and
 // directory, core dumps off, optional RLIMIT_AS; then it runs trialMain with
 // the trial's argv, exactly as `minrepro-trial ARGS` would, and ends with

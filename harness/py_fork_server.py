@@ -1,11 +1,13 @@
 """minrepro's Python fork server (see engine/fork_server.h).
 
-Started by minrepro as `python [-u] py_fork_server.py --script-dir D [--preload M]...`
+Started by minrepro as
+`python [-u] py_fork_server.py --script-dir D [--preload M]... [--native-hooks SO] [--no-standby]`
 with the trials' interpreter, flags and environment and its socket on fd 3
 (wire format: engine/fork_protocol.h). The parent imports torch and the
 preloaded modules once, never runs a torch op and never initialises CUDA (a
-CUDA context does not survive fork), then forks one child per trial. The
-child becomes the trial -- own process group, stdin from /dev/null,
+CUDA context does not survive fork), then forks one child per trial, ahead
+of it: while a trial runs, the next trial's child is forked and waits (the
+standby, see standby_child). The child becomes the trial -- own process group, stdin from /dev/null,
 stdout/stderr to the trial's files, the trial's environment, directory and
 limits -- and runs the script as __main__ the way `python [-u] S ARGS` would,
 ending the way that would: the same exit status, traceback or signal.
@@ -26,38 +28,42 @@ SOCK = 3
 
 # ---------------------------------------------------------------- wire format
 
-def _read_exact(n):
+def _read_exact(n, fd):
     data = b""
     while len(data) < n:
-        chunk = os.read(SOCK, n - len(data))
+        chunk = os.read(fd, n - len(data))
         if not chunk:
             return None
         data += chunk
     return data
 
 
-def receive():
+def receive(fd=SOCK):
     """One message as a list of (key, value) str pairs; None when the client is gone."""
-    head = _read_exact(4)
+    head = _read_exact(4, fd)
     if head is None:
         return None
     fields = []
     for _ in range(struct.unpack("<I", head)[0]):
-        size = _read_exact(4)
-        data = _read_exact(struct.unpack("<I", size)[0]) if size is not None else None
+        size = _read_exact(4, fd)
+        data = _read_exact(struct.unpack("<I", size)[0], fd) if size is not None else None
         if data is None:
             return None
         fields.append(os.fsdecode(data))
     return list(zip(fields[0::2], fields[1::2]))
 
 
-def send(pairs):
+def encode(pairs):
     out = [struct.pack("<I", 2 * len(pairs))]
     for key, value in pairs:
         for text in (key, value):
             data = os.fsencode(text)
             out += [struct.pack("<I", len(data)), data]
-    data = b"".join(out)
+    return b"".join(out)
+
+
+def send(pairs):
+    data = encode(pairs)
     try:
         while data:
             data = data[os.write(SOCK, data):]
@@ -186,17 +192,43 @@ def run_script(argv):
 _skip_cpp_stack_traces = None
 
 
-def child(message, fds):
+def prepare_child():
+    """What every child does first, whatever its trial."""
     os.setpgid(0, 0)
     os.close(SOCK)  # a grandchild holding it would hide the client's exit from the parent
+    _reseed()
+
+
+def become_trial(message, fds):
+    """The prepared child becomes the trial and runs it; returns its exit status."""
     _redirect(fds)
     os.chdir(values(message, "dir")[0])
     _set_environment(message)
     if _skip_cpp_stack_traces is not None and os.environ.get("TORCH_SHOW_CPP_STACKTRACES") != "1":
         _skip_cpp_stack_traces()  # torch prints that stack only when the variable is 1
     _set_limits(message)
-    _reseed()
     return run_script(values(message, "arg"))
+
+
+def standby_child(channel):
+    """A child forked ahead of its trial, while the previous trial runs: it
+    waits on its channel for the request and the trial's stdin, stdout and
+    stderr, so that the fork (the parent's page tables: 10-25 ms here) and
+    prepare_child are off the trial's path. It ran nothing but prepare_child:
+    still a fresh process that no other trial ran in. Ends quietly (0) when
+    the channel closes unused."""
+    prepare_child()
+    message = receive(channel.fileno())
+    if message is None:
+        return 0
+    try:
+        _, fds, _, _ = socket.recv_fds(channel, 1, 3)
+    except OSError:
+        fds = []
+    channel.close()
+    if len(fds) != 3:
+        return 127  # the server died mid-hand-over
+    return become_trial(message, fds)
 
 
 # ---------------------------------------------------------------- the parent
@@ -236,14 +268,15 @@ def reap(pid):
     return os.waitpid(pid, 0)[1]
 
 
-def fork_child(message, fds):
+def _fork(run):
+    """Forks a child that runs run() and exits with its status."""
     for stream in (sys.stdout, sys.stderr):
         stream.flush()  # nothing buffered may be duplicated into the child
     pid = os.fork()
     if pid == 0:
         status = 70  # only if the server's own code failed in the child
         try:
-            status = child(message, fds)
+            status = run()
         finally:
             os._exit(status)
     try:
@@ -253,6 +286,65 @@ def fork_child(message, fds):
     return pid
 
 
+# (pid, our end of its channel) of the standby child, or None.
+_standby = None
+_standby_wanted = True  # False with --no-standby: each trial forks on demand
+
+
+def fork_standby():
+    global _standby
+    if not _standby_wanted or not hasattr(socket, "send_fds"):  # Python < 3.9: trials fork on demand
+        return
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+
+    def run():
+        ours.close()
+        return standby_child(theirs)
+    try:
+        pid = _fork(run)
+    except OSError:
+        ours.close()
+        return
+    finally:
+        theirs.close()
+    _standby = (pid, ours)
+
+
+def drop_standby():
+    """Forgets the standby; kills and reaps it when it is our child."""
+    global _standby
+    if _standby is None:
+        return
+    pid, channel = _standby
+    _standby = None
+    channel.close()
+    _kill_group(pid)
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
+def start_child(message, fds):
+    """The trial's process: the standby when it takes the request, else a fork now."""
+    global _standby
+    if _standby is not None:
+        pid, channel = _standby
+        try:
+            channel.sendall(encode(message))
+            socket.send_fds(channel, [b"F"], fds)
+            _standby = None
+            channel.close()
+            return pid
+        except OSError:
+            drop_standby()  # it died: fork as before
+
+    def run():
+        prepare_child()
+        return become_trial(message, fds)
+    return _fork(run)
+
+
 def serve_one(message):
     try:
         fds = open_files(message)
@@ -260,7 +352,7 @@ def serve_one(message):
         send([("error", "cannot open the trial's output files: %s" % exc.strerror)])
         return
     try:
-        pid = fork_child(message, fds)
+        pid = start_child(message, fds)
     except OSError as exc:
         send([("error", "fork failed: %s" % exc.strerror)])
         return
@@ -272,6 +364,7 @@ def serve_one(message):
         _kill_group(pid)
         os.waitpid(pid, 0)
         raise
+    fork_standby()  # the next trial's process, made while this one runs
     send([("exited", str(reap(pid)))])
 
 
@@ -286,6 +379,7 @@ def serve_clone():
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     for stream in (sys.stdout, sys.stderr):
         stream.flush()  # nothing buffered may be duplicated into the copy
+    global _standby
     middle = os.fork()
     if middle == 0:
         try:
@@ -295,6 +389,9 @@ def serve_clone():
             os._exit(0)  # the socket's end of file tells the client
         os.setpgid(0, 0)
         os.dup2(theirs.fileno(), SOCK)  # replaces our end of the original's socket
+        if _standby is not None:
+            _standby[1].close()  # the original's child, not ours
+            _standby = None
         ours.close()
         theirs.close()
         return True
@@ -318,8 +415,15 @@ def send_ready():
 
 
 def parse_args(args):
+    global _standby_wanted
     script_dir, preload, hooks = None, [], None
-    for flag, value in zip(args[0::2], args[1::2]):
+    args = list(args)
+    while args:
+        flag = args.pop(0)
+        if flag == "--no-standby":
+            _standby_wanted = False
+            continue
+        value = args.pop(0) if args else None
         if flag == "--script-dir":
             script_dir = value
         elif flag == "--preload":
@@ -356,6 +460,7 @@ def main():
     gc.collect()
     gc.freeze()  # children then copy fewer pages when they touch the parent's objects
     send_ready()
+    fork_standby()
     while True:
         message = receive()
         if message is None:
@@ -363,6 +468,7 @@ def main():
         if values(message, "op") == ["clone"]:
             if serve_clone():
                 send_ready()  # the copy's first words, on its own socket
+                fork_standby()
             continue
         if values(message, "op") != ["run"]:
             return

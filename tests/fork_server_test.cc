@@ -12,6 +12,7 @@
 #include <atomic>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "engine/failure_signature.h"
@@ -31,6 +32,35 @@ bool pidAlive(pid_t pid) {
   if (!std::getline(stat, line)) return false;
   const auto close = line.rfind(')');
   return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
+}
+
+// The live children of `pid` (/proc/PID/task/*/children).
+std::vector<pid_t> childrenOf(pid_t pid) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream in(task.path() / "children");
+    for (pid_t child = 0; in >> child;)
+      if (pidAlive(child)) out.push_back(child);
+  }
+  return out;
+}
+
+std::string commandLine(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::replace(text.begin(), text.end(), '\0', ' ');
+  return text;
+}
+
+// The one standby child of a fork server that is between trials: forked
+// during the last trial, in its own process group, waiting for the next.
+pid_t standbyOf(pid_t server) {
+  const std::vector<pid_t> children = childrenOf(server);
+  EXPECT_EQ(children.size(), 1u) << "server " << server << " should hold exactly its standby child";
+  if (children.size() != 1) return -1;
+  EXPECT_EQ(::getpgid(children[0]), children[0]) << "a standby leads its own process group";
+  return children[0];
 }
 
 class ForkServerTest : public ::testing::Test {
@@ -85,7 +115,7 @@ class ForkServerTest : public ::testing::Test {
   // A case whose trials are `script` runs; only its fork-server settings matter.
   CaseConfig pythonCase() {
     CaseConfig c;
-    c.command = CommandTrial{{testing::python(), "{batch}"}, {}};
+    c.command = CommandTrial{{testing::python(), "{batch}"}, {}, {}};
     c.work_dir = dir_.path() / "work";
     return c;
   }
@@ -158,6 +188,32 @@ TEST_F(ForkServerTest, HarnessClonesRunTrialsAtOnceWithTheSameSignature) {
   expectSameBothWays(*fork, first);
   EXPECT_EQ(fork->counts().servers_started, 1u) << "the second job slot's server is a clone, not a second start";
   EXPECT_EQ(fork->counts().servers_cloned, 1u);
+  EXPECT_EQ(fork->counts().plain, 0u);
+}
+
+// Each trial runs in the standby child forked during the one before (off
+// the trial's path); one that died before its trial is replaced by a fork.
+TEST_F(ForkServerTest, HarnessTrialRunsInTheStandbyForkedAheadAndADeadOneIsReplaced) {
+  const CaseConfig c = example("class4");
+  auto fork = forked(c);
+  const TrialSpec spec = harnessTrial(c, c.batch);
+  const std::string signature = "index-error in nll_loss: Target 4 is out of bounds.";
+  EXPECT_EQ(classify(fork->run(spec)).summary(), signature);
+  pid_t server = -1;
+  for (pid_t child : childrenOf(::getpid()))
+    if (commandLine(child).find(" --serve") != std::string::npos) server = child;
+  ASSERT_GT(server, 0) << "no harness fork server among this test's children";
+  const pid_t standby = standbyOf(server);
+  EXPECT_EQ(classify(fork->run(spec)).summary(), signature);
+  const pid_t next = standbyOf(server);
+  EXPECT_NE(next, standby) << "the trial should have used the standby, and a new one been forked";
+  EXPECT_FALSE(pidAlive(standby));
+  ASSERT_EQ(::kill(next, SIGKILL), 0);
+  for (int i = 0; i < 100 && pidAlive(next); ++i) ::usleep(10'000);
+  EXPECT_EQ(classify(fork->run(spec)).summary(), signature);
+  expectSameBothWays(*fork, spec);
+  EXPECT_EQ(fork->counts().servers_started, 1u) << "a dead standby must not cost the server";
+  EXPECT_EQ(fork->counts().servers_lost, 0u);
   EXPECT_EQ(fork->counts().plain, 0u);
 }
 
@@ -269,6 +325,36 @@ TEST_F(ForkServerTest, SegfaultAndAbortAreSignalsAndTheNextTrialIsUnaffected) {
   EXPECT_TRUE(next.passed());
   EXPECT_EQ(next.stdout_text, "fine\n");
   EXPECT_EQ(fork->counts().servers_started, 1u) << "a crashing child must not take its server down";
+}
+
+TEST_F(ForkServerTest, PythonTrialRunsInTheStandbyForkedAheadAndADeadOneIsReplaced) {
+  auto fork = forked(pythonCase());
+  const TrialSpec spec = scriptTrial("import os\nprint(os.getpid(), os.getppid(), os.getpgid(0))\n");
+  auto pids = [&] {
+    const TrialOutcome outcome = fork->run(spec);
+    EXPECT_TRUE(outcome.passed()) << describe(outcome) << outcome.stderr_text;
+    std::istringstream in(outcome.stdout_text);
+    pid_t pid = 0, parent = 0, group = 0;
+    in >> pid >> parent >> group;
+    EXPECT_EQ(group, pid) << "the trial leads its own process group";
+    return std::make_pair(pid, parent);
+  };
+  const auto [first, server] = pids();
+  const pid_t standby = standbyOf(server);
+  EXPECT_EQ(pids().first, standby) << "the trial should have run in the standby";
+  const pid_t next = standbyOf(server);
+  EXPECT_NE(next, standby);
+  ASSERT_EQ(::kill(next, SIGKILL), 0);
+  for (int i = 0; i < 100 && pidAlive(next); ++i) ::usleep(10'000);
+  const auto [replaced, same_server] = pids();
+  EXPECT_NE(replaced, next);
+  EXPECT_EQ(same_server, server) << "a dead standby must not cost the server";
+  EXPECT_EQ(fork->counts().servers_started, 1u);
+  EXPECT_EQ(fork->counts().servers_lost, 0u);
+  const pid_t last = standbyOf(server);
+  fork.reset();  // the server goes; its standby, never used, must go too
+  for (int i = 0; i < 300 && pidAlive(last); ++i) ::usleep(10'000);
+  EXPECT_FALSE(pidAlive(last)) << "standby " << last << " outlived its server";
 }
 
 TEST_F(ForkServerTest, ClonedServersRunTrialsAtOnceAndACrashInOneLeavesTheOthers) {
