@@ -124,6 +124,40 @@ TEST_F(BatchFixture, AxisOutOfRangeAndMissingTensorAreBadInput) {
   EXPECT_NE(openError().find("no such tensor (it has: input, target)"), std::string::npos) << openError();
 }
 
+// A harness transform that cannot apply to its tensor is the case's mistake,
+// said before any trial (instead of reducing the error it would raise).
+TEST_F(BatchFixture, TransformThatCannotApplyToItsTensorIsBadInput) {
+  NamedTensors b;
+  b.names = {"input", "target"};
+  b.tensors = {at::randn({4, 8}), at::zeros({4}, at::kLong)};
+  write(b);
+  config.sample_axes = {{"input", 0}, {"target", 0}};
+  config.harness = HarnessTrial{};
+  for (const std::string type : {"normalize", "noise"}) {
+    TransformSpec t;
+    t.name = type;
+    t.type = type;
+    t.tensor = "target";
+    t.params = {{"mean", "0"}, {"std", "1"}};
+    config.harness->transforms = {t};
+    const std::string error = openError();
+    EXPECT_NE(error.find(config.case_file.string() + ": trial.harness.transforms (" + type + "): " + type +
+                         " needs a floating-point tensor, 'target' is int64"),
+              std::string::npos)
+        << error;
+    config.harness->transforms[0].tensor = "input";
+    EXPECT_EQ(openError(), "") << "the same transform on the float tensor is fine";
+  }
+  TransformSpec pad;
+  pad.name = pad.type = "pad";
+  pad.tensor = "input";
+  pad.params = {{"axis", "2"}, {"length", "10"}, {"value", "0"}};
+  config.harness->transforms = {pad};
+  EXPECT_NE(openError().find("trial.harness.transforms (pad): axis 2 is out of range for 'input' of shape [4, 8]"),
+            std::string::npos)
+      << openError();
+}
+
 TEST_F(BatchFixture, UnreadableOrNonDictFilesAreBadInput) {
   testing::writeFile(config.batch, "not a zip file");
   EXPECT_NE(openError().find("not a readable torch.save file"), std::string::npos) << openError();

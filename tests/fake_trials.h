@@ -5,6 +5,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <mutex>
 #include <sstream>
 
 #include "engine/process.h"
@@ -53,11 +54,13 @@ inline std::vector<std::int64_t> keptSamples(const TrialSpec& spec) {
   return {};
 }
 
+// Thread safe (trials that run at once take turns), so scripts may count.
 class FakeExecutor : public Executor {
  public:
   using Script = std::function<TrialOutcome(const std::vector<std::int64_t>& kept)>;
   explicit FakeExecutor(Script script) : script_(std::move(script)) {}
   TrialOutcome run(const TrialSpec& spec) override {
+    std::lock_guard<std::mutex> lock(mutex_);
     specs.push_back(spec);
     return script_(keptSamples(spec));
   }
@@ -65,6 +68,7 @@ class FakeExecutor : public Executor {
 
  private:
   Script script_;
+  std::mutex mutex_;
 };
 
 inline TrialOutcome exitedWith(int code, const std::string& stderr_text) {

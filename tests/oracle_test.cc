@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 
 #include "engine/delta.h"
 #include "tests/fake_trials.h"
@@ -31,6 +33,11 @@ struct OracleFixture : ::testing::Test {
   Selection all(std::int64_t n) {
     Selection s;
     for (std::int64_t i = 0; i < n; ++i) s.samples.push_back(i);
+    return s;
+  }
+  static Selection keeping(std::vector<std::int64_t> samples) {
+    Selection s;
+    s.samples = std::move(samples);
     return s;
   }
 };
@@ -75,7 +82,7 @@ TEST_F(OracleFixture, DifferentFailureIsNeverAccepted) {
   });
   TrialOracle oracle(config, batch, exec, "unused", log);
   ASSERT_EQ(oracle.estimateOriginal(all(8)).failures, 1u);
-  Selection only2{{2}}, only5{{5}}, none{{0, 1}};
+  const Selection only2 = keeping({2}), only5 = keeping({5}), none = keeping({0, 1});
   EXPECT_FALSE(oracle.interesting(only2));
   EXPECT_TRUE(oracle.interesting(only5));
   EXPECT_FALSE(oracle.interesting(none));
@@ -86,15 +93,76 @@ TEST_F(OracleFixture, DifferentFailureIsNeverAccepted) {
   EXPECT_NE(oracle.stats().other_bugs.begin()->first.find("out-of-memory"), std::string::npos);
 }
 
+// With free job slots the original's check runs the search's first
+// candidates beside it, and never more copies of the original than the
+// failures it still wants.
+TEST_F(OracleFixture, OriginalsCheckRunsTheFirstCandidatesBesideItWithinTheFailuresWanted) {
+  config.flaky.enabled = true;
+  config.flaky.initial_failures = 2;
+  FakeBatchStore batch(8);
+  std::size_t originals = 0;
+  FakeExecutor exec([&](const std::vector<std::int64_t>& kept) {
+    originals += kept.size() == 8 ? 1 : 0;
+    return has(kept, 5) ? indexError(4) : testing::exitedWith(0, "");
+  });
+  TrialOracle oracle(config, batch, exec, "unused", log, nullptr, {}, 4);
+  const std::vector<Selection> first = {keeping({0, 1, 2, 3}), keeping({4, 5, 6, 7})};
+  auto next = [&](std::size_t, bool) {
+    std::vector<Speculated> out;
+    for (const Selection& s : first) out.push_back({s, false});
+    return out;
+  };
+  const OriginalEstimate estimate = oracle.estimateOriginal(all(8), next);
+  EXPECT_EQ(estimate.failures, 2u);
+  EXPECT_EQ(estimate.runs, 2u) << "two failures wanted: two copies of the original, not four";
+  EXPECT_EQ(oracle.stats().rounds, 1u);
+  EXPECT_EQ(oracle.stats().speculative, 2u);
+  EXPECT_EQ(exec.specs.size(), 4u);
+  EXPECT_EQ(originals, 2u);
+  // A candidate's run ahead is its first result: the one that failed is
+  // accepted without a trial of its own.
+  const std::size_t trials = oracle.stats().trials;
+  EXPECT_TRUE(oracle.interesting(first[1]));
+  EXPECT_EQ(oracle.stats().trials, trials);
+}
+
+// A candidate run ahead beside an original that has not failed yet (a flaky
+// original's first run passed) means nothing: it is not counted, and its
+// failure, of another kind, can never become the reference.
+TEST_F(OracleFixture, TrialRunAheadBeforeTheOriginalFailedIsNotUsedNorTheReference) {
+  config.flaky.enabled = true;
+  config.flaky.initial_failures = 1;
+  log.openFile(dir.path() / "oracle.log");
+  FakeBatchStore batch(8);
+  int original_runs = 0;
+  FakeExecutor exec([&](const std::vector<std::int64_t>& kept) {
+    if (kept.size() == 8) return ++original_runs == 1 ? testing::exitedWith(0, "") : indexError(4);
+    return testing::exitedWith(1, "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n");
+  });
+  TrialOracle oracle(config, batch, exec, "unused", log, nullptr, {}, 2);
+  auto next = [&](std::size_t, bool) { return std::vector<Speculated>{{keeping({0}), false}}; };
+  const OriginalEstimate estimate = oracle.estimateOriginal(all(8), next);
+  EXPECT_EQ(estimate.runs, 2u);
+  EXPECT_EQ(estimate.failures, 1u);
+  EXPECT_EQ(oracle.reference().family, FailureFamily::IndexError) << oracle.reference().summary();
+  EXPECT_EQ(oracle.stats().rounds, 2u);
+  EXPECT_EQ(oracle.stats().speculative, 2u) << "run ahead in both rounds: the first run was not kept";
+  EXPECT_EQ(oracle.stats().different_failure, 1u) << "only the run after the reference existed counts";
+  std::ifstream in(dir.path() / "oracle.log");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("run ahead before the original failed; not used"), std::string::npos) << text;
+  EXPECT_FALSE(oracle.interesting(keeping({0})));
+}
+
 TEST_F(OracleFixture, SameBugWithOtherNumbersMatchesUnlessThePatternSaysOtherwise) {
   FakeBatchStore batch(8);
   FakeExecutor exec([](const std::vector<std::int64_t>& kept) { return indexError(has(kept, 7) ? 7 : 4); });
   TrialOracle oracle(config, batch, exec, "unused", log);
   oracle.setReference(oracle.run(all(8)).signature);
-  EXPECT_TRUE(oracle.interesting(Selection{{1}}));
+  EXPECT_TRUE(oracle.interesting(keeping({1})));
   config.expected.message_regex = "Target 7 ";
-  EXPECT_FALSE(oracle.interesting(Selection{{2}}));
-  EXPECT_TRUE(oracle.interesting(Selection{{7}}));
+  EXPECT_FALSE(oracle.interesting(keeping({2})));
+  EXPECT_TRUE(oracle.interesting(keeping({7})));
 }
 
 TEST_F(OracleFixture, SearchWithOracleFindsTheCulpritsAndCleansTrialDirs) {
