@@ -28,13 +28,8 @@ class CppCapture : public ::testing::Test {
   int train(const std::string& mode, std::string* output) {
     return runCommand(std::string(MINREPRO_TRAIN_LOOP_BINARY) + " " + case_dir_.string() + " " + mode, output);
   }
-  // Evaluates a Python expression on the captured batch b (torch.load reads it).
-  std::string pyBatch(const std::string& expr) {
-    std::string output;
-    runCommand(python() + " -c \"import torch; b = torch.load('" + (case_dir_ / "batch.pt").string() + "'); print(" +
-                   expr + ")\"", &output);
-    return output;
-  }
+  // Evaluates a Python expression on the captured batch b.
+  std::string pyBatch(const std::string& expr) { return testing::pyEvalOnBatch(case_dir_ / "batch.pt", expr); }
   std::string caseYaml() { return readFile(case_dir_ / "case.yaml"); }
 
   testing::TempDir work_{"minrepro-cpp-capture"};
@@ -62,17 +57,8 @@ TEST_F(CppCapture, TrainingLoopFailureIsCapturedAndShrinksToTheMislabelledSample
   EXPECT_EQ(pyBatch("sorted(b), b['sample_id'][:3].tolist(), b['target'].tolist().count(4), b['input'].requires_grad"),
             "['input', 'sample_id', 'target'] [9128, 9129, 9130] 1 False\n");
 
-  const fs::path archive = work_.path() / "repro.tar.gz";
-  ASSERT_EQ(testing::shrinkCase(case_dir_ / "case.yaml", archive, work_.path() / "work", &output), 0) << output;
-  EXPECT_TRUE(has(output, "reduced 32 -> 1 samples (ids [9137])")) << output;
-  const fs::path dir = work_.path() / "extracted";
-  ASSERT_TRUE(testing::extractInto(archive, dir));
-  const std::string report = readFile(dir / "REPORT.md");
-  EXPECT_TRUE(has(report, "Kept sample ids: [9137]")) << report;
-  EXPECT_TRUE(has(report, "- step: 4\n")) << report;
-  EXPECT_TRUE(has(report, "- last_completed_step: 3\n")) << report;
+  const std::string report = testing::expectCapturedCaseShrinksToTheMislabelledSample(case_dir_ / "case.yaml", work_.path());
   EXPECT_TRUE(has(report, "- capture: C++ (minrepro::CaptureSession)\n")) << report;
-  EXPECT_TRUE(has(report, "index-error in nll_loss")) << report;
 }
 
 TEST_F(CppCapture, LastIncompleteBatchIsRecorded) {

@@ -29,6 +29,29 @@ inline bool extractInto(const fs::path& archive, const fs::path& dir) {
   return runCommand("tar xzf " + archive.string() + " -C " + dir.string()) == 0;
 }
 
+// Evaluates a Python expression on a batch file, loaded as `b` (torch.load).
+inline std::string pyEvalOnBatch(const fs::path& batch, const std::string& expr) {
+  std::string output;
+  runCommand(python() + " -c \"import torch; b = torch.load('" + batch.string() + "'); print(" + expr + ")\"", &output);
+  return output;
+}
+
+// The capture tests' common end (tests/capture/train_loop.py and .cc: 32
+// samples, sample 9137 mislabelled at step 4): the captured case shrinks with
+// the real minrepro to that one sample. Returns the archive's REPORT.md.
+inline std::string expectCapturedCaseShrinksToTheMislabelledSample(const fs::path& case_file, const fs::path& work) {
+  std::string output;
+  const fs::path archive = work / "repro.tar.gz";
+  EXPECT_EQ(shrinkCase(case_file, archive, work / "work", &output), 0) << output;
+  EXPECT_NE(output.find("reduced 32 -> 1 samples (ids [9137])"), std::string::npos) << output;
+  const fs::path dir = work / "extracted";
+  EXPECT_TRUE(extractInto(archive, dir));
+  const std::string report = readFile(dir / "REPORT.md");
+  for (const char* line : {"Kept sample ids: [9137]", "- step: 4\n", "- last_completed_step: 3\n", "index-error in nll_loss"})
+    EXPECT_NE(report.find(line), std::string::npos) << line << "\n" << report;
+  return report;
+}
+
 class ExampleCases : public ::testing::Test {
  protected:
   // The bundled examples, made once per test binary run.
@@ -55,12 +78,7 @@ class ExampleCases : public ::testing::Test {
     return out;
   }
   // Evaluates a Python expression on the extracted batch.
-  std::string pyBatch(const fs::path& dir, const std::string& expr) {
-    std::string output;
-    testing::runCommand("cd " + dir.string() + " && " + testing::python() + " -c \"import torch; b = torch.load('batch.pt'); print(" +
-                   expr + ")\"", &output);
-    return output;
-  }
+  std::string pyBatch(const fs::path& dir, const std::string& expr) { return pyEvalOnBatch(dir / "batch.pt", expr); }
 
   static inline TempDir* examples_ = nullptr;
   TempDir work_{"minrepro-e2e"};
