@@ -147,6 +147,44 @@ TEST_F(SlurmExecutorTest, JobCancelledFromOutsideIsResubmittedNotCounted) {
   EXPECT_EQ(counts.failures.at("CANCELLED"), 1u);
 }
 
+// The node failing under a job (set DOWN: Slurm ends the job NODE_FAIL and
+// kills it) says nothing about the candidate either: once the node is back
+// (the test cluster returns it to service; RESUME otherwise), the trial is
+// submitted again and only that run counts.
+TEST_F(SlurmExecutorTest, NodeFailureUnderAJobIsResubmittedNotCounted) {
+  SlurmExecutor slurm = executor();
+  const fs::path mark = dir_.path() / "first-run";
+  const TrialSpec s = spec("if [ ! -e " + mark.string() + " ]; then touch " + mark.string() +
+                           "; sleep 120; fi; echo second run; exit 7");
+  TrialOutcome o;
+  std::thread trial([&] { o = slurm.run(s); });
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!fs::exists(mark) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(50ms);
+  const std::vector<std::string> live = slurm.liveJobs();
+  ASSERT_EQ(live.size(), 1u);
+  std::string node;
+  ASSERT_EQ(runCommand("squeue -h -o %N -j " + live.front(), &node), 0) << node;
+  node = node.substr(0, node.find('\n'));
+  ASSERT_FALSE(node.empty());
+  std::string out;
+  EXPECT_EQ(runCommand("scontrol update NodeName=" + node + " State=DOWN Reason=minrepro-node-failure-test", &out), 0)
+      << out;
+  // Back in service: the cluster's ReturnToService=2 usually has done it already.
+  for (int i = 0; i < 100; ++i) {
+    runCommand("sinfo -h -n " + node + " -o %t", &out);
+    if (out.find("down") == std::string::npos && out.find("drain") == std::string::npos) break;
+    runCommand("scontrol update NodeName=" + node + " State=RESUME 2>/dev/null");
+    std::this_thread::sleep_for(100ms);
+  }
+  trial.join();
+  EXPECT_EQ(o.end, TrialEnd::Exited) << describe(o) << o.stderr_text;
+  EXPECT_EQ(o.exit_code, 7);
+  EXPECT_EQ(o.stdout_text, "second run\n");
+  const SlurmCounts counts = slurm.counts();
+  EXPECT_EQ(counts.resubmitted, 1u);
+  EXPECT_EQ(counts.failures.count("NODE_FAIL"), 1u) << "the first job should have ended NODE_FAIL";
+}
+
 // The run's interrupt scancels our job, and a job that is not ours stays.
 TEST_F(SlurmExecutorTest, InterruptCancelsOurJobAndOnlyOurs) {
   std::string foreign;
