@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <future>
 #include <fstream>
@@ -150,26 +151,34 @@ namespace {
 std::atomic<bool> g_stop{false};
 
 extern "C" void requestStop(int) { g_stop.store(true); }
+extern "C" void carryOn(int) {}
 
-// SIGINT/SIGTERM: stop launching, kill running trials (their groups), write
-// the best so far. Restores the previous handlers when the run ends.
+// SIGINT, SIGTERM and SIGHUP (the terminal of an overnight run went away):
+// stop launching, kill running trials (their groups), write the best so far.
+// SIGPIPE (stdout or stderr closed under us: `| tee` gone) must not end the
+// run either way: writes then fail and the log file keeps everything. Both
+// are handlers, not SIG_IGN, so that trials start with the default
+// dispositions (exec resets handled signals; ignored ones would stay
+// ignored). Restores the previous handlers when the run ends.
 class StopOnSignals {
  public:
   StopOnSignals() {
     g_stop.store(false);
-    struct sigaction sa{};
-    sa.sa_handler = requestStop;
-    sigemptyset(&sa.sa_mask);
-    ::sigaction(SIGINT, &sa, &old_int_);
-    ::sigaction(SIGTERM, &sa, &old_term_);
+    struct sigaction stop{}, carry_on{};
+    stop.sa_handler = requestStop;
+    carry_on.sa_handler = carryOn;
+    sigemptyset(&stop.sa_mask);
+    sigemptyset(&carry_on.sa_mask);
+    for (std::size_t i = 0; i < kSignals.size(); ++i)
+      ::sigaction(kSignals[i], kSignals[i] == SIGPIPE ? &carry_on : &stop, &old_[i]);
   }
   ~StopOnSignals() {
-    ::sigaction(SIGINT, &old_int_, nullptr);
-    ::sigaction(SIGTERM, &old_term_, nullptr);
+    for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
   }
 
  private:
-  struct sigaction old_int_{}, old_term_{};
+  static constexpr std::array<int, 4> kSignals{SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+  std::array<struct sigaction, 4> old_{};
 };
 
 // What identifies a run for --resume: the case file, the batch and the

@@ -18,7 +18,7 @@ enum class ExitStatus : int {
   DoesNotReproduce = 3,  // the original does not fail (or not as expected)
   TrialsCannotStart = 4, // the trial program could not be started
   BudgetSpent = 5,       // --max-trials or --max-time ended the run; archive of the best so far written
-  Interrupted = 130,     // SIGINT or SIGTERM; archive of the best so far written when there was one
+  Interrupted = 130,     // SIGINT, SIGTERM or SIGHUP; archive of the best so far written when there was one
 };
 
 struct ShrinkOptions {

@@ -46,6 +46,22 @@ TEST_F(EndToEnd, Class4ShrinksToTheOneBadSampleAndReproducesWithoutMinrepro) {
   EXPECT_EQ(report.find(examples_->path().string()), std::string::npos) << "report leaks a local path";
 }
 
+// The real binary, its stdout and stderr a pipe whose reader is gone at
+// once (`minrepro shrink ... | true`): the run still ends with its result.
+TEST_F(EndToEnd, ClosedOutputPipeDoesNotStopTheRun) {
+  const fs::path archive = work_.path() / "repro.tar.gz", status = work_.path() / "status";
+  const std::string command = std::string(MINREPRO_BINARY) + " shrink --config " +
+                              (example("class4") / "case.yaml").string() + " --output " + archive.string() +
+                              " --work-dir " + (work_.path() / "work").string();
+  std::string output;
+  ASSERT_EQ(runCommand("bash -c '" + command + " 2>&1 | true; echo ${PIPESTATUS[0]} > " + status.string() + "'",
+                       &output), 0) << output;
+  EXPECT_EQ(readFile(status), "0\n") << "minrepro's exit status";
+  EXPECT_TRUE(fs::exists(archive));
+  EXPECT_NE(readFile(work_.path() / "work" / "minrepro.log").find("reduced 512 -> 1 samples (ids [10313])"),
+            std::string::npos);
+}
+
 TEST_F(EndToEnd, ExtractedCaseRunsAgainWithMinrepro) {
   const fs::path archive = work_.path() / "repro.tar.gz";
   std::string output;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cstring>
 #include <mutex>
 
 #include "engine/archive.h"
@@ -175,15 +176,29 @@ TEST_F(ShrinkFixture, ResumeRefusesAJournalOfAnotherCase) {
 }
 
 TEST_F(ShrinkFixture, InterruptWritesTheBestSoFarAndExitsWithItsOwnStatus) {
+  // SIGHUP: the terminal of an overnight run went away.
+  for (int signal : {SIGINT, SIGTERM, SIGHUP}) {
+    makeCase(1024);
+    IdExecutor exec([](const auto& ids, std::uint64_t) { return has(ids, 737); });
+    exec.on_trial = [signal](std::uint64_t t) {
+      if (t == 10) ::raise(signal);
+    };
+    EXPECT_EQ(runShrink(options, &exec), ExitStatus::Interrupted) << strsignal(signal);
+    EXPECT_TRUE(has(archivedIds(), 737));
+    EXPECT_NE(report().find("interrupted"), std::string::npos);
+    EXPECT_EQ(exec.trials(), 11u) << "no trial is launched after " << strsignal(signal);
+  }
+}
+
+TEST_F(ShrinkFixture, SigpipeDoesNotStopTheRun) {
+  // stdout or stderr closed under the run (`| tee` gone): writes fail, the run goes on.
   makeCase(1024);
   IdExecutor exec([](const auto& ids, std::uint64_t) { return has(ids, 737); });
   exec.on_trial = [](std::uint64_t t) {
-    if (t == 10) ::raise(SIGINT);
+    if (t == 10) ::raise(SIGPIPE);
   };
-  EXPECT_EQ(runShrink(options, &exec), ExitStatus::Interrupted);
-  EXPECT_TRUE(has(archivedIds(), 737));
-  EXPECT_NE(report().find("interrupted"), std::string::npos);
-  EXPECT_EQ(exec.trials(), 11u) << "no trial is launched after the signal";
+  EXPECT_EQ(runShrink(options, &exec), ExitStatus::Reduced);
+  EXPECT_EQ(archivedIds(), (std::vector<std::int64_t>{737}));
 }
 
 }  // namespace
