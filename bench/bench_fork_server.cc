@@ -100,8 +100,9 @@ Row measure(const std::string& name, const CaseConfig& c, const fs::path& dir, i
   }
   for (int i = 0; i < trials; ++i) row.consecutive.ms.push_back(timed(forked, spec, reference, row.same));
   for (int i = 0; i < trials; ++i) row.unready_consecutive.ms.push_back(timed(unready, spec, reference, row.same));
-  // Both must really have used their servers.
+  // Both must really have used their servers, each trial of the first its standby.
   if (forked.counts().plain != 0 || unready.counts().plain != 0) row.same = false;
+  if (forked.counts().from_standby != forked.counts().forked || unready.counts().from_standby != 0) row.same = false;
   std::printf("%-28s signature: %s\n", name.c_str(), reference.c_str());
   return row;
 }

@@ -9,7 +9,8 @@
 //
 //   server -> client, once: ready=PID threads=N cuda=0|1
 //   client -> server:       op=run dir=D stdout=F stderr=F as_limit=BYTES arg=... env=K=V ...
-//   server -> client:       started=PID   (the child, leader of its own process group)
+//   server -> client:       started=PID standby=0|1   (the child, leader of its own
+//                                         process group; 1: forked ahead, during the last trial)
 //                        or error=TEXT    (nothing was started)
 //   server -> client:       exited=W      (raw wait status, after the group was killed)
 //

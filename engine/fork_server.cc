@@ -196,6 +196,7 @@ std::optional<int> exitedStatus(const std::optional<ForkMessage>& m) {
 struct Attempt {
   std::optional<TrialOutcome> outcome;
   bool server_ok = true;
+  bool from_standby = false;  // the child was the server's standby (forked ahead)
 };
 
 bool cancelled(const TrialSpec& spec) { return spec.cancel && spec.cancel->load(); }
@@ -245,6 +246,7 @@ Attempt attemptOn(const Server& s, const TrialSpec& spec, const std::vector<std:
   Attempt a;
   if (kind == "started") {
     a = awaitChild(s, static_cast<pid_t>(std::stol(value)), spec, start);
+    a.from_standby = reply->get("standby") == "1";
   } else {
     a.outcome.emplace().start_error = "fork server: " + value;  // FailedToStart, as a plain process would
   }
@@ -302,6 +304,7 @@ class ForkServerExecutor::Impl {
       if (!server) return std::nullopt;
       Attempt a = attemptOn(*server, spec, route.child_argv);
       release(key, *server, a.server_ok);
+      if (a.outcome && a.from_standby) count(&ForkServerCounts::from_standby);
       if (a.outcome) return a.outcome;
     }
     return std::nullopt;

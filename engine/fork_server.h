@@ -3,7 +3,9 @@
 // that nothing else runs in), but it is forked from a parent that has already
 // loaded LibTorch (`minrepro-trial --serve`, harness/fork_server_main.h) or
 // imported torch (harness/py_fork_server.py), so the 0.8 s / 2.3 s start-up
-// is paid once per run instead of once per trial.
+// is paid once per run instead of once per trial. A server forks each
+// trial's child ahead, while the previous trial runs (the standby, which
+// waits for its request having run nothing), so the fork is off the path too.
 //
 // The executor is the client side: it starts a server per kind of trial,
 // sends it each trial, enforces the timeout itself (SIGTERM, then SIGKILL, to
@@ -72,6 +74,7 @@ struct ForkServerOptions {
 
 struct ForkServerCounts {
   std::size_t forked = 0;           // trials run as children of a server
+  std::size_t from_standby = 0;     // of those, children the server had forked ahead
   std::size_t plain = 0;            // trials run by the fallback executor
   std::size_t servers_started = 0;
   std::size_t servers_cloned = 0;   // copies forked by a started server

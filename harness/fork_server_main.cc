@@ -118,6 +118,8 @@ void prepareChild() {
   ::dup2(fds.in, 0);
   ::dup2(fds.out, 1);
   ::dup2(fds.err, 2);
+  for (int fd : {fds.in, fds.out, fds.err})
+    if (fd > 2) ::close(fd);  // as after exec: nothing open past 0, 1, 2 (these are close-on-exec)
   if (::chdir(m.get("dir").c_str()) != 0) {
     std::fprintf(stderr, "minrepro-trial --serve: cannot enter %s: %s\n", m.get("dir").c_str(), std::strerror(errno));
     ::_exit(127);
@@ -154,8 +156,11 @@ bool g_standby_wanted = true;  // false with --no-standby: each trial forks on d
   TrialFds fds;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   for (int* fd : {&fds.in, &fds.out, &fds.err}) *fd = receiveFd(channel, deadline);
+  // Taken: only now may the server report the trial started; without this
+  // byte it forks the trial itself, and this child ends having run nothing.
+  const bool taken = fds.in >= 0 && fds.out >= 0 && fds.err >= 0 && ::send(channel, "k", 1, MSG_NOSIGNAL) == 1;
   ::close(channel);
-  if (fds.in < 0 || fds.out < 0 || fds.err < 0) ::_exit(127);  // the server died mid-hand-over
+  if (!taken) ::_exit(0);
   becomeTrial(*request, fds);
 }
 
@@ -188,15 +193,26 @@ void dropStandby() {
   g_standby = {};
 }
 
+// Gives the standby the request and the trial's files; true once it says it
+// has them (a byte back), so that a standby that died or failed is never
+// reported as the trial.
+bool handOver(const ForkMessage& request, const TrialFds& fds) {
+  bool handed = sendMessage(g_standby.channel, request);
+  for (int fd : {fds.in, fds.out, fds.err}) handed = handed && sendFd(g_standby.channel, fd);
+  char taken = 0;
+  return handed && waitReadable(g_standby.channel, std::chrono::steady_clock::now() + std::chrono::seconds(30)) &&
+         ::read(g_standby.channel, &taken, 1) == 1 && taken == 'k';
+}
+
 // The trial's process: the standby when it takes the request, else a fork now.
-pid_t startChild(const ForkMessage& request, const TrialFds& fds) {
+pid_t startChild(const ForkMessage& request, const TrialFds& fds, bool& from_standby) {
+  from_standby = false;
   if (g_standby.pid > 0) {
-    bool handed = sendMessage(g_standby.channel, request);
-    for (int fd : {fds.in, fds.out, fds.err}) handed = handed && sendFd(g_standby.channel, fd);
-    if (handed) {
+    if (handOver(request, fds)) {
       const pid_t pid = g_standby.pid;
       ::close(g_standby.channel);
       g_standby = {};
+      from_standby = true;
       return pid;
     }
     dropStandby();
@@ -250,19 +266,21 @@ bool serveOne(const ForkMessage& request) {
     reply.add("error", why);
     return sendMessage(kSock, reply);
   }
-  const pid_t pid = startChild(request, fds);
+  bool from_standby = false;
+  const pid_t pid = startChild(request, fds, from_standby);
   fds.close();
   if (pid < 0) {
     reply.add("error", std::string("fork failed: ") + std::strerror(errno));
     return sendMessage(kSock, reply);
   }
   reply.add("started", std::to_string(pid));
+  reply.add("standby", from_standby ? "1" : "0");
   if (!sendMessage(kSock, reply)) {
     ::kill(-pid, SIGKILL);
     reap(pid);
     return false;
   }
-  forkStandby();  // the next trial's process, made while this one runs
+  forkStandby();  // the next trial's process, made while this one runs (on the other core)
   ForkMessage done;
   done.add("exited", std::to_string(reap(pid)));
   return sendMessage(kSock, done);

@@ -223,11 +223,14 @@ def standby_child(channel):
         return 0
     try:
         _, fds, _, _ = socket.recv_fds(channel, 1, 3)
+        # Taken: only now may the server report the trial started; without
+        # this byte it forks the trial itself, and this child ends having run nothing.
+        taken = len(fds) == 3 and channel.send(b"k") == 1
     except OSError:
-        fds = []
+        taken = False
     channel.close()
-    if len(fds) != 3:
-        return 127  # the server died mid-hand-over
+    if not taken:
+        return 0
     return become_trial(message, fds)
 
 
@@ -295,7 +298,10 @@ def fork_standby():
     global _standby
     if not _standby_wanted or not hasattr(socket, "send_fds"):  # Python < 3.9: trials fork on demand
         return
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    except OSError:
+        return  # out of descriptors, say: trials fork on demand
 
     def run():
         ours.close()
@@ -325,24 +331,35 @@ def drop_standby():
         pass
 
 
+def hand_over(channel, message, fds):
+    """Gives the standby the request and the trial's files; True once it says
+    it has them (a byte back), so that a standby that died or failed is never
+    reported as the trial."""
+    try:
+        channel.sendall(encode(message))
+        socket.send_fds(channel, [b"F"], fds)
+        channel.settimeout(30)
+        return channel.recv(1) == b"k"
+    except OSError:
+        return False
+
+
 def start_child(message, fds):
-    """The trial's process: the standby when it takes the request, else a fork now."""
+    """The trial's process and whether it is the standby: the standby when it
+    takes the request, else a fork now."""
     global _standby
     if _standby is not None:
         pid, channel = _standby
-        try:
-            channel.sendall(encode(message))
-            socket.send_fds(channel, [b"F"], fds)
+        if hand_over(channel, message, fds):
             _standby = None
             channel.close()
-            return pid
-        except OSError:
-            drop_standby()  # it died: fork as before
+            return pid, True
+        drop_standby()  # it died: fork as before
 
     def run():
         prepare_child()
         return become_trial(message, fds)
-    return _fork(run)
+    return _fork(run), False
 
 
 def serve_one(message):
@@ -352,14 +369,14 @@ def serve_one(message):
         send([("error", "cannot open the trial's output files: %s" % exc.strerror)])
         return
     try:
-        pid = start_child(message, fds)
+        pid, from_standby = start_child(message, fds)
     except OSError as exc:
         send([("error", "fork failed: %s" % exc.strerror)])
         return
     finally:
         _close_all(fds)
     try:
-        send([("started", str(pid))])
+        send([("started", str(pid)), ("standby", "1" if from_standby else "0")])
     except SystemExit:
         _kill_group(pid)
         os.waitpid(pid, 0)

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <set>
@@ -215,6 +216,56 @@ TEST_F(ForkServerTest, HarnessTrialRunsInTheStandbyForkedAheadAndADeadOneIsRepla
   EXPECT_EQ(fork->counts().servers_started, 1u) << "a dead standby must not cost the server";
   EXPECT_EQ(fork->counts().servers_lost, 0u);
   EXPECT_EQ(fork->counts().plain, 0u);
+  EXPECT_EQ(fork->counts().forked, 4u);
+  EXPECT_EQ(fork->counts().from_standby, 3u) << "all but the trial after the standby was killed";
+}
+
+// A clone must not carry its original's standby: when the original goes,
+// its standby (whose channel only the original holds) ends, and the clone
+// with its own standby serves on.
+TEST_F(ForkServerTest, ClonedHarnessServerHasItsOwnStandbyAndTheOriginalsEndsWithIt) {
+  const CaseConfig c = example("class4");
+  auto fork = forked(c, 2);
+  TrialSpec first = harnessTrial(c, c.batch), second = first;
+  second.work_dir = dir_.path() / "clone-standby-2";
+  fs::create_directories(second.work_dir);
+  for (const TrialOutcome& served : runAtOnce(*fork, {first, second}))
+    EXPECT_EQ(served.signal, SIGABRT) << describe(served);
+  ASSERT_EQ(fork->counts().servers_cloned, 1u);
+  // The two servers of this case: ours (started) and its copy (init's
+  // child). Their standbys have the same command line: forks of a server.
+  std::vector<pid_t> forks;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string line = commandLine(std::stoi(name));
+    if (line.find(" --serve") != std::string::npos && line.find(c.harness->model.string()) != std::string::npos)
+      forks.push_back(std::stoi(name));
+  }
+  std::vector<pid_t> standbys;
+  for (pid_t pid : forks)
+    for (pid_t child : childrenOf(pid)) standbys.push_back(child);
+  std::vector<pid_t> servers;
+  for (pid_t pid : forks)
+    if (std::find(standbys.begin(), standbys.end(), pid) == standbys.end()) servers.push_back(pid);
+  ASSERT_EQ(servers.size(), 2u);
+  const std::vector<pid_t> ours = childrenOf(::getpid());
+  const bool first_is_ours = std::find(ours.begin(), ours.end(), servers[0]) != ours.end();
+  const pid_t original = servers[first_is_ours ? 0 : 1], copy = servers[first_is_ours ? 1 : 0];
+  const pid_t original_standby = standbyOf(original), copy_standby = standbyOf(copy);
+  auto openFds = [](pid_t pid) {
+    std::error_code ec;
+    const auto it = fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec);
+    return ec ? -1 : static_cast<int>(std::distance(it, fs::directory_iterator()));
+  };
+  EXPECT_EQ(openFds(copy_standby), openFds(original_standby)) << "the copy passed on a descriptor of the original's";
+  ASSERT_EQ(::kill(original, SIGKILL), 0);
+  for (int i = 0; i < 300 && pidAlive(original_standby); ++i) ::usleep(10'000);
+  EXPECT_FALSE(pidAlive(original_standby)) << "the original's standby outlived it: its copy holds the channel";
+  EXPECT_TRUE(pidAlive(copy_standby));
+  fork.reset();
+  for (int i = 0; i < 300 && pidAlive(copy_standby); ++i) ::usleep(10'000);
+  EXPECT_FALSE(pidAlive(copy_standby)) << "an unused standby must end with its server";
 }
 
 TEST_F(ForkServerTest, HarnessUsageErrorAndMissingBatchAreTheSame) {
@@ -351,6 +402,7 @@ TEST_F(ForkServerTest, PythonTrialRunsInTheStandbyForkedAheadAndADeadOneIsReplac
   EXPECT_EQ(same_server, server) << "a dead standby must not cost the server";
   EXPECT_EQ(fork->counts().servers_started, 1u);
   EXPECT_EQ(fork->counts().servers_lost, 0u);
+  EXPECT_EQ(fork->counts().from_standby, 2u) << "all but the trial after the standby was killed";
   const pid_t last = standbyOf(server);
   fork.reset();  // the server goes; its standby, never used, must go too
   for (int i = 0; i < 300 && pidAlive(last); ++i) ::usleep(10'000);
