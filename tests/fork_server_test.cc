@@ -92,6 +92,17 @@ class ForkServerTest : public ::testing::Test {
   }
   CaseConfig example(const std::string& name) { return loadCase(examples_->path() / name / "case.yaml"); }
 
+  // class4's full-batch trial twice at once (the second in its own
+  // directory), each failing as it must; returns the first's spec.
+  TrialSpec runTwoHarnessTrialsAtOnce(Executor& fork, const CaseConfig& c, const std::string& second_dir) {
+    TrialSpec first = harnessTrial(c, c.batch), second = first;
+    second.work_dir = dir_.path() / second_dir;
+    fs::create_directories(second.work_dir);
+    for (const TrialOutcome& served : runAtOnce(fork, {first, second}))
+      EXPECT_EQ(classify(served).summary(), "index-error in nll_loss: Target 4 is out of bounds.") << served.stderr_text;
+    return first;
+  }
+
   TrialSpec harnessTrial(const CaseConfig& c, const fs::path& batch) {
     TrialSpec spec = inDir("harness");
     spec.argv = harnessArgv(MINREPRO_TRIAL_BINARY, *c.harness, batch.string());
@@ -181,11 +192,7 @@ TEST_F(ForkServerTest, HarnessPairAndPassingTrialAreTheSame) {
 TEST_F(ForkServerTest, HarnessClonesRunTrialsAtOnceWithTheSameSignature) {
   const CaseConfig c = example("class4");
   auto fork = forked(c, 2);
-  TrialSpec first = harnessTrial(c, c.batch), second = first;
-  second.work_dir = dir_.path() / "harness-2";
-  fs::create_directories(second.work_dir);
-  for (const TrialOutcome& served : runAtOnce(*fork, {first, second}))
-    EXPECT_EQ(classify(served).summary(), "index-error in nll_loss: Target 4 is out of bounds.") << served.stderr_text;
+  const TrialSpec first = runTwoHarnessTrialsAtOnce(*fork, c, "harness-2");
   expectSameBothWays(*fork, first);
   EXPECT_EQ(fork->counts().servers_started, 1u) << "the second job slot's server is a clone, not a second start";
   EXPECT_EQ(fork->counts().servers_cloned, 1u);
@@ -226,11 +233,7 @@ TEST_F(ForkServerTest, HarnessTrialRunsInTheStandbyForkedAheadAndADeadOneIsRepla
 TEST_F(ForkServerTest, ClonedHarnessServerHasItsOwnStandbyAndTheOriginalsEndsWithIt) {
   const CaseConfig c = example("class4");
   auto fork = forked(c, 2);
-  TrialSpec first = harnessTrial(c, c.batch), second = first;
-  second.work_dir = dir_.path() / "clone-standby-2";
-  fs::create_directories(second.work_dir);
-  for (const TrialOutcome& served : runAtOnce(*fork, {first, second}))
-    EXPECT_EQ(served.signal, SIGABRT) << describe(served);
+  runTwoHarnessTrialsAtOnce(*fork, c, "clone-standby-2");
   ASSERT_EQ(fork->counts().servers_cloned, 1u);
   // The two servers of this case: ours (started) and its copy (init's
   // child). Their standbys have the same command line: forks of a server.

@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -69,7 +70,7 @@ std::vector<std::string> queuedJobs(const std::string& part) {
 }
 
 class SlurmExecutorTest : public ::testing::Test {
- protected:
+ public:
   void SetUp() override { requireCluster(); }
 
   TrialSpec spec(const std::string& script, std::chrono::milliseconds timeout = 60s) {
@@ -126,25 +127,34 @@ TEST_F(SlurmExecutorTest, TrialPastItsTimeoutIsATimeoutAndLeavesNothingRunning) 
 
 // A job cancelled by someone else says nothing about the candidate: it is
 // submitted again and only the second run's result counts.
-TEST_F(SlurmExecutorTest, JobCancelledFromOutsideIsResubmittedNotCounted) {
-  SlurmExecutor slurm = executor();
-  const fs::path mark = dir_.path() / "first-run";
-  const TrialSpec s = spec("if [ ! -e " + mark.string() + " ]; then touch " + mark.string() +
-                           "; sleep 120; fi; echo second run; exit 7");
+// A trial whose first run hangs (after leaving a mark) and whose second
+// prints "second run" and exits 7, run in a thread; `fail` does something to
+// the job of the first run (given its id). Then only the second run counts,
+// and the first is counted as the cluster's failure `expected_failure`.
+void expectResubmittedAfter(SlurmExecutorTest& test, SlurmExecutor& slurm, const fs::path& mark,
+                            const std::function<void(const std::string&)>& fail, const std::string& expected_failure) {
+  const TrialSpec s = test.spec("if [ ! -e " + mark.string() + " ]; then touch " + mark.string() +
+                                "; sleep 120; fi; echo second run; exit 7");
   TrialOutcome o;
   std::thread trial([&] { o = slurm.run(s); });
   const auto deadline = std::chrono::steady_clock::now() + 60s;
   while (!fs::exists(mark) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(50ms);
   const std::vector<std::string> live = slurm.liveJobs();
-  ASSERT_EQ(live.size(), 1u);
-  EXPECT_EQ(runCommand("scancel " + live.front()), 0);
+  EXPECT_EQ(live.size(), 1u);
+  if (live.size() == 1) fail(live.front());
   trial.join();
-  EXPECT_EQ(o.end, TrialEnd::Exited) << describe(o);
+  EXPECT_EQ(o.end, TrialEnd::Exited) << describe(o) << o.stderr_text;
   EXPECT_EQ(o.exit_code, 7);
   EXPECT_EQ(o.stdout_text, "second run\n");
   const SlurmCounts counts = slurm.counts();
   EXPECT_EQ(counts.resubmitted, 1u);
-  EXPECT_EQ(counts.failures.at("CANCELLED"), 1u);
+  EXPECT_EQ(counts.failures.count(expected_failure), 1u) << "the first job should have ended " << expected_failure;
+}
+
+TEST_F(SlurmExecutorTest, JobCancelledFromOutsideIsResubmittedNotCounted) {
+  SlurmExecutor slurm = executor();
+  expectResubmittedAfter(*this, slurm, dir_.path() / "first-run",
+                         [](const std::string& job) { EXPECT_EQ(runCommand("scancel " + job), 0); }, "CANCELLED");
 }
 
 // The node failing under a job (set DOWN: Slurm ends the job NODE_FAIL and
@@ -153,36 +163,22 @@ TEST_F(SlurmExecutorTest, JobCancelledFromOutsideIsResubmittedNotCounted) {
 // submitted again and only that run counts.
 TEST_F(SlurmExecutorTest, NodeFailureUnderAJobIsResubmittedNotCounted) {
   SlurmExecutor slurm = executor();
-  const fs::path mark = dir_.path() / "first-run";
-  const TrialSpec s = spec("if [ ! -e " + mark.string() + " ]; then touch " + mark.string() +
-                           "; sleep 120; fi; echo second run; exit 7");
-  TrialOutcome o;
-  std::thread trial([&] { o = slurm.run(s); });
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (!fs::exists(mark) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(50ms);
-  const std::vector<std::string> live = slurm.liveJobs();
-  ASSERT_EQ(live.size(), 1u);
-  std::string node;
-  ASSERT_EQ(runCommand("squeue -h -o %N -j " + live.front(), &node), 0) << node;
-  node = node.substr(0, node.find('\n'));
-  ASSERT_FALSE(node.empty());
-  std::string out;
-  EXPECT_EQ(runCommand("scontrol update NodeName=" + node + " State=DOWN Reason=minrepro-node-failure-test", &out), 0)
-      << out;
-  // Back in service: the cluster's ReturnToService=2 usually has done it already.
-  for (int i = 0; i < 100; ++i) {
-    runCommand("sinfo -h -n " + node + " -o %t", &out);
-    if (out.find("down") == std::string::npos && out.find("drain") == std::string::npos) break;
-    runCommand("scontrol update NodeName=" + node + " State=RESUME 2>/dev/null");
-    std::this_thread::sleep_for(100ms);
-  }
-  trial.join();
-  EXPECT_EQ(o.end, TrialEnd::Exited) << describe(o) << o.stderr_text;
-  EXPECT_EQ(o.exit_code, 7);
-  EXPECT_EQ(o.stdout_text, "second run\n");
-  const SlurmCounts counts = slurm.counts();
-  EXPECT_EQ(counts.resubmitted, 1u);
-  EXPECT_EQ(counts.failures.count("NODE_FAIL"), 1u) << "the first job should have ended NODE_FAIL";
+  auto failNode = [](const std::string& job) {
+    std::string node, out;
+    ASSERT_EQ(runCommand("squeue -h -o %N -j " + job, &node), 0) << node;
+    node = node.substr(0, node.find('\n'));
+    ASSERT_FALSE(node.empty());
+    EXPECT_EQ(runCommand("scontrol update NodeName=" + node + " State=DOWN Reason=minrepro-node-failure-test", &out), 0)
+        << out;
+    // Back in service: the cluster's ReturnToService=2 usually has done it already.
+    for (int i = 0; i < 100; ++i) {
+      runCommand("sinfo -h -n " + node + " -o %t", &out);
+      if (out.find("down") == std::string::npos && out.find("drain") == std::string::npos) break;
+      runCommand("scontrol update NodeName=" + node + " State=RESUME 2>/dev/null");
+      std::this_thread::sleep_for(100ms);
+    }
+  };
+  expectResubmittedAfter(*this, slurm, dir_.path() / "first-run", failNode, "NODE_FAIL");
 }
 
 // The run's interrupt scancels our job, and a job that is not ours stays.
