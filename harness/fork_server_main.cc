@@ -164,24 +164,29 @@ bool g_standby_wanted = true;  // false with --no-standby: each trial forks on d
   becomeTrial(*request, fds);
 }
 
+// fork() for a trial's process, standby or not: nothing buffered may be
+// duplicated into the child, and the parent also makes it a group leader,
+// so that the group exists before the client can signal it.
+pid_t forkChild() {
+  std::cout.flush();
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid > 0) ::setpgid(pid, pid);
+  return pid;
+}
+
 void forkStandby() {
   if (!g_standby_wanted) return;
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return;  // trials then fork on demand
-  std::cout.flush();  // nothing buffered may be duplicated into the child
-  std::fflush(nullptr);
-  const pid_t pid = ::fork();
+  const pid_t pid = forkChild();
   if (pid == 0) {
     ::close(sv[0]);
     runStandby(sv[1]);
   }
   ::close(sv[1]);
-  if (pid < 0) {
-    ::close(sv[0]);
-    return;
-  }
-  ::setpgid(pid, pid);
-  g_standby = {pid, sv[0]};
+  if (pid < 0) ::close(sv[0]);
+  else g_standby = {pid, sv[0]};
 }
 
 // A standby that cannot take its trial (it died, say) is killed and reaped.
@@ -217,14 +222,11 @@ pid_t startChild(const ForkMessage& request, const TrialFds& fds, bool& from_sta
     }
     dropStandby();
   }
-  std::cout.flush();  // nothing buffered may be duplicated into the child
-  std::fflush(nullptr);
-  const pid_t pid = ::fork();
+  const pid_t pid = forkChild();
   if (pid == 0) {
     prepareChild();
     becomeTrial(request, fds);
   }
-  if (pid > 0) ::setpgid(pid, pid);  // also here, so the group exists before the client can signal it
   return pid;
 }
 

@@ -5,11 +5,11 @@
 // reads requests on fd 3 (engine/fork_protocol.h): `clone` forks a copy of the
 // server for another job slot; a `run` request goes to a child forked for it
 // ahead, during the previous trial (the standby, which has run nothing but
-// its own set-up: see below), or forked then; that child becomes a fresh trial: its own process group, stdin from
-// /dev/null, stdout/stderr to the trial's files, the trial's environment and
-// directory, core dumps off, optional RLIMIT_AS; then it runs trialMain with
-// the trial's argv, exactly as `minrepro-trial ARGS` would, and ends with
-// _exit. The parent reports the child's pid, then its raw wait status after
+// its own set-up), or forked then. That child becomes a fresh trial: its own
+// process group, stdin from /dev/null, stdout/stderr to the trial's files,
+// the trial's environment and directory, core dumps off, optional RLIMIT_AS;
+// then it runs trialMain with the trial's argv, exactly as `minrepro-trial
+// ARGS` would, and ends with _exit. The parent reports the child's pid, then its raw wait status after
 // killing whatever the child left in its group. The parent never runs the
 // model; it exits when the client closes the socket.
 #pragma once

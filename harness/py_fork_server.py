@@ -7,10 +7,11 @@ with the trials' interpreter, flags and environment and its socket on fd 3
 preloaded modules once, never runs a torch op and never initialises CUDA (a
 CUDA context does not survive fork), then forks one child per trial, ahead
 of it: while a trial runs, the next trial's child is forked and waits (the
-standby, see standby_child). The child becomes the trial -- own process group, stdin from /dev/null,
-stdout/stderr to the trial's files, the trial's environment, directory and
-limits -- and runs the script as __main__ the way `python [-u] S ARGS` would,
-ending the way that would: the same exit status, traceback or signal.
+standby, see standby_child). The child becomes the trial -- own process
+group, stdin from /dev/null, stdout/stderr to the trial's files, the trial's
+environment, directory and limits -- and runs the script as __main__ the way
+`python [-u] S ARGS` would, ending the way that would: the same exit status,
+traceback or signal.
 """
 import atexit
 import gc
@@ -213,7 +214,7 @@ def become_trial(message, fds):
 def standby_child(channel):
     """A child forked ahead of its trial, while the previous trial runs: it
     waits on its channel for the request and the trial's stdin, stdout and
-    stderr, so that the fork (the parent's page tables: 10-25 ms here) and
+    stderr, so that the fork (the parent's page tables: up to 25 ms on a loaded VM) and
     prepare_child are off the trial's path. It ran nothing but prepare_child:
     still a fresh process that no other trial ran in. Ends quietly (0) when
     the channel closes unused."""
@@ -317,7 +318,7 @@ def fork_standby():
 
 
 def drop_standby():
-    """Forgets the standby; kills and reaps it when it is our child."""
+    """Kills and reaps the standby (it could not take its trial) and forgets it."""
     global _standby
     if _standby is None:
         return
