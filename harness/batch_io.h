@@ -18,8 +18,10 @@ struct NamedTensors {
   const at::Tensor* find(const std::string& name) const;
 };
 
-// Reads a torch.save'd dict of tensors (Python's zip format). Throws
-// CaseError naming the file when it is unreadable or not a dict of tensors.
+// Reads a torch.save'd dict of tensors (Python's zip format). Tensors that
+// share a storage in the file share one storage here too (and so when
+// written again). Throws CaseError naming the file when it is unreadable or
+// not a dict of tensors.
 NamedTensors readBatchFile(const std::filesystem::path& file);
 
 // Writes in the format Python's torch.load reads, to a temp file then renamed.
@@ -32,6 +34,13 @@ at::Tensor cloneKeepingLayout(const at::Tensor& t);
 // stride order of `layout_of` (same rank): a subset of a channels-last batch
 // stays channels-last.
 at::Tensor copyWithStrideOrder(const at::Tensor& values, const at::Tensor& layout_of);
+// `values` (a cut of `layout_of`, same rank) in a fresh storage laid out as
+// `layout_of` is: the same stride order, the same gaps beyond each inner
+// dimension's extent (a stride-3 view stays stride 3, a column slice of a
+// wider matrix keeps its row stride), stride 0 where `layout_of` broadcasts
+// and the values allow it, and the same storage offset, whose leading
+// elements are copied from `layout_of`'s storage. Gaps hold zeros.
+at::Tensor copyWithStridePattern(const at::Tensor& values, const at::Tensor& layout_of);
 
 std::string dtypeName(c10::ScalarType type);
 std::string layoutName(const at::Tensor& t);

@@ -2,7 +2,12 @@
 #include "harness/batch_store.h"
 
 #include <ATen/ATen.h>
+#include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/export.h>
+#include <torch/csrc/jit/serialization/import_read.h>
+#include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/csrc/jit/serialization/storage_context.h>
 
 #include <algorithm>
 #include <fstream>
@@ -40,7 +45,8 @@ std::string dtypeName(c10::ScalarType type) {
 }
 
 std::string layoutName(const at::Tensor& t) {
-  if (t.dim() <= 1 || t.is_contiguous()) return "contiguous";
+  if (t.is_contiguous()) return "contiguous";
+  if (t.dim() <= 1) return "strided";  // a 1-D view with a step (x[::3])
   if (t.dim() == 4 && t.is_contiguous(at::MemoryFormat::ChannelsLast)) return "channels_last";
   std::vector<int64_t> reversed(static_cast<std::size_t>(t.dim()));
   std::iota(reversed.rbegin(), reversed.rend(), 0);
@@ -49,12 +55,6 @@ std::string layoutName(const at::Tensor& t) {
 }
 
 namespace {
-
-std::vector<char> readBytes(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw CaseError(file.string() + ": cannot read the batch file (does it exist, is it readable?)");
-  return std::vector<char>(std::istreambuf_iterator<char>(in), {});
-}
 
 // LibTorch 1.13's unpickler cannot read a dict with exactly one entry, which
 // Python writes with a different opcode; say so instead of "Unknown opcode".
@@ -67,13 +67,26 @@ std::string explainUnpickleError(const std::string& what) {
 
 std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
+// Read record by record from the file (no copy of the whole file), with a
+// storage context so that tensors saved as views of one storage come back
+// as views of one storage, as torch.load gives them: pickle_load would give
+// each its own copy, and a kernel that reads past a view would see other
+// memory than in the user's process.
+c10::IValue unpickleBatch(const fs::path& file) {
+  caffe2::serialize::PyTorchStreamReader reader(file.string());
+  return torch::jit::readArchiveAndTensors("data", "", "", c10::nullopt, c10::nullopt, c10::nullopt, reader,
+                                           torch::jit::Unpickler::defaultTypeParser,
+                                           std::make_shared<torch::jit::DeserializationStorageContext>());
+}
+
 }  // namespace
 
 NamedTensors readBatchFile(const fs::path& file) {
-  const std::vector<char> bytes = readBytes(file);
+  if (!fs::is_regular_file(file))
+    throw CaseError(file.string() + ": cannot read the batch file (does it exist, is it readable?)");
   c10::IValue value;
   try {
-    value = torch::jit::pickle_load(bytes);
+    value = unpickleBatch(file);
   } catch (const std::exception& e) {
     const std::string what = firstLine(e.what());
     throw CaseError(file.string() + ": not a readable torch.save file: " + what + explainUnpickleError(what));
@@ -114,15 +127,82 @@ at::Tensor copyWithStrideOrder(const at::Tensor& values, const at::Tensor& layou
 
 at::Tensor cloneKeepingLayout(const at::Tensor& t) { return copyWithStrideOrder(t, t); }
 
+namespace {
+
+// Whether `values` is the same along dimension `d`, so that a broadcast
+// (stride 0) dimension of the original can stay one.
+bool constantAlong(const at::Tensor& values, int64_t d) {
+  if (values.size(d) <= 1) return true;
+  const at::Tensor first = values.narrow(d, 0, 1).expand_as(values);
+  at::Tensor same = values.eq(first);
+  if (at::isFloatingType(values.scalar_type()) || at::isComplexType(values.scalar_type()))
+    same.logical_or_(values.isnan().logical_and(first.isnan()));  // NaN is NaN's own value here
+  return same.all().item<bool>();
+}
+
+}  // namespace
+
+at::Tensor copyWithStridePattern(const at::Tensor& values, const at::Tensor& layout_of) {
+  const int64_t dims = layout_of.dim();
+  // Innermost first: dimensions by stride, smallest first (ties: later dimension inner).
+  std::vector<int64_t> order(static_cast<std::size_t>(dims));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return layout_of.stride(a) < layout_of.stride(b) || (layout_of.stride(a) == layout_of.stride(b) && a > b);
+  });
+  std::vector<int64_t> strides(static_cast<std::size_t>(dims), 0);
+  int64_t dense_original = 1, dense_new = 1;  // extent of the dimensions inside the current one
+  for (int64_t d : order) {
+    const int64_t stride = layout_of.stride(d);
+    if (stride == 0 && layout_of.size(d) > 1 && constantAlong(values, d)) continue;  // stays broadcast
+    // Size-1 dimensions have no gap of their own (their stride is arbitrary).
+    const int64_t gap = layout_of.size(d) > 1 ? std::max<int64_t>(stride - dense_original, 0) : 0;
+    strides[static_cast<std::size_t>(d)] = dense_new + gap;
+    if (layout_of.size(d) > 1) dense_original = stride * layout_of.size(d);
+    dense_new = strides[static_cast<std::size_t>(d)] * std::max<int64_t>(values.size(d), 1);
+  }
+  const int64_t offset = layout_of.storage_offset();
+  int64_t span = values.numel() > 0 ? 1 : 0;
+  for (int64_t d = 0; d < dims; ++d) span += (values.size(d) - 1) * strides[static_cast<std::size_t>(d)] * (values.numel() > 0);
+  at::Tensor storage = at::zeros({offset + span}, values.options());
+  if (offset > 0) {
+    // The elements before the view are the original's, as its storage had them.
+    at::Tensor leading = at::empty({0}, layout_of.options()).set_(layout_of.storage(), 0, {offset}, {1});
+    storage.narrow(0, 0, offset).copy_(leading);
+  }
+  at::Tensor out = storage.as_strided(values.sizes(), strides, offset);
+  // A broadcast dimension is written once (its elements are one location).
+  at::Tensor target = out, source = values;
+  for (int64_t d = 0; d < dims; ++d)
+    if (strides[static_cast<std::size_t>(d)] == 0 && values.size(d) > 1) {
+      target = target.narrow(d, 0, 1);
+      source = source.narrow(d, 0, 1);
+    }
+  target.copy_(source);
+  return out;
+}
+
+// torch.save's zip format, written record by record to the file (no copy
+// of the whole archive in memory). The dict is pickled untagged: LibTorch's
+// pickle_save tags typed containers with torch.jit._pickle.restore_type_tag,
+// which torch.load(..., weights_only=True) refuses. Tensors on one storage
+// are written once, as views of it.
 void writeBatchFile(const NamedTensors& batch, const fs::path& file) {
-  c10::Dict<std::string, at::Tensor> dict;
+  c10::impl::GenericDict dict(c10::StringType::get(), c10::TensorType::get());
   for (std::size_t i = 0; i < batch.names.size(); ++i) dict.insert(batch.names[i], batch.tensors[i]);
-  const std::vector<char> bytes = torch::jit::pickle_save(c10::IValue(dict));
+  std::vector<char> pickle;
+  torch::jit::Pickler pickler([&](const char* bytes, size_t n) { pickle.insert(pickle.end(), bytes, bytes + n); },
+                              nullptr, nullptr, nullptr, nullptr, /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(c10::IValue(dict));
+  pickler.stop();
   const fs::path tmp = file.string() + ".partial";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) throw std::runtime_error("cannot write " + tmp.string());
+  try {
+    caffe2::serialize::PyTorchStreamWriter writer(tmp.string());
+    torch::jit::writeArchiveAndTensors("data", pickle.data(), pickle.size(), pickler.tensorData(), writer);
+    writer.writeEndOfFile();
+  } catch (const c10::Error& e) {
+    throw std::runtime_error("cannot write " + tmp.string() + ": " + e.what_without_backtrace());
   }
   fs::rename(tmp, file);
 }
@@ -172,10 +252,9 @@ class TorchBatchStore : public BatchStore {
     for (std::size_t i = 0; i < batch_.names.size(); ++i) {
       const at::Tensor& t = batch_.tensors[i];
       auto axis = sampleAxisOf(batch_.names[i]);
-      // index_select returns a fresh contiguous tensor: restore the layout.
-      at::Tensor piece = axis ? copyWithStrideOrder(t.index_select(*axis, index), t) : cloneKeepingLayout(t);
+      const bool all = static_cast<std::int64_t>(keep.size()) == samples_;
       subset.names.push_back(batch_.names[i]);
-      subset.tensors.push_back(piece);
+      subset.tensors.push_back(axis && !all ? copyWithStridePattern(t.index_select(*axis, index), t) : t);
     }
     writeBatchFile(subset, out);
   }
@@ -214,11 +293,15 @@ class TorchBatchStore : public BatchStore {
     std::vector<TensorInfo> infos;
     for (std::size_t i = 0; i < batch.names.size(); ++i) {
       const at::Tensor& t = batch.tensors[i];
-      TensorInfo info{batch.names[i], dtypeName(t.scalar_type()), t.sizes().vec(), t.strides().vec(), layoutName(t)};
+      TensorInfo info{batch.names[i], dtypeName(t.scalar_type()), t.sizes().vec(), t.strides().vec(), layoutName(t),
+                      false, 0, 0, {}};
       if (auto axis = sampleAxisOf(batch.names[i])) {
         info.has_sample_axis = true;
         info.sample_axis = *axis;
       }
+      info.storage_offset = t.storage_offset();
+      for (std::size_t j = 0; j < batch.names.size(); ++j)
+        if (j != i && batch.tensors[j].storage().is_alias_of(t.storage())) info.shares_storage_with.push_back(batch.names[j]);
       infos.push_back(std::move(info));
     }
     return infos;
@@ -261,6 +344,7 @@ class TorchBatchStore : public BatchStore {
   void applyLengths(std::size_t tensor, const Selection& selection, CandidateTensor& c) const;
   at::Tensor lengthsFor(const Selection& selection) const;
   NamedTensors materialize(const Selection& selection) const;
+  bool unchanged(std::size_t tensor, const Selection& selection) const;
 
   void checkSampleAxes();
   void checkSequence();
@@ -330,13 +414,27 @@ void TorchBatchStore::applyLengths(std::size_t i, const Selection& selection, Ca
   }
 }
 
+// Whether the selection leaves tensor i as the original has it (then it is
+// passed on as it is, storage and all).
+bool TorchBatchStore::unchanged(std::size_t i, const Selection& selection) const {
+  const std::string& name = batch_.names[i];
+  if (sampleAxisOf(name) && static_cast<std::int64_t>(selection.samples.size()) != samples_) return false;
+  const bool window = selection.seq_end > 0 && (selection.seq_begin != 0 || selection.seq_end != sequence_length_);
+  if ((sequenceOf(i) || name == config_.sequence.lengths) && (window || !selection.lengths.empty())) return false;
+  return selection.values_kept.count(name) == 0;
+}
+
 NamedTensors TorchBatchStore::materialize(const Selection& selection) const {
   NamedTensors out;
   for (std::size_t i = 0; i < batch_.names.size(); ++i) {
+    out.names.push_back(batch_.names[i]);
+    if (unchanged(i, selection)) {
+      out.tensors.push_back(batch_.tensors[i]);
+      continue;
+    }
     CandidateTensor c = cut(i, selection, false);
     applyLengths(i, selection, c);
-    out.names.push_back(batch_.names[i]);
-    out.tensors.push_back(copyWithStrideOrder(c.values, batch_.tensors[i]));
+    out.tensors.push_back(copyWithStridePattern(c.values, batch_.tensors[i]));
   }
   return out;
 }

@@ -19,9 +19,11 @@ struct TensorInfo {
   std::string dtype;  // "int64", "float32", ... (PyTorch's names without "torch.")
   std::vector<std::int64_t> shape;
   std::vector<std::int64_t> strides;
-  std::string layout;  // "contiguous", "channels_last", "transposed", "strided"
+  std::string layout;  // "contiguous", "channels_last", "transposed", "strided" (1-D with a stride other than 1 too)
   bool has_sample_axis = false;
   int sample_axis = 0;  // normalized (non-negative) when has_sample_axis
+  std::int64_t storage_offset = 0;
+  std::vector<std::string> shares_storage_with;  // other tensors of the batch on the same storage
 };
 
 class BatchStore : public CaseView {
@@ -49,8 +51,12 @@ class BatchStore : public CaseView {
 
   // A candidate as its trial sees it: the kept samples, cut to the sequence
   // window, per-sample lengths applied (cut positions padded, the length
-  // tensor updated), dropped values set to their tensor's trivial value;
-  // every tensor in its original dtype and stride order.
+  // tensor updated), dropped values set to their tensor's trivial value.
+  // A tensor the selection does not change is written as it was read: its
+  // storage bytes, offset, sizes and strides, and the storage it shares with
+  // other tensors. A changed one keeps its dtype and stride pattern (the
+  // order of dimensions in memory, the gaps between them, broadcast
+  // dimensions and the storage offset) in a storage of its own.
   virtual void writeCandidate(const Selection& selection, const std::filesystem::path& out) const = 0;
   // The tensors of that candidate, for the invariant checks (no file written).
   virtual std::vector<TensorInfo> describeCandidate(const Selection& selection) const = 0;

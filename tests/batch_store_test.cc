@@ -91,12 +91,68 @@ TEST_F(BatchFixture, PythonReadsTheSubsetWithItsLayout) {
   BatchStore::open(config)->writeSubset({0, 2, 4}, out);
   std::string output;
   const int status = testing::runCommand(
-      testing::python() + " -c \"import torch; b = torch.load('" + out.string() + "'); "
+      testing::python() + " -c \"import torch; b = torch.load('" + out.string() + "', weights_only=True); "
       "print(b['transposed'].stride(), b['image'].is_contiguous(memory_format=torch.channels_last), "
       "b['target'].tolist(), b['weights'].dtype)\"",
       &output);
   ASSERT_EQ(status, 0) << output;
   EXPECT_EQ(output, "(1, 3) True [0, 2, 4] torch.float64\n");
+}
+
+// A cut keeps the stride pattern of what it was cut from: a stride-3 view
+// stays stride 3, a column slice keeps its row stride, a broadcast dimension
+// stays broadcast, and the storage offset stays with the elements before it.
+TEST_F(BatchFixture, CutKeepsTheStridePatternOffsetAndBroadcastOfItsTensor) {
+  NamedTensors b;
+  b.names = {"every_third", "columns", "broadcast", "offset"};
+  const at::Tensor wide = at::randn({5, 128});
+  b.tensors = {at::arange(15, at::kFloat).as_strided({5}, {3}), wide.narrow(1, 0, 64),
+               at::randn({1, 4}).expand({5, 4}), at::arange(8, at::kLong).narrow(0, 3, 5)};
+  write(b);
+  for (const auto& name : b.names) config.sample_axes.push_back({name, 0});
+  const fs::path out = dir.path() / "subset.pt";
+  BatchStore::open(config)->writeSubset({1, 4}, out);
+  const NamedTensors subset = readBatchFile(out);
+  const std::vector<std::vector<int64_t>> strides{{3}, {128, 1}, {0, 1}, {1}};
+  const at::Tensor index = at::tensor({1, 4}, at::kLong);
+  for (std::size_t i = 0; i < b.names.size(); ++i) {
+    EXPECT_EQ(subset.tensors[i].strides().vec(), strides[i]) << b.names[i];
+    EXPECT_TRUE(at::equal(subset.tensors[i], b.tensors[i].index_select(0, index))) << b.names[i];
+  }
+  EXPECT_EQ(layoutName(subset.tensors[0]), "strided");
+  EXPECT_EQ(subset.tensors[3].storage_offset(), 3);
+  // The elements before the view are the original storage's own.
+  const at::Tensor leading = at::empty({0}, at::kLong).set_(subset.tensors[3].storage(), 0, {3}, {1});
+  EXPECT_TRUE(at::equal(leading, at::arange(3, at::kLong)));
+}
+
+// Tensors a candidate does not change are written as they were read: views
+// into one storage stay views into one storage (as torch.load sees them),
+// with their offsets and strides, however the tensors with a sample axis
+// were cut.
+TEST_F(BatchFixture, UnchangedViewsIntoOneStorageStaySharedInEveryCandidate) {
+  const at::Tensor base = at::arange(24, at::kFloat);
+  NamedTensors b;
+  b.names = {"x", "w", "b", "c"};
+  b.tensors = {at::randn({6, 2}), base.as_strided({8}, {3}, 0), base.as_strided({8}, {3}, 1),
+               base.as_strided({8}, {3}, 2)};
+  write(b);
+  config.sample_axes = {{"x", 0}};
+  auto store = BatchStore::open(config);
+  const auto described = store->describe();
+  EXPECT_EQ(described[2].storage_offset, 1);
+  EXPECT_EQ(described[1].shares_storage_with, (std::vector<std::string>{"b", "c"}));
+  EXPECT_EQ(described[1].layout, "strided");
+  Selection keep = fullSelection(*store);
+  keep.samples = {4};
+  const fs::path out = dir.path() / "candidate.pt";
+  store->writeCandidate(keep, out);
+  std::string output;
+  ASSERT_EQ(testing::runCommand(
+                testing::python() + " -c \"import torch; b = torch.load('" + out.string() + "', weights_only=True); "
+                "print([(b[k].stride(), b[k].storage_offset(), b[k].storage().data_ptr() == b['w'].storage().data_ptr()) "
+                "for k in 'wbc'], b['b'].tolist()[:2], tuple(b['x'].shape))\"", &output), 0) << output;
+  EXPECT_EQ(output, "[((3,), 0, True), ((3,), 1, True), ((3,), 2, True)] [1.0, 4.0] (1, 2)\n");
 }
 
 TEST_F(BatchFixture, DisagreeingSampleDimensionsAreBadInput) {

@@ -29,10 +29,12 @@ inline bool extractInto(const fs::path& archive, const fs::path& dir) {
   return runCommand("tar xzf " + archive.string() + " -C " + dir.string()) == 0;
 }
 
-// Evaluates a Python expression on a batch file, loaded as `b` (torch.load).
+// Evaluates a Python expression on a batch file, loaded as `b` the way an
+// archive's tensors must load: torch.load(..., weights_only=True).
 inline std::string pyEvalOnBatch(const fs::path& batch, const std::string& expr) {
   std::string output;
-  runCommand(python() + " -c \"import torch; b = torch.load('" + batch.string() + "'); print(" + expr + ")\"", &output);
+  runCommand(python() + " -c \"import torch; b = torch.load('" + batch.string() + "', weights_only=True); print(" +
+                 expr + ")\"", &output);
   return output;
 }
 

@@ -49,7 +49,7 @@ TEST(KnobSearch, KeepsAnExactLengthTrigger) {
 
 TensorInfo info(const std::string& name, const std::string& dtype, const std::string& layout,
                 std::vector<std::int64_t> shape, bool samples = true) {
-  TensorInfo t{name, dtype, std::move(shape), {}, layout};
+  TensorInfo t{name, dtype, std::move(shape), {}, layout, false, 0, 0, {}};
   t.has_sample_axis = samples;
   return t;
 }
