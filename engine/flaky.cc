@@ -13,25 +13,43 @@ DeltaOptions flakyDeltaOptions() {
   return options;
 }
 
-void FailureRate::add(std::size_t failures, std::size_t passes) {
+void FailureRate::add(std::size_t failures, std::size_t passes, std::size_t size) {
   failures_ += failures;
   passes_ += passes;
+  evidence_.push_back({size, failures, passes});
 }
 
 double FailureRate::estimate() const {
   return (static_cast<double>(failures_) + 0.5) / (static_cast<double>(failures_ + passes_) + 1.0);
 }
 
-// B(a, b+n) / B(a, b) in log space: exact for any n, no overflow.
-double FailureRate::chanceOfPassStreak(std::size_t n) const {
-  const double a = static_cast<double>(failures_) + 0.5, b = static_cast<double>(passes_) + 0.5;
+namespace {
+
+// E[(1-p)^n] under Beta(a, b): B(a, b+n) / B(a, b) in log space, exact for
+// any n, no overflow.
+double betaPassStreak(double a, double b, std::size_t n) {
   const double m = static_cast<double>(n);
   return std::exp(std::lgamma(b + m) + std::lgamma(a + b) - std::lgamma(a + b + m) - std::lgamma(b));
 }
 
-std::size_t FailureRate::passesToReject(double alpha, std::size_t cap) const {
+}  // namespace
+
+double FailureRate::chanceOfPassStreak(std::size_t n, std::size_t size) const {
+  double chance = betaPassStreak(static_cast<double>(failures_) + 0.5, static_cast<double>(passes_) + 0.5, n);
+  if (size == 0) return chance;
+  double a = 0.5, b = 0.5;  // Jeffreys prior, as for the pooled evidence
+  for (const Evidence& e : evidence_) {
+    const double w = e.size == 0 ? 1.0
+                                 : static_cast<double>(std::min(size, e.size)) / static_cast<double>(std::max(size, e.size));
+    a += w * static_cast<double>(e.failures);
+    b += w * static_cast<double>(e.passes);
+  }
+  return std::max(chance, betaPassStreak(a, b, n));
+}
+
+std::size_t FailureRate::passesToReject(double alpha, std::size_t cap, std::size_t size) const {
   std::size_t n = 1;
-  while (n < cap && chanceOfPassStreak(n) > alpha) ++n;
+  while (n < cap && chanceOfPassStreak(n, size) > alpha) ++n;
   return n;
 }
 
@@ -42,8 +60,8 @@ std::string FailureRate::describe() const {
 }
 
 CandidateDecision decideCandidate(const TrialBatch& run, FailureRate& rate, const FlakyOptions& options,
-                                  std::size_t jobs) {
-  const std::size_t needed = options.enabled ? rate.passesToReject(options.alpha, options.max_passes) : 1;
+                                  std::size_t jobs, std::size_t size) {
+  const std::size_t needed = options.enabled ? rate.passesToReject(options.alpha, options.max_passes, size) : 1;
   CandidateDecision decision;
   std::size_t passes = 0;
   // Trials of this candidate per round: about the number it takes to see a
@@ -59,7 +77,7 @@ CandidateDecision decideCandidate(const TrialBatch& run, FailureRate& rate, cons
     for (bool failed : results) {
       ++decision.trials_used;
       if (failed) {
-        rate.add(1, passes);
+        rate.add(1, passes, size);
         decision.interesting = true;
         return decision;
       }
@@ -70,7 +88,7 @@ CandidateDecision decideCandidate(const TrialBatch& run, FailureRate& rate, cons
 }
 
 OriginalEstimate estimateOriginal(const TrialBatch& run, FailureRate& rate, const FlakyOptions& options,
-                                  std::size_t jobs) {
+                                  std::size_t jobs, std::size_t size) {
   const std::size_t max_runs = options.enabled ? options.initial_runs : 1;
   const std::size_t want = options.enabled ? options.initial_failures : 1;
   OriginalEstimate estimate;
@@ -85,8 +103,32 @@ OriginalEstimate estimateOriginal(const TrialBatch& run, FailureRate& rate, cons
       if (estimate.failures == want || estimate.runs == max_runs) break;
     }
   }
-  rate.add(estimate.failures, estimate.runs - estimate.failures);
+  rate.add(estimate.failures, estimate.runs - estimate.failures, size);
   return estimate;
+}
+
+namespace {
+
+double logChoose(std::size_t n, std::size_t k) {
+  return std::lgamma(static_cast<double>(n) + 1) - std::lgamma(static_cast<double>(k) + 1) -
+         std::lgamma(static_cast<double>(n - k) + 1);
+}
+
+}  // namespace
+
+double fisherExactTwoSided(std::size_t failures_a, std::size_t runs_a, std::size_t failures_b, std::size_t runs_b) {
+  const std::size_t failures = failures_a + failures_b, runs = runs_a + runs_b;
+  if (runs_a == 0 || runs_b == 0) return 1.0;
+  // Hypergeometric probability of `a` failures among the first set's runs.
+  auto probability = [&](std::size_t a) {
+    return std::exp(logChoose(runs_a, a) + logChoose(runs_b, failures - a) - logChoose(runs, failures));
+  };
+  const std::size_t lo = failures > runs_b ? failures - runs_b : 0, hi = std::min(failures, runs_a);
+  const double observed = probability(failures_a);
+  double p = 0;
+  for (std::size_t a = lo; a <= hi; ++a)
+    if (const double q = probability(a); q <= observed * (1 + 1e-7)) p += q;
+  return std::min(p, 1.0);
 }
 
 }  // namespace minrepro

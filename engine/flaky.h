@@ -8,6 +8,18 @@
 // (Jeffreys prior; f failures and s passes among trials of candidates that
 // were shown to fail), which is more cautious while little is known and
 // tends to (1-p)^n as evidence accumulates.
+//
+// Real bugs do not fail at one rate for every subset: a heap corruption
+// fails more often with fewer samples around it, a race less often. Pooled
+// evidence from large early candidates would then cut the streak of a small
+// late one below what its own rate needs. So the chance is also taken under
+// a posterior of the evidence weighted by how near in size it is to the
+// candidate decided (a candidate of k samples counts evidence from one of
+// k' samples with weight min(k, k') / max(k, k')), and the larger of the
+// two chances decides: evidence about other sizes says less about this
+// one, so a candidate far smaller than anything seen fail waits longer
+// (up to max_passes). A rate that does not depend on the size costs a few
+// more passes; one that falls with the size is followed as it falls.
 #pragma once
 
 #include <cstddef>
@@ -29,21 +41,27 @@ struct FlakyOptions {
 
 class FailureRate {
  public:
-  // Evidence from trials of a candidate known to fail.
-  void add(std::size_t failures, std::size_t passes);
+  // Evidence from trials of a candidate of `size` samples known to fail
+  // (size 0: unknown, counted at full weight for every size).
+  void add(std::size_t failures, std::size_t passes, std::size_t size = 0);
   std::size_t failures() const { return failures_; }
   std::size_t passes() const { return passes_; }
-  double estimate() const;  // posterior mean
-  // E[(1-p)^n] under the posterior: the chance that a failing candidate
-  // passes n times in a row.
-  double chanceOfPassStreak(std::size_t n) const;
-  // Passes in a row after which a candidate is rejected.
-  std::size_t passesToReject(double alpha, std::size_t cap) const;
+  double estimate() const;  // posterior mean of the pooled evidence
+  // The chance that a failing candidate of `size` samples passes n times in
+  // a row: the larger of E[(1-p)^n] under the pooled posterior and under the
+  // posterior of the evidence weighted by nearness in size (0: pooled only).
+  double chanceOfPassStreak(std::size_t n, std::size_t size = 0) const;
+  // Passes in a row after which a candidate of `size` samples is rejected.
+  std::size_t passesToReject(double alpha, std::size_t cap, std::size_t size = 0) const;
   std::string describe() const;  // "0.31 (12 failures in 39 trials)"
 
  private:
+  struct Evidence {
+    std::size_t size, failures, passes;
+  };
   std::size_t failures_ = 0;
   std::size_t passes_ = 0;
+  std::vector<Evidence> evidence_;
 };
 
 // Search settings when failures may be flaky: a rejection costs a streak of
@@ -69,7 +87,7 @@ struct CandidateDecision {
 // the decision, so the decision is the same however many trials ran at once.
 // Evidence from an accepted candidate is added to `rate`.
 CandidateDecision decideCandidate(const TrialBatch& run, FailureRate& rate, const FlakyOptions& options,
-                                  std::size_t jobs = 1);
+                                  std::size_t jobs = 1, std::size_t size = 0);
 
 struct OriginalEstimate {
   std::size_t runs = 0;
@@ -80,6 +98,11 @@ struct OriginalEstimate {
 // options.initial_runs runs (one run when flakiness handling is off), and
 // adds what it saw to `rate`.
 OriginalEstimate estimateOriginal(const TrialBatch& run, FailureRate& rate, const FlakyOptions& options,
-                                  std::size_t jobs = 1);
+                                  std::size_t jobs = 1, std::size_t size = 0);
+
+// Two-sided p-value of Fisher's exact test on the 2x2 table
+// [failures_a, runs_a - failures_a; failures_b, runs_b - failures_b]: how
+// likely rates this far apart are when both sets of runs share one rate.
+double fisherExactTwoSided(std::size_t failures_a, std::size_t runs_a, std::size_t failures_b, std::size_t runs_b);
 
 }  // namespace minrepro

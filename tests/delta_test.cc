@@ -79,7 +79,8 @@ namespace minrepro {
 namespace {
 
 TEST(FlakyTest, SmallSeededSubsetOfTheFlakyProblemsEndsRight) {
-  for (const std::string name : {"f", "fv"}) {
+  // fr and ff: rates that rise and fall with the subset (tests/list_problems.h).
+  for (const std::string name : {"f", "fv", "fr", "ff"}) {
     for (std::uint64_t seed = 1; seed <= 10; ++seed) {
       std::size_t trials = 0;
       EXPECT_EQ(testing::solveFlaky(name, seed, &trials), (std::vector<std::size_t>{737})) << name << " seed " << seed;
@@ -97,6 +98,20 @@ TEST(FlakyTest, RejectionNeedsLongerStreaksWhenTheRateIsLow) {
   EXPECT_GT(n, 15u);
   EXPECT_LE(flaky.chanceOfPassStreak(n), 0.001);
   EXPECT_GT(flaky.chanceOfPassStreak(n - 1), 0.001);
+}
+
+// Evidence about large candidates says less about a much smaller one: its
+// streak is longer than the pooled evidence alone would ask, and as long
+// as the pooled one once evidence about its own size is in.
+TEST(FlakyTest, CandidateFarSmallerThanTheEvidenceWaitsLonger) {
+  FailureRate rate;
+  rate.add(30, 20, 1024);  // a rate near 0.6 on the whole batch
+  const std::size_t pooled = rate.passesToReject(0.001, 500);
+  EXPECT_EQ(rate.passesToReject(0.001, 500, 1024), pooled);
+  const std::size_t small = rate.passesToReject(0.001, 500, 1);
+  EXPECT_GT(small, 3 * pooled);
+  rate.add(30, 20, 1);
+  EXPECT_LE(rate.passesToReject(0.001, 500, 1), pooled + 1);
 }
 
 TEST(FlakyTest, DecisionDoesNotDependOnHowManyTrialsRanAtOnce) {

@@ -17,6 +17,16 @@
 
 namespace minrepro::testing {
 
+// How a flaky problem's failure rate depends on the subset tried (the
+// standard problems have one rate for every subset; real bugs do not: a
+// heap corruption fails more often with fewer samples around it, a race
+// less often).
+enum class RateProfile {
+  Constant,  // flaky_p for every failing subset
+  Rising,    // flaky_p for the whole list, rising with log2 of the shrink to 1.0 for the culprits alone
+  Falling,   // flaky_p for the whole list, falling with log2 of the shrink to falling_to for the culprits alone
+};
+
 struct ListProblem {
   std::string name;
   std::size_t n;
@@ -24,6 +34,17 @@ struct ListProblem {
   std::size_t threshold;  // interesting iff at least this many culprits are kept
   double flaky_p = 0;     // 0: deterministic
   bool force_first = false;
+  RateProfile profile = RateProfile::Constant;
+  double falling_to = 0;
+
+  // The failure rate of a failing subset of `kept` elements.
+  double rate(std::size_t kept) const {
+    if (profile == RateProfile::Constant) return flaky_p;
+    const double shrink = 1.0 - std::log2(static_cast<double>(std::max<std::size_t>(kept, 1))) /
+                                    std::log2(static_cast<double>(n));  // 0 for the whole list, 1 for one element
+    const double end = profile == RateProfile::Rising ? 1.0 : falling_to;
+    return flaky_p + (end - flaky_p) * shrink;
+  }
 
   bool interesting(const std::vector<std::size_t>& keep) const {
     std::size_t hit = 0;
@@ -46,6 +67,10 @@ inline std::map<std::string, ListProblem> listProblems() {
       {"e", {"e", 256, {17, 60, 128, 199, 240}, 3}},
       {"f", {"f", 1024, {737}, 1, 0.3, false}},
       {"fv", {"fv", 1024, {737}, 1, 0.3, true}},
+      // The rate depends on the subset: 0.3 for the whole list rising to 1.0
+      // for {737} alone; 0.6 for the whole list falling to 0.25.
+      {"fr", {"fr", 1024, {737}, 1, 0.3, false, RateProfile::Rising}},
+      {"ff", {"ff", 1024, {737}, 1, 0.6, false, RateProfile::Falling, 0.25}},
   };
 }
 
@@ -68,7 +93,7 @@ class ListOracle {
     bool result = problem_.interesting(keep);
     if (result && problem_.flaky_p > 0) {
       const double u = (problem_.force_first && t == 0) ? 0.0 : splitmixU01(seed_, t);
-      result = u < problem_.flaky_p;
+      result = u < problem_.rate(keep.size());
     }
     return result;
   }
@@ -98,12 +123,15 @@ inline std::vector<std::size_t> solveFlaky(const std::string& name, std::uint64_
       return results;
     };
   };
-  if (estimateOriginal(batchOf(all), rate, options).failures == 0) {
+  if (estimateOriginal(batchOf(all), rate, options, 1, n).failures == 0) {
     *trials = oracle.calls();
     return {};
   }
   DeltaSearch search(n, flakyDeltaOptions());
-  while (!search.done()) search.answer(decideCandidate(batchOf(search.query()), rate, options).interesting);
+  while (!search.done()) {
+    const auto keep = search.query();
+    search.answer(decideCandidate(batchOf(keep), rate, options, 1, keep.size()).interesting);
+  }
   *trials = oracle.calls();
   return search.result();
 }
