@@ -56,7 +56,7 @@ const std::vector<std::string> kPipelineKeys{"passes", "description"};
 const std::vector<std::string> kSampleKeys{"tensors", "ids"};
 const std::vector<std::string> kTrialKeys{"harness", "command", "env", "timeout",
                                           "memory_limit_mb", "fork_server", "preload", "deterministic",
-                                          "switches", "diagnostic"};
+                                          "switches", "diagnostic", "files", "exclude_files"};
 const std::vector<std::string> kDiagnosticSettings{"auto", "on", "off", "cuda", "rocm"};
 const std::vector<std::string> kHarnessKeys{"model", "input", "target", "loss", "ignore_index", "transforms"};
 const std::vector<std::string> kFailureKeys{"family", "operator", "message"};
@@ -427,6 +427,22 @@ void readForkServer(const Loader& l, const MapView& t, CaseConfig& c) {
            "a Python module name (e.g. numpy or mypkg.model)", inQuotes(c.preload[i]));
 }
 
+// trial.files and trial.exclude_files: globs under the case directory
+// (engine/bundle.h), for what the file trace cannot see or must not ship.
+void readBundleGlobs(const Loader& l, const MapView& t, CaseConfig& c) {
+  for (auto [key, list] : {std::pair{"files", &c.files}, std::pair{"exclude_files", &c.exclude_files}}) {
+    const Value* v = t.find(key);
+    if (!v) continue;
+    *list = stringList(l, *v, "a list of globs relative to the case directory (e.g. [\"weights/*.pt\"])");
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      const fs::path glob((*list)[i]);
+      if (glob.empty() || glob.is_absolute() || *glob.lexically_normal().begin() == "..")
+        fail(l, Value{v->node[i], v->path + "[" + std::to_string(i) + "]", v->node[i].Mark()},
+             "a glob relative to the case directory, inside it", inQuotes((*list)[i]));
+    }
+  }
+}
+
 // trial.diagnostic: auto | on | off | cuda | rocm (engine/diagnostics.h).
 DiagnosticSetting readDiagnostic(const Loader& l, const Value& v) {
   const std::string expected = "one of " + joinNames(kDiagnosticSettings);
@@ -445,6 +461,7 @@ void readTrial(const Loader& l, const MapView& top, CaseConfig& c) {
     c.memory_limit_bytes = static_cast<std::uint64_t>(mib) << 20;
   }
   readForkServer(l, t, c);
+  readBundleGlobs(l, t, c);
   if (const Value* v = t.find("diagnostic")) c.diagnostic = readDiagnostic(l, *v);
 }
 
@@ -1013,6 +1030,8 @@ void emitTrial(YAML::Emitter& out, const CaseConfig& c, const fs::path& dir,
   if (c.diagnostic != DiagnosticSetting::Auto)
     out << YAML::Key << "diagnostic" << YAML::Value << kDiagnosticSettings[static_cast<std::size_t>(c.diagnostic)];
   if (!c.preload.empty()) out << YAML::Key << "preload" << YAML::Value << YAML::Flow << c.preload;
+  if (!c.files.empty()) out << YAML::Key << "files" << YAML::Value << YAML::Flow << c.files;
+  if (!c.exclude_files.empty()) out << YAML::Key << "exclude_files" << YAML::Value << YAML::Flow << c.exclude_files;
   if (c.command) emitSwitches(out, c.command->switches);
   out << YAML::EndMap;
 }

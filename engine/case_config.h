@@ -116,6 +116,10 @@ struct CaseConfig {
   // (engine/diagnostics.h); never for the final confirmation.
   DiagnosticSetting diagnostic = DiagnosticSetting::Auto;
   std::vector<std::string> preload;  // modules the Python fork server imports once (with command)
+  // Globs relative to base_dir: files the archive carries besides those a
+  // traced run of the trial reads, and files it never carries (engine/bundle.h).
+  std::vector<std::string> files;
+  std::vector<std::string> exclude_files;
 
   ExpectedFailure expected;
   FlakyOptions flaky;

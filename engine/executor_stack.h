@@ -23,6 +23,8 @@ class TrialExecutors {
   Executor& top() { return *top_; }
   // One line for the log: "local processes, fork servers, one of CUDA_VISIBLE_DEVICES=0,1 per trial".
   const std::string& description() const { return description_; }
+  // The fork servers under top(), if any: their counts say whether trials were forked.
+  const ForkServerExecutor* forkServers() const { return forked_.get(); }
 
  private:
   friend std::unique_ptr<TrialExecutors> makeTrialExecutors(const CaseConfig&, const ExecutorOverrides&,

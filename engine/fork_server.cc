@@ -281,7 +281,7 @@ class ForkServerExecutor::Impl {
   }
 
   TrialOutcome run(const TrialSpec& spec) {
-    const auto route = router_ ? router_(spec) : std::nullopt;
+    const auto route = router_ && !spec.fresh_process ? router_(spec) : std::nullopt;
     if (route) {
       if (auto outcome = runRouted(spec, *route)) return finish(spec, std::move(*outcome));
     }
@@ -293,6 +293,8 @@ class ForkServerExecutor::Impl {
     std::lock_guard lock(mu_);
     return counts_;
   }
+
+  bool routes(const TrialSpec& spec) const { return router_ && !spec.fresh_process && router_(spec).has_value(); }
 
  private:
   // Two tries: a server that dies under a trial is replaced and the trial
@@ -413,6 +415,7 @@ ForkServerExecutor::ForkServerExecutor(ForkRouter router, Executor& fallback, Fo
 ForkServerExecutor::~ForkServerExecutor() = default;
 TrialOutcome ForkServerExecutor::run(const TrialSpec& spec) { return impl_->run(spec); }
 ForkServerCounts ForkServerExecutor::counts() const { return impl_->counts(); }
+bool ForkServerExecutor::routes(const TrialSpec& spec) const { return impl_->routes(spec); }
 
 // ------------------------------------------------------------------ routes
 

@@ -91,6 +91,8 @@ class ForkServerExecutor : public Executor {
   // Thread-safe: concurrent trials of one kind get a server each.
   TrialOutcome run(const TrialSpec& spec) override;
   ForkServerCounts counts() const;
+  // Whether a server would run this trial (else it runs as a plain process).
+  bool routes(const TrialSpec& spec) const;
 
  private:
   class Impl;

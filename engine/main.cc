@@ -32,7 +32,8 @@ const char* kUsage =
     "                              deterministic algorithms, each optional branch off\n"
     "  --version                   print the version\n\n"
     "exit status: 0 reduced, 1 internal error, 2 bad input, 3 the original does not reproduce,\n"
-    "             4 trials cannot start, 5 budget spent (best so far written), 130 interrupted\n";
+    "             4 trials cannot start, 5 budget spent (best so far written),\n"
+    "             6 archive written but it does not reproduce on its own, 130 interrupted\n";
 
 int shrinkCommand(const std::vector<std::string>& args) {
   po::options_description opts("minrepro shrink options");
@@ -42,7 +43,10 @@ int shrinkCommand(const std::vector<std::string>& args) {
       ("output,o", po::value(&output), "archive to write (default: case.yaml's output)")
       ("work-dir", po::value(&work_dir), "directory for trials and the log (default: case.yaml's work_dir)")
       ("trial-binary", po::value(&trial_binary), "minrepro-trial to use (default: next to minrepro)")
-      ("python", po::value(&python), "Python with PyTorch, for the environment record (default /usr/bin/python3)")
+      ("python", po::value(&python), "Python with PyTorch, for the environment record and the archive's "
+                                     "self-check (default /usr/bin/python3)")
+      ("no-self-check", "do not run the archive's repro.py on its own before finishing (e.g. it needs a GPU "
+                        "this machine lacks); REPORT.md then says it was not checked")
       ("quiet,q", "only print errors")
       ("resume", "continue an interrupted run from the journal in the work directory")
       ("jobs,j", po::value<std::size_t>()->default_value(1), "trials to run at once")
@@ -73,6 +77,7 @@ int shrinkCommand(const std::vector<std::string>& args) {
   options.trial_binary = trial_binary;
   options.python = python;
   options.quiet = vm.count("quiet") > 0;
+  options.self_check = vm.count("no-self-check") == 0;
   options.resume = vm.count("resume") > 0;
   options.jobs = std::max<std::size_t>(1, vm["jobs"].as<std::size_t>());
   options.max_trials = vm["max-trials"].as<std::size_t>();

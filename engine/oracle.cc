@@ -20,6 +20,10 @@ namespace {
 const std::string kOriginalPrefix = "original:";
 const std::string kSinglePrefix = "single:";
 const std::string kConfirmPrefix = "confirm:";
+// Trials run as plain processes, never in a fork server: the comparison of
+// the original's outcomes and the final 1-minimality check. Their results are
+// kept apart from forked trials' of the same candidate.
+const std::string kFreshPrefix = "fresh:";
 }  // namespace
 
 std::string substitutePlaceholders(std::string arg, const fs::path& batch, const fs::path& work_dir,
@@ -61,7 +65,8 @@ FailureSignature parseReference(const std::string& line, std::string* exit) {
 TrialOracle::TrialOracle(const CaseConfig& config, const BatchStore& batch, Executor& executor,
                          std::string trial_binary, Log& log, Journal* journal, RunLimits limits, std::size_t jobs)
     : config_(config), batch_(batch), executor_(executor), trial_binary_(std::move(trial_binary)), log_(log),
-      journal_(journal), limits_(limits), jobs_(std::max<std::size_t>(jobs, 1)) {
+      journal_(journal), limits_(limits), jobs_(std::max<std::size_t>(jobs, 1)),
+      full_key_(selectionKey(fullSelection(batch))) {
   if (!journal_) return;
   journaled_ = journal_->loaded();
   if (!journal_->loadedReference().empty()) {
@@ -104,11 +109,30 @@ void TrialOracle::applyDiagnosticMode(TrialSpec& spec, bool confirmation) const 
   }
 }
 
-TrialSpec TrialOracle::prepare(const Selection& selection, std::size_t number, bool confirmation) {
-  const fs::path dir = trialDir(number);
+TrialSpec TrialOracle::prepare(const Selection& selection, std::size_t number, bool confirmation, bool fresh) {
+  TrialSpec spec = specIn(trialDir(number), selection, number, confirmation);
+  spec.fresh_process = fresh || confirmation || fresh_only_;
+  return spec;
+}
+
+TrialOutcome TrialOracle::runUncounted(const Selection& selection, const std::map<std::string, std::string>& env,
+                                       const fs::path& dir) {
+  TrialSpec spec = specIn(dir, selection, 0, /*confirmation=*/true);
+  for (const auto& [name, value] : env) spec.env_set[name] = value;
+  spec.fresh_process = true;
+  return executor_.run(spec);
+}
+
+TrialSpec TrialOracle::specIn(const fs::path& dir, const Selection& selection, std::size_t number,
+                              bool confirmation) const {
   fs::create_directories(dir);
-  const fs::path batch_file = dir / "batch.pt";
-  batch_.writeCandidate(selection, batch_file);
+  // The original runs on the user's own file, untouched: a rewrite of it
+  // could differ in what no candidate check sees (views, storages, bytes).
+  fs::path batch_file = config_.batch;
+  if (selectionKey(selection) != full_key_) {
+    batch_file = dir / "batch.pt";
+    batch_.writeCandidate(selection, batch_file);
+  }
   TrialSpec spec;
   spec.argv = trialArgv(selection, batch_file, dir);
   if (config_.command) spec.env_set = withBranches(*config_.command, selection.branches_off).env;
@@ -155,7 +179,8 @@ std::vector<TrialRecord> TrialOracle::runLive(const std::vector<Selection>& sele
   std::vector<TrialRecord> records(selections.size());
   for (std::size_t i = 0; i < selections.size(); ++i) {
     records[i].number = ++trial_number_;
-    specs.push_back(prepare(selections[i], records[i].number, keys[i].starts_with(kConfirmPrefix)));
+    specs.push_back(prepare(selections[i], records[i].number, keys[i].starts_with(kConfirmPrefix),
+                            keys[i].starts_with(kFreshPrefix)));
   }
   if (specs.size() == 1) {
     records[0].outcome = executor_.run(specs[0]);
@@ -258,7 +283,7 @@ std::vector<bool> TrialOracle::resultsFor(const Selection& selection, const std:
 }
 
 bool TrialOracle::interesting(const Selection& selection, const Speculation& next) {
-  const std::string key = selectionKey(selection);
+  const std::string key = (fresh_only_ ? kFreshPrefix : "") + selectionKey(selection);
   ++stats_.candidates;
   if (auto why = brokenInvariant(selection, key)) {
     ++stats_.rejected_by_invariant;
@@ -271,7 +296,7 @@ bool TrialOracle::interesting(const Selection& selection, const Speculation& nex
       [&](std::size_t count, std::size_t spare) {
         return resultsFor(selection, key, count, spare, cursor, preexisting, next);
       },
-      rate_, config_.flaky, jobs_);
+      rate_, config_.flaky, jobs_, selection.samples.size());
   if (decision.interesting) {
     if (journal_) journal_->recordAccepted(key, selection.samples.size());
     if (on_better_) on_better_(selection);
@@ -288,7 +313,18 @@ OriginalEstimate TrialOracle::estimateOriginal(const Selection& all, const Specu
   const OriginalEstimate estimate = minrepro::estimateOriginal(
       [&](std::size_t count, std::size_t spare) { return resultsFor(all, key, count, spare, cursor, 0, next); }, seen,
       config_.flaky, jobs_);
-  rate_.add(seen.failures(), seen.passes());
+  rate_.add(seen.failures(), seen.passes(), all.samples.size());
+  return estimate;
+}
+
+OriginalEstimate TrialOracle::runOriginalFresh(const Selection& all, std::size_t runs) {
+  const std::string key = kFreshPrefix + kOriginalPrefix + selectionKey(all);
+  std::size_t cursor = 0;
+  OriginalEstimate estimate;
+  for (bool failed : resultsFor(all, key, runs, 0, cursor, 0, {})) {
+    ++estimate.runs;
+    estimate.failures += failed;
+  }
   return estimate;
 }
 
@@ -300,7 +336,7 @@ bool TrialOracle::confirm(const Selection& selection) {
   auto runs = [&](std::size_t count, std::size_t spare) {
     return resultsFor(selection, key, count, spare, cursor, 0, {});
   };
-  return decideCandidate(runs, copy, config_.flaky, jobs_).interesting;
+  return decideCandidate(runs, copy, config_.flaky, jobs_, selection.samples.size()).interesting;
 }
 
 }  // namespace minrepro

@@ -99,6 +99,15 @@ class TrialOracle {
   const FailureSignature& reference() const { return reference_; }
   void setReference(const FailureSignature& signature) { reference_ = signature; }
 
+  // Runs the original `runs` times as plain processes (never forked), for
+  // comparison with the forked runs of estimateOriginal.
+  OriginalEstimate runOriginalFresh(const Selection& all, std::size_t runs);
+  // From now on every trial is a plain process: forked children did not
+  // behave as fresh processes on the original, or the final 1-minimality
+  // check (which agreement on the original does not make safe to fork).
+  void useFreshProcessesOnly() { fresh_only_ = true; }
+  bool freshProcessesOnly() const { return fresh_only_; }
+
   // Decides a candidate with the sequential rule; records accepted states.
   bool interesting(const Selection& selection, const Speculation& next = {});
   // Fresh trials of the final case (never cached): does it still fail?
@@ -108,6 +117,17 @@ class TrialOracle {
   // Diagnostic variables (engine/diagnostics.h) for every trial but the
   // confirmation's: the original's first re-run and the reduction's.
   void setDiagnosticEnvironment(std::vector<std::pair<std::string, std::string>> env) { diagnostic_env_ = std::move(env); }
+
+  // The spec a trial of the selection would run with in `dir` (its
+  // candidate batch written there), without running it.
+  TrialSpec specFor(const Selection& selection, const std::filesystem::path& dir) const {
+    return specIn(dir, selection, 0, false);
+  }
+  // One plain-process run of the selection in `dir`, as the confirmation
+  // runs it (no diagnostic variables) with `env` added; not counted, not
+  // journaled, not judged: the file trace of the minimal case.
+  TrialOutcome runUncounted(const Selection& selection, const std::map<std::string, std::string>& env,
+                            const std::filesystem::path& dir);
 
   // Runs one live trial of the selection and classifies it, without judging it.
   TrialRecord run(const Selection& selection);
@@ -131,7 +151,9 @@ class TrialOracle {
   std::vector<TrialRecord> runLive(const std::vector<Selection>& selections, const std::vector<std::string>& keys);
   TrialRecord finishTrial(TrialRecord record, const std::string& key);
   void checkLimits(std::size_t about_to_run) const;
-  TrialSpec prepare(const Selection& selection, std::size_t number, bool confirmation);
+  TrialSpec prepare(const Selection& selection, std::size_t number, bool confirmation, bool fresh);
+  TrialSpec specIn(const std::filesystem::path& dir, const Selection& selection, std::size_t number,
+                   bool confirmation) const;
   void applyDiagnosticMode(TrialSpec& spec, bool confirmation) const;
   std::filesystem::path trialDir(std::size_t number) const;
 
@@ -143,6 +165,8 @@ class TrialOracle {
   Journal* journal_;
   RunLimits limits_;
   std::size_t jobs_;
+  std::string full_key_;  // the original's selection: its trials read the user's batch file
+  bool fresh_only_ = false;
   FailureSignature reference_;
   std::string first_failure_exit_;
   FailureRate rate_;

@@ -26,6 +26,9 @@ struct TrialSpec {
   std::uint64_t address_space_limit_bytes = 0;  // 0: no limit (RLIMIT_AS)
   std::size_t output_cap_bytes = 1 << 20;        // how much of each stream is kept in the outcome
   const std::atomic<bool>* cancel = nullptr;     // when it becomes true, the trial's group is killed
+  // Run as a plain exec'd process even where a fork server could serve it:
+  // the checks that forked children behave as fresh processes do.
+  bool fresh_process = false;
 };
 
 enum class TrialEnd {

@@ -40,10 +40,14 @@ namespace {
 
 std::string tensorTable(const std::vector<TensorInfo>& tensors) {
   std::ostringstream out;
-  out << "| tensor | dtype | shape | strides | layout | sample axis |\n|---|---|---|---|---|---|\n";
+  out << "| tensor | dtype | shape | strides | layout | storage | sample axis |\n|---|---|---|---|---|---|---|\n";
   for (const auto& t : tensors) {
+    std::string storage = "offset " + std::to_string(t.storage_offset);
+    for (std::size_t i = 0; i < t.shares_storage_with.size(); ++i)
+      storage += (i ? ", `" : ", shared with `") + t.shares_storage_with[i] + "`";
     out << "| `" << t.name << "` | " << t.dtype << " | " << formatList(t.shape) << " | " << formatList(t.strides)
-        << " | " << t.layout << " | " << (t.has_sample_axis ? std::to_string(t.sample_axis) : "-") << " |\n";
+        << " | " << t.layout << " | " << storage << " | " << (t.has_sample_axis ? std::to_string(t.sample_axis) : "-")
+        << " |\n";
   }
   return out.str();
 }
@@ -85,10 +89,22 @@ void writeMinimal(std::ostream& out, const ReductionSummary& s) {
   out << "\n" << tensorTable(s.minimal_tensors) << "\nOriginal batch:\n\n" << tensorTable(s.original_tensors) << "\n";
 }
 
-void writeReproduce(std::ostream& out, const CaseConfig& config) {
+void writeReproduce(std::ostream& out, const CaseConfig& config, const ReductionSummary& s) {
   out << "## Reproduce\n\n"
       << "Without minrepro (needs only PyTorch):\n\n    python3 repro.py [neighbours/plus_one.pt]\n\n"
-      << "Reduce again or check with minrepro, from this directory:\n\n    minrepro shrink --config case.yaml\n\n";
+      << (config.command ? "repro.py runs the trial's command in its own place (exec), so it ends as the trial did: "
+                           "the same exit status, or death by the same signal.\n\n"
+                         : "")
+      << "Reduce again or check with minrepro, from this directory:\n\n    minrepro shrink --config case.yaml\n\n"
+      << "- Checked on its own before this report was final: the archive " << s.self_check.describe() << "\n";
+  if (!s.bundled.empty()) {
+    out << "- Files the trial reads, bundled (a traced plain run of the minimal case, and trial.files):";
+    for (const auto& name : s.bundled) out << " `" << name << "`";
+    out << "\n";
+  }
+  for (const auto& line : s.bundled_from_outside) out << "- Read from outside the case directory: " << line << "\n";
+  for (const auto& line : s.left_out) out << "- Read by the trial but not bundled: " << line << "\n";
+  out << "\n";
 }
 
 void writeEnvironment(std::ostream& out, const ReductionSummary& s, const CaseConfig& config) {
@@ -107,6 +123,8 @@ void writeReduction(std::ostream& out, const ReductionSummary& s) {
     out << "- **Stopped early (" << s.incomplete << "): this is the best case found so far, possibly not minimal.**\n";
   out << "- " << statsLine(s.stats) << "\n"
       << "- Final case confirmed in a fresh process: " << (s.confirmed ? "yes" : "no") << "\n"
+      << "- Trial processes: " << (s.processes.empty() ? "plain processes" : s.processes) << "\n"
+      << "- 1-minimality checked in plain processes: " << s.fresh_minimality << "\n"
       << "- Diagnostic variables of the trials and the first re-run: "
       << (s.diagnostic.empty() ? "none" : s.diagnostic)
       << "; the final confirmation ran without any diagnostic variable\n"
@@ -132,7 +150,7 @@ std::string renderReport(const CaseConfig& config, const ReductionSummary& s) {
       << "same way (same family, operator and first message) as the original.\n\n";
   writeSignature(out, s);
   writeMinimal(out, s);
-  writeReproduce(out, config);
+  writeReproduce(out, config, s);
   writeEnvironment(out, s, config);
   writeReduction(out, s);
   // The report travels to other people: no home, user, host or local path.
@@ -182,7 +200,8 @@ std::string reproTransforms(const std::vector<TransformSpec>& transforms) {
 
 std::string reproHarness(const HarnessTrial& h) {
   std::ostringstream py;
-  py << "batch = torch.load(BATCH)\n"
+  // weights_only: a pickle in a received batch.pt must not run code.
+  py << "batch = torch.load(BATCH, weights_only=True)\n"
      << reproTransforms(h.transforms)
      << "for name, t in batch.items():\n"
      << "    print(f\"{name}: {t.dtype} shape {tuple(t.shape)} strides {t.stride()}\", file=sys.stderr)\n"
@@ -206,17 +225,31 @@ std::string reproHarness(const HarnessTrial& h) {
   return py.str();
 }
 
-std::string reproCommand(const CommandTrial& c) {
+// The command replaces repro.py's process (exec), so repro.py ends exactly
+// as the trial did: the same exit status, or death by the same signal, which
+// a shell, CI or `minrepro verify` then sees as such (a subprocess whose
+// status is passed to sys.exit turns SIGSEGV into exit status 245). stdin
+// is /dev/null and the determinism variables are set as in the trials.
+std::string reproCommand(const CaseConfig& config) {
+  const CommandTrial& c = *config.command;
   std::ostringstream py;
-  py << "import subprocess\n"
-     << "def fill(arg):\n"
+  py << "def fill(arg):\n"
      << "    return (arg.replace(\"{batch}\", BATCH)\n"
      << "               .replace(\"{case_dir}\", HERE).replace(\"{workdir}\", HERE))\n"
      << "argv = [fill(a) for a in [";
   for (std::size_t i = 0; i < c.argv.size(); ++i) py << (i ? ", " : "") << pyQuote(c.argv[i]);
   py << "]]\nenv = dict(os.environ)\n";
+  // Each trial had a number of its own (a trial that wants a fresh seed
+  // per run reads it): each run of repro.py gets a fresh one too.
+  py << "env[\"MINREPRO_SEED\"] = env[\"PYTHONHASHSEED\"] = " << pyQuote(std::to_string(config.seed)) << "\n"
+     << "env.setdefault(\"MINREPRO_TRIAL\", str(int.from_bytes(os.urandom(4), \"little\")))\n";
+  if (config.deterministic)
+    py << "env[\"MINREPRO_DETERMINISTIC\"] = \"1\"\nenv[\"CUBLAS_WORKSPACE_CONFIG\"] = \":4096:8\"\n";
   for (const auto& [k, v] : c.env) py << "env[" << pyQuote(k) << "] = " << pyQuote(v) << "\n";
-  py << "sys.exit(subprocess.call(argv, env=env, stdin=subprocess.DEVNULL))\n";
+  py << "devnull = os.open(os.devnull, os.O_RDONLY)\n"
+     << "os.dup2(devnull, 0)\n"
+     << "sys.stdout.flush()\nsys.stderr.flush()\n"
+     << "os.execvpe(argv[0], argv, env)\n";
   return py.str();
 }
 
@@ -228,10 +261,11 @@ std::string renderReproPy(const CaseConfig& config, const FailureSignature& sign
      << "\"\"\"Reproduces: " << signature.summary() << "\n\n"
      << "Made by minrepro; needs only PyTorch. Run from anywhere: python3 repro.py [BATCH]\n"
      << "BATCH defaults to batch.pt beside this file; the neighbour cases are neighbours/*.pt.\n\"\"\"\n"
-     << "import os\nimport sys\n\nimport torch\nimport torch.nn.functional as F\n\n"
-     << "HERE = os.path.dirname(os.path.abspath(__file__))\n"
+     << "import os\nimport sys\n\n";
+  if (config.harness) py << "import torch\nimport torch.nn.functional as F\n\n";
+  py << "HERE = os.path.dirname(os.path.abspath(__file__))\n"
      << "BATCH = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(HERE, \"batch.pt\")\n";
-  py << (config.harness ? reproHarness(*config.harness) : reproCommand(*config.command));
+  py << (config.harness ? reproHarness(*config.harness) : reproCommand(config));
   return py.str();
 }
 

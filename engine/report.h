@@ -10,6 +10,7 @@
 #include "engine/failure_signature.h"
 #include "engine/flaky.h"
 #include "engine/oracle.h"
+#include "engine/self_check.h"
 #include "harness/batch_store.h"
 
 namespace minrepro {
@@ -35,6 +36,12 @@ struct ReductionSummary {
   FailureRate rate;        // the failure rate seen on trials known to fail
   FlakyOptions flaky;
   KeyValues environment;
+  std::string processes;         // forked or plain trials, and why (engine/fresh_check.h)
+  std::string fresh_minimality;  // what the plain 1-minimality check changed
+  std::vector<std::string> bundled;               // files the trial reads, as the archive names them
+  std::vector<std::string> bundled_from_outside;  // of those, read from outside the case directory (with where)
+  std::vector<std::string> left_out;              // traced but not bundled, with why
+  SelfCheck self_check;          // the archive run on its own (engine/self_check.h)
 };
 
 // The guide's table: what to check first for a family, and the conclusion to avoid.

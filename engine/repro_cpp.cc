@@ -131,7 +131,8 @@ std::string reproCpp(const HarnessTrial& h, const FailureSignature& signature) {
       << "  } catch (const c10::Error& e) {\n"
       << "    // The c10 error class (c10::IndexError, ...) and its message, as Python shows them.\n"
       << "    std::cerr << c10::demangle(typeid(e).name()) << \": \" << e.what_without_backtrace() << \"\\n\";\n"
-      << "    return 1;\n"
+      << "    // Then end as the trial did: an uncaught c10 error terminates the program (SIGABRT).\n"
+      << "    std::abort();\n"
       << "  }\n"
       << "}\n";
   return cpp.str();

@@ -10,11 +10,14 @@
 #include <iomanip>
 
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "engine/apart.h"
 #include "engine/archive.h"
 #include "engine/branches.h"
+#include "engine/bundle.h"
+#include "engine/fresh_check.h"
 #include "engine/diagnostics.h"
 #include "engine/pipeline.h"
 #include "engine/journal.h"
@@ -24,6 +27,7 @@
 #include "engine/oracle.h"
 #include "engine/report.h"
 #include "engine/repro_cpp.h"
+#include "engine/self_check.h"
 #include "engine/verify.h"
 
 namespace fs = std::filesystem;
@@ -43,9 +47,9 @@ namespace {
 // A pass of a flaky original is not "does not reproduce": it runs until
 // enough failures are seen or the budget of runs is spent.
 ExitStatus checkOriginal(const CaseConfig& config, const CaseView& view, TrialOracle& oracle, const Selection& all,
-                         Log& log) {
+                         Log& log, OriginalEstimate& estimate) {
   // Free job slots already try what the search will ask first.
-  const OriginalEstimate estimate = oracle.estimateOriginal(
+  estimate = oracle.estimateOriginal(
       all, [&](std::size_t max, bool) { return openingCandidates(config, view, all, max); });
   if (estimate.failures == 0) {
     const auto& others = oracle.stats().other_bugs;
@@ -126,7 +130,8 @@ NeighbourPlan writeNeighbours(const CaseConfig& config, const BatchStore& batch,
 }
 
 std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::path& minimal_batch,
-                                         const ReductionSummary& summary, const NeighbourPlan& neighbours) {
+                                         const ReductionSummary& summary, const NeighbourPlan& neighbours,
+                                         const BundlePlan& bundle) {
   std::vector<ArchiveEntry> entries;
   entries.push_back({"REPORT.md", renderReport(config, summary)});
   entries.push_back({"repro.py", renderReproPy(config, summary.signature), true});
@@ -138,10 +143,48 @@ std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::pat
     entries.push_back({"model.pt", readFileBytes(config.harness->model)});
     for (auto& e : reproCppEntries(*config.harness, summary.signature)) entries.push_back(std::move(e));
   }
-  // Files the command names under the case directory travel with the case.
+  // Files the command names under the case directory travel with the case,
+  // and so do the files the trial reads (engine/bundle.h).
+  std::set<std::string> names;
+  for (const auto& e : entries) names.insert(e.name);
   for (const auto& rel : commandCaseFiles(config))
-    entries.push_back({rel.string(), readFileBytes(config.base_dir / rel)});
+    if (names.insert(rel.string()).second) entries.push_back({rel.string(), readFileBytes(config.base_dir / rel)});
+  for (const auto& f : bundle.files)
+    if (names.insert(f.archive_name).second) {
+      std::error_code ec;
+      const bool executable = (fs::status(f.source, ec).permissions() & fs::perms::owner_exec) != fs::perms::none;
+      entries.push_back({f.archive_name, readFileBytes(f.source), executable});
+    }
   return entries;
+}
+
+// One plain run of the minimal case with the file tracer preloaded: the
+// files the trial reads (engine/bundle.h). Command trials only: the
+// built-in harness reads the batch and the model, which the archive has.
+BundlePlan traceBundle(const CaseConfig& config, TrialOracle& oracle, const Selection& best, Log& log) {
+  std::vector<fs::path> traced;
+  const std::string library = fileTraceLibrary();
+  if (config.command && library.empty())
+    log.info("warning: libminrepro_filetrace.so not found beside minrepro: files the trial reads are not traced; "
+             "only trial.files and the command's own files are bundled");
+  if (config.command && !library.empty()) {
+    const fs::path trace = config.work_dir / "file-trace.txt", dir = config.work_dir / "trace";
+    std::error_code ec;
+    fs::remove(trace, ec);
+    std::string preload = library;
+    if (const char* inherited = std::getenv("LD_PRELOAD"); inherited && *inherited) preload += std::string(":") + inherited;
+    const TrialOutcome outcome = oracle.runUncounted(best, {{"LD_PRELOAD", preload}, {kFileTraceVariable, trace.string()}}, dir);
+    traced = readTrace(trace);
+    fs::remove_all(dir, ec);
+    fs::remove(trace, ec);
+    log.detail("file trace of the minimal case (" + describe(outcome) + "): " + std::to_string(traced.size()) +
+               " file(s) read");
+  }
+  BundlePlan plan = planBundle(config, traced);
+  std::string names;
+  for (const auto& f : plan.files) names += (names.empty() ? "" : ", ") + f.archive_name;
+  if (!plan.files.empty()) log.info("bundled with the archive, read by the trial: " + names);
+  return plan;
 }
 
 }  // namespace
@@ -235,7 +278,8 @@ ReductionSummary summarize(KeyValues environment, const CaseConfig& config, cons
 
 }  // namespace
 
-ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Executor& executor);
+ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Executor& executor,
+                           const ForkServerExecutor* forked);
 
 ExitStatus runShrink(const ShrinkOptions& options, Executor* executor) {
   try {
@@ -248,7 +292,7 @@ ExitStatus runShrink(const ShrinkOptions& options, Executor* executor) {
                                 : makeTrialExecutors(config, options.executor, options.trial_binary.empty()
                                                          ? defaultTrialBinary() : options.trial_binary, options.jobs);
     Executor& chosen = executor ? *executor : stack->top();
-    return runShrinkLoaded(options, config, chosen);
+    return runShrinkLoaded(options, config, chosen, stack ? stack->forkServers() : nullptr);
   } catch (const CaseError& e) {
     std::cerr << "minrepro: error: " << e.what() << "\n";
     return ExitStatus::BadInput;
@@ -264,7 +308,8 @@ ExitStatus runShrink(const ShrinkOptions& options, Executor* executor) {
   }
 }
 
-ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Executor& executor) {
+ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Executor& executor,
+                           const ForkServerExecutor* forked) {
   const auto batch = BatchStore::open(config);
   // Before anything is written: trial.diagnostic: on without a backend is bad input.
   const DiagnosticPlan diagnostic = planDiagnostics(config);
@@ -295,9 +340,33 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   ExitStatus status = ExitStatus::Reduced;
   std::string incomplete;
   bool confirmed = false;
+  // Whether the trials run in fork servers: decided from the trial itself,
+  // not from what ran, so that a resumed run (whose first results are
+  // replayed) checks exactly what the interrupted one did.
+  const bool forks = forked && [&] {
+    const fs::path preview = config.work_dir / "trials" / "preview";
+    const bool routed = forked->routes(oracle.specFor(all, preview));
+    std::error_code ec;
+    fs::remove_all(preview, ec);
+    return routed;
+  }();
+  std::string processes = "plain processes (no fork server applies to this trial)";
+  FreshMinimality fresh_minimality;
   try {
-    if (ExitStatus s = checkOriginal(config, *batch, oracle, all, log); s != ExitStatus::Reduced) return s;
+    OriginalEstimate original;
+    if (ExitStatus s = checkOriginal(config, *batch, oracle, all, log, original); s != ExitStatus::Reduced) return s;
+    if (!config.fork_server) processes = "plain processes (trial.fork_server: false)";
+    if (forks) {
+      const ForkComparison comparison = compareForkedWithFresh(all, original, oracle);
+      processes = comparison.describe();
+      log.info("trial processes: " + processes);
+      if (comparison.verdict == ForkVerdict::FailsOnlyForked) return ExitStatus::DoesNotReproduce;
+    }
     best = runPipeline(config, *batch, all, oracle, log);
+    if (forks && !oracle.freshProcessesOnly()) {
+      best = checkMinimalityFresh(*batch, oracle, best, fresh_minimality);
+      log.info("1-minimality in plain processes: " + fresh_minimality.describe());
+    }
     confirmed = oracle.confirm(best);
     if (!confirmed) log.info("warning: the minimal case did not fail again when confirmed in fresh processes");
   } catch (const RunStopped& e) {
@@ -318,11 +387,37 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   summary.confirmed = confirmed;
   summary.diagnostic = diagnostic.describe();
   summary.incomplete = incomplete;
-  summary.seconds = log.elapsedSeconds();
-  writeTarGz(config.output, archiveEntries(bakeBranches(config, best.branches_off), minimal_batch, summary, neighbours));
+  summary.processes = processes;
+  summary.fresh_minimality = fresh_minimality.describe();
+  const BundlePlan bundle = status == ExitStatus::Interrupted ? planBundle(config, {})
+                                                              : traceBundle(config, oracle, best, log);
+  summary.bundled_from_outside = bundle.from_outside;
+  summary.left_out = bundle.left_out;
+  for (const auto& f : bundle.files) summary.bundled.push_back(f.archive_name);
+  const CaseConfig archived = withBundledPaths(bakeBranches(config, best.branches_off), bundle);
+  auto writeArchive = [&] {
+    summary.seconds = log.elapsedSeconds();
+    writeTarGz(config.output, archiveEntries(archived, minimal_batch, summary, neighbours, bundle));
+  };
+  writeArchive();
   log.info(std::string(incomplete.empty() ? "reduced " : "stopped at ") + std::to_string(summary.original_samples) +
            " -> " + std::to_string(best.samples.size()) + " samples (ids " + formatList(summary.kept_ids) + ") in " +
            std::to_string(summary.stats.trials + summary.stats.replayed) + " trials; archive: " + config.output.string());
+  // The archive is checked as the maintainer will run it before the run says
+  // it is done; REPORT.md records the outcome (engine/self_check.h).
+  if (!options.self_check) summary.self_check.skipped = "--no-self-check";
+  if (effectiveExecutor(config, options.executor).kind == ExecutorKind::Slurm)
+    summary.self_check.skipped = "the trials ran as Slurm jobs; repro.py may need the nodes' devices";
+  if (status != ExitStatus::Interrupted && options.self_check &&
+      effectiveExecutor(config, options.executor).kind != ExecutorKind::Slurm) {
+    log.info("checking the archive on its own: repro.py in plain processes, extracted into an empty directory");
+    summary.self_check = checkArchiveAlone(config.output, planSelfCheck(oracle.rate(), config.flaky), options.python,
+                                           config.timeout);
+    writeArchive();
+  }
+  log.info("self-check: the archive " + summary.self_check.describe());
+  if (summary.self_check.ran && !summary.self_check.passed() && status == ExitStatus::Reduced)
+    status = ExitStatus::ArchiveDoesNotReproduce;
   return status;
 }
 

@@ -18,6 +18,7 @@ enum class ExitStatus : int {
   DoesNotReproduce = 3,  // the original does not fail (or not as expected)
   TrialsCannotStart = 4, // the trial program could not be started
   BudgetSpent = 5,       // --max-trials or --max-time ended the run; archive of the best so far written
+  ArchiveDoesNotReproduce = 6,  // archive written, but repro.py did not fail the same way on its own (REPORT.md says how)
   Interrupted = 130,     // SIGINT, SIGTERM or SIGHUP; archive of the best so far written when there was one
 };
 
@@ -29,6 +30,7 @@ struct ShrinkOptions {
   std::string python = "/usr/bin/python3";        // for the environment record
   bool quiet = false;
   bool resume = false;           // continue from the journal in the work directory
+  bool self_check = true;        // run the archive on its own before finishing (engine/self_check.h)
   std::size_t jobs = 1;          // trials at once
   std::size_t max_trials = 0;    // 0: no budget
   double max_seconds = 0;        // 0: no budget

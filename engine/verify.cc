@@ -25,6 +25,7 @@ std::string renderManifest(const Manifest& m) {
       << "operator: " << m.signature.op << "\n"
       << "compare-operator: " << (m.compare_operator ? "yes" : "no") << "\n"
       << "message: " << m.signature.message << "\n";
+  if (!m.signature.signal_name.empty()) out << "signal: " << m.signature.signal_name << "\n";
   if (m.processed) out << "processed: " << *m.processed << "\n";
   // neighbour: NAME FILE [processed=N] ids=ID,ID,...
   for (const auto& n : m.neighbours) {
@@ -91,6 +92,8 @@ void setManifestKey(Manifest& m, const std::string& key, const std::string& valu
     m.compare_operator = value == "yes";
   } else if (key == "message") {
     m.signature.message = value;
+  } else if (key == "signal") {
+    m.signature.signal_name = value;  // a fatal signal's name: the same signal must end every run
   } else if (key == "processed") {
     m.processed = parseCount(value, where);
   } else if (key == "neighbour") {

@@ -120,12 +120,33 @@ def _set_limits(message):
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
+# torch's default generator as a fresh process has it right after `import
+# torch`: a fixed seed in most builds, one drawn from the OS in some (Debian's
+# 1.13). initial_seed() is the seed, whatever was drawn since.
+_torch_fresh_seed = None
+_torch_fixed_default_seed = 67280421310721
+
+
+def _record_torch_seed():
+    global _torch_fresh_seed
+    if "torch" in sys.modules and _torch_fresh_seed is None:
+        _torch_fresh_seed = sys.modules["torch"].initial_seed()
+
+
 def _reseed():
-    """Generators a fresh interpreter seeds from the OS must not repeat the parent's state."""
+    """Generators a fresh interpreter seeds from the OS must not repeat the
+    parent's state, and torch's generator starts where a fresh process's
+    does, whatever a preloaded module drew from it in the server."""
     if "random" in sys.modules:
         sys.modules["random"].seed()
     if "numpy.random" in sys.modules:
         sys.modules["numpy.random"].seed()
+    if "torch" in sys.modules and _torch_fresh_seed is not None:
+        torch = sys.modules["torch"]
+        if _torch_fresh_seed == _torch_fixed_default_seed:
+            torch.manual_seed(_torch_fresh_seed)
+        else:
+            torch.seed()
 
 
 def _script_traceback(tb, script):
@@ -474,6 +495,7 @@ def main():
     sys.path[0] = os.path.realpath(script_dir)
     for name in preload:
         __import__(name)
+    _record_torch_seed()  # the seed, not the state: what a module drew since does not change it
     load_hooks(hooks)
     gc.collect()
     gc.freeze()  # children then copy fewer pages when they touch the parent's objects

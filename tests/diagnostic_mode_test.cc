@@ -43,12 +43,21 @@ class RecordingExecutor : public Executor {
     const auto ids = sampleIds(spec);
     {
       std::lock_guard lock(mutex_);
-      specs.push_back(spec);
-      batches.push_back(ids);
+      // The file trace of the minimal case (engine/bundle.h) is no trial of
+      // the search: kept apart.
+      if (spec.env_set.count("MINREPRO_FILE_TRACE")) {
+        traces.push_back(spec);
+        trace_batches.push_back(ids);
+      } else {
+        specs.push_back(spec);
+        batches.push_back(ids);
+      }
     }
     return std::count(ids.begin(), ids.end(), 3) ? testing::indexError(4) : testing::exitedWith(0, "");
   }
   std::vector<TrialSpec> specs;
+  std::vector<TrialSpec> traces;
+  std::vector<std::vector<std::int64_t>> trace_batches;
   std::vector<std::vector<std::int64_t>> batches;  // the sample ids of each spec's batch
 
  private:
@@ -72,6 +81,9 @@ struct DiagnosticShrink : ::testing::Test {
     options.config = dir.path() / "case.yaml";
     options.quiet = true;
     options.python = "/bin/true";
+    // A fake executor scripts the trials: there is no real program for the
+    // archive's repro.py to run, so the self-check (tested end to end) is off.
+    options.self_check = false;
   }
   std::string report() {
     for (const auto& e : readTarGz(dir.path() / "repro.tar.gz"))
@@ -102,6 +114,11 @@ TEST_F(DiagnosticShrink, CudaTrialsGetLaunchBlockingAndTheConfirmationDoesNot) {
   RecordingExecutor exec;
   ASSERT_EQ(runShrink(options, &exec), ExitStatus::Reduced);
   expectTrialsThenCleanConfirmation(exec, {{"CUDA_LAUNCH_BLOCKING", "1"}});
+  // The file trace runs the minimal case as the confirmation does: plain, clean.
+  ASSERT_EQ(exec.traces.size(), 1u);
+  EXPECT_FALSE(exec.traces[0].env_set.count("CUDA_LAUNCH_BLOCKING"));
+  EXPECT_TRUE(exec.traces[0].fresh_process);
+  EXPECT_EQ(exec.trace_batches[0], (std::vector<std::int64_t>{3}));
   const std::string text = report();
   EXPECT_NE(text.find("- Diagnostic variables of the trials and the first re-run: CUDA_LAUNCH_BLOCKING=1 (auto: "
                       "backend CUDA 12.1 from the captured context); the final confirmation ran without any "

@@ -207,7 +207,8 @@ TEST_F(EndToEnd, KilledWithSigkillAndResumedEndsAtTheSameResultLosingNoTrial) {
     ::waitpid(pid, nullptr, 0);
     journaled = journaledTrials(journal);
     EXPECT_FALSE(fs::exists(archive)) << "no archive from a killed run";
-    EXPECT_TRUE(fs::exists(work / "best" / "batch.pt") || kill_after < 4);
+    // The original's check is 3 forked and 3 plain runs: no candidate before.
+    EXPECT_TRUE(fs::exists(work / "best" / "batch.pt") || kill_after <= 6);
   }
   std::string output;
   ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + case_file + " --output " + archive.string() +

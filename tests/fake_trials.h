@@ -15,7 +15,13 @@ namespace minrepro::testing {
 
 class FakeBatchStore : public BatchStore {
  public:
-  explicit FakeBatchStore(std::int64_t n) : n_(n) {}
+  // `original`: where the user's batch file is (the original's trials read
+  // it as it is); written with every sample.
+  FakeBatchStore(std::int64_t n, const std::filesystem::path& original) : n_(n) {
+    std::vector<std::int64_t> all;
+    for (std::int64_t i = 0; i < n; ++i) all.push_back(i);
+    writeSubset(all, original);
+  }
   std::int64_t sampleCount() const override { return n_; }
   std::vector<TensorInfo> describe() const override { return {}; }
   std::vector<std::int64_t> sampleIds() const override {

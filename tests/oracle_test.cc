@@ -26,6 +26,7 @@ struct OracleFixture : ::testing::Test {
   Log log{true};
   void SetUp() override {
     config.work_dir = dir.path();
+    config.batch = dir.path() / "user-batch.pt";
     config.base_dir = "/cases/here";
     config.command = CommandTrial{{"/usr/bin/python3", "-u", "{case_dir}/step.py", "{batch}", "--out={workdir}/o"}, {}, {}};
     config.flaky.enabled = false;  // one trial decides, unless a test says otherwise
@@ -43,20 +44,23 @@ struct OracleFixture : ::testing::Test {
 };
 
 TEST_F(OracleFixture, SubstitutesPlaceholdersWithoutAShell) {
-  FakeBatchStore batch(4);
+  FakeBatchStore batch(4, config.batch);
   FakeExecutor exec([](const auto&) { return indexError(4); });
   TrialOracle oracle(config, batch, exec, "unused", log);
   oracle.run(all(4));
-  ASSERT_EQ(exec.specs.size(), 1u);
-  const auto& argv = exec.specs[0].argv;
+  oracle.run(all(3));
+  ASSERT_EQ(exec.specs.size(), 2u);
+  const auto& argv = exec.specs[1].argv;
   EXPECT_EQ(argv[0], "/usr/bin/python3");
   EXPECT_EQ(argv[2], "/cases/here/step.py");
-  EXPECT_TRUE(argv[3].ends_with("/trial-000001/batch.pt")) << argv[3];
+  EXPECT_TRUE(argv[3].ends_with("/trial-000002/batch.pt")) << argv[3];
   EXPECT_TRUE(argv[4].starts_with("--out=" + dir.path().string())) << argv[4];
+  // The original runs on the user's own batch file, never on a rewrite of it.
+  EXPECT_EQ(exec.specs[0].argv[3], config.batch.string());
 }
 
 TEST_F(OracleFixture, TrialsGetTheSeedTheirNumberAndTheDeterminismSwitch) {
-  FakeBatchStore batch(4);
+  FakeBatchStore batch(4, config.batch);
   FakeExecutor exec([](const auto&) { return indexError(4); });
   config.seed = 42;
   config.deterministic = true;
@@ -73,7 +77,7 @@ TEST_F(OracleFixture, TrialsGetTheSeedTheirNumberAndTheDeterminismSwitch) {
 }
 
 TEST_F(OracleFixture, DifferentFailureIsNeverAccepted) {
-  FakeBatchStore batch(8);
+  FakeBatchStore batch(8, config.batch);
   // Sample 5 triggers the bug; without it, sample 2 triggers a different bug.
   FakeExecutor exec([](const std::vector<std::int64_t>& kept) {
     if (has(kept, 5)) return indexError(4);
@@ -99,7 +103,7 @@ TEST_F(OracleFixture, DifferentFailureIsNeverAccepted) {
 TEST_F(OracleFixture, OriginalsCheckRunsTheFirstCandidatesBesideItWithinTheFailuresWanted) {
   config.flaky.enabled = true;
   config.flaky.initial_failures = 2;
-  FakeBatchStore batch(8);
+  FakeBatchStore batch(8, config.batch);
   std::size_t originals = 0;
   FakeExecutor exec([&](const std::vector<std::int64_t>& kept) {
     originals += kept.size() == 8 ? 1 : 0;
@@ -133,7 +137,7 @@ TEST_F(OracleFixture, TrialRunAheadBeforeTheOriginalFailedIsNotUsedNorTheReferen
   config.flaky.enabled = true;
   config.flaky.initial_failures = 1;
   log.openFile(dir.path() / "oracle.log");
-  FakeBatchStore batch(8);
+  FakeBatchStore batch(8, config.batch);
   int original_runs = 0;
   FakeExecutor exec([&](const std::vector<std::int64_t>& kept) {
     if (kept.size() == 8) return ++original_runs == 1 ? testing::exitedWith(0, "") : indexError(4);
@@ -155,7 +159,7 @@ TEST_F(OracleFixture, TrialRunAheadBeforeTheOriginalFailedIsNotUsedNorTheReferen
 }
 
 TEST_F(OracleFixture, SameBugWithOtherNumbersMatchesUnlessThePatternSaysOtherwise) {
-  FakeBatchStore batch(8);
+  FakeBatchStore batch(8, config.batch);
   FakeExecutor exec([](const std::vector<std::int64_t>& kept) { return indexError(has(kept, 7) ? 7 : 4); });
   TrialOracle oracle(config, batch, exec, "unused", log);
   oracle.setReference(oracle.run(all(8)).signature);
@@ -166,7 +170,7 @@ TEST_F(OracleFixture, SameBugWithOtherNumbersMatchesUnlessThePatternSaysOtherwis
 }
 
 TEST_F(OracleFixture, SearchWithOracleFindsTheCulpritsAndCleansTrialDirs) {
-  FakeBatchStore batch(100);
+  FakeBatchStore batch(100, config.batch);
   FakeExecutor exec([](const std::vector<std::int64_t>& kept) {
     return has(kept, 13) && has(kept, 88) ? indexError(4) : testing::exitedWith(0, "");
   });
@@ -182,7 +186,7 @@ TEST_F(OracleFixture, SearchWithOracleFindsTheCulpritsAndCleansTrialDirs) {
 }
 
 TEST_F(OracleFixture, TrialThatCannotStartStopsTheRun) {
-  FakeBatchStore batch(4);
+  FakeBatchStore batch(4, config.batch);
   FakeExecutor exec([](const auto&) {
     TrialOutcome o;
     o.end = TrialEnd::FailedToStart;

@@ -1,0 +1,63 @@
+// The files a trial reads travel with the archive.
+//
+// A user's step script loads weights, vocabularies or configs from beside
+// itself (os.path.dirname(__file__)); an archive without them fails with
+// "file not found" instead of the bug. Which files a trial reads is found by
+// running the minimal case once more as a plain process with
+// libminrepro_filetrace.so preloaded (harness/file_trace.c: every regular
+// file that the trial and its children open for reading through libc), plus
+// case.yaml's trial.files globs, less trial.exclude_files. What is not the
+// user's never travels: the batch (the archive has its own), the work
+// directory, system directories and installed Python packages.
+//
+// Files under the case directory keep their relative paths, so that loads
+// relative to the script resolve in the extracted archive. Files read from
+// elsewhere go under external/ with their absolute path below it; a command
+// argument naming one (a script outside the case directory) is rewritten to
+// {case_dir}/external/..., so that its own siblings resolve too. A file the
+// code opens by an absolute path cannot be redirected: it is bundled all the
+// same and REPORT.md says so.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/case_config.h"
+
+namespace minrepro {
+
+struct BundledFile {
+  std::string archive_name;  // relative, inside the archive
+  std::filesystem::path source;
+};
+
+struct BundlePlan {
+  std::vector<BundledFile> files;
+  // Command arguments to rewrite in the archive: absolute path -> "{case_dir}/external/...".
+  std::map<std::string, std::string> argv_rewrites;
+  // For REPORT.md: files bundled from outside the case directory, and files
+  // seen in the trace but left out, each with why.
+  std::vector<std::string> from_outside;
+  std::vector<std::string> left_out;
+};
+
+// The variable that names the trace file for libminrepro_filetrace.so.
+inline constexpr const char* kFileTraceVariable = "MINREPRO_FILE_TRACE";
+
+// libminrepro_filetrace.so beside the running executable (else the build
+// tree's); "" when neither exists.
+std::string fileTraceLibrary();
+
+// The absolute paths a trace file lists, each once, in first-seen order.
+std::vector<std::filesystem::path> readTrace(const std::filesystem::path& trace_file);
+
+// Which of the traced files, and of those trial.files matches, the archive
+// carries, and under which names. Never throws for a file that vanished.
+BundlePlan planBundle(const CaseConfig& config, const std::vector<std::filesystem::path>& traced);
+
+// The case as the archive holds it: command arguments rewritten by `plan`.
+CaseConfig withBundledPaths(CaseConfig config, const BundlePlan& plan);
+
+}  // namespace minrepro

@@ -1,0 +1,82 @@
+#include "engine/fresh_check.h"
+
+#include <iomanip>
+#include <sstream>
+
+namespace minrepro {
+
+namespace {
+
+std::string rateOf(const OriginalEstimate& e) {
+  return std::to_string(e.failures) + " of " + std::to_string(e.runs);
+}
+
+}  // namespace
+
+std::string ForkComparison::describe() const {
+  std::ostringstream out;
+  const std::string counts = "the original failed the same way in " + rateOf(forked) + " forked runs and " +
+                             rateOf(plain) + " plain processes";
+  switch (verdict) {
+    case ForkVerdict::Agree:
+      out << "forked children of a fork server (" << counts << ")";
+      break;
+    case ForkVerdict::UsePlainOnly:
+      out << "plain processes only: forked children do not behave as fresh processes here (" << counts
+          << ", Fisher's exact test p = " << std::setprecision(2) << p_value << ")";
+      break;
+    case ForkVerdict::FailsOnlyForked:
+      out << "none: " << counts << "; the failure needs the fork server's state and would not reproduce for anyone "
+          << "else. Run with trial.fork_server: false to see how the original fails as a plain process";
+      break;
+  }
+  return out.str();
+}
+
+ForkComparison compareForkedWithFresh(const Selection& all, const OriginalEstimate& forked, TrialOracle& oracle) {
+  ForkComparison c;
+  c.forked = forked;
+  c.plain = oracle.runOriginalFresh(all, forked.runs);
+  // A low rate can miss in as many runs by chance: run as many again first.
+  if (c.plain.failures == 0 && forked.failures < forked.runs) c.plain = oracle.runOriginalFresh(all, 2 * forked.runs);
+  c.p_value = fisherExactTwoSided(forked.failures, forked.runs, c.plain.failures, c.plain.runs);
+  if (c.plain.failures == 0) c.verdict = ForkVerdict::FailsOnlyForked;
+  else if (c.p_value < 0.01) c.verdict = ForkVerdict::UsePlainOnly;
+  if (c.verdict != ForkVerdict::Agree) oracle.useFreshProcessesOnly();
+  return c;
+}
+
+std::string FreshMinimality::describe() const {
+  if (!ran) return "not needed (no trial was forked)";
+  return std::to_string(checked) + " unit(s) removed once more in plain processes; " +
+         std::to_string(samples_removed) + " sample(s) and " + std::to_string(branches_removed) +
+         " branch(es) turned out not to be needed (kept only because forked trials of their removal passed)";
+}
+
+Selection checkMinimalityFresh(const CaseView& view, TrialOracle& oracle, Selection best, FreshMinimality& report) {
+  oracle.useFreshProcessesOnly();
+  report.ran = true;
+  for (const std::int64_t sample : std::vector<std::int64_t>(best.samples)) {
+    if (best.samples.size() <= 1) break;
+    Selection candidate = best;
+    std::erase(candidate.samples, sample);
+    ++report.checked;
+    if (oracle.interesting(candidate)) {
+      best = std::move(candidate);
+      ++report.samples_removed;
+    }
+  }
+  for (const std::string& branch : view.optionalBranches()) {
+    if (best.branches_off.count(branch)) continue;
+    Selection candidate = best;
+    candidate.branches_off.insert(branch);
+    ++report.checked;
+    if (oracle.interesting(candidate)) {
+      best = std::move(candidate);
+      ++report.branches_removed;
+    }
+  }
+  return best;
+}
+
+}  // namespace minrepro

@@ -1,0 +1,80 @@
+#include "engine/self_check.h"
+
+#include <cmath>
+#include <regex>
+
+#include "engine/verify.h"
+
+namespace minrepro {
+
+bool SelfCheck::passed() const {
+  if (!ran || !error.empty() || runs == 0) return false;
+  return require_every_run ? reproduced == runs : reproduced > 0;
+}
+
+std::string SelfCheck::describe() const {
+  if (!ran) return "was not checked on its own (" + skipped + "): run `minrepro verify` on it";
+  if (!error.empty()) return "could not be checked: " + error;
+  std::string text = std::string(passed() ? "reproduced" : "did NOT reproduce") + " on its own in " +
+                     std::to_string(reproduced) + " of " + std::to_string(runs) +
+                     " runs of repro.py (plain processes, extracted into an empty directory, no diagnostic "
+                     "variables; " + (require_every_run ? "every run must fail" : "a flaky failure: at least one") + ")";
+  if (!first_difference.empty()) text += "; first run that did not: " + first_difference;
+  if (!missing_file.empty()) text += "; it could not find " + missing_file + " (add it with trial.files)";
+  return text;
+}
+
+SelfCheckPlan planSelfCheck(const FailureRate& rate, const FlakyOptions& flaky) {
+  SelfCheckPlan plan;
+  if (!flaky.enabled || rate.passes() == 0) return plan;
+  // Enough runs that a faithful archive of a failure with this rate fails
+  // at least once with probability 1 - alpha (the same rule as a rejection).
+  plan.require_every_run = false;
+  plan.runs = static_cast<int>(std::clamp<std::size_t>(rate.passesToReject(flaky.alpha, 30), 3, 30));
+  return plan;
+}
+
+std::string missingFileIn(const std::string& output) {
+  static const std::regex kPatterns[] = {
+      std::regex(R"(No such file or directory: '([^']+)')"),
+      std::regex(R"(The provided filename (\S+) does not exist)"),
+      std::regex(R"(open file failed[^\n]*?file name: ?(\S+))"),
+  };
+  // The last match: a traceback quotes the raising source line first
+  // ("The provided filename {} does not exist".format(f)), the message after.
+  for (const auto& pattern : kPatterns) {
+    std::string last;
+    for (auto it = std::sregex_iterator(output.begin(), output.end(), pattern); it != std::sregex_iterator(); ++it)
+      if ((*it)[1].str().find('{') == std::string::npos) last = (*it)[1].str();
+    if (!last.empty()) return last;
+  }
+  return "";
+}
+
+SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfCheckPlan& plan, const std::string& python,
+                            std::chrono::milliseconds timeout) {
+  SelfCheck check;
+  check.ran = true;
+  check.require_every_run = plan.require_every_run;
+  VerifyOptions options;
+  options.archive = archive;
+  options.runs = plan.runs;
+  options.python = python;
+  options.timeout = timeout;
+  try {
+    const VerifyResult result = verifyArchive(options, nullptr);
+    check.runs = static_cast<int>(result.runs.size());
+    check.reproduced = result.asExpected();
+    for (const RunResult& run : result.runs) {
+      if (run.as_expected) continue;
+      check.first_difference = run.detail;
+      check.missing_file = missingFileIn(run.outcome.stderr_text + "\n" + run.outcome.stdout_text);
+      break;
+    }
+  } catch (const std::exception& e) {
+    check.error = e.what();
+  }
+  return check;
+}
+
+}  // namespace minrepro

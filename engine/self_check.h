@@ -1,0 +1,56 @@
+// shrink checks its own archive before it says it is done.
+//
+// An archive that does not reproduce on its own is worse than none: the
+// maintainer who receives it sees a pass, or another error, and the bug is
+// closed as "cannot reproduce". So the archive just written is extracted
+// into an empty directory outside the case and work directories (as
+// `minrepro verify` does) and repro.py is run K times as plain processes in
+// the normal configuration (no diagnostic variables, no fork server), each
+// outcome compared with the failure signature.txt records. A failure that
+// was deterministic in the trials must reproduce in every run; a flaky one
+// in at least one of K runs, K chosen from its rate so that a faithful
+// archive fails at least once with probability 1 - alpha.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+
+#include "engine/flaky.h"
+
+namespace minrepro {
+
+struct SelfCheck {
+  bool ran = false;        // false: not checked, see skipped
+  std::string skipped = "the run was interrupted";  // why it did not run
+  int runs = 0;
+  int reproduced = 0;
+  bool require_every_run = true;
+  std::string first_difference;  // the first run that did not reproduce, in one line
+  std::string missing_file;      // a file that run's output says it could not find
+  std::string error;             // the check itself could not run (bad archive, no Python)
+
+  bool passed() const;
+  // "reproduced on its own in 3 of 3 runs (plain processes, extracted into an empty directory)"
+  std::string describe() const;
+};
+
+struct SelfCheckPlan {
+  int runs = 3;
+  bool require_every_run = true;
+};
+
+// Runs and rule for a case whose trials failed at `rate`; `deterministic`
+// when flakiness handling is off or every trial of a failing case failed.
+SelfCheckPlan planSelfCheck(const FailureRate& rate, const FlakyOptions& flaky);
+
+// Extracts `archive` into a fresh temporary directory and runs its repro.py
+// `plan.runs` times with `python`; never throws.
+SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfCheckPlan& plan, const std::string& python,
+                            std::chrono::milliseconds timeout);
+
+// The path a run's output says it could not open ("" when none): Python's
+// FileNotFoundError, torch.jit.load's and torch.load's messages.
+std::string missingFileIn(const std::string& output);
+
+}  // namespace minrepro

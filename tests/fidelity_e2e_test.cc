@@ -1,0 +1,176 @@
+// Whole-binary tier: the archive reproduces on its own. Four real failure
+// classes (tests/fixtures/fidelity/make_cases.py, each the user's own step
+// script as the trial): a script that loads files beside it, a real SIGSEGV,
+// strided views into one shared storage read as if contiguous, and a trial
+// whose culprit fails alone only in a fresh process (a preloaded module's
+// import draws from torch's generator). Each must shrink to its one culprit
+// sample, and its archive, extracted into an empty directory elsewhere, must
+// fail the same way with plain `python3 repro.py` and pass `minrepro verify`.
+#include <gtest/gtest.h>
+
+#include <csignal>
+
+#include "tests/e2e_fixture.h"
+#include "tests/test_util.h"
+
+namespace minrepro {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::python;
+using testing::readFile;
+using testing::runCommand;
+using testing::TempDir;
+
+class Fidelity : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cases_ = new TempDir("minrepro-fidelity");
+    std::string output;
+    ASSERT_EQ(runCommand(python() + " " + std::string(MINREPRO_SOURCE_DIR) +
+                             "/tests/fixtures/fidelity/make_cases.py " + cases_->path().string(), &output), 0)
+        << output;
+  }
+  static void TearDownTestSuite() {
+    delete cases_;
+    cases_ = nullptr;
+  }
+  static fs::path caseFile(const std::string& name) { return cases_->path() / name / "case.yaml"; }
+
+  // shrink, then the archive extracted into an empty directory that is
+  // neither the case's nor the work directory.
+  fs::path shrinkAndExtract(const fs::path& case_file, std::string* output, int expected_status = 0) {
+    const fs::path archive = work_.path() / "repro.tar.gz";
+    EXPECT_EQ(testing::shrinkCase(case_file, archive, work_.path() / "work", output), expected_status) << *output;
+    const fs::path dir = elsewhere_.path() / "repro";
+    EXPECT_TRUE(testing::extractInto(archive, dir));
+    return dir;
+  }
+  // Plain `python3 repro.py` from another directory; its status as the shell reports it.
+  int runRepro(const fs::path& dir, std::string* output) {
+    return runCommand("cd / && " + python() + " " + (dir / "repro.py").string(), output);
+  }
+  int verify(std::string* output) {
+    return runCommand(std::string(MINREPRO_BINARY) + " verify " + (work_.path() / "repro.tar.gz").string() +
+                          " --runs 2", output);
+  }
+
+  static inline TempDir* cases_ = nullptr;
+  TempDir work_{"minrepro-fidelity-work"};
+  TempDir elsewhere_{"minrepro-fidelity-elsewhere"};
+};
+
+TEST_F(Fidelity, FilesTheScriptLoadsFromBesideItselfTravelWithTheArchive) {
+  std::string output;
+  const fs::path dir = shrinkAndExtract(caseFile("sibling_files"), &output);
+  EXPECT_NE(output.find("reduced 32 -> 1 samples (ids [1091])"), std::string::npos) << output;
+  EXPECT_NE(output.find("self-check: the archive reproduced on its own in 3 of 3 runs"), std::string::npos) << output;
+  for (const char* f : {"trial.py", "model.pt", "labels.json"}) EXPECT_TRUE(fs::exists(dir / f)) << f;
+  std::string repro;
+  EXPECT_EQ(runRepro(dir, &repro), 1) << repro;
+  EXPECT_NE(repro.find("IndexError: Target 4 is out of bounds."), std::string::npos) << repro;
+  EXPECT_EQ(verify(&repro), 0) << repro;
+  const std::string report = readFile(dir / "REPORT.md");
+  EXPECT_NE(report.find("bundled (a traced plain run of the minimal case, and trial.files): `trial.py` "),
+            std::string::npos) << report;
+  EXPECT_NE(report.find("`model.pt`"), std::string::npos) << report;
+}
+
+// The same case with its script, model and labels in a directory of their
+// own, named by an absolute path: they are bundled under external/, the
+// command is rewritten, and the archive still reproduces once the
+// originals are gone.
+TEST_F(Fidelity, ScriptOutsideTheCaseDirectoryIsBundledAndItsPathRewritten) {
+  TempDir outside("minrepro-fidelity-code");
+  const fs::path code = outside.path() / "code";
+  fs::create_directories(code);
+  const fs::path src = cases_->path() / "sibling_files";
+  for (const char* f : {"trial.py", "model.pt", "labels.json"}) fs::copy_file(src / f, code / f);
+  const fs::path case_dir = work_.path() / "case";
+  fs::create_directories(case_dir);
+  fs::copy_file(src / "batch.pt", case_dir / "batch.pt");
+  std::string yaml = readFile(src / "case.yaml");
+  const std::string from = "\"{case_dir}/trial.py\"";
+  yaml.replace(yaml.find(from), from.size(), "\"" + (code / "trial.py").string() + "\"");
+  testing::writeFile(case_dir / "case.yaml", yaml);
+
+  std::string output;
+  const fs::path dir = shrinkAndExtract(case_dir / "case.yaml", &output);
+  const fs::path bundled = dir / "external" / code.relative_path();
+  for (const char* f : {"trial.py", "model.pt", "labels.json"}) EXPECT_TRUE(fs::exists(bundled / f)) << f << output;
+  EXPECT_NE(readFile(dir / "case.yaml").find("{case_dir}/external" + code.string() + "/trial.py"), std::string::npos)
+      << readFile(dir / "case.yaml");
+  fs::remove_all(code);
+  std::string repro;
+  EXPECT_EQ(runRepro(dir, &repro), 1) << repro;
+  EXPECT_NE(repro.find("IndexError: Target 4 is out of bounds."), std::string::npos) << repro;
+}
+
+// trial.exclude_files keeps model.pt out: the archive cannot reproduce, and
+// shrink says so (exit 6, the missing file by name) instead of "done".
+TEST_F(Fidelity, ArchiveThatDoesNotReproduceAloneIsReportedWithItsOwnStatus) {
+  const fs::path case_dir = work_.path() / "case";
+  fs::copy(cases_->path() / "sibling_files", case_dir);
+  std::string yaml = readFile(case_dir / "case.yaml");
+  const std::string timeout = "  timeout:";
+  yaml.insert(yaml.find(timeout), "  exclude_files: [\"model.pt\"]\n");
+  testing::writeFile(case_dir / "case.yaml", yaml);
+  std::string output;
+  const fs::path dir = shrinkAndExtract(case_dir / "case.yaml", &output, 6);
+  EXPECT_FALSE(fs::exists(dir / "model.pt"));
+  EXPECT_NE(output.find("self-check: the archive did NOT reproduce on its own in 0 of 3 runs"), std::string::npos)
+      << output;
+  EXPECT_NE(output.find("model.pt (add it with trial.files)"), std::string::npos) << output;
+  EXPECT_NE(readFile(dir / "REPORT.md").find("did NOT reproduce on its own"), std::string::npos);
+  EXPECT_NE(readFile(dir / "REPORT.md").find("model.pt (trial.exclude_files)"), std::string::npos);
+}
+
+TEST_F(Fidelity, FatalSignalIsReproducedAsTheSameSignal) {
+  std::string output;
+  const fs::path dir = shrinkAndExtract(caseFile("segfault"), &output);
+  EXPECT_NE(output.find("reduced 24 -> 1 samples (ids [2063])"), std::string::npos) << output;
+  std::string repro;
+  // repro.py dies of SIGSEGV itself (the shell reports 128 + 11), not exit 245.
+  EXPECT_EQ(runRepro(dir, &repro), 128 + SIGSEGV) << repro;
+  EXPECT_NE(readFile(dir / "signature.txt").find("signal: SIGSEGV\n"), std::string::npos);
+  EXPECT_EQ(verify(&repro), 0) << repro;
+}
+
+// Views into one storage stay views into one storage: the trial's
+// contiguous read of `w` sees `b`'s values in the archive as in the
+// original, and the original's check ran on the user's own file.
+TEST_F(Fidelity, StridedViewsIntoASharedStorageAreWrittenAsTheyWere) {
+  std::string output;
+  const fs::path dir = shrinkAndExtract(caseFile("shared_view"), &output);
+  EXPECT_NE(output.find("reduced 16 -> 1 samples (ids [3035])"), std::string::npos) << output;
+  EXPECT_EQ(testing::pyEvalOnBatch(dir / "batch.pt",
+                                   "[(b[k].stride(), b[k].storage_offset()) for k in 'wbc'], "
+                                   "b['w'].storage().data_ptr() == b['b'].storage().data_ptr() == "
+                                   "b['c'].storage().data_ptr(), b['sample_id'].tolist()"),
+            "[((3,), 0), ((3,), 1), ((3,), 2)] True [3035]\n");
+  std::string repro;
+  EXPECT_EQ(runRepro(dir, &repro), 1) << repro;
+  EXPECT_NE(repro.find("IndexError: index out of range in self"), std::string::npos) << repro;
+  EXPECT_EQ(verify(&repro), 0) << repro;
+  EXPECT_NE(readFile(dir / "REPORT.md").find("| `w` | float32 | [8] | [3] | strided | offset 0, shared with `b`, `c` |"),
+            std::string::npos) << readFile(dir / "REPORT.md");
+}
+
+// Forked trials keep a second sample (the culprit alone passes in a fork
+// server's children); the 1-minimality check in plain processes drops it.
+TEST_F(Fidelity, ResultOfForkedTrialsIsCheckedForOneMinimalityInPlainProcesses) {
+  std::string output;
+  const fs::path dir = shrinkAndExtract(caseFile("fork_state"), &output);
+  EXPECT_NE(output.find("trial processes: forked children of a fork server"), std::string::npos) << output;
+  EXPECT_NE(output.find("1 sample(s) and 0 branch(es) turned out not to be needed"), std::string::npos) << output;
+  EXPECT_NE(output.find("reduced 32 -> 1 samples (ids [4147])"), std::string::npos) << output;
+  EXPECT_TRUE(fs::exists(dir / "augment.py"));
+  std::string repro;
+  EXPECT_EQ(runRepro(dir, &repro), 1) << repro;
+  EXPECT_NE(repro.find("IndexError: Target 6 is out of bounds."), std::string::npos) << repro;
+  EXPECT_EQ(verify(&repro), 0) << repro;
+  EXPECT_NE(readFile(dir / "REPORT.md").find("- 1-minimality checked in plain processes: "), std::string::npos);
+}
+
+}  // namespace
+}  // namespace minrepro
