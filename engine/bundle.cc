@@ -26,19 +26,30 @@ fs::path canonicalOr(const fs::path& p) {
   return ec ? p.lexically_normal() : c;
 }
 
-// What belongs to the machine, not to the user's case: system directories,
-// installed Python packages and interpreters' standard libraries, caches.
-bool systemFile(const fs::path& path) {
-  static constexpr std::array kPrefixes{"/usr/", "/lib/", "/lib32/", "/lib64/", "/bin/", "/sbin/", "/etc/",
-                                        "/proc/", "/sys/", "/dev/", "/run/", "/var/", "/snap/", "/nix/"};
+// Installed Python packages and interpreters' standard libraries, compiler
+// and kernel caches: never the user's case, wherever they are (a virtual
+// environment inside the case directory too).
+bool environmentFile(const fs::path& path) {
   static constexpr std::array kParts{"/site-packages/", "/dist-packages/", "/lib/python", "/.cache/", "/.config/",
-                                     "/__pycache__/"};
+                                     "/__pycache__/", "/.triton/", "/torchinductor_"};
   const std::string text = path.string();
-  for (const char* prefix : kPrefixes)
-    if (text.rfind(prefix, 0) == 0) return true;
   for (const char* part : kParts)
     if (text.find(part) != std::string::npos) return true;
   return path.filename() == "pyvenv.cfg";
+}
+
+// What belongs to the machine, outside the case directory: system
+// directories, and programs (an interpreter named by its absolute path).
+bool systemFile(const fs::path& path) {
+  static constexpr std::array kPrefixes{"/usr/", "/lib/", "/lib32/", "/lib64/", "/bin/", "/sbin/", "/etc/",
+                                        "/proc/", "/sys/", "/dev/", "/run/", "/var/", "/snap/", "/nix/"};
+  const std::string text = path.string();
+  for (const char* prefix : kPrefixes)
+    if (text.rfind(prefix, 0) == 0) return true;
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  in.read(magic, 4);
+  return in.gcount() == 4 && magic[0] == 0x7f && magic[1] == 'E' && magic[2] == 'L' && magic[3] == 'F';
 }
 
 bool matchesAny(const std::vector<std::string>& globs, const fs::path& rel) {
@@ -107,7 +118,7 @@ BundlePlan planBundle(const CaseConfig& config, const std::vector<fs::path>& tra
     const fs::path path = canonicalOr(raw);
     if (!seen.insert(path).second) continue;
     std::error_code ec;
-    if (!fs::is_regular_file(path, ec) || own.count(path) || inside(path, work)) continue;
+    if (!fs::is_regular_file(path, ec) || own.count(path) || inside(path, work) || environmentFile(path)) continue;
     if (const auto rel = inside(path, base)) {
       if (matchesAny(config.exclude_files, *rel)) plan.left_out.push_back(rel->string() + " (trial.exclude_files)");
       else add(rel->string(), path);

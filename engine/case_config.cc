@@ -1069,6 +1069,10 @@ void emitRest(YAML::Emitter& out, const CaseConfig& c) {
 
 }  // namespace
 
+std::string caseRelativeArg(const std::string& arg, const fs::path& base_dir) {
+  return portableArg(arg, base_dir, base_dir);
+}
+
 std::vector<fs::path> commandCaseFiles(const CaseConfig& config) {
   std::vector<fs::path> files;
   if (!config.command) return files;

@@ -150,6 +150,11 @@ CaseConfig loadCase(const std::filesystem::path& case_file);
 std::string renderCase(const CaseConfig& config, const std::filesystem::path& dir,
                        const std::string& batch_name, const std::string& model_name);
 
+// A command element that is an absolute path inside `base_dir` as
+// "{case_dir}/<relative path>" (what the archive's case.yaml and repro.py
+// write, so the archive's copy is run, not the user's); others unchanged.
+std::string caseRelativeArg(const std::string& arg, const std::filesystem::path& base_dir);
+
 // The files a command trial names inside the case directory, as
 // "{case_dir}/NAME" or as an absolute path under base_dir, relative to
 // base_dir and only those that exist. renderCase writes all of them as

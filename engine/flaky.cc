@@ -25,6 +25,8 @@ double FailureRate::estimate() const {
 
 namespace {
 
+constexpr double kPriorTrials = 10;
+
 // E[(1-p)^n] under Beta(a, b): B(a, b+n) / B(a, b) in log space, exact for
 // any n, no overflow.
 double betaPassStreak(double a, double b, std::size_t n) {
@@ -37,7 +39,11 @@ double betaPassStreak(double a, double b, std::size_t n) {
 double FailureRate::chanceOfPassStreak(std::size_t n, std::size_t size) const {
   double chance = betaPassStreak(static_cast<double>(failures_) + 0.5, static_cast<double>(passes_) + 0.5, n);
   if (size == 0) return chance;
-  double a = 0.5, b = 0.5;  // Jeffreys prior, as for the pooled evidence
+  // The pooled rate is the prior, worth at most kPriorTrials trials: what
+  // other sizes showed carries over, but cannot outweigh a few trials of
+  // this size.
+  const double strength = std::min(static_cast<double>(failures_ + passes_), kPriorTrials), m = estimate();
+  double a = 0.5 + strength * m, b = 0.5 + strength * (1 - m);
   for (const Evidence& e : evidence_) {
     const double w = e.size == 0 ? 1.0
                                  : static_cast<double>(std::min(size, e.size)) / static_cast<double>(std::max(size, e.size));

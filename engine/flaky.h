@@ -13,13 +13,15 @@
 // fails more often with fewer samples around it, a race less often. Pooled
 // evidence from large early candidates would then cut the streak of a small
 // late one below what its own rate needs. So the chance is also taken under
-// a posterior of the evidence weighted by how near in size it is to the
-// candidate decided (a candidate of k samples counts evidence from one of
-// k' samples with weight min(k, k') / max(k, k')), and the larger of the
-// two chances decides: evidence about other sizes says less about this
-// one, so a candidate far smaller than anything seen fail waits longer
-// (up to max_passes). A rate that does not depend on the size costs a few
-// more passes; one that falls with the size is followed as it falls.
+// a posterior for the candidate's own size: the pooled rate as a prior worth
+// at most 10 trials, plus the evidence weighted by how near in size it is
+// (a candidate of k samples counts evidence from one of k' samples with
+// weight min(k, k') / max(k, k')); the larger of the two chances decides.
+// Evidence about other sizes says less about this one, so a candidate far
+// smaller than anything seen to fail waits longer, but a failure seen on
+// every trial so far still needs only a few passes. A rate that does not
+// depend on the size costs a few more passes; one that falls with the size
+// is followed as it falls.
 #pragma once
 
 #include <cstddef>

@@ -33,12 +33,15 @@ std::string ForkComparison::describe() const {
   return out.str();
 }
 
-ForkComparison compareForkedWithFresh(const Selection& all, const OriginalEstimate& forked, TrialOracle& oracle) {
+ForkComparison compareForkedWithFresh(const Selection& all, const OriginalEstimate& forked, TrialOracle& oracle,
+                                      std::size_t rejection_streak) {
   ForkComparison c;
   c.forked = forked;
   c.plain = oracle.runOriginalFresh(all, forked.runs);
-  // A low rate can miss in as many runs by chance: run as many again first.
-  if (c.plain.failures == 0 && forked.failures < forked.runs) c.plain = oracle.runOriginalFresh(all, 2 * forked.runs);
+  // None failing is a verdict only after as many passes as would reject a
+  // candidate at the rate seen forked (the same alpha).
+  if (c.plain.failures == 0 && rejection_streak > c.plain.runs)
+    c.plain = oracle.runOriginalFresh(all, rejection_streak);
   c.p_value = fisherExactTwoSided(forked.failures, forked.runs, c.plain.failures, c.plain.runs);
   if (c.plain.failures == 0) c.verdict = ForkVerdict::FailsOnlyForked;
   else if (c.p_value < 0.01) c.verdict = ForkVerdict::UsePlainOnly;

@@ -35,10 +35,12 @@ struct ForkComparison {
   std::string describe() const;  // one line for the log and REPORT.md
 };
 
-// Runs the original as plain processes (as many runs as `forked` had, twice
-// that when the first plain runs never fail) and decides; on UsePlainOnly
-// the oracle is switched to plain processes.
-ForkComparison compareForkedWithFresh(const Selection& all, const OriginalEstimate& forked, TrialOracle& oracle);
+// Runs the original as plain processes (as many runs as `forked` had; when
+// none fails, up to `rejection_streak` runs, the passes that would reject a
+// candidate) and decides; on UsePlainOnly the oracle is switched to plain
+// processes.
+ForkComparison compareForkedWithFresh(const Selection& all, const OriginalEstimate& forked, TrialOracle& oracle,
+                                      std::size_t rejection_streak);
 
 struct FreshMinimality {
   bool ran = false;

@@ -126,13 +126,14 @@ TrialOutcome TrialOracle::runUncounted(const Selection& selection, const std::ma
 TrialSpec TrialOracle::specIn(const fs::path& dir, const Selection& selection, std::size_t number,
                               bool confirmation) const {
   fs::create_directories(dir);
-  // The original runs on the user's own file, untouched: a rewrite of it
-  // could differ in what no candidate check sees (views, storages, bytes).
-  fs::path batch_file = config_.batch;
-  if (selectionKey(selection) != full_key_) {
-    batch_file = dir / "batch.pt";
-    batch_.writeCandidate(selection, batch_file);
-  }
+  // The original runs on the user's own bytes: a rewrite of them could
+  // differ in what no candidate check sees (views, storages, bytes). A copy,
+  // not the file itself: at the same place as a candidate's (a message that
+  // names the batch's path reads the same), and out of reach of a trial that
+  // writes to its input.
+  const fs::path batch_file = dir / "batch.pt";
+  if (selectionKey(selection) == full_key_) fs::copy_file(config_.batch, batch_file, fs::copy_options::overwrite_existing);
+  else batch_.writeCandidate(selection, batch_file);
   TrialSpec spec;
   spec.argv = trialArgv(selection, batch_file, dir);
   if (config_.command) spec.env_set = withBranches(*config_.command, selection.branches_off).env;
@@ -270,7 +271,7 @@ std::vector<bool> TrialOracle::resultsFor(const Selection& selection, const std:
       for (const Speculated& s : next(2 * jobs_ + 4, cursor == 0)) {
         if (batch.size() >= jobs_) break;
         const std::string plain = selectionKey(s.selection);
-        const std::string k = s.confirmation ? kConfirmPrefix + plain : plain;
+        const std::string k = s.confirmation ? kConfirmPrefix + plain : (fresh_only_ ? kFreshPrefix : "") + plain;
         if (results_.count(k) || journaled_.count(k) || brokenInvariant(s.selection, plain)) continue;
         batch.push_back(s.selection);
         keys.push_back(k);

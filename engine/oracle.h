@@ -165,7 +165,7 @@ class TrialOracle {
   Journal* journal_;
   RunLimits limits_;
   std::size_t jobs_;
-  std::string full_key_;  // the original's selection: its trials read the user's batch file
+  std::string full_key_;  // the original's selection: its trials read a copy of the user's batch file
   bool fresh_only_ = false;
   FailureSignature reference_;
   std::string first_failure_exit_;

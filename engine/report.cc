@@ -237,16 +237,24 @@ std::string reproCommand(const CaseConfig& config) {
      << "    return (arg.replace(\"{batch}\", BATCH)\n"
      << "               .replace(\"{case_dir}\", HERE).replace(\"{workdir}\", HERE))\n"
      << "argv = [fill(a) for a in [";
-  for (std::size_t i = 0; i < c.argv.size(); ++i) py << (i ? ", " : "") << pyQuote(c.argv[i]);
+  // A file of the case is the archive's copy, never the user's original.
+  for (std::size_t i = 0; i < c.argv.size(); ++i) py << (i ? ", " : "") << pyQuote(caseRelativeArg(c.argv[i], config.base_dir));
   py << "]]\nenv = dict(os.environ)\n";
-  // Each trial had a number of its own (a trial that wants a fresh seed
-  // per run reads it): each run of repro.py gets a fresh one too.
+  // In the order a trial gets them: the case's variables, then the
+  // determinism variables over them. Each trial had a number of its own (a
+  // trial that wants a fresh seed per run reads it): so does each run here.
+  for (const auto& [k, v] : c.env) py << "env[" << pyQuote(k) << "] = " << pyQuote(v) << "\n";
   py << "env[\"MINREPRO_SEED\"] = env[\"PYTHONHASHSEED\"] = " << pyQuote(std::to_string(config.seed)) << "\n"
      << "env.setdefault(\"MINREPRO_TRIAL\", str(int.from_bytes(os.urandom(4), \"little\")))\n";
   if (config.deterministic)
     py << "env[\"MINREPRO_DETERMINISTIC\"] = \"1\"\nenv[\"CUBLAS_WORKSPACE_CONFIG\"] = \":4096:8\"\n";
-  for (const auto& [k, v] : c.env) py << "env[" << pyQuote(k) << "] = " << pyQuote(v) << "\n";
-  py << "devnull = os.open(os.devnull, os.O_RDONLY)\n"
+  // Python ignores SIGPIPE and SIGXFSZ, and exec keeps ignored signals: the
+  // command gets the default dispositions a trial has.
+  py << "import signal\n"
+     << "for name in (\"SIGPIPE\", \"SIGXFSZ\"):\n"
+     << "    if hasattr(signal, name):\n"
+     << "        signal.signal(getattr(signal, name), signal.SIG_DFL)\n"
+     << "devnull = os.open(os.devnull, os.O_RDONLY)\n"
      << "os.dup2(devnull, 0)\n"
      << "sys.stdout.flush()\nsys.stderr.flush()\n"
      << "os.execvpe(argv[0], argv, env)\n";

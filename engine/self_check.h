@@ -12,6 +12,7 @@
 // archive fails at least once with probability 1 - alpha.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -28,9 +29,14 @@ struct SelfCheck {
   bool require_every_run = true;
   std::string first_difference;  // the first run that did not reproduce, in one line
   std::string missing_file;      // a file that run's output says it could not find
-  std::string error;             // the check itself could not run (bad archive, no Python)
+  std::string error;             // the check itself could not run (bad archive, no Python, no torch)
+  // false: a failure so rare that the runs allowed (30) could miss it on a
+  // faithful archive; none failing is then no verdict.
+  bool conclusive = true;
 
   bool passed() const;
+  // Ran, and showed that the archive does not reproduce on its own (exit 6).
+  bool failed() const;
   // "reproduced on its own in 3 of 3 runs (plain processes, extracted into an empty directory)"
   std::string describe() const;
 };
@@ -38,16 +44,19 @@ struct SelfCheck {
 struct SelfCheckPlan {
   int runs = 3;
   bool require_every_run = true;
+  bool conclusive = true;
 };
 
-// Runs and rule for a case whose trials failed at `rate`; `deterministic`
-// when flakiness handling is off or every trial of a failing case failed.
-SelfCheckPlan planSelfCheck(const FailureRate& rate, const FlakyOptions& flaky);
+// Runs and rule for a case of `size` samples whose trials failed at `rate`
+// and whose original passed `plain_passes` times as a plain process: every
+// run must fail when flakiness handling is off or nothing ever passed.
+SelfCheckPlan planSelfCheck(const FailureRate& rate, const FlakyOptions& flaky, std::size_t plain_passes,
+                            std::size_t size);
 
 // Extracts `archive` into a fresh temporary directory and runs its repro.py
-// `plan.runs` times with `python`; never throws.
+// `plan.runs` times with `python`, stopping when `cancel` is set; never throws.
 SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfCheckPlan& plan, const std::string& python,
-                            std::chrono::milliseconds timeout);
+                            std::chrono::milliseconds timeout, const std::atomic<bool>* cancel = nullptr);
 
 // The path a run's output says it could not open ("" when none): Python's
 // FileNotFoundError, torch.jit.load's and torch.load's messages.

@@ -147,21 +147,21 @@ std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::pat
   // and so do the files the trial reads (engine/bundle.h).
   std::set<std::string> names;
   for (const auto& e : entries) names.insert(e.name);
-  for (const auto& rel : commandCaseFiles(config))
-    if (names.insert(rel.string()).second) entries.push_back({rel.string(), readFileBytes(config.base_dir / rel)});
-  for (const auto& f : bundle.files)
-    if (names.insert(f.archive_name).second) {
-      std::error_code ec;
-      const bool executable = (fs::status(f.source, ec).permissions() & fs::perms::owner_exec) != fs::perms::none;
-      entries.push_back({f.archive_name, readFileBytes(f.source), executable});
-    }
+  auto add = [&](const std::string& name, const fs::path& source) {
+    if (!names.insert(name).second) return;
+    std::error_code ec;  // a script the command runs directly keeps its executable bit
+    const bool executable = (fs::status(source, ec).permissions() & fs::perms::owner_exec) != fs::perms::none;
+    entries.push_back({name, readFileBytes(source), executable});
+  };
+  for (const auto& rel : commandCaseFiles(config)) add(rel.string(), config.base_dir / rel);
+  for (const auto& f : bundle.files) add(f.archive_name, f.source);
   return entries;
 }
 
 // One plain run of the minimal case with the file tracer preloaded: the
 // files the trial reads (engine/bundle.h). Command trials only: the
 // built-in harness reads the batch and the model, which the archive has.
-BundlePlan traceBundle(const CaseConfig& config, TrialOracle& oracle, const Selection& best, Log& log) {
+BundlePlan traceBundleOrThrow(const CaseConfig& config, TrialOracle& oracle, const Selection& best, Log& log) {
   std::vector<fs::path> traced;
   const std::string library = fileTraceLibrary();
   if (config.command && library.empty())
@@ -171,8 +171,12 @@ BundlePlan traceBundle(const CaseConfig& config, TrialOracle& oracle, const Sele
     const fs::path trace = config.work_dir / "file-trace.txt", dir = config.work_dir / "trace";
     std::error_code ec;
     fs::remove(trace, ec);
-    std::string preload = library;
-    if (const char* inherited = std::getenv("LD_PRELOAD"); inherited && *inherited) preload += std::string(":") + inherited;
+    // The tracer goes last: a library the trial preloads itself (an
+    // allocator, a sanitizer's runtime, which must come first) stays first.
+    std::string preload;
+    if (const auto own = config.command->env.find("LD_PRELOAD"); own != config.command->env.end()) preload = own->second;
+    else if (const char* inherited = std::getenv("LD_PRELOAD")) preload = inherited;
+    preload += (preload.empty() ? "" : ":") + library;
     const TrialOutcome outcome = oracle.runUncounted(best, {{"LD_PRELOAD", preload}, {kFileTraceVariable, trace.string()}}, dir);
     traced = readTrace(trace);
     fs::remove_all(dir, ec);
@@ -185,6 +189,27 @@ BundlePlan traceBundle(const CaseConfig& config, TrialOracle& oracle, const Sele
   for (const auto& f : plan.files) names += (names.empty() ? "" : ", ") + f.archive_name;
   if (!plan.files.empty()) log.info("bundled with the archive, read by the trial: " + names);
   return plan;
+}
+
+BundlePlan traceBundle(const CaseConfig& config, TrialOracle& oracle, const Selection& best, Log& log) {
+  try {
+    return traceBundleOrThrow(config, oracle, best, log);
+  } catch (const std::exception& e) {
+    // The trace is a help, not the run's result: without it the command's own files still travel.
+    log.info(std::string("warning: the files the trial reads could not be traced (") + e.what() +
+             "); only trial.files and the command's own files are bundled");
+    return planBundle(config, {});
+  }
+}
+
+// Why the archive is not checked on its own, or "" when it is.
+std::string selfCheckSkipped(const ShrinkOptions& options, const CaseConfig& config, ExitStatus status) {
+  if (status == ExitStatus::Interrupted) return "the run was interrupted";
+  if (status == ExitStatus::BudgetSpent) return "the budget was spent";
+  if (!options.self_check) return "--no-self-check";
+  if (effectiveExecutor(config, options.executor).kind == ExecutorKind::Slurm)
+    return "the trials ran as Slurm jobs; repro.py may need the nodes' devices";
+  return "";
 }
 
 }  // namespace
@@ -352,12 +377,17 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   }();
   std::string processes = "plain processes (no fork server applies to this trial)";
   FreshMinimality fresh_minimality;
+  std::size_t plain_passes = 0;  // of the original, run as plain processes (the self-check's evidence)
   try {
     OriginalEstimate original;
     if (ExitStatus s = checkOriginal(config, *batch, oracle, all, log, original); s != ExitStatus::Reduced) return s;
     if (!config.fork_server) processes = "plain processes (trial.fork_server: false)";
+    plain_passes = original.runs - original.failures;
     if (forks) {
-      const ForkComparison comparison = compareForkedWithFresh(all, original, oracle);
+      const std::size_t streak =
+          config.flaky.enabled ? oracle.rate().passesToReject(config.flaky.alpha, config.flaky.max_passes) : 1;
+      const ForkComparison comparison = compareForkedWithFresh(all, original, oracle, streak);
+      plain_passes = comparison.plain.runs - comparison.plain.failures;
       processes = comparison.describe();
       log.info("trial processes: " + processes);
       if (comparison.verdict == ForkVerdict::FailsOnlyForked) return ExitStatus::DoesNotReproduce;
@@ -377,7 +407,9 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   }
 
   const fs::path minimal_batch = config.work_dir / "minimal-batch.pt";
-  batch->writeCandidate(best, minimal_batch);
+  // Nothing reduced: the archive carries the user's own file, the bytes its trials ran.
+  if (selectionKey(best) == selectionKey(all)) fs::copy_file(config.batch, minimal_batch, fs::copy_options::overwrite_existing);
+  else batch->writeCandidate(best, minimal_batch);
   const NeighbourPlan neighbours = writeNeighbours(config, *batch, best);
   ReductionSummary summary = summarize(environment.get(), config, *batch, oracle, best, minimal_batch);
   for (const auto& n : neighbours.cases)
@@ -391,33 +423,35 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   summary.fresh_minimality = fresh_minimality.describe();
   const BundlePlan bundle = status == ExitStatus::Interrupted ? planBundle(config, {})
                                                               : traceBundle(config, oracle, best, log);
+  if (g_stop.load() && status != ExitStatus::Interrupted) {
+    status = ExitStatus::Interrupted;  // during the file trace: its list may be short
+    log.info("stopping: interrupted while tracing the files the trial reads");
+  }
   summary.bundled_from_outside = bundle.from_outside;
   summary.left_out = bundle.left_out;
   for (const auto& f : bundle.files) summary.bundled.push_back(f.archive_name);
+  summary.self_check.skipped = selfCheckSkipped(options, config, status);
+  summary.seconds = log.elapsedSeconds();
   const CaseConfig archived = withBundledPaths(bakeBranches(config, best.branches_off), bundle);
-  auto writeArchive = [&] {
-    summary.seconds = log.elapsedSeconds();
-    writeTarGz(config.output, archiveEntries(archived, minimal_batch, summary, neighbours, bundle));
-  };
-  writeArchive();
+  std::vector<ArchiveEntry> entries = archiveEntries(archived, minimal_batch, summary, neighbours, bundle);
+  writeTarGz(config.output, entries);
   log.info(std::string(incomplete.empty() ? "reduced " : "stopped at ") + std::to_string(summary.original_samples) +
            " -> " + std::to_string(best.samples.size()) + " samples (ids " + formatList(summary.kept_ids) + ") in " +
            std::to_string(summary.stats.trials + summary.stats.replayed) + " trials; archive: " + config.output.string());
   // The archive is checked as the maintainer will run it before the run says
-  // it is done; REPORT.md records the outcome (engine/self_check.h).
-  if (!options.self_check) summary.self_check.skipped = "--no-self-check";
-  if (effectiveExecutor(config, options.executor).kind == ExecutorKind::Slurm)
-    summary.self_check.skipped = "the trials ran as Slurm jobs; repro.py may need the nodes' devices";
-  if (status != ExitStatus::Interrupted && options.self_check &&
-      effectiveExecutor(config, options.executor).kind != ExecutorKind::Slurm) {
+  // it is done; REPORT.md (the archive's first entry) records the outcome.
+  if (summary.self_check.skipped.empty()) {
     log.info("checking the archive on its own: repro.py in plain processes, extracted into an empty directory");
-    summary.self_check = checkArchiveAlone(config.output, planSelfCheck(oracle.rate(), config.flaky), options.python,
-                                           config.timeout);
-    writeArchive();
+    summary.self_check = checkArchiveAlone(
+        config.output, planSelfCheck(oracle.rate(), config.flaky, plain_passes, best.samples.size()), options.python,
+        config.timeout, &g_stop);
+    if (g_stop.load()) status = ExitStatus::Interrupted;
+    summary.seconds = log.elapsedSeconds();
+    entries.front() = {"REPORT.md", renderReport(archived, summary)};
+    writeTarGz(config.output, entries);
   }
   log.info("self-check: the archive " + summary.self_check.describe());
-  if (summary.self_check.ran && !summary.self_check.passed() && status == ExitStatus::Reduced)
-    status = ExitStatus::ArchiveDoesNotReproduce;
+  if (summary.self_check.failed() && status == ExitStatus::Reduced) status = ExitStatus::ArchiveDoesNotReproduce;
   return status;
 }
 

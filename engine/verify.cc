@@ -26,6 +26,7 @@ std::string renderManifest(const Manifest& m) {
       << "compare-operator: " << (m.compare_operator ? "yes" : "no") << "\n"
       << "message: " << m.signature.message << "\n";
   if (!m.signature.signal_name.empty()) out << "signal: " << m.signature.signal_name << "\n";
+  if (!m.message_pattern.empty()) out << "message-pattern: " << m.message_pattern << "\n";
   if (m.processed) out << "processed: " << *m.processed << "\n";
   // neighbour: NAME FILE [processed=N] ids=ID,ID,...
   for (const auto& n : m.neighbours) {
@@ -92,6 +93,8 @@ void setManifestKey(Manifest& m, const std::string& key, const std::string& valu
     m.compare_operator = value == "yes";
   } else if (key == "message") {
     m.signature.message = value;
+  } else if (key == "message-pattern") {
+    m.message_pattern = value;
   } else if (key == "signal") {
     m.signature.signal_name = value;  // a fatal signal's name: the same signal must end every run
   } else if (key == "processed") {
@@ -147,7 +150,10 @@ ArchiveEntry manifestEntry(const CaseConfig& config, const fs::path& minimal_bat
                            const NeighbourPlan& neighbours) {
   Manifest m;
   m.signature = signature;
-  m.compare_operator = config.command.has_value();
+  // As the trials compared: the operator only for a trial command (see
+  // Manifest) whose case did not relax invariants.operator.
+  m.compare_operator = config.command.has_value() && config.invariants.op;
+  m.message_pattern = config.expected.message_regex;
   m.processed = expectedProcessed(config, minimal_batch);
   m.neighbours = neighbours.cases;
   m.neighbours_skipped = neighbours.skipped;
@@ -305,11 +311,16 @@ void judgePass(RunResult& r, std::int64_t expected) {
 void judgeFail(RunResult& r, const Manifest& m) {
   FailureSignature recorded = m.signature;
   if (!m.compare_operator) recorded.op.clear();
+  // An archive made before signal names were recorded: any fatal signal.
+  if (recorded.family == FailureFamily::Signal && recorded.signal_name.empty())
+    recorded.signal_name = r.signature.signal_name;
   if (!r.signature.failed()) {
     r.detail = "did not reproduce: the run passed (" + describe(r.outcome) + ")";
     return;
   }
-  const SignatureMatch match = matchSignature(recorded, r.signature, {});
+  ExpectedFailure expected;
+  expected.message_regex = m.message_pattern;
+  const SignatureMatch match = matchSignature(recorded, r.signature, expected);
   r.as_expected = match.matches;
   r.detail = (match.matches ? "reproduced: " : "did not reproduce (" + match.why_not + "): ") +
              r.signature.summary() + " (" + describe(r.outcome) + ")";
@@ -325,6 +336,7 @@ RunResult runOnce(const fs::path& dir, int index, const VerifyOptions& o, const 
   spec.env_unset = diagnosticVariables();
   spec.work_dir = dir.parent_path() / ("run-" + std::to_string(index));
   spec.timeout = o.timeout;
+  spec.cancel = o.cancel;
   RunResult r;
   if (neighbour) r.neighbour = neighbour->name;
   r.outcome = executor.run(spec);
@@ -362,7 +374,7 @@ VerifyResult verifyArchive(const VerifyOptions& o, std::ostream* progress, Execu
   const fs::path dir = tree.path() / "repro";
   writeEntries(dir, entries, o.archive.string());
   LocalExecutor local;
-  for (int i = 1; i <= o.runs; ++i) {
+  for (int i = 1; i <= o.runs && !(o.cancel && o.cancel->load()); ++i) {
     result.runs.push_back(runOnce(dir, i, o, result.manifest, executor ? *executor : local));
     if (progress)
       *progress << "  run " << i << "/" << o.runs << ": " << result.runs.back().detail << " in " << std::fixed

@@ -4,6 +4,7 @@
 // every run with what the archive records in signature.txt.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -30,6 +31,9 @@ struct Manifest {
   // LibTorch, which names the kernel (nll_loss), while repro.py's Python
   // traceback names the functional (cross_entropy): one bug, two names.
   bool compare_operator = false;
+  // case.yaml's failure.message: when the trials matched messages by this
+  // pattern, so does verify (else by the message with its numbers masked).
+  std::string message_pattern;
   // Samples a correct run must process (targets that are not ignore_index);
   // absent when the archive cannot know (a trial command, no target).
   std::optional<std::int64_t> processed;
@@ -66,6 +70,7 @@ enum class Expect { Fail, Pass };
 
 struct VerifyOptions {
   std::filesystem::path archive;
+  const std::atomic<bool>* cancel = nullptr;  // set: the running repro.py is killed (shrink's SIGINT)
   int runs = 3;
   Expect expect = Expect::Fail;
   std::string python = "/usr/bin/python3";

@@ -38,8 +38,8 @@ at::Tensor copyWithStrideOrder(const at::Tensor& values, const at::Tensor& layou
 // `layout_of` is: the same stride order, the same gaps beyond each inner
 // dimension's extent (a stride-3 view stays stride 3, a column slice of a
 // wider matrix keeps its row stride), stride 0 where `layout_of` broadcasts
-// and the values allow it, and the same storage offset, whose leading
-// elements are copied from `layout_of`'s storage. Gaps hold zeros.
+// and the values allow it, and the same storage offset. The elements before
+// the offset and in the gaps are zeros.
 at::Tensor copyWithStridePattern(const at::Tensor& values, const at::Tensor& layout_of);
 
 std::string dtypeName(c10::ScalarType type);

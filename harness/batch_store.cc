@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <numeric>
 #include <sstream>
 
@@ -144,12 +145,15 @@ bool constantAlong(const at::Tensor& values, int64_t d) {
 
 at::Tensor copyWithStridePattern(const at::Tensor& values, const at::Tensor& layout_of) {
   const int64_t dims = layout_of.dim();
-  // Innermost first: dimensions by stride, smallest first (ties: later dimension inner).
+  // Innermost first: dimensions by stride, smallest first (ties: later
+  // dimension inner); a broadcast one outermost, should it need memory.
   std::vector<int64_t> order(static_cast<std::size_t>(dims));
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return layout_of.stride(a) < layout_of.stride(b) || (layout_of.stride(a) == layout_of.stride(b) && a > b);
-  });
+  auto key = [&](int64_t d) {
+    return layout_of.stride(d) == 0 ? std::numeric_limits<int64_t>::max() : layout_of.stride(d);
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return key(a) < key(b) || (key(a) == key(b) && a > b); });
   std::vector<int64_t> strides(static_cast<std::size_t>(dims), 0);
   int64_t dense_original = 1, dense_new = 1;  // extent of the dimensions inside the current one
   for (int64_t d : order) {
@@ -158,18 +162,16 @@ at::Tensor copyWithStridePattern(const at::Tensor& values, const at::Tensor& lay
     // Size-1 dimensions have no gap of their own (their stride is arbitrary).
     const int64_t gap = layout_of.size(d) > 1 ? std::max<int64_t>(stride - dense_original, 0) : 0;
     strides[static_cast<std::size_t>(d)] = dense_new + gap;
-    if (layout_of.size(d) > 1) dense_original = stride * layout_of.size(d);
+    if (layout_of.size(d) > 1 && stride > 0) dense_original = stride * layout_of.size(d);
     dense_new = strides[static_cast<std::size_t>(d)] * std::max<int64_t>(values.size(d), 1);
   }
   const int64_t offset = layout_of.storage_offset();
   int64_t span = values.numel() > 0 ? 1 : 0;
   for (int64_t d = 0; d < dims; ++d) span += (values.size(d) - 1) * strides[static_cast<std::size_t>(d)] * (values.numel() > 0);
+  // Zeros before the offset and in the gaps: what the original's storage
+  // held there belonged to other tensors or samples, which the reduction
+  // removed (and which may be data nobody should receive).
   at::Tensor storage = at::zeros({offset + span}, values.options());
-  if (offset > 0) {
-    // The elements before the view are the original's, as its storage had them.
-    at::Tensor leading = at::empty({0}, layout_of.options()).set_(layout_of.storage(), 0, {offset}, {1});
-    storage.narrow(0, 0, offset).copy_(leading);
-  }
   at::Tensor out = storage.as_strided(values.sizes(), strides, offset);
   // A broadcast dimension is written once (its elements are one location).
   at::Tensor target = out, source = values;

@@ -495,7 +495,7 @@ def main():
     sys.path[0] = os.path.realpath(script_dir)
     for name in preload:
         __import__(name)
-    _record_torch_seed()  # the seed, not the state: what a module drew since does not change it
+        _record_torch_seed()  # once, at the import that brought torch in, before a later module reseeds it
     load_hooks(hooks)
     gc.collect()
     gc.freeze()  # children then copy fewer pages when they touch the parent's objects

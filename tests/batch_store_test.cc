@@ -101,7 +101,8 @@ TEST_F(BatchFixture, PythonReadsTheSubsetWithItsLayout) {
 
 // A cut keeps the stride pattern of what it was cut from: a stride-3 view
 // stays stride 3, a column slice keeps its row stride, a broadcast dimension
-// stays broadcast, and the storage offset stays with the elements before it.
+// stays broadcast (and becomes the outermost when its values differ), and
+// the storage offset stays.
 TEST_F(BatchFixture, CutKeepsTheStridePatternOffsetAndBroadcastOfItsTensor) {
   NamedTensors b;
   b.names = {"every_third", "columns", "broadcast", "offset"};
@@ -120,10 +121,16 @@ TEST_F(BatchFixture, CutKeepsTheStridePatternOffsetAndBroadcastOfItsTensor) {
     EXPECT_TRUE(at::equal(subset.tensors[i], b.tensors[i].index_select(0, index))) << b.names[i];
   }
   EXPECT_EQ(layoutName(subset.tensors[0]), "strided");
+  // Broadcast along the samples, but a cut whose values differ there (the
+  // values pass sets some to trivial ones): laid out dense, samples outermost.
+  const at::Tensor varied = at::arange(8, at::kFloat).view({2, 4});
+  EXPECT_EQ(copyWithStridePattern(varied, at::randn({1, 4}).expand({2, 4})).strides().vec(),
+            (std::vector<int64_t>{4, 1}));
   EXPECT_EQ(subset.tensors[3].storage_offset(), 3);
-  // The elements before the view are the original storage's own.
+  // The elements before the view are zeros: what the original held there
+  // belonged to what the reduction removed.
   const at::Tensor leading = at::empty({0}, at::kLong).set_(subset.tensors[3].storage(), 0, {3}, {1});
-  EXPECT_TRUE(at::equal(leading, at::arange(3, at::kLong)));
+  EXPECT_TRUE(at::equal(leading, at::zeros({3}, at::kLong)));
 }
 
 // Tensors a candidate does not change are written as they were read: views

@@ -116,22 +116,38 @@ TEST(SelfCheck, MissingFileIsNamedFromTheRunsOutput) {
 
 TEST(SelfCheck, RunsAndRuleFollowTheFailureRate) {
   FailureRate always;
-  always.add(3, 0);
-  EXPECT_EQ(planSelfCheck(always, {}).runs, 3);
-  EXPECT_TRUE(planSelfCheck(always, {}).require_every_run);
+  always.add(3, 0, 64);
+  EXPECT_EQ(planSelfCheck(always, {}, 0, 1).runs, 3);
+  EXPECT_TRUE(planSelfCheck(always, {}, 0, 1).require_every_run);
+  // Forked trials never passed, but a plain run of the original did: flaky.
+  EXPECT_FALSE(planSelfCheck(always, {}, 1, 1).require_every_run);
   FailureRate third;
-  third.add(10, 20);
-  const SelfCheckPlan flaky = planSelfCheck(third, {});
+  third.add(10, 20, 1);
+  const SelfCheckPlan flaky = planSelfCheck(third, {}, 0, 1);
   EXPECT_FALSE(flaky.require_every_run);
   EXPECT_GE(flaky.runs, 15);  // (2/3)^n <= 0.001 needs n >= 17 at the estimate
   EXPECT_LE(flaky.runs, 30);
+  EXPECT_TRUE(flaky.conclusive);
+  FailureRate rare;
+  rare.add(3, 60, 1);
+  EXPECT_EQ(planSelfCheck(rare, {}, 0, 1).runs, 30);
+  EXPECT_FALSE(planSelfCheck(rare, {}, 0, 1).conclusive) << "30 runs can miss a 5% failure";
+
   SelfCheck check;
   check.ran = true;
   check.runs = 3;
   check.reproduced = 2;
   EXPECT_FALSE(check.passed());
+  EXPECT_TRUE(check.failed());
   check.require_every_run = false;
   EXPECT_TRUE(check.passed());
+  check.reproduced = 0;
+  check.conclusive = false;
+  EXPECT_FALSE(check.passed());
+  EXPECT_FALSE(check.failed()) << "none of 30 runs of a rare failure is no verdict";
+  check.conclusive = true;
+  check.error = "no torch";
+  EXPECT_FALSE(check.failed()) << "a check that could not run says nothing about the archive";
 }
 
 TEST(ForkComparison, FisherExactTestSeparatesDifferentRatesOnly) {

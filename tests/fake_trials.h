@@ -68,9 +68,14 @@ class FakeExecutor : public Executor {
   TrialOutcome run(const TrialSpec& spec) override {
     std::lock_guard<std::mutex> lock(mutex_);
     specs.push_back(spec);
+    std::string bytes;
+    for (const auto& arg : spec.argv)
+      if (arg.ends_with("batch.pt")) bytes.assign(std::istreambuf_iterator<char>(std::ifstream(arg).rdbuf()), {});
+    batches_read.push_back(bytes);
     return script_(keptSamples(spec));
   }
   std::vector<TrialSpec> specs;
+  std::vector<std::string> batches_read;  // the batch file each trial was given, as it read it
 
  private:
   Script script_;

@@ -55,8 +55,10 @@ TEST_F(OracleFixture, SubstitutesPlaceholdersWithoutAShell) {
   EXPECT_EQ(argv[2], "/cases/here/step.py");
   EXPECT_TRUE(argv[3].ends_with("/trial-000002/batch.pt")) << argv[3];
   EXPECT_TRUE(argv[4].starts_with("--out=" + dir.path().string())) << argv[4];
-  // The original runs on the user's own batch file, never on a rewrite of it.
-  EXPECT_EQ(exec.specs[0].argv[3], config.batch.string());
+  // The original runs on a copy of the user's own batch file, never on a
+  // rewrite of it, at the same place as a candidate's.
+  EXPECT_TRUE(exec.specs[0].argv[3].ends_with("/trial-000001/batch.pt")) << exec.specs[0].argv[3];
+  EXPECT_EQ(exec.batches_read[0], testing::readFile(config.batch));
 }
 
 TEST_F(OracleFixture, TrialsGetTheSeedTheirNumberAndTheDeterminismSwitch) {

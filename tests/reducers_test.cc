@@ -66,6 +66,12 @@ TEST(Invariants, DtypeLayoutAndSampleCountAreCheckedAndCanBeRelaxed) {
   Invariants relaxed;
   relaxed.layout = false;
   EXPECT_FALSE(brokenInvariant(relaxed, original, {info("x", "float16", "contiguous", {1, 4}), info("y", "int64", "contiguous", {1})}));
+  // A strided 1-D target (labels[::2]) cut to one sample: one element has no
+  // layout to keep, while two elements must stay strided.
+  const std::vector<TensorInfo> strided_target{info("y", "int64", "strided", {8})};
+  EXPECT_FALSE(brokenInvariant({}, strided_target, {info("y", "int64", "contiguous", {1})}));
+  EXPECT_EQ(*brokenInvariant({}, strided_target, {info("y", "int64", "contiguous", {2})}),
+            "y: layout strided became contiguous");
 }
 
 // A CaseView with scripted answers (no batch).
