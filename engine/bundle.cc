@@ -7,6 +7,8 @@
 #include <fstream>
 #include <set>
 
+#include "engine/process.h"
+
 namespace fs = std::filesystem;
 
 namespace minrepro {
@@ -80,14 +82,7 @@ std::vector<fs::path> globbed(const CaseConfig& config, const fs::path& base, co
 
 }  // namespace
 
-std::string fileTraceLibrary() {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  for (const fs::path& candidate : {ec ? fs::path() : self.parent_path() / "libminrepro_filetrace.so",
-                                    fs::path(MINREPRO_FILE_TRACE_LIBRARY)})
-    if (fs::is_regular_file(candidate, ec)) return candidate.string();
-  return "";
-}
+std::string fileTraceLibrary() { return ownFile("libminrepro_filetrace.so", MINREPRO_FILE_TRACE_LIBRARY); }
 
 std::vector<fs::path> readTrace(const fs::path& trace_file) {
   std::vector<fs::path> out;

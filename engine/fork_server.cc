@@ -474,22 +474,10 @@ std::optional<ForkRoute> pythonForkRoute(const TrialSpec& spec, const std::strin
 }
 
 std::string pythonForkServerScript() {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  for (const fs::path& candidate : {ec ? fs::path() : self.parent_path() / "py_fork_server.py",
-                                    fs::path(MINREPRO_SOURCE_DIR) / "harness" / "py_fork_server.py"})
-    if (fs::is_regular_file(candidate, ec)) return candidate.string();
-  return "";
+  return ownFile("py_fork_server.py", fs::path(MINREPRO_SOURCE_DIR) / "harness" / "py_fork_server.py");
 }
 
-std::string pythonNativeHooks() {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  for (const fs::path& candidate : {ec ? fs::path() : self.parent_path() / "libminrepro_pyhooks.so",
-                                    fs::path(MINREPRO_PY_HOOKS)})
-    if (fs::is_regular_file(candidate, ec)) return candidate.string();
-  return "";
-}
+std::string pythonNativeHooks() { return ownFile("libminrepro_pyhooks.so", MINREPRO_PY_HOOKS); }
 
 ForkRouter caseForkRouter(const CaseConfig& config, const std::string& trial_binary) {
   return [trial_binary, script = pythonForkServerScript(), hooks = pythonNativeHooks(),

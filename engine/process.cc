@@ -181,4 +181,12 @@ TrialOutcome LocalExecutor::run(const TrialSpec& spec) {
   return outcome;
 }
 
+std::string ownFile(const std::string& name, const std::filesystem::path& fallback) {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  for (const std::filesystem::path& candidate : {ec ? std::filesystem::path() : self.parent_path() / name, fallback})
+    if (!candidate.empty() && std::filesystem::is_regular_file(candidate, ec)) return candidate.string();
+  return "";
+}
+
 }  // namespace minrepro

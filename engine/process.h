@@ -82,4 +82,9 @@ std::string readFileCapped(const std::filesystem::path& file, std::size_t cap);
 // boost_filesystem. Returns the input unchanged when it contains a '/'.
 std::string resolveProgram(const std::string& name);
 
+// One of minrepro's own files (a helper library, a script) beside the
+// running executable, else `fallback` (where the build tree put it); ""
+// when neither is a regular file.
+std::string ownFile(const std::string& name, const std::filesystem::path& fallback);
+
 }  // namespace minrepro
