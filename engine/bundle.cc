@@ -80,6 +80,15 @@ std::vector<fs::path> globbed(const CaseConfig& config, const fs::path& base, co
   return out;
 }
 
+// The deepest directory that holds every file ("/" when only the root does).
+fs::path commonDirectory(const std::vector<fs::path>& files) {
+  if (files.empty()) return "/";
+  fs::path common = files.front().parent_path();
+  for (const fs::path& f : files)
+    while (common != common.root_path() && inside(f, common) == std::nullopt) common = common.parent_path();
+  return common;
+}
+
 }  // namespace
 
 std::string fileTraceLibrary() { return ownFile("libminrepro_filetrace.so", MINREPRO_FILE_TRACE_LIBRARY); }
@@ -109,6 +118,7 @@ BundlePlan planBundle(const CaseConfig& config, const std::vector<fs::path>& tra
   for (auto& p : globbed(config, base, work)) candidates.push_back(p);
   for (const auto& p : argv_paths) candidates.push_back(p);  // a script is bundled even when tracing is off
   std::set<fs::path> seen;
+  std::vector<fs::path> outside;
   for (const fs::path& raw : candidates) {
     const fs::path path = canonicalOr(raw);
     if (!seen.insert(path).second) continue;
@@ -119,8 +129,17 @@ BundlePlan planBundle(const CaseConfig& config, const std::vector<fs::path>& tra
       else add(rel->string(), path);
       continue;
     }
-    if (systemFile(path)) continue;
-    const std::string name = "external" + path.string();
+    if (!systemFile(path)) outside.push_back(path);
+  }
+  // Files from outside keep their layout relative to one another (a script's
+  // siblings stay its siblings) under external/, named from their nearest
+  // common directory: the archive does not carry the home directory or the
+  // user's name in its paths.
+  const fs::path common = commonDirectory(outside);
+  for (const fs::path& path : outside) {
+    const fs::path rel = common.has_filename() ? common.filename() / path.lexically_relative(common)
+                                               : path.relative_path();
+    const std::string name = (fs::path("external") / rel).string();
     add(name, path);
     if (argv_paths.count(path)) {
       plan.argv_rewrites[path.string()] = "{case_dir}/" + name;

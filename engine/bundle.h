@@ -12,9 +12,11 @@
 //
 // Files under the case directory keep their relative paths, so that loads
 // relative to the script resolve in the extracted archive. Files read from
-// elsewhere go under external/ with their absolute path below it; a command
-// argument naming one (a script outside the case directory) is rewritten to
-// {case_dir}/external/..., so that its own siblings resolve too. A file the
+// elsewhere go under external/, named from their nearest common directory
+// (its name, then their paths below it: no home directory or user name in
+// the archive); a command argument naming one (a script outside the case
+// directory) is rewritten to {case_dir}/external/..., so that its own
+// siblings resolve too. A file the
 // code opens by an absolute path cannot be redirected: it is bundled all the
 // same and REPORT.md says so.
 #pragma once

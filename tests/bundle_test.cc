@@ -60,9 +60,10 @@ TEST_F(BundleFixture, TracedFilesOfTheUserAreBundledAndTheRestIsNot) {
                                      outside / "step.py",
                                      outside / "vocab.json"};
   const BundlePlan plan = planBundle(config, traced);
-  const std::string step = "external" + (outside / "step.py").string();
-  EXPECT_EQ(names(plan), (std::vector<std::string>{"trial.py", "weights/a.pt", step,
-                                                   "external" + (outside / "vocab.json").string()}));
+  // From outside: named from their common directory, code/, without the
+  // machine's path above it.
+  const std::string step = "external/code/step.py";
+  EXPECT_EQ(names(plan), (std::vector<std::string>{"trial.py", "weights/a.pt", step, "external/code/vocab.json"}));
   EXPECT_EQ(plan.argv_rewrites.at((outside / "step.py").string()), "{case_dir}/" + step);
   ASSERT_EQ(plan.from_outside.size(), 2u);
   EXPECT_NE(plan.from_outside[0].find("named by the command"), std::string::npos);
@@ -77,7 +78,7 @@ TEST_F(BundleFixture, TrialFilesAddWhatTheTraceCannotSeeAndExcludeFilesWins) {
   config.exclude_files = {"weights/b.pt"};
   const BundlePlan plan = planBundle(config, {base / "weights" / "b.pt"});
   // The script the command names is bundled even when nothing was traced.
-  EXPECT_EQ(names(plan), (std::vector<std::string>{"notes.txt", "weights/a.pt", "external" + (outside / "step.py").string()}));
+  EXPECT_EQ(names(plan), (std::vector<std::string>{"notes.txt", "weights/a.pt", "external/code/step.py"}));
   EXPECT_EQ(plan.left_out, (std::vector<std::string>{"weights/b.pt (trial.exclude_files)"}));
 }
 
