@@ -297,9 +297,12 @@ class SlurmEndToEnd : public ::testing::Test {
                           (work_.path() / name).string() + " " + extra, output);
   }
   // The line that says what the run ended with, without the archive's path.
+  // The result: samples and ids. Trial counts differ by the plain runs that
+  // check a local run's forked trials against fresh ones (Slurm jobs are
+  // never forked; engine/fresh_check.h).
   static std::string resultLine(const std::string& output) {
     const auto at = output.find("reduced ");
-    return at == std::string::npos ? "" : output.substr(at, output.find("; archive", at) - at);
+    return at == std::string::npos ? "" : output.substr(at, output.find(" in ", at) - at);
   }
 
   static testing::TempDir* examples_;
