@@ -124,16 +124,18 @@ TrialOutcome TrialOracle::runUncounted(const Selection& selection, const std::ma
 }
 
 TrialSpec TrialOracle::specIn(const fs::path& dir, const Selection& selection, std::size_t number,
-                              bool confirmation) const {
-  fs::create_directories(dir);
+                              bool confirmation, bool write_batch) const {
   // The original runs on the user's own bytes: a rewrite of them could
   // differ in what no candidate check sees (views, storages, bytes). A copy,
   // not the file itself: at the same place as a candidate's (a message that
   // names the batch's path reads the same), and out of reach of a trial that
   // writes to its input.
   const fs::path batch_file = dir / "batch.pt";
-  if (selectionKey(selection) == full_key_) fs::copy_file(config_.batch, batch_file, fs::copy_options::overwrite_existing);
-  else batch_.writeCandidate(selection, batch_file);
+  if (write_batch) {
+    fs::create_directories(dir);
+    if (selectionKey(selection) == full_key_) fs::copy_file(config_.batch, batch_file, fs::copy_options::overwrite_existing);
+    else batch_.writeCandidate(selection, batch_file);
+  }
   TrialSpec spec;
   spec.argv = trialArgv(selection, batch_file, dir);
   if (config_.command) spec.env_set = withBranches(*config_.command, selection.branches_off).env;

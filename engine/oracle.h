@@ -118,10 +118,10 @@ class TrialOracle {
   // confirmation's: the original's first re-run and the reduction's.
   void setDiagnosticEnvironment(std::vector<std::pair<std::string, std::string>> env) { diagnostic_env_ = std::move(env); }
 
-  // The spec a trial of the selection would run with in `dir` (its
-  // candidate batch written there), without running it.
+  // The spec a trial of the selection would run with in `dir`, without
+  // running it or writing its batch there.
   TrialSpec specFor(const Selection& selection, const std::filesystem::path& dir) const {
-    return specIn(dir, selection, 0, false);
+    return specIn(dir, selection, 0, false, /*write_batch=*/false);
   }
   // One plain-process run of the selection in `dir`, as the confirmation
   // runs it (no diagnostic variables) with `env` added; not counted, not
@@ -153,7 +153,7 @@ class TrialOracle {
   void checkLimits(std::size_t about_to_run) const;
   TrialSpec prepare(const Selection& selection, std::size_t number, bool confirmation, bool fresh);
   TrialSpec specIn(const std::filesystem::path& dir, const Selection& selection, std::size_t number,
-                   bool confirmation) const;
+                   bool confirmation, bool write_batch = true) const;
   void applyDiagnosticMode(TrialSpec& spec, bool confirmation) const;
   std::filesystem::path trialDir(std::size_t number) const;
 

@@ -368,13 +368,7 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   // Whether the trials run in fork servers: decided from the trial itself,
   // not from what ran, so that a resumed run (whose first results are
   // replayed) checks exactly what the interrupted one did.
-  const bool forks = forked && [&] {
-    const fs::path preview = config.work_dir / "trials" / "preview";
-    const bool routed = forked->routes(oracle.specFor(all, preview));
-    std::error_code ec;
-    fs::remove_all(preview, ec);
-    return routed;
-  }();
+  const bool forks = forked && forked->routes(oracle.specFor(all, config.work_dir / "trials" / "preview"));
   std::string processes = "plain processes (no fork server applies to this trial)";
   FreshMinimality fresh_minimality;
   std::size_t plain_passes = 0;  // of the original, run as plain processes (the self-check's evidence)
