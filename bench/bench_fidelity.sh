@@ -31,7 +31,7 @@ for case_yaml in "$work"/examples/*/case.yaml "$work"/fidelity/*/case.yaml; do
   mkdir -p "$out/empty"
   tar xzf "$out/repro.tar.gz" -C "$out/empty"
   # The shell's own "Segmentation fault" line goes to /dev/null with the rest.
-  repro=$( (cd / && /usr/bin/python3 "$out/empty/repro.py" >/dev/null 2>&1); echo $? ) 2>/dev/null
+  repro=$( (cd / && ulimit -c 0 && /usr/bin/python3 "$out/empty/repro.py" >/dev/null 2>&1); echo $? ) 2>/dev/null
   verify=$("$build/minrepro" verify "$out/repro.tar.gz" --runs 3 2>&1 | grep -o "reproduced in [0-9]* of [0-9]*" || true)
   total=$((total + 1))
   # Alone: shrink's own check passed (exit 0) and an independent verify saw
