@@ -187,7 +187,7 @@ TEST_F(VerifyExamples, ReproCppBuildsWithLibTorchAloneAndFailsTheSameWay) {
       << out;
   // From another directory: the files are found beside repro.cpp. It ends as
   // the trial did, by SIGABRT after the c10 error (the shell reports 128 + 6).
-  EXPECT_EQ(runCommand("cd / && " + (dir / "b" / "repro").string() + " 2>&1", &out), 128 + SIGABRT) << out;
+  EXPECT_EQ(runCommand("cd / && ulimit -c 0 && " + (dir / "b" / "repro").string() + " 2>&1", &out), 128 + SIGABRT) << out;
   EXPECT_NE(out.find("c10::IndexError: Target 4 is out of bounds."), std::string::npos) << out;
   EXPECT_NE(out.find("target: Long shape [1]"), std::string::npos) << out;
   // A batch without the bad sample runs through and prints the result line.
