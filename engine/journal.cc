@@ -1,6 +1,7 @@
 #include "engine/journal.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,6 +27,31 @@ std::string contentHash(const std::string& bytes) {
 
 namespace {
 constexpr const char* kMagic = "minrepro-journal 1";
+}
+
+WorkDirLock::WorkDirLock(const fs::path& dir) {
+  const fs::path file = dir / "lock";
+  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0)
+    throw JournalError("cannot open " + file.string() + ": " + std::strerror(errno) +
+                       " (is the work directory writable?)");
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    char holder[32] = {};
+    const ssize_t n = ::pread(fd_, holder, sizeof holder - 1, 0);
+    ::close(fd_);
+    fd_ = -1;
+    const std::string pid = n > 0 ? std::string(holder, static_cast<std::size_t>(n)) : "unknown";
+    throw JournalError("the work directory " + dir.string() + " is in use by another minrepro run (pid " +
+                       pid.substr(0, pid.find('\n')) + "); wait for it to end, or give this run its own --work-dir");
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) < 0) {
+    // The lock holds without the pid; a second run then names no holder.
+  }
+}
+
+WorkDirLock::~WorkDirLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the flock; the file stays (removing it would race a waiting run)
 }
 
 Journal::Journal(const fs::path& dir, const std::string& identity, bool resume) {

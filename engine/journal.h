@@ -27,6 +27,23 @@ struct JournalTrial {
   std::string summary;    // signature summary or "pass"
 };
 
+// One run per work directory: a second shrink on the same one would move
+// the first's journal aside and both would append to it and to the log.
+// Held for the run's life as an flock on <dir>/lock, which names the
+// holder's pid; the kernel drops it when the process ends, even by SIGKILL,
+// so a killed run leaves nothing to clean up before --resume.
+class WorkDirLock {
+ public:
+  // Throws JournalError (exit 2) naming the process that holds it.
+  explicit WorkDirLock(const std::filesystem::path& dir);
+  ~WorkDirLock();
+  WorkDirLock(const WorkDirLock&) = delete;
+  WorkDirLock& operator=(const WorkDirLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 class Journal {
  public:
   // Opens <dir>/journal.txt. Without resume an existing journal is moved

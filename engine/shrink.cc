@@ -339,6 +339,7 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   // Before anything is written: trial.diagnostic: on without a backend is bad input.
   const DiagnosticPlan diagnostic = planDiagnostics(config);
   fs::create_directories(config.work_dir);
+  const WorkDirLock lock(config.work_dir);  // before the journal and the log are touched
   Log log(options.quiet);
   log.openFile(config.work_dir / "minrepro.log");
   Journal journal(config.work_dir, runIdentity(config), options.resume);

@@ -219,5 +219,35 @@ TEST_F(EndToEnd, KilledWithSigkillAndResumedEndsAtTheSameResultLosingNoTrial) {
   EXPECT_NE(report.find(std::to_string(journaled) + " replayed from the journal"), std::string::npos) << report;
 }
 
+// Two shrinks on one work directory: the second says which process holds it
+// and exits 2, touching neither the first's journal nor its log.
+TEST_F(EndToEnd, SecondRunOnTheSameWorkDirectoryIsRefusedNamingTheFirst) {
+  const fs::path dir = example("class4"), work = work_.path() / "work";
+  const fs::path case_file = dir / "case-sleepy.yaml";
+  testing::writeFile(case_file, "batch: batch.pt\nsamples:\n  tensors: {input: 0, target: 0}\n"
+                                "trial:\n  command: [/bin/sh, -c, 'sleep 60', sh, '{batch}']\n  timeout: 120\n");
+  const pid_t first = ::fork();
+  ASSERT_GE(first, 0);
+  if (first == 0) {
+    const std::string config = case_file.string(), work_dir = work.string(), out = (work_.path() / "a.tar.gz").string();
+    ::execl(MINREPRO_BINARY, MINREPRO_BINARY, "shrink", "--config", config.c_str(), "--work-dir", work_dir.c_str(),
+            "--output", out.c_str(), "--quiet", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  while (!fs::exists(work / "journal.txt")) ::usleep(20'000);
+  const std::string journal = readFile(work / "journal.txt");
+  std::string output;
+  EXPECT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + case_file.string() + " --work-dir " +
+                           work.string() + " --output " + (work_.path() / "b.tar.gz").string(), &output), 2) << output;
+  EXPECT_NE(output.find("is in use by another minrepro run (pid " + std::to_string(first) + ")"), std::string::npos)
+      << output;
+  EXPECT_EQ(readFile(work / "journal.txt"), journal) << "the second run touched the first's journal";
+  EXPECT_FALSE(fs::exists(work / "journal.txt.old"));
+  ::kill(first, SIGINT);
+  int status = 0;
+  ::waitpid(first, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << status;
+}
+
 }  // namespace
 }  // namespace minrepro
