@@ -116,7 +116,9 @@ BundlePlan planBundle(const CaseConfig& config, const std::vector<fs::path>& tra
   };
   std::vector<fs::path> candidates = traced;
   for (auto& p : globbed(config, base, work)) candidates.push_back(p);
-  for (const auto& p : argv_paths) candidates.push_back(p);  // a script is bundled even when tracing is off
+  // The command's own files (a script) are bundled even when nothing was traced.
+  for (const auto& p : argv_paths) candidates.push_back(p);
+  for (const auto& rel : commandCaseFiles(config)) candidates.push_back(base / rel);
   std::set<fs::path> seen;
   std::vector<fs::path> outside;
   for (const fs::path& raw : candidates) {

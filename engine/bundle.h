@@ -55,8 +55,9 @@ std::string fileTraceLibrary();
 // The absolute paths a trace file lists, each once, in first-seen order.
 std::vector<std::filesystem::path> readTrace(const std::filesystem::path& trace_file);
 
-// Which of the traced files, and of those trial.files matches, the archive
-// carries, and under which names. Never throws for a file that vanished.
+// Which of the traced files, of those trial.files matches and of those the
+// command names, the archive carries, and under which names. Never throws
+// for a file that vanished.
 BundlePlan planBundle(const CaseConfig& config, const std::vector<std::filesystem::path>& traced);
 
 // The case as the archive holds it: command arguments rewritten by `plan`.

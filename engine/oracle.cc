@@ -273,7 +273,7 @@ std::vector<bool> TrialOracle::resultsFor(const Selection& selection, const std:
       for (const Speculated& s : next(2 * jobs_ + 4, cursor == 0)) {
         if (batch.size() >= jobs_) break;
         const std::string plain = selectionKey(s.selection);
-        const std::string k = s.confirmation ? kConfirmPrefix + plain : (fresh_only_ ? kFreshPrefix : "") + plain;
+        const std::string k = s.confirmation ? kConfirmPrefix + plain : candidateKey(s.selection);
         if (results_.count(k) || journaled_.count(k) || brokenInvariant(s.selection, plain)) continue;
         batch.push_back(s.selection);
         keys.push_back(k);
@@ -285,8 +285,13 @@ std::vector<bool> TrialOracle::resultsFor(const Selection& selection, const std:
   return out;
 }
 
+// Plain-process results are kept apart from forked ones of the same candidate.
+std::string TrialOracle::candidateKey(const Selection& selection) const {
+  return (fresh_only_ ? kFreshPrefix : "") + selectionKey(selection);
+}
+
 bool TrialOracle::interesting(const Selection& selection, const Speculation& next) {
-  const std::string key = (fresh_only_ ? kFreshPrefix : "") + selectionKey(selection);
+  const std::string key = candidateKey(selection);
   ++stats_.candidates;
   if (auto why = brokenInvariant(selection, key)) {
     ++stats_.rejected_by_invariant;

@@ -151,6 +151,7 @@ class TrialOracle {
   std::vector<TrialRecord> runLive(const std::vector<Selection>& selections, const std::vector<std::string>& keys);
   TrialRecord finishTrial(TrialRecord record, const std::string& key);
   void checkLimits(std::size_t about_to_run) const;
+  std::string candidateKey(const Selection& selection) const;
   TrialSpec prepare(const Selection& selection, std::size_t number, bool confirmation, bool fresh);
   TrialSpec specIn(const std::filesystem::path& dir, const Selection& selection, std::size_t number,
                    bool confirmation, bool write_batch = true) const;

@@ -143,18 +143,18 @@ std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::pat
     entries.push_back({"model.pt", readFileBytes(config.harness->model)});
     for (auto& e : reproCppEntries(*config.harness, summary.signature)) entries.push_back(std::move(e));
   }
-  // Files the command names under the case directory travel with the case,
-  // and so do the files the trial reads (engine/bundle.h).
+  // The command's own files and those the trial reads (engine/bundle.h);
+  // a script the command runs directly keeps its executable bit. A user's
+  // file named like one of the archive's own (repro.py) cannot travel: the
+  // self-check then tells.
   std::set<std::string> names;
   for (const auto& e : entries) names.insert(e.name);
-  auto add = [&](const std::string& name, const fs::path& source) {
-    if (!names.insert(name).second) return;
-    std::error_code ec;  // a script the command runs directly keeps its executable bit
-    const bool executable = (fs::status(source, ec).permissions() & fs::perms::owner_exec) != fs::perms::none;
-    entries.push_back({name, readFileBytes(source), executable});
-  };
-  for (const auto& rel : commandCaseFiles(config)) add(rel.string(), config.base_dir / rel);
-  for (const auto& f : bundle.files) add(f.archive_name, f.source);
+  for (const auto& f : bundle.files) {
+    if (!names.insert(f.archive_name).second) continue;
+    std::error_code ec;
+    const bool executable = (fs::status(f.source, ec).permissions() & fs::perms::owner_exec) != fs::perms::none;
+    entries.push_back({f.archive_name, readFileBytes(f.source), executable});
+  }
   return entries;
 }
 
@@ -301,6 +301,44 @@ ReductionSummary summarize(KeyValues environment, const CaseConfig& config, cons
   return summary;
 }
 
+// The archive, with the files the trial reads, then checked on its own as
+// the maintainer will run it before the run says it is done; REPORT.md (the
+// archive's first entry) records the outcome. Returns the run's status.
+ExitStatus writeAndCheckArchive(const ShrinkOptions& options, const CaseConfig& config, TrialOracle& oracle,
+                                const Selection& best, const fs::path& minimal_batch, const NeighbourPlan& neighbours,
+                                std::size_t plain_passes, ReductionSummary& summary, ExitStatus status, Log& log) {
+  const BundlePlan bundle = status == ExitStatus::Interrupted ? planBundle(config, {})
+                                                              : traceBundle(config, oracle, best, log);
+  if (g_stop.load() && status != ExitStatus::Interrupted) {
+    status = ExitStatus::Interrupted;  // during the file trace: its list may be short
+    log.info("stopping: interrupted while tracing the files the trial reads");
+  }
+  summary.bundled_from_outside = bundle.from_outside;
+  summary.left_out = bundle.left_out;
+  for (const auto& f : bundle.files) summary.bundled.push_back(f.archive_name);
+  summary.self_check.skipped = selfCheckSkipped(options, config, status);
+  summary.seconds = log.elapsedSeconds();
+  const CaseConfig archived = withBundledPaths(bakeBranches(config, best.branches_off), bundle);
+  std::vector<ArchiveEntry> entries = archiveEntries(archived, minimal_batch, summary, neighbours, bundle);
+  writeTarGz(config.output, entries);
+  log.info(std::string(summary.incomplete.empty() ? "reduced " : "stopped at ") + std::to_string(summary.original_samples) +
+           " -> " + std::to_string(best.samples.size()) + " samples (ids " + formatList(summary.kept_ids) + ") in " +
+           std::to_string(summary.stats.trials + summary.stats.replayed) + " trials; archive: " + config.output.string());
+  if (summary.self_check.skipped.empty()) {
+    log.info("checking the archive on its own: repro.py in plain processes, extracted into an empty directory");
+    summary.self_check = checkArchiveAlone(
+        config.output, planSelfCheck(oracle.rate(), config.flaky, plain_passes, best.samples.size()), options.python,
+        config.timeout, &g_stop);
+    if (g_stop.load()) status = ExitStatus::Interrupted;
+    summary.seconds = log.elapsedSeconds();
+    entries.front() = {"REPORT.md", renderReport(archived, summary)};
+    writeTarGz(config.output, entries);
+  }
+  log.info("self-check: the archive " + summary.self_check.describe());
+  if (summary.self_check.failed() && status == ExitStatus::Reduced) status = ExitStatus::ArchiveDoesNotReproduce;
+  return status;
+}
+
 }  // namespace
 
 ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Executor& executor,
@@ -416,38 +454,8 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   summary.incomplete = incomplete;
   summary.processes = processes;
   summary.fresh_minimality = fresh_minimality.describe();
-  const BundlePlan bundle = status == ExitStatus::Interrupted ? planBundle(config, {})
-                                                              : traceBundle(config, oracle, best, log);
-  if (g_stop.load() && status != ExitStatus::Interrupted) {
-    status = ExitStatus::Interrupted;  // during the file trace: its list may be short
-    log.info("stopping: interrupted while tracing the files the trial reads");
-  }
-  summary.bundled_from_outside = bundle.from_outside;
-  summary.left_out = bundle.left_out;
-  for (const auto& f : bundle.files) summary.bundled.push_back(f.archive_name);
-  summary.self_check.skipped = selfCheckSkipped(options, config, status);
-  summary.seconds = log.elapsedSeconds();
-  const CaseConfig archived = withBundledPaths(bakeBranches(config, best.branches_off), bundle);
-  std::vector<ArchiveEntry> entries = archiveEntries(archived, minimal_batch, summary, neighbours, bundle);
-  writeTarGz(config.output, entries);
-  log.info(std::string(incomplete.empty() ? "reduced " : "stopped at ") + std::to_string(summary.original_samples) +
-           " -> " + std::to_string(best.samples.size()) + " samples (ids " + formatList(summary.kept_ids) + ") in " +
-           std::to_string(summary.stats.trials + summary.stats.replayed) + " trials; archive: " + config.output.string());
-  // The archive is checked as the maintainer will run it before the run says
-  // it is done; REPORT.md (the archive's first entry) records the outcome.
-  if (summary.self_check.skipped.empty()) {
-    log.info("checking the archive on its own: repro.py in plain processes, extracted into an empty directory");
-    summary.self_check = checkArchiveAlone(
-        config.output, planSelfCheck(oracle.rate(), config.flaky, plain_passes, best.samples.size()), options.python,
-        config.timeout, &g_stop);
-    if (g_stop.load()) status = ExitStatus::Interrupted;
-    summary.seconds = log.elapsedSeconds();
-    entries.front() = {"REPORT.md", renderReport(archived, summary)};
-    writeTarGz(config.output, entries);
-  }
-  log.info("self-check: the archive " + summary.self_check.describe());
-  if (summary.self_check.failed() && status == ExitStatus::Reduced) status = ExitStatus::ArchiveDoesNotReproduce;
-  return status;
+  return writeAndCheckArchive(options, config, oracle, best, minimal_batch, neighbours, plain_passes, summary, status,
+                              log);
 }
 
 }  // namespace minrepro
