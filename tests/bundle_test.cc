@@ -105,6 +105,37 @@ TEST_F(BundleFixture, FileTracerListsWhatATrialAndItsChildrenRead) {
   EXPECT_FALSE(fs::exists(trace));
 }
 
+// trial.files and trial.exclude_files: globs inside the case directory,
+// read, written back into the archive's case.yaml, and refused (with the
+// key's place and what to write) when they point outside it.
+TEST(BundleConfig, GlobsAreReadWrittenBackAndKeptInsideTheCase) {
+  TempDir dir;
+  writeFile(dir.path() / "batch.pt", "");
+  const auto load = [&](const std::string& extra) {
+    writeFile(dir.path() / "case.yaml", "batch: batch.pt\nsamples: {tensors: {input: 0}}\n"
+                                        "trial:\n  command: [python3, s.py, \"{batch}\"]\n" + extra);
+    return loadCase(dir.path() / "case.yaml");
+  };
+  const CaseConfig c = load("  files: [\"weights/*.pt\", \"*.so\"]\n  exclude_files: [secret.txt]\n");
+  EXPECT_EQ(c.files, (std::vector<std::string>{"weights/*.pt", "*.so"}));
+  EXPECT_EQ(c.exclude_files, (std::vector<std::string>{"secret.txt"}));
+  // The archive's case.yaml loads back with the same globs.
+  writeFile(dir.path() / "case.yaml", renderCase(c, dir.path(), "batch.pt", ""));
+  const CaseConfig again = loadCase(dir.path() / "case.yaml");
+  EXPECT_EQ(again.files, c.files);
+  EXPECT_EQ(again.exclude_files, c.exclude_files);
+  for (const char* bad : {"  files: [/etc/passwd]\n", "  files: [\"../other/*.pt\"]\n", "  exclude_files: [\"\"]\n"}) {
+    try {
+      load(bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const CaseError& e) {
+      EXPECT_NE(std::string(e.what()).find("a glob relative to the case directory, inside it"), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("case.yaml:5"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(SelfCheck, MissingFileIsNamedFromTheRunsOutput) {
   EXPECT_EQ(missingFileIn("FileNotFoundError: [Errno 2] No such file or directory: '/r/labels.json'\n"),
             "/r/labels.json");
