@@ -19,8 +19,9 @@
 
 #include "engine/case_config.h"
 #include "engine/failure_signature.h"
-#include "engine/fork_server.h"
+#include "engine/executors/fork_server.h"
 #include "engine/oracle.h"
+#include "engine/trial_spec.h"
 #include "harness/trial_main.h"
 #include "tests/test_util.h"
 

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/slurm_executor.h"
+#include "engine/executors/slurm_executor.h"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;

@@ -3,7 +3,7 @@
 # (started here with scripts/slurm-up.sh when it is not up, and stopped
 # again afterwards):
 #  1. the raw cost of a job running `true`: srun against sbatch + polling
-#     scontrol (the choice made in engine/slurm_executor.cc);
+#     scontrol (the choice made in engine/executors/slurm_executor.cc);
 #  2. per-trial wall time of LocalExecutor against SlurmExecutor on
 #     /bin/true, one at a time and 4 at once (bench_slurm);
 #  3. minrepro shrink of the bundled class4 example, local (fork servers)

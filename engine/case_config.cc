@@ -1,6 +1,6 @@
 // case.yaml: loading, validation and writing.
 //
-// Every rejection is a CaseError of the form
+// Every rejection is a BadInputError of the form
 //   <file>:<line>:<column>: <key.path>: expected <what>, found <what>[; <what to do>]
 // so that a user can fix the case without reading this file. Lines and
 // columns are printed 1-based (yaml-cpp's marks are 0-based).
@@ -91,7 +91,7 @@ std::string location(const Loader& l, const YAML::Mark& mark) {
   if (!v.path.empty()) msg += v.path + ": ";
   msg += "expected " + expected + ", found " + found;
   if (!hint.empty()) msg += "; " + hint;
-  throw CaseError(msg);
+  throw BadInputError(msg);
 }
 
 std::string inQuotes(const std::string& s) {
@@ -403,7 +403,7 @@ void readTrialKind(const Loader& l, const MapView& t, CaseConfig& c) {
   if (env) c.command->env = readEnv(l, *env);
 }
 
-// trial.fork_server and trial.preload (engine/fork_server.h).
+// trial.fork_server and trial.preload (engine/executors/fork_server.h).
 void readForkServer(const Loader& l, const MapView& t, CaseConfig& c) {
   if (const Value* v = t.find("deterministic")) {
     const std::string text = v->node.IsScalar() ? v->node.Scalar() : "";
@@ -428,7 +428,7 @@ void readForkServer(const Loader& l, const MapView& t, CaseConfig& c) {
 }
 
 // trial.files and trial.exclude_files: globs under the case directory
-// (engine/bundle.h), for what the file trace cannot see or must not ship.
+// (engine/archive/bundle.h), for what the file trace cannot see or must not ship.
 void readBundleGlobs(const Loader& l, const MapView& t, CaseConfig& c) {
   for (auto [key, list] : {std::pair{"files", &c.files}, std::pair{"exclude_files", &c.exclude_files}}) {
     const Value* v = t.find(key);
@@ -465,15 +465,12 @@ void readTrial(const Loader& l, const MapView& top, CaseConfig& c) {
   if (const Value* v = t.find("diagnostic")) c.diagnostic = readDiagnostic(l, *v);
 }
 
-// The families a case may expect: every failure family except "the trial
-// could not start", which is never a property of the case.
+// The families a case may expect (engine/failure_families.def): errors and
+// ways of ending, never a pass or "the trial could not start".
 std::vector<std::string> expectableFamilies() {
   std::vector<std::string> names;
-  for (int i = 0; i <= static_cast<int>(FailureFamily::StartFailure); ++i) {
-    const auto f = static_cast<FailureFamily>(i);
-    if (f != FailureFamily::None && f != FailureFamily::StartFailure)
-      names.push_back(familyName(f));
-  }
+  for (const FailureFamily f : allFailureFamilies())
+    if (isExpectableFamily(f)) names.push_back(familyName(f));
   return names;
 }
 
@@ -481,8 +478,7 @@ FailureFamily readFamily(const Loader& l, const Value& v) {
   const std::vector<std::string> names = expectableFamilies();
   const std::string s = scalar(l, v, "a failure family");
   const std::optional<FailureFamily> f = parseFamily(s);
-  if (!f || *f == FailureFamily::None || *f == FailureFamily::StartFailure)
-    fail(l, v, "one of " + joinNames(names), inQuotes(s), suggestion(s, names));
+  if (!f || !isExpectableFamily(*f)) fail(l, v, "one of " + joinNames(names), inQuotes(s), suggestion(s, names));
   return *f;
 }
 
@@ -700,9 +696,7 @@ void readBranches(const Loader& l, const MapView& top, CaseConfig& c) {
 std::vector<fs::path> pipelineDirs() {
   std::vector<fs::path> dirs;
   if (const char* env = std::getenv("MINREPRO_PIPELINES"); env && *env) dirs.emplace_back(env);
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) dirs.push_back(self.parent_path() / "pipelines");
+  if (const fs::path beside = besideSelf("pipelines"); beside.has_parent_path()) dirs.push_back(beside);
   dirs.push_back(fs::path(MINREPRO_SOURCE_DIR) / "configs" / "pipelines");
   return dirs;
 }
@@ -786,7 +780,7 @@ std::vector<std::string> readSbatchArgs(const Loader& l, const Value& v) {
 }
 
 // executor: {kind, partition, gres, time, account, extra_args, retries,
-// devices, trials_per_device} (engine/executor_config.h). Slurm keys are
+// devices, trials_per_device} (engine/executors/executor_config.h). Slurm keys are
 // kept with kind: local, so --executor slurm can use them.
 void readExecutor(const Loader& l, const MapView& top, CaseConfig& c) {
   const Value* v = top.find("executor");
@@ -794,9 +788,10 @@ void readExecutor(const Loader& l, const MapView& top, CaseConfig& c) {
   const MapView m(l, *v, kExecutorKeys);
   ExecutorConfig& e = c.executor;
   if (const Value* x = m.find("kind")) {
-    const std::string kind = scalar(l, *x, "local or slurm");
-    if (kind != "local" && kind != "slurm") fail(l, *x, "local or slurm", inQuotes(kind), suggestion(kind, {"local", "slurm"}));
-    e.kind = kind == "slurm" ? ExecutorKind::Slurm : ExecutorKind::Local;
+    const std::string kind = scalar(l, *x, executorKindChoices());
+    const std::optional<ExecutorKind> parsed = parseExecutorKind(kind);
+    if (!parsed) fail(l, *x, executorKindChoices(), inQuotes(kind), suggestion(kind, executorKindNames()));
+    e.kind = *parsed;
   }
   if (const Value* x = m.find("partition")) e.slurm.partition = nonEmpty(l, *x, "a Slurm partition name");
   if (const Value* x = m.find("gres")) e.slurm.gres = nonEmpty(l, *x, "a Slurm gres request (e.g. gpu:1)");
@@ -844,13 +839,13 @@ void readOptional(const Loader& l, const MapView& top, CaseConfig& c) {
 std::string readText(const Loader& l, const fs::path& file) {
   std::error_code ec;
   if (fs::is_directory(file, ec))
-    throw CaseError(l.file +
+    throw BadInputError(l.file +
                     ": cannot read the case file: it is a directory; "
                     "pass the path of the case's YAML file");
   std::ifstream in(file, std::ios::binary);
   const int err = errno;
   if (!in)
-    throw CaseError(l.file + ": cannot read the case file: " + std::strerror(err) +
+    throw BadInputError(l.file + ": cannot read the case file: " + std::strerror(err) +
                     "; check the path given with --config");
   std::ostringstream text;
   text << in.rdbuf();
@@ -861,7 +856,7 @@ YAML::Node parseText(const Loader& l, const std::string& text) {
   try {
     return YAML::Load(text);
   } catch (const YAML::Exception& e) {  // ParserException and its kin carry a mark
-    throw CaseError(location(l, e.mark) + ": invalid YAML: " + e.msg +
+    throw BadInputError(location(l, e.mark) + ": invalid YAML: " + e.msg +
                     "; fix the syntax at this line and column");
   }
 }

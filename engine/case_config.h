@@ -1,5 +1,5 @@
 // case.yaml: what the user gives minrepro. Loading validates every key and
-// reports bad input as a CaseError that names the file, the key, the line
+// reports bad input as a BadInputError that names the file, the key, the line
 // and column, what was expected and what was found.
 #pragma once
 
@@ -12,17 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "engine/executor_config.h"
+#include "engine/errors.h"
+#include "engine/executors/executor_config.h"
 #include "engine/failure_signature.h"
 #include "engine/flaky.h"
 
 namespace minrepro {
-
-// Bad input from the user: exit status 2, message printed as is.
-class CaseError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct SampleAxis {
   std::string tensor;  // name in the batch dict
@@ -111,13 +106,13 @@ struct CaseConfig {
   std::uint64_t memory_limit_bytes = 0;
   bool deterministic = false;        // trials get MINREPRO_DETERMINISTIC=1 (the harness turns on
                                      // deterministic algorithms) and CUBLAS_WORKSPACE_CONFIG
-  bool fork_server = true;           // trials may run in fork servers (engine/fork_server.h)
+  bool fork_server = true;           // trials may run in fork servers (engine/executors/fork_server.h)
   // trial.diagnostic: diagnostic variables for the trials by backend
   // (engine/diagnostics.h); never for the final confirmation.
   DiagnosticSetting diagnostic = DiagnosticSetting::Auto;
   std::vector<std::string> preload;  // modules the Python fork server imports once (with command)
   // Globs relative to base_dir: files the archive carries besides those a
-  // traced run of the trial reads, and files it never carries (engine/bundle.h).
+  // traced run of the trial reads, and files it never carries (engine/archive/bundle.h).
   std::vector<std::string> files;
   std::vector<std::string> exclude_files;
 
@@ -131,7 +126,7 @@ struct CaseConfig {
   std::filesystem::path output;    // absolute; default <base_dir>/repro.tar.gz
   std::filesystem::path work_dir;  // absolute; default <base_dir>/minrepro-work
   std::uint64_t seed = 0;
-  ExecutorConfig executor;  // where trials run (executor: section; engine/executor_config.h)
+  ExecutorConfig executor;  // where trials run (executor: section; engine/executors/executor_config.h)
 
   // Context recorded by a capture (free-form, shown in the report).
   std::map<std::string, std::string> context;

@@ -119,8 +119,6 @@ std::string DiagnosticPlan::describe() const {
   return line + " (" + why + ")";
 }
 
-namespace {
-
 std::string backendName(const BackendInfo& b) {
   switch (b.kind) {
     case Backend::Cpu: return "CPU";
@@ -130,6 +128,8 @@ std::string backendName(const BackendInfo& b) {
   }
   return "unknown backend";
 }
+
+namespace {
 
 // The captured context's backend, else this machine's, with where it came from.
 std::pair<BackendInfo, std::string> recordedOrDetected(const CaseConfig& config, const std::filesystem::path& dev_root) {
@@ -168,7 +168,7 @@ DiagnosticPlan planDiagnostics(const CaseConfig& config, const std::filesystem::
       std::tie(plan.backend, plan.why) = recordedOrDetected(config, dev_root);
       plan.why = "on: " + plan.why;
       if (diagnosticEnvironment(plan.backend).empty())
-        throw CaseError(config.case_file.string() + ": trial.diagnostic: on, but the backend is " +
+        throw BadInputError(config.case_file.string() + ": trial.diagnostic: on, but the backend is " +
                         backendName(plan.backend) + " (" + plan.why.substr(4) +
                         "), which has no diagnostic variables; write 'auto' or 'off', or name the backend "
                         "('cuda' or 'rocm')");
@@ -176,6 +176,20 @@ DiagnosticPlan planDiagnostics(const CaseConfig& config, const std::filesystem::
   }
   plan.env = diagnosticEnvironment(plan.backend);
   return plan;
+}
+
+const std::vector<std::string>& diagnosticVariables() {
+  static const std::vector<std::string> names = {
+      "CUDA_LAUNCH_BLOCKING", "AMD_SERIALIZE_KERNEL",       "AMD_SERIALIZE_COPY",           "HIP_LAUNCH_BLOCKING",
+      "TORCH_SHOW_CPP_STACKTRACES", "PYTORCH_NO_CUDA_MEMORY_CACHING", "TORCH_USE_CUDA_DSA", "CUDA_DEVICE_WAITS_ON_EXCEPTION"};
+  return names;
+}
+
+void removeDiagnosticVariables(TrialSpec& spec) {
+  for (const std::string& name : diagnosticVariables()) {
+    spec.env_set.erase(name);
+    spec.env_unset.push_back(name);
+  }
 }
 
 }  // namespace minrepro

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/case_config.h"
+#include "engine/executors/process.h"
 
 namespace minrepro {
 
@@ -30,6 +31,9 @@ struct BackendInfo {
 // "cpu, cuda 12.1" (the accelerator wins; ROCm wins over CUDA, as a ROCm
 // build reports its devices as `cuda`). Anything else is Unknown.
 BackendInfo parseBackend(std::string_view text);
+
+// "CPU", "CUDA 12.1", "ROCm 5.7"; "unknown".
+std::string backendName(const BackendInfo& backend);
 
 // The backend of a captured context (case.yaml `context:`): its `backend`
 // entry; without one, `torch_build` when it names ROCm (a ROCm build always
@@ -64,8 +68,16 @@ struct DiagnosticPlan {
 // auto: the backend the trials run on: the built-in harness runs on the CPU
 // (nothing); a command, the captured context's backend, else this machine's.
 // on: the captured context's backend (else this machine's) even for the
-// harness; a CaseError when that backend has no diagnostic variables.
+// harness; a BadInputError when that backend has no diagnostic variables.
 // off: nothing. cuda / rocm: that backend's variables.
 DiagnosticPlan planDiagnostics(const CaseConfig& config, const std::filesystem::path& dev_root = "/dev");
+
+// Every variable that changes how a GPU program runs, for diagnosis only
+// (any backend's): a confirmation, a self-check or a verify run goes without them.
+const std::vector<std::string>& diagnosticVariables();
+
+// The normal configuration: none of diagnosticVariables() set, not even one
+// the parent's environment or the case's env sets.
+void removeDiagnosticVariables(TrialSpec& spec);
 
 }  // namespace minrepro

@@ -567,20 +567,26 @@ std::string shorten(const std::string& s, std::size_t limit) {
   return s.size() <= limit ? s : s.substr(0, limit) + "...";
 }
 
-const std::array<std::pair<FailureFamily, std::string_view>, 12> kFamilyNames = {{
-    {FailureFamily::None, "none"},
-    {FailureFamily::DeviceAssert, "device-assert"},
-    {FailureFamily::OutOfMemory, "out-of-memory"},
-    {FailureFamily::OpUnavailable, "op-unavailable"},
-    {FailureFamily::DeviceMismatch, "device-mismatch"},
-    {FailureFamily::IndexError, "index-error"},
-    {FailureFamily::ValueError, "value-error"},
-    {FailureFamily::RuntimeError, "runtime-error"},
-    {FailureFamily::Signal, "signal"},
-    {FailureFamily::Timeout, "timeout"},
-    {FailureFamily::NonzeroExit, "nonzero-exit"},
-    {FailureFamily::StartFailure, "start-failure"},
-}};
+enum class FamilyOrigin { Pass, Error, Exit, Start };
+
+struct FamilyInfo {
+  FailureFamily family;
+  std::string_view name;
+  FamilyOrigin origin;
+  std::string_view check_first, avoid;
+};
+
+const FamilyInfo kFamilies[] = {
+#define MINREPRO_FAILURE_FAMILY(enumerator, name, origin, check, avoid) \
+  {FailureFamily::enumerator, name, FamilyOrigin::origin, check, avoid},
+#include "engine/failure_families.def"
+#undef MINREPRO_FAILURE_FAMILY
+};
+
+const FamilyInfo& infoOf(FailureFamily family) {
+  // The table is in enum order (both come from the .def file).
+  return kFamilies[static_cast<std::size_t>(family)];
+}
 
 // The user's failure.message pattern, compiled once per distinct pattern and
 // thread (the oracle matches every trial against the same one).
@@ -622,10 +628,25 @@ std::optional<std::string> messageMismatch(const FailureSignature& original,
 
 }  // namespace
 
-std::string familyName(FailureFamily family) {
-  for (const auto& [value, name] : kFamilyNames)
-    if (value == family) return std::string(name);
-  return "unknown";
+std::string familyName(FailureFamily family) { return std::string(infoOf(family).name); }
+
+const std::vector<FailureFamily>& allFailureFamilies() {
+  static const std::vector<FailureFamily> all = [] {
+    std::vector<FailureFamily> families;
+    for (const auto& info : kFamilies) families.push_back(info.family);
+    return families;
+  }();
+  return all;
+}
+
+bool isExpectableFamily(FailureFamily family) {
+  const FamilyOrigin origin = infoOf(family).origin;
+  return origin == FamilyOrigin::Error || origin == FamilyOrigin::Exit;
+}
+
+FamilyAdvice familyAdvice(FailureFamily family) {
+  const FamilyInfo& info = infoOf(family);
+  return {std::string(info.check_first), std::string(info.avoid)};
 }
 
 // Accepts the names familyName gives, in any case and with '_' for '-'.
@@ -633,8 +654,8 @@ std::optional<FailureFamily> parseFamily(const std::string& name) {
   std::string wanted = lower(trim(name));
   for (char& c : wanted)
     if (c == '_') c = '-';
-  for (const auto& [value, family_name] : kFamilyNames)
-    if (wanted == family_name) return value;
+  for (const auto& info : kFamilies)
+    if (wanted == info.name) return info.family;
   return std::nullopt;
 }
 

@@ -5,29 +5,36 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
-#include "engine/process.h"
+#include "engine/executors/process.h"
 
 namespace minrepro {
 
+// One per line of engine/failure_families.def.
 enum class FailureFamily {
-  None,             // the trial passed
-  DeviceAssert,     // CUDA/HIP device-side assert
-  OutOfMemory,      // CUDA, HIP or CPU allocator out of memory
-  OpUnavailable,    // no kernel for this backend/dtype, unknown operator
-  DeviceMismatch,   // tensors on different devices
-  IndexError,       // c10::IndexError / Python IndexError
-  ValueError,       // value, shape or dtype error
-  RuntimeError,     // any other error the framework raised
-  Signal,           // a fatal signal without a recognisable error message
-  Timeout,          // the trial ran past its timeout
-  NonzeroExit,      // exited non-zero without a recognisable error message
-  StartFailure,     // the trial could not be started (not a failure of the case)
+#define MINREPRO_FAILURE_FAMILY(enumerator, name, origin, check, avoid) enumerator,
+#include "engine/failure_families.def"
+#undef MINREPRO_FAILURE_FAMILY
 };
 
 // "device-assert", "out-of-memory", ...; the names used in case.yaml and reports.
 std::string familyName(FailureFamily family);
 std::optional<FailureFamily> parseFamily(const std::string& name);
+
+// Every family, in the order of the .def file.
+const std::vector<FailureFamily>& allFailureFamilies();
+
+// Whether case.yaml's failure.family may name it: an error or a way of
+// ending, not a pass or a trial that could not start.
+bool isExpectableFamily(FailureFamily family);
+
+// What to check first for a failure of this family, and the conclusion to avoid.
+struct FamilyAdvice {
+  std::string check_first;
+  std::string avoid;
+};
+FamilyAdvice familyAdvice(FailureFamily family);
 
 struct FailureSignature {
   FailureFamily family = FailureFamily::None;

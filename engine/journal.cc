@@ -14,17 +14,6 @@ namespace fs = std::filesystem;
 
 namespace minrepro {
 
-std::string contentHash(const std::string& bytes) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
-  return text;
-}
-
 namespace {
 constexpr const char* kMagic = "minrepro-journal 1";
 }
@@ -33,7 +22,7 @@ WorkDirLock::WorkDirLock(const fs::path& dir) {
   const fs::path file = dir / "lock";
   fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0)
-    throw JournalError("cannot open " + file.string() + ": " + std::strerror(errno) +
+    throw BadInputError("cannot open " + file.string() + ": " + std::strerror(errno) +
                        " (is the work directory writable?)");
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     char holder[32] = {};
@@ -41,7 +30,7 @@ WorkDirLock::WorkDirLock(const fs::path& dir) {
     ::close(fd_);
     fd_ = -1;
     const std::string pid = n > 0 ? std::string(holder, static_cast<std::size_t>(n)) : "unknown";
-    throw JournalError("the work directory " + dir.string() + " is in use by another minrepro run (pid " +
+    throw BadInputError("the work directory " + dir.string() + " is in use by another minrepro run (pid " +
                        pid.substr(0, pid.find('\n')) + "); wait for it to end, or give this run its own --work-dir");
   }
   const std::string pid = std::to_string(::getpid()) + "\n";
@@ -59,13 +48,13 @@ Journal::Journal(const fs::path& dir, const std::string& identity, bool resume) 
   const fs::path file = dir / "journal.txt";
   if (resume) {
     if (!fs::exists(file))
-      throw JournalError(file.string() + ": no journal to resume from; run without --resume to start afresh");
+      throw BadInputError(file.string() + ": no journal to resume from; run without --resume to start afresh");
     load(file, identity);
   } else if (fs::exists(file)) {
     fs::rename(file, dir / "journal.txt.old");
   }
   fd_ = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw JournalError(file.string() + ": cannot open the journal: " + std::strerror(errno));
+  if (fd_ < 0) throw BadInputError(file.string() + ": cannot open the journal: " + std::strerror(errno));
   if (!resume) append(std::string(kMagic) + " " + identity);
   else append("resume");
 }
@@ -79,7 +68,7 @@ Journal::~Journal() {
 void Journal::append(const std::string& line) {
   const std::string text = line + "\n";
   if (::write(fd_, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
-    throw JournalError(std::string("cannot write the journal: ") + std::strerror(errno));
+    throw BadInputError(std::string("cannot write the journal: ") + std::strerror(errno));
   ::fdatasync(fd_);
 }
 
@@ -99,7 +88,7 @@ void Journal::load(const fs::path& file, const std::string& identity) {
   std::ifstream in(file);
   std::string line;
   if (!std::getline(in, line) || line != std::string(kMagic) + " " + identity)
-    throw JournalError(file.string() + ": this journal belongs to another case or other settings (" +
+    throw BadInputError(file.string() + ": this journal belongs to another case or other settings (" +
                        line.substr(0, 80) + "); run without --resume, or with the original case and options");
   while (std::getline(in, line)) {
     if (in.eof() && !line.empty()) break;  // a torn last line (no newline): the trial did not finish

@@ -14,12 +14,10 @@
 #include <string>
 #include <vector>
 
-namespace minrepro {
+#include "engine/content_hash.h"
+#include "engine/errors.h"
 
-class JournalError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+namespace minrepro {
 
 struct JournalTrial {
   std::string candidate;  // content hash of the candidate
@@ -34,7 +32,7 @@ struct JournalTrial {
 // so a killed run leaves nothing to clean up before --resume.
 class WorkDirLock {
  public:
-  // Throws JournalError (exit 2) naming the process that holds it.
+  // Throws BadInputError (exit 2) naming the process that holds it.
   explicit WorkDirLock(const std::filesystem::path& dir);
   ~WorkDirLock();
   WorkDirLock(const WorkDirLock&) = delete;
@@ -74,8 +72,5 @@ class Journal {
   std::size_t loaded_trials_ = 0;
   std::string loaded_reference_;
 };
-
-// FNV-1a 64 of a byte string, as 16 hex digits: candidate and case identities.
-std::string contentHash(const std::string& bytes);
 
 }  // namespace minrepro

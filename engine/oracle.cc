@@ -4,10 +4,9 @@
 #include <sstream>
 #include <thread>
 
-#include "engine/branches.h"
+#include "engine/diagnostics.h"
 #include "engine/invariants.h"
-#include "engine/verify.h"
-#include "harness/trial_main.h"
+#include "engine/trial_spec.h"
 
 namespace fs = std::filesystem;
 
@@ -25,17 +24,6 @@ const std::string kConfirmPrefix = "confirm:";
 // kept apart from forked trials' of the same candidate.
 const std::string kFreshPrefix = "fresh:";
 }  // namespace
-
-std::string substitutePlaceholders(std::string arg, const fs::path& batch, const fs::path& work_dir,
-                                   const fs::path& case_dir) {
-  const std::pair<std::string, std::string> subs[] = {
-      {"{batch}", batch.string()}, {"{workdir}", work_dir.string()}, {"{case_dir}", case_dir.string()}};
-  for (const auto& [key, value] : subs) {
-    for (auto pos = arg.find(key); pos != std::string::npos; pos = arg.find(key, pos + value.size()))
-      arg.replace(pos, key.size(), value);
-  }
-  return arg;
-}
 
 namespace {
 
@@ -80,15 +68,6 @@ fs::path TrialOracle::trialDir(std::size_t number) const {
   return config_.work_dir / "trials" / name.str();
 }
 
-std::vector<std::string> TrialOracle::trialArgv(const Selection& selection, const fs::path& batch,
-                                                const fs::path& trial_dir) const {
-  if (config_.harness) return harnessArgv(trial_binary_, withBranches(*config_.harness, selection.branches_off), batch.string());
-  std::vector<std::string> argv;
-  for (const auto& arg : withBranches(*config_.command, selection.branches_off).argv)
-    argv.push_back(substitutePlaceholders(arg, batch, trial_dir, config_.base_dir));
-  return argv;
-}
-
 std::optional<std::string> TrialOracle::brokenInvariant(const Selection& selection, const std::string& key) {
   if (auto it = invariant_checks_.find(key); it != invariant_checks_.end()) return it->second;
   if (original_tensors_.empty()) original_tensors_ = batch_.describe();
@@ -103,10 +82,7 @@ void TrialOracle::applyDiagnosticMode(TrialSpec& spec, bool confirmation) const 
     for (const auto& [name, value] : diagnostic_env_) spec.env_set[name] = value;
     return;
   }
-  for (const std::string& name : diagnosticVariables()) {
-    spec.env_set.erase(name);
-    spec.env_unset.push_back(name);
-  }
+  removeDiagnosticVariables(spec);
 }
 
 TrialSpec TrialOracle::prepare(const Selection& selection, std::size_t number, bool confirmation, bool fresh) {
@@ -136,22 +112,8 @@ TrialSpec TrialOracle::specIn(const fs::path& dir, const Selection& selection, s
     if (selectionKey(selection) == full_key_) fs::copy_file(config_.batch, batch_file, fs::copy_options::overwrite_existing);
     else batch_.writeCandidate(selection, batch_file);
   }
-  TrialSpec spec;
-  spec.argv = trialArgv(selection, batch_file, dir);
-  if (config_.command) spec.env_set = withBranches(*config_.command, selection.branches_off).env;
-  // Determinism switches, recorded in the report: the case's seed, and the
-  // trial's own number for trials that want a fresh seed each time.
-  spec.env_set["MINREPRO_SEED"] = std::to_string(config_.seed);
-  spec.env_set["MINREPRO_TRIAL"] = std::to_string(number);
-  spec.env_set["PYTHONHASHSEED"] = std::to_string(config_.seed);
-  if (config_.deterministic) {
-    spec.env_set["MINREPRO_DETERMINISTIC"] = "1";
-    spec.env_set["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8";  // cuBLAS needs it for deterministic results
-  }
+  TrialSpec spec = trialSpecFor(config_, trial_binary_, {batch_file, dir, selection.branches_off, number});
   applyDiagnosticMode(spec, confirmation);
-  spec.work_dir = dir;
-  spec.timeout = config_.timeout;
-  spec.address_space_limit_bytes = config_.memory_limit_bytes;
   spec.cancel = limits_.stop;
   return spec;
 }

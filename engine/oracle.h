@@ -19,12 +19,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/errors.h"
 #include "engine/case_config.h"
 #include "engine/failure_signature.h"
 #include "engine/flaky.h"
 #include "engine/journal.h"
 #include "engine/log.h"
-#include "engine/process.h"
+#include "engine/executors/process.h"
 #include "harness/batch_store.h"
 #include "reducers/reducer.h"
 
@@ -43,20 +44,6 @@ struct OracleStats {
   std::size_t candidates = 0;         // decisions
   std::size_t rejected_by_invariant = 0;
   std::map<std::string, std::size_t> other_bugs;  // signature summary -> count
-};
-
-// A trial could not be started (missing program, no permission): the run stops.
-class TrialStartError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// The run must stop before its natural end; the best so far is still written.
-class RunStopped : public std::runtime_error {
- public:
-  enum class Reason { Interrupted, TrialBudget, TimeBudget };
-  RunStopped(Reason reason, const std::string& what) : std::runtime_error(what), reason(reason) {}
-  Reason reason;
 };
 
 struct RunLimits {
@@ -138,8 +125,6 @@ class TrialOracle {
   void onBetter(std::function<void(const Selection&)> callback) { on_better_ = std::move(callback); }
   // argv of a trial of the selection on a batch file (placeholders
   // substituted, the selection's branches applied).
-  std::vector<std::string> trialArgv(const Selection& selection, const std::filesystem::path& batch,
-                                     const std::filesystem::path& trial_dir) const;
   // Why the selection breaks an invariant of the case, if it does (cached).
   std::optional<std::string> brokenInvariant(const Selection& selection, const std::string& key);
 
@@ -181,8 +166,5 @@ class TrialOracle {
   std::map<std::string, std::optional<std::string>> invariant_checks_;  // candidate key -> broken invariant
 };
 
-// Replaces "{batch}", "{workdir}" and "{case_dir}" in one argv element.
-std::string substitutePlaceholders(std::string arg, const std::filesystem::path& batch,
-                                   const std::filesystem::path& work_dir, const std::filesystem::path& case_dir);
 
 }  // namespace minrepro

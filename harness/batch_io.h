@@ -20,7 +20,7 @@ struct NamedTensors {
 
 // Reads a torch.save'd dict of tensors (Python's zip format). Tensors that
 // share a storage in the file share one storage here too (and so when
-// written again). Throws CaseError naming the file when it is unreadable or
+// written again). Throws BadInputError naming the file when it is unreadable or
 // not a dict of tensors.
 NamedTensors readBatchFile(const std::filesystem::path& file);
 

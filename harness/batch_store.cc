@@ -84,23 +84,23 @@ c10::IValue unpickleBatch(const fs::path& file) {
 
 NamedTensors readBatchFile(const fs::path& file) {
   if (!fs::is_regular_file(file))
-    throw CaseError(file.string() + ": cannot read the batch file (does it exist, is it readable?)");
+    throw BadInputError(file.string() + ": cannot read the batch file (does it exist, is it readable?)");
   c10::IValue value;
   try {
     value = unpickleBatch(file);
   } catch (const std::exception& e) {
     const std::string what = firstLine(e.what());
-    throw CaseError(file.string() + ": not a readable torch.save file: " + what + explainUnpickleError(what));
+    throw BadInputError(file.string() + ": not a readable torch.save file: " + what + explainUnpickleError(what));
   }
   if (!value.isGenericDict())
-    throw CaseError(file.string() + ": expected a dict of named tensors, found " + value.tagKind());
+    throw BadInputError(file.string() + ": expected a dict of named tensors, found " + value.tagKind());
   NamedTensors batch;
   for (const auto& entry : value.toGenericDict()) {
     if (!entry.key().isString())
-      throw CaseError(file.string() + ": batch dict keys must be strings, found " + entry.key().tagKind());
+      throw BadInputError(file.string() + ": batch dict keys must be strings, found " + entry.key().tagKind());
     const std::string name = entry.key().toStringRef();
     if (!entry.value().isTensor())
-      throw CaseError(file.string() + ": entry '" + name + "' is a " + entry.value().tagKind() +
+      throw BadInputError(file.string() + ": entry '" + name + "' is a " + entry.value().tagKind() +
                       ", expected a tensor (store ids and lengths as tensors too)");
     batch.names.push_back(name);
     batch.tensors.push_back(entry.value().toTensor());
@@ -462,12 +462,12 @@ void TorchBatchStore::checkSampleAxes() {
     if (!t) {
       std::ostringstream names;
       for (const auto& n : batch_.names) names << (names.tellp() ? ", " : "") << n;
-      throw CaseError(config_.case_file.string() + ": samples.tensors names '" + spec.tensor + "', but " + file +
+      throw BadInputError(config_.case_file.string() + ": samples.tensors names '" + spec.tensor + "', but " + file +
                       " has no such tensor (it has: " + names.str() + ")");
     }
     const int64_t dim = t->dim();
     if (spec.axis >= dim || spec.axis < -dim || dim == 0)
-      throw CaseError(config_.case_file.string() + ": samples.tensors." + spec.tensor + ": axis " +
+      throw BadInputError(config_.case_file.string() + ": samples.tensors." + spec.tensor + ": axis " +
                       std::to_string(spec.axis) + " is out of range for a tensor with " + std::to_string(dim) +
                       " dimension(s) (shape " + c10::str(t->sizes()) + ")");
     const int axis = static_cast<int>(spec.axis < 0 ? spec.axis + dim : spec.axis);
@@ -477,7 +477,7 @@ void TorchBatchStore::checkSampleAxes() {
       first = spec.tensor;
       samples_ = n;
     } else if (n != samples_) {
-      throw CaseError(file + ": sample dimensions disagree: '" + first + "' has " + std::to_string(samples_) +
+      throw BadInputError(file + ": sample dimensions disagree: '" + first + "' has " + std::to_string(samples_) +
                       " samples but '" + spec.tensor + "' has " + std::to_string(n) + " on axis " +
                       std::to_string(axis) + " (check samples.tensors in " + config_.case_file.string() + ")");
     }
@@ -485,10 +485,10 @@ void TorchBatchStore::checkSampleAxes() {
   if (!config_.sample_ids.empty()) {
     const at::Tensor* ids = batch_.find(config_.sample_ids);
     if (!ids || ids->dim() != 1 || ids->size(0) != samples_ || at::isFloatingType(ids->scalar_type()))
-      throw CaseError(file + ": samples.ids names '" + config_.sample_ids + "', which must be a 1-D integer tensor with " +
+      throw BadInputError(file + ": samples.ids names '" + config_.sample_ids + "', which must be a 1-D integer tensor with " +
                       std::to_string(samples_) + " entries" + (ids ? ", found shape " + c10::str(ids->sizes()) : ", found none"));
   }
-  if (samples_ == 0) throw CaseError(file + ": the batch has no samples: nothing to reduce");
+  if (samples_ == 0) throw BadInputError(file + ": the batch has no samples: nothing to reduce");
 }
 
 // A transform that cannot apply to the batch is the case's mistake: say so
@@ -499,11 +499,11 @@ void TorchBatchStore::checkTransforms(const Require& require) const {
     const at::Tensor& x = require("trial.harness.transforms (" + t.name + ")", t.tensor);
     const std::string where = config_.case_file.string() + ": trial.harness.transforms (" + t.name + "): ";
     if ((t.type == "normalize" || t.type == "noise") && !at::isFloatingType(x.scalar_type()))
-      throw CaseError(where + t.type + " needs a floating-point tensor, '" + t.tensor + "' is " + dtypeName(x.scalar_type()));
+      throw BadInputError(where + t.type + " needs a floating-point tensor, '" + t.tensor + "' is " + dtypeName(x.scalar_type()));
     if (auto axis = t.params.find("axis"); axis != t.params.end()) {
       const auto a = static_cast<int64_t>(std::stod(axis->second));
       if (a >= x.dim() || a < -x.dim())
-        throw CaseError(where + "axis " + std::to_string(a) + " is out of range for '" + t.tensor + "' of shape " +
+        throw BadInputError(where + "axis " + std::to_string(a) + " is out of range for '" + t.tensor + "' of shape " +
                         c10::str(x.sizes()));
     }
   }
@@ -517,25 +517,25 @@ void TorchBatchStore::checkSequence() {
   const std::string file = config_.batch.string();
   auto require = [&](const std::string& key, const std::string& name) -> const at::Tensor& {
     if (const at::Tensor* t = batch_.find(name)) return *t;
-    throw CaseError(where + key + " names '" + name + "', but " + file + " has no such tensor");
+    throw BadInputError(where + key + " names '" + name + "', but " + file + " has no such tensor");
   };
   std::string first;
   for (const SequenceTensor& spec : config_.sequence.tensors) {
     const at::Tensor& t = require("sequence.tensors", spec.tensor);
     const int64_t dim = t.dim();
     if (spec.axis >= dim || spec.axis < -dim)
-      throw CaseError(where + "sequence.tensors." + spec.tensor + ": axis " + std::to_string(spec.axis) +
+      throw BadInputError(where + "sequence.tensors." + spec.tensor + ": axis " + std::to_string(spec.axis) +
                       " is out of range for shape " + c10::str(t.sizes()));
     const int axis = static_cast<int>(spec.axis < 0 ? spec.axis + dim : spec.axis);
     if (auto sample = sampleAxisOf(spec.tensor); sample && *sample == axis)
-      throw CaseError(where + "sequence.tensors." + spec.tensor + ": axis " + std::to_string(spec.axis) +
+      throw BadInputError(where + "sequence.tensors." + spec.tensor + ": axis " + std::to_string(spec.axis) +
                       " is its sample axis; name the sequence axis (e.g. 1 for [batch, length, ...])");
     sequence_axes_.push_back(axis);
     if (first.empty()) {
       first = spec.tensor;
       sequence_length_ = t.size(axis);
     } else if (t.size(axis) != sequence_length_) {
-      throw CaseError(file + ": sequence lengths disagree: '" + first + "' has " + std::to_string(sequence_length_) +
+      throw BadInputError(file + ": sequence lengths disagree: '" + first + "' has " + std::to_string(sequence_length_) +
                       " positions but '" + spec.tensor + "' has " + std::to_string(t.size(axis)) +
                       " (check sequence.tensors in " + config_.case_file.string() + ")");
     }
@@ -543,11 +543,11 @@ void TorchBatchStore::checkSequence() {
   if (!config_.sequence.lengths.empty()) {
     const at::Tensor& l = require("sequence.lengths", config_.sequence.lengths);
     if (l.dim() != 1 || l.size(0) != samples_ || at::isFloatingType(l.scalar_type()) || l.scalar_type() == at::kBool)
-      throw CaseError(where + "sequence.lengths names '" + config_.sequence.lengths +
+      throw BadInputError(where + "sequence.lengths names '" + config_.sequence.lengths +
                       "', which must be a 1-D integer tensor with one entry per sample (" + std::to_string(samples_) +
                       "), found " + dtypeName(l.scalar_type()) + " of shape " + c10::str(l.sizes()));
     if (l.numel() && (l.min().item<int64_t>() < 0 || l.max().item<int64_t>() > sequence_length_))
-      throw CaseError(file + ": '" + config_.sequence.lengths + "' holds lengths outside [0, " +
+      throw BadInputError(file + ": '" + config_.sequence.lengths + "' holds lengths outside [0, " +
                       std::to_string(sequence_length_) + "], the length of the sequence axes");
   }
   for (const auto& name : config_.values.exclude) require("values.exclude", name);

@@ -30,7 +30,7 @@ class BatchStore : public CaseView {
  public:
   // Reads the batch and checks it against the case: a dict of tensors, every
   // declared tensor present, sample axes in range, sample counts agreeing.
-  // Throws CaseError naming the file and what is wrong.
+  // Throws BadInputError naming the file and what is wrong.
   static std::unique_ptr<BatchStore> open(const CaseConfig& config);
   virtual ~BatchStore() = default;
 

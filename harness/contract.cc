@@ -24,7 +24,7 @@ const at::Tensor& requireTensor(const NamedTensors& batch, const std::string& na
   if (t != nullptr) return *t;
   std::string names;
   for (const auto& n : batch.names) names += (names.empty() ? "" : ", ") + n;
-  throw CaseError(batch_name + ": no tensor named '" + name + "' (the " + role + "); the batch has: " + names);
+  throw BadInputError(batch_name + ": no tensor named '" + name + "' (the " + role + "); the batch has: " + names);
 }
 
 // Per-sample ids from the ids tensor, or 0..n-1.
@@ -35,7 +35,7 @@ std::vector<std::int64_t> sampleIds(const NamedTensors& batch, const TargetContr
   if (c.ids.empty()) return ids;
   const at::Tensor& t = requireTensor(batch, c.ids, batch_name, "sample ids given with --ids");
   if (t.dim() != 1 || !at::isIntegralType(t.scalar_type(), false) || t.size(0) != n)
-    throw CaseError(batch_name + ": ids tensor '" + c.ids + "' must be a 1-D integer tensor with one id per target (" +
+    throw BadInputError(batch_name + ": ids tensor '" + c.ids + "' must be a 1-D integer tensor with one id per target (" +
                     std::to_string(n) + "), found " + dtypeName(t.scalar_type()) + " of shape " + shapeText(t));
   const at::Tensor values = t.to(at::kLong).contiguous();
   const std::int64_t* data = values.data_ptr<std::int64_t>();
@@ -78,7 +78,7 @@ void checkValues(const at::Tensor& t, const std::vector<std::int64_t>& ids, cons
 
 ContractResult checkClassTargets(const NamedTensors& batch, const TargetContract& c, const std::string& batch_name) {
   if (c.classes < 1)
-    throw CaseError(batch_name + ": the number of classes must be at least 1, found " + std::to_string(c.classes));
+    throw BadInputError(batch_name + ": the number of classes must be at least 1, found " + std::to_string(c.classes));
   const at::Tensor& t = requireTensor(batch, c.target, batch_name, "targets");
   ContractResult r;
   r.samples = t.dim() == 0 ? 1 : t.size(0);

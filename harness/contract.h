@@ -35,7 +35,7 @@ struct ContractResult {
 // Reads the batch and checks contract.target: a 1-D int64 vector, at least
 // one target that is not ignore_index, every other target in [0, classes).
 // Bad input (unreadable batch, no such tensor, a bad ids tensor, classes < 1)
-// throws CaseError naming the batch file.
+// throws BadInputError naming the batch file.
 ContractResult checkClassTargets(const std::filesystem::path& batch, const TargetContract& contract);
 
 // What a user reads: the verdict, the violations and the offending sample ids.

@@ -2,7 +2,7 @@
 //
 // The parent has loaded LibTorch (it is linked in), deserialised the model once,
 // set one intra-op thread before any op and never touches an accelerator. It
-// reads requests on fd 3 (engine/fork_protocol.h): `clone` forks a copy of the
+// reads requests on fd 3 (engine/executors/fork_protocol.h): `clone` forks a copy of the
 // server for another job slot; a `run` request goes to a child forked for it
 // ahead, during the previous trial (the standby, which has run nothing but
 // its own set-up), or forked then. That child becomes a fresh trial: its own

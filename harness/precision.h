@@ -16,7 +16,7 @@ namespace minrepro {
 // Writes a copy of the batch file `in` to `out` with every float16 and
 // bfloat16 tensor cast to float32 in the same stride order (a transposed or
 // channels-last tensor stays so); other tensors unchanged. Returns what was
-// cast ("input: float16 -> float32"). Throws CaseError for an unreadable batch.
+// cast ("input: float16 -> float32"). Throws BadInputError for an unreadable batch.
 std::vector<std::string> writeFloat32Batch(const std::filesystem::path& in, const std::filesystem::path& out);
 
 // Casts the module's float16/bfloat16 parameters and buffers (all

@@ -1,9 +1,9 @@
-"""minrepro's Python fork server (see engine/fork_server.h).
+"""minrepro's Python fork server (see engine/executors/fork_server.h).
 
 Started by minrepro as
 `python [-u] py_fork_server.py --script-dir D [--preload M]... [--native-hooks SO] [--no-standby]`
 with the trials' interpreter, flags and environment and its socket on fd 3
-(wire format: engine/fork_protocol.h). The parent imports torch and the
+(wire format: engine/executors/fork_protocol.h). The parent imports torch and the
 preloaded modules once, never runs a torch op and never initialises CUDA (a
 CUDA context does not survive fork), then forks one child per trial, ahead
 of it: while a trial runs, the next trial's child is forked and waits (the

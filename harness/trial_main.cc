@@ -203,7 +203,7 @@ int trialMain(int argc, char** argv) {
     return runTrial(args);
   } catch (const c10::Error& e) {
     dieLikeUncaught(c10::demangle(typeid(e).name()), e.what_without_backtrace(), raisedFromLine(e.what()));
-  } catch (const CaseError& e) {
+  } catch (const BadInputError& e) {
     std::cerr << "minrepro-trial: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {

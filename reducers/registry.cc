@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "engine/journal.h"
+#include "engine/content_hash.h"
 
 namespace minrepro {
 

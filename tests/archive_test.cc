@@ -1,4 +1,4 @@
-#include "engine/archive.h"
+#include "engine/archive/tar_gz.h"
 
 #include <gtest/gtest.h>
 
@@ -31,7 +31,7 @@ TEST(ArchiveTest, RoundTripIsByteReproducibleAndAtomic) {
 
 TEST(ArchiveTest, FailedWriteLeavesNothing) {
   testing::TempDir dir;
-  EXPECT_THROW(writeTarGz(dir.path() / "missing-dir" / "a.tar.gz", {{"x", "y"}}), ArchiveError);
+  EXPECT_THROW(writeTarGz(dir.path() / "missing-dir" / "a.tar.gz", {{"x", "y"}}), BadInputError);
   EXPECT_TRUE(fs::is_empty(dir.path()));
 }
 
@@ -43,12 +43,12 @@ TEST(ArchiveTest, HostileEntriesAreRefused) {
   fs::create_symlink("/etc/passwd", src / "link");
   const std::string tarball = (dir.path() / "evil.tar.gz").string();
   ASSERT_EQ(testing::runCommand("tar czf " + tarball + " -C " + src.string() + " sub/f link"), 0);
-  EXPECT_THROW(readTarGz(tarball), ArchiveError);
+  EXPECT_THROW(readTarGz(tarball), BadInputError);
   ASSERT_EQ(testing::runCommand("tar czf " + tarball + " -C " + src.string() + " --transform 's,^sub,../sub,' sub/f"), 0);
   try {
     readTarGz(tarball);
     FAIL() << "'..' accepted";
-  } catch (const ArchiveError& e) {
+  } catch (const BadInputError& e) {
     EXPECT_NE(std::string(e.what()).find("'..'"), std::string::npos) << e.what();
   }
 }

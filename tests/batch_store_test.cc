@@ -23,7 +23,7 @@ struct BatchFixture : ::testing::Test {
   std::string openError() {
     try {
       BatchStore::open(config);
-    } catch (const CaseError& e) {
+    } catch (const BadInputError& e) {
       return e.what();
     }
     return "";

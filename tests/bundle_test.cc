@@ -1,15 +1,15 @@
-// What the archive carries of the files a trial reads (engine/bundle.h), the
+// What the archive carries of the files a trial reads (engine/archive/bundle.h), the
 // real file tracer on real processes, and the self-check's and the fork
-// comparison's small rules (engine/self_check.h, engine/flaky.h).
-#include "engine/bundle.h"
+// comparison's small rules (engine/archive/self_check.h, engine/flaky.h).
+#include "engine/archive/bundle.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "engine/flaky.h"
-#include "engine/self_check.h"
-#include "engine/verify.h"
+#include "engine/archive/self_check.h"
+#include "engine/commands/verify.h"
 #include "tests/test_util.h"
 
 namespace minrepro {
@@ -128,7 +128,7 @@ TEST(BundleConfig, GlobsAreReadWrittenBackAndKeptInsideTheCase) {
     try {
       load(bad);
       ADD_FAILURE() << "accepted " << bad;
-    } catch (const CaseError& e) {
+    } catch (const BadInputError& e) {
       EXPECT_NE(std::string(e.what()).find("a glob relative to the case directory, inside it"), std::string::npos)
           << e.what();
       EXPECT_NE(std::string(e.what()).find("case.yaml:5"), std::string::npos) << e.what();

@@ -50,15 +50,15 @@ class CaseConfigTest : public ::testing::Test {
 
   fs::path casePath() const { return dir_ / "case.yaml"; }
 
-  // The message of the CaseError that loading `text` throws.
+  // The message of the BadInputError that loading `text` throws.
   std::string errorFor(const std::string& text) {
     write("case.yaml", text);
     try {
       loadCase(casePath());
-    } catch (const CaseError& e) {
+    } catch (const BadInputError& e) {
       return e.what();
     }
-    ADD_FAILURE() << "no CaseError for:\n" << text;
+    ADD_FAILURE() << "no BadInputError for:\n" << text;
     return "";
   }
 
@@ -82,8 +82,8 @@ void expectHas(const std::string& message, std::initializer_list<std::string> pa
 TEST_F(CaseConfigTest, MissingFileNamesThePath) {
   try {
     loadCase(dir_ / "nope.yaml");
-    FAIL() << "no CaseError";
-  } catch (const CaseError& e) {
+    FAIL() << "no BadInputError";
+  } catch (const BadInputError& e) {
     expectHas(e.what(), {(dir_ / "nope.yaml").string() + ": cannot read the case file",
                          "No such file", "--config"});
   }
@@ -92,8 +92,8 @@ TEST_F(CaseConfigTest, MissingFileNamesThePath) {
 TEST_F(CaseConfigTest, DirectoryAsCaseFile) {
   try {
     loadCase(dir_);
-    FAIL() << "no CaseError";
-  } catch (const CaseError& e) {
+    FAIL() << "no BadInputError";
+  } catch (const BadInputError& e) {
     expectHas(e.what(), {dir_.string() + ": cannot read the case file", "directory"});
   }
 }
@@ -121,8 +121,8 @@ TEST_F(CaseConfigTest, ErrorsUseThePathAsGiven) {
   ASSERT_TRUE(relative.is_relative()) << relative;
   try {
     loadCase(relative);
-    FAIL() << "no CaseError";
-  } catch (const CaseError& e) {
+    FAIL() << "no BadInputError";
+  } catch (const BadInputError& e) {
     EXPECT_EQ(std::string(e.what()).rfind(relative.string() + ":1:8: batch: expected", 0), 0u)
         << e.what();
   }

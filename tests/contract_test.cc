@@ -97,12 +97,12 @@ TEST_F(ContractTest, BadInputNamesTheBatchFile) {
   try {
     checkClassTargets(file, c);
     FAIL() << "missing tensor accepted";
-  } catch (const CaseError& e) {
+  } catch (const BadInputError& e) {
     EXPECT_NE(std::string(e.what()).find(file.string() + ": no tensor named 'labels'"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(checkClassTargets(file, contract(0)), CaseError);
-  EXPECT_THROW(checkClassTargets(file, contract(4, "nope")), CaseError);
-  EXPECT_THROW(checkClassTargets(dir_.path() / "missing.pt", contract(4)), CaseError);
+  EXPECT_THROW(checkClassTargets(file, contract(0)), BadInputError);
+  EXPECT_THROW(checkClassTargets(file, contract(4, "nope")), BadInputError);
+  EXPECT_THROW(checkClassTargets(dir_.path() / "missing.pt", contract(4)), BadInputError);
 }
 
 // ------------------------------------------------------------ the binaries

@@ -1,4 +1,4 @@
-// One device per running trial (engine/device_pool.h), on a fake device list
+// One device per running trial (engine/executors/device_pool.h), on a fake device list
 // and a fake executor that checks, while trials overlap, that no device is
 // in use twice (or more than trials_per_device times).
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 #include <set>
 #include <thread>
 
-#include "engine/device_pool.h"
-#include "engine/executor_stack.h"
+#include "engine/executors/device_pool.h"
+#include "engine/executors/executor_stack.h"
 
 namespace minrepro {
 namespace {
@@ -111,9 +111,9 @@ TEST(DevicePool, TrialWaitingForABusyDeviceIsCancelledWithoutRunning) {
 TEST(DevicePool, DeviceListsAreParsedAndBadOnesRefused) {
   EXPECT_EQ(parseDeviceList("0,1, 3"), (std::vector<std::string>{"0", "1", "3"}));
   EXPECT_EQ(parseDeviceList("GPU-1f2e"), (std::vector<std::string>{"GPU-1f2e"}));
-  EXPECT_THROW(parseDeviceList("0,,1"), std::invalid_argument);
-  EXPECT_THROW(parseDeviceList("0,1,0"), std::invalid_argument);
-  EXPECT_THROW(parseExecutorOverrides("kubernetes", "", 0), std::invalid_argument);
+  EXPECT_THROW(parseDeviceList("0,,1"), BadInputError);
+  EXPECT_THROW(parseDeviceList("0,1,0"), BadInputError);
+  EXPECT_THROW(parseExecutorOverrides("kubernetes", "", 0), BadInputError);
   const ExecutorOverrides o = parseExecutorOverrides("local", "2,3", 2);
   EXPECT_EQ(*o.devices, (std::vector<std::string>{"2", "3"}));
   EXPECT_EQ(*o.trials_per_device, 2u);

@@ -8,9 +8,9 @@
 
 #include <mutex>
 
-#include "engine/archive.h"
+#include "engine/archive/tar_gz.h"
 #include "engine/diagnostics.h"
-#include "engine/shrink.h"
+#include "engine/commands/shrink.h"
 #include "harness/batch_io.h"
 #include "tests/fake_trials.h"
 #include "tests/test_util.h"
@@ -43,7 +43,7 @@ class RecordingExecutor : public Executor {
     const auto ids = sampleIds(spec);
     {
       std::lock_guard lock(mutex_);
-      // The file trace of the minimal case (engine/bundle.h) is no trial of
+      // The file trace of the minimal case (engine/archive/bundle.h) is no trial of
       // the search: kept apart.
       if (spec.env_set.count("MINREPRO_FILE_TRACE")) {
         traces.push_back(spec);
@@ -184,7 +184,7 @@ TEST_F(DiagnosticShrink, OffTurnsItOffAndOnWithoutAnAcceleratorIsBadInput) {
 
   makeCase(", diagnostic: on", "cpu.yaml");
   RecordingExecutor none;
-  EXPECT_EQ(runShrink(options, &none), ExitStatus::BadInput);
+  EXPECT_THROW(runShrink(options, &none), BadInputError);
   EXPECT_TRUE(none.specs.empty());
 }
 
@@ -207,7 +207,7 @@ TEST(DiagnosticPlan, ByTrialKindSettingAndBackend) {
   EXPECT_EQ(planDiagnostics(withContext(true, cuda, DiagnosticSetting::On), dev.path()).env,
             (Env{{"CUDA_LAUNCH_BLOCKING", "1"}}));
   EXPECT_EQ(planDiagnostics(withContext(false, {}, DiagnosticSetting::Rocm), dev.path()).env.size(), 3u);
-  EXPECT_THROW(planDiagnostics(withContext(false, {{"backend", "cpu"}}, DiagnosticSetting::On), dev.path()), CaseError);
+  EXPECT_THROW(planDiagnostics(withContext(false, {{"backend", "cpu"}}, DiagnosticSetting::On), dev.path()), BadInputError);
   // No backend recorded: the machine's device nodes decide (a fake /dev).
   EXPECT_TRUE(planDiagnostics(withContext(false, {}, DiagnosticSetting::Auto), dev.path()).env.empty());
   testing::writeFile(dev.path() / "kfd", "");
@@ -229,7 +229,7 @@ TEST(DiagnosticPlan, CaseYamlKeyIsCheckedAndWrittenBack) {
   try {
     loadCase(dir.path() / "case.yaml");
     FAIL() << "accepted 'sometimes'";
-  } catch (const CaseError& e) {
+  } catch (const BadInputError& e) {
     EXPECT_NE(std::string(e.what()).find("case.yaml:5:15: trial.diagnostic: expected one of auto, on, off, cuda, rocm, "
                                          "found 'sometimes'"), std::string::npos) << e.what();
   }

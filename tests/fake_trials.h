@@ -8,7 +8,7 @@
 #include <mutex>
 #include <sstream>
 
-#include "engine/process.h"
+#include "engine/executors/process.h"
 #include "harness/batch_store.h"
 
 namespace minrepro::testing {

@@ -1,8 +1,8 @@
-// Fork servers (engine/fork_server.h): the same trial gives the same outcome,
+// Fork servers (engine/executors/fork_server.h): the same trial gives the same outcome,
 // output and failure signature with and without a server; crashes, hangs and
 // a dying server do not affect the next trial; what no server can run falls
 // back to plain processes.
-#include "engine/fork_server.h"
+#include "engine/executors/fork_server.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -18,6 +18,7 @@
 
 #include "engine/failure_signature.h"
 #include "engine/oracle.h"
+#include "engine/trial_spec.h"
 #include "harness/trial_main.h"
 #include "tests/test_util.h"
 
@@ -581,10 +582,10 @@ TEST(ForkServerConfigTest, KeysAreReadAndChecked) {
   EXPECT_FALSE(c.fork_server);
   EXPECT_EQ(c.preload, (std::vector<std::string>{"numpy", "a.b"}));
   EXPECT_TRUE(load("  command: [python3, s.py, \"{batch}\"]\n").fork_server);
-  EXPECT_THROW(load("  command: [python3, s.py, \"{batch}\"]\n  fork_server: maybe\n"), CaseError);
-  EXPECT_THROW(load("  command: [python3, s.py, \"{batch}\"]\n  preload: [\"os; rm\"]\n"), CaseError);
+  EXPECT_THROW(load("  command: [python3, s.py, \"{batch}\"]\n  fork_server: maybe\n"), BadInputError);
+  EXPECT_THROW(load("  command: [python3, s.py, \"{batch}\"]\n  preload: [\"os; rm\"]\n"), BadInputError);
   testing::writeFile(dir.path() / "model.pt", "");
-  EXPECT_THROW(load("  harness: {model: model.pt}\n  preload: [numpy]\n"), CaseError);
+  EXPECT_THROW(load("  harness: {model: model.pt}\n  preload: [numpy]\n"), BadInputError);
   EXPECT_NE(renderCase(c, dir.path(), "batch.pt", "model.pt").find("fork_server: false"), std::string::npos);
 }
 

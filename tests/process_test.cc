@@ -1,4 +1,4 @@
-#include "engine/process.h"
+#include "engine/executors/process.h"
 
 #include <signal.h>
 #include <unistd.h>

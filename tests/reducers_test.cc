@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "engine/branches.h"
+#include "engine/case_branches.h"
 #include "engine/invariants.h"
 #include "engine/knob_search.h"
 #include "harness/batch_io.h"
@@ -197,7 +197,7 @@ TEST_F(MaterializeFixture, LengthsOutsideTheSequenceAreBadInput) {
   try {
     BatchStore::open(config);
     FAIL() << "opened";
-  } catch (const CaseError& e) {
+  } catch (const BadInputError& e) {
     EXPECT_NE(std::string(e.what()).find("holds lengths outside [0, 6]"), std::string::npos) << e.what();
   }
 }

@@ -1,6 +1,6 @@
 // Regression sets: shrink --add-to stores a real minimal case, regress
 // reruns the set and compares with each case's expectation.
-#include "engine/regress.h"
+#include "engine/commands/regress.h"
 
 #include <gtest/gtest.h>
 
@@ -65,8 +65,8 @@ TEST(Regress, EmptyOrMissingSetIsBadInput) {
 TEST(Regress, AddRefusesBadNamesAndUnreadableArchives) {
   testing::TempDir tmp;
   addCase(tmp.path(), "a", kFails, "");
-  EXPECT_THROW(addToRegressionSet(tmp.path() / "a.tar.gz", tmp.path() / "set", "../evil"), VerifyError);
-  EXPECT_THROW(addToRegressionSet(tmp.path() / "missing.tar.gz", tmp.path() / "set", "x"), ArchiveError);
+  EXPECT_THROW(addToRegressionSet(tmp.path() / "a.tar.gz", tmp.path() / "set", "../evil"), BadInputError);
+  EXPECT_THROW(addToRegressionSet(tmp.path() / "missing.tar.gz", tmp.path() / "set", "x"), BadInputError);
   addToRegressionSet(tmp.path() / "a.tar.gz", tmp.path() / "set", "bug-1");
   EXPECT_TRUE(fs::exists(tmp.path() / "set" / "bug-1.tar.gz"));
   EXPECT_EQ(testing::readFile(tmp.path() / "set" / "bug-1.expect"), "fail\n");

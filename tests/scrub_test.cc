@@ -1,13 +1,13 @@
 // Scrubbing REPORT.md: units on text, then a real report made by minrepro
 // shrink for a case under a home directory with a user-like name.
-#include "engine/scrub.h"
+#include "engine/archive/scrub.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <regex>
 
-#include "engine/archive.h"
+#include "engine/archive/tar_gz.h"
 #include "tests/test_util.h"
 
 namespace minrepro {

@@ -1,7 +1,7 @@
 // The shrink job with a fake executor on real batch files: flaky failures,
 // journal and resume, budgets, interruption, parallel trials. Trials cost
 // nothing here, so these run hundreds of them in milliseconds.
-#include "engine/shrink.h"
+#include "engine/commands/shrink.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "engine/archive.h"
+#include "engine/archive/tar_gz.h"
 #include "harness/batch_io.h"
 #include "tests/fake_trials.h"
 #include "tests/list_problems.h"
@@ -112,7 +112,7 @@ TEST_F(ShrinkFixture, DeterministicModeUsesOneTrialPerCandidate) {
   ASSERT_EQ(runShrink(options, &exec), ExitStatus::Reduced);
   EXPECT_EQ(archivedIds(), (std::vector<std::int64_t>{737}));
   // 12 for the search incl. the original, 1 confirmation, 1 traced run of
-  // the minimal case (the files the trial reads, engine/bundle.h).
+  // the minimal case (the files the trial reads, engine/archive/bundle.h).
   EXPECT_EQ(exec.trials(), 14u);
 }
 
@@ -178,7 +178,7 @@ TEST_F(ShrinkFixture, ResumeRefusesAJournalOfAnotherCase) {
   ASSERT_EQ(runShrink(options, &exec), ExitStatus::Reduced);
   makeCase(65);
   options.resume = true;
-  EXPECT_EQ(runShrink(options, &exec), ExitStatus::BadInput);
+  EXPECT_THROW(runShrink(options, &exec), BadInputError);
 }
 
 TEST_F(ShrinkFixture, InterruptWritesTheBestSoFarAndExitsWithItsOwnStatus) {

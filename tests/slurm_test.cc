@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "engine/case_config.h"
-#include "engine/slurm_executor.h"
+#include "engine/executors/slurm_executor.h"
 #include "tests/test_util.h"
 
 namespace minrepro {
@@ -213,7 +213,7 @@ TEST_F(SlurmExecutorTest, NonexistentPartitionIsRefusedBeforeAnyTrial) {
   try {
     slurm.preflight(dir_.path() / "preflight");
     FAIL() << "preflight accepted a partition that does not exist";
-  } catch (const CaseError& e) {
+  } catch (const BadInputError& e) {
     const std::string message = e.what();
     EXPECT_NE(message.find("no-such-partition"), std::string::npos) << message;
     EXPECT_NE(message.find("executor"), std::string::npos) << message;
@@ -234,7 +234,7 @@ class SlurmCaseConfig : public ::testing::Test {
   std::string errorFor(const std::string& executor_section) {
     try {
       load(executor_section);
-    } catch (const CaseError& e) {
+    } catch (const BadInputError& e) {
       return e.what();
     }
     return "(accepted)";

@@ -1,6 +1,6 @@
 // minrepro triage: the first error of real (CPU) and documented (CUDA, ROCm)
 // outputs, its line, the backend, and the command as the user runs it.
-#include "engine/triage.h"
+#include "engine/commands/triage.h"
 
 #include <gtest/gtest.h>
 

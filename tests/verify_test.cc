@@ -2,7 +2,8 @@
 // examples, fixes applied to them, and hostile archives; plus small
 // hand-made archives for the run-level rules (fresh processes, diagnostic
 // variables removed, reproduction rate).
-#include "engine/verify.h"
+#include "engine/commands/verify.h"
+#include "engine/diagnostics.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +11,7 @@
 #include <cstdlib>
 #include <set>
 
-#include "engine/apart.h"
+#include "engine/archive/what_sets_apart.h"
 #include "tests/test_util.h"
 
 namespace minrepro {
@@ -307,8 +308,8 @@ TEST(Verify, ManifestRoundTrips) {
   EXPECT_EQ(back.signature.message, m.signature.message);
   EXPECT_TRUE(back.compare_operator);
   EXPECT_EQ(back.processed, 7);
-  EXPECT_THROW(parseManifest("family: index-error\nprocessed: -1\n", "x"), VerifyError);
-  EXPECT_THROW(parseManifest("operator: x\n", "x"), VerifyError);
+  EXPECT_THROW(parseManifest("family: index-error\nprocessed: -1\n", "x"), BadInputError);
+  EXPECT_THROW(parseManifest("operator: x\n", "x"), BadInputError);
 }
 
 TEST(Neighbours, PlanTakesTheNextSampleAndTheLastSlice) {
@@ -353,8 +354,8 @@ TEST(Neighbours, ManifestRoundTripsNeighbours) {
   EXPECT_EQ(back.neighbours[1].ids, (std::vector<std::int64_t>{-7}));
   EXPECT_FALSE(back.neighbours[1].processed.has_value());
   EXPECT_EQ(back.neighbours_skipped, m.neighbours_skipped);
-  EXPECT_THROW(parseManifest("family: index-error\nneighbour: plus_one\n", "x"), VerifyError);
-  EXPECT_THROW(parseManifest("family: index-error\nneighbour: a b ids=1,x\n", "x"), VerifyError);
+  EXPECT_THROW(parseManifest("family: index-error\nneighbour: plus_one\n", "x"), BadInputError);
+  EXPECT_THROW(parseManifest("family: index-error\nneighbour: a b ids=1,x\n", "x"), BadInputError);
 }
 
 TEST(Verify, NeighbourNamedButMissingFromTheArchiveIsBadInput) {

@@ -1,0 +1,154 @@
+#include "engine/archive/manifest.h"
+
+#include <limits>
+#include <sstream>
+
+#include "harness/batch_store.h"
+
+namespace fs = std::filesystem;
+
+namespace minrepro {
+
+std::string renderManifest(const Manifest& m) {
+  std::ostringstream out;
+  out << "# minrepro: what repro.py must do; read by `minrepro verify`\n"
+      << "family: " << familyName(m.signature.family) << "\n"
+      << "operator: " << m.signature.op << "\n"
+      << "compare-operator: " << (m.compare_operator ? "yes" : "no") << "\n"
+      << "message: " << m.signature.message << "\n";
+  if (!m.signature.signal_name.empty()) out << "signal: " << m.signature.signal_name << "\n";
+  if (!m.message_pattern.empty()) out << "message-pattern: " << m.message_pattern << "\n";
+  if (m.processed) out << "processed: " << *m.processed << "\n";
+  // neighbour: NAME FILE [processed=N] ids=ID,ID,...
+  for (const auto& n : m.neighbours) {
+    out << "neighbour: " << n.name << " " << n.file;
+    if (n.processed) out << " processed=" << *n.processed;
+    out << " ids=";
+    for (std::size_t i = 0; i < n.ids.size(); ++i) out << (i ? "," : "") << n.ids[i];
+    out << "\n";
+  }
+  for (const auto& why : m.neighbours_skipped) out << "neighbour-skipped: " << why << "\n";
+  return out.str();
+}
+
+namespace {
+
+std::int64_t parseCount(const std::string& value, const std::string& where) {
+  std::size_t used = 0;
+  long long n = -1;
+  try {
+    n = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != value.size() || n < 0) throw BadInputError(where + ": processed: expected a count, found '" + value + "'");
+  return n;
+}
+
+std::vector<std::int64_t> parseIds(const std::string& text, const std::string& where) {
+  std::vector<std::int64_t> ids;
+  std::istringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    std::size_t used = 0;
+    try {
+      ids.push_back(std::stoll(item, &used));
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size()) throw BadInputError(where + ": neighbour ids: expected integers, found '" + item + "'");
+  }
+  return ids;
+}
+
+NeighbourCase parseNeighbour(const std::string& value, const std::string& where) {
+  std::istringstream words(value);
+  NeighbourCase n;
+  if (!(words >> n.name >> n.file))
+    throw BadInputError(where + ": neighbour: expected 'NAME FILE [processed=N] ids=...', found '" + value + "'");
+  for (std::string word; words >> word;) {
+    if (word.rfind("processed=", 0) == 0) n.processed = parseCount(word.substr(10), where);
+    else if (word.rfind("ids=", 0) == 0) n.ids = parseIds(word.substr(4), where);
+    else throw BadInputError(where + ": neighbour: unknown field '" + word + "'");
+  }
+  return n;
+}
+
+void setManifestKey(Manifest& m, const std::string& key, const std::string& value, const std::string& where) {
+  if (key == "family") {
+    const auto family = parseFamily(value);
+    if (!family) throw BadInputError(where + ": unknown family '" + value + "'");
+    m.signature.family = *family;
+  } else if (key == "operator") {
+    m.signature.op = value;
+  } else if (key == "compare-operator") {
+    m.compare_operator = value == "yes";
+  } else if (key == "message") {
+    m.signature.message = value;
+  } else if (key == "message-pattern") {
+    m.message_pattern = value;
+  } else if (key == "signal") {
+    m.signature.signal_name = value;  // a fatal signal's name: the same signal must end every run
+  } else if (key == "processed") {
+    m.processed = parseCount(value, where);
+  } else if (key == "neighbour") {
+    m.neighbours.push_back(parseNeighbour(value, where));
+  } else if (key == "neighbour-skipped") {
+    m.neighbours_skipped.push_back(value);
+  } else {
+    throw BadInputError(where + ": unknown key '" + key + "'");
+  }
+}
+
+}  // namespace
+
+Manifest parseManifest(const std::string& text, const std::string& source) {
+  Manifest m;
+  std::istringstream lines(text);
+  int number = 0;
+  for (std::string line; std::getline(lines, line);) {
+    ++number;
+    if (line.empty() || line[0] == '#') continue;
+    const std::string where = source + ":" + std::to_string(number);
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) throw BadInputError(where + ": expected 'key: value', found '" + line + "'");
+    const std::string value = line.substr(colon + 1);
+    setManifestKey(m, line.substr(0, colon), value.empty() || value[0] != ' ' ? value : value.substr(1), where);
+  }
+  if (!m.signature.failed()) throw BadInputError(source + ": no 'family:' line: the recorded failure is unknown");
+  return m;
+}
+
+// A correct run of the harness's repro.py must process every sample whose
+// target is not ignore_index: a "fix" that drops or ignores samples does not
+// pass (GUIDE.md §6). Known only for the built-in harness with integer targets.
+std::optional<std::int64_t> expectedProcessed(const CaseConfig& config, const fs::path& minimal_batch) {
+  if (!config.harness || config.harness->target.empty() || config.harness->loss == "none") return std::nullopt;
+  CaseConfig minimal = config;
+  minimal.batch = minimal_batch;
+  const auto batch = BatchStore::open(minimal);
+  for (const auto& t : batch->describe()) {
+    if (t.name != config.harness->target) continue;
+    if (t.dtype.rfind("int", 0) != 0) return std::nullopt;
+    std::int64_t processed = 0;
+    for (auto v : batch->integerValues(t.name, std::numeric_limits<std::int64_t>::max()))
+      processed += v != config.harness->ignore_index;
+    return processed;
+  }
+  return std::nullopt;
+}
+
+ArchiveEntry manifestEntry(const CaseConfig& config, const fs::path& minimal_batch, const FailureSignature& signature,
+                           const NeighbourPlan& neighbours) {
+  Manifest m;
+  m.signature = signature;
+  // As the trials compared: the operator only for a trial command (see
+  // Manifest) whose case did not relax invariants.operator.
+  m.compare_operator = config.command.has_value() && config.invariants.op;
+  m.message_pattern = config.expected.message_regex;
+  m.processed = expectedProcessed(config, minimal_batch);
+  m.neighbours = neighbours.cases;
+  m.neighbours_skipped = neighbours.skipped;
+  return {"signature.txt", renderManifest(m)};
+}
+
+}  // namespace minrepro

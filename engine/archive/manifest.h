@@ -1,0 +1,50 @@
+// signature.txt, the archive's manifest: the failure repro.py must show
+// before a fix, and what a correct run must print after it. Written by
+// shrink, read by verify, compare and regress.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/archive/tar_gz.h"
+#include "engine/case_config.h"
+#include "engine/failure_signature.h"
+#include "engine/archive/neighbours.h"
+
+namespace minrepro {
+
+struct Manifest {
+  FailureSignature signature;
+  // The operator is compared only when repro.py runs the very program the
+  // trials ran (a trial command). For the built-in harness the trials ran
+  // LibTorch, which names the kernel (nll_loss), while repro.py's Python
+  // traceback names the functional (cross_entropy): one bug, two names.
+  bool compare_operator = false;
+  // case.yaml's failure.message: when the trials matched messages by this
+  // pattern, so does verify (else by the message with its numbers masked).
+  std::string message_pattern;
+  // Samples a correct run must process (targets that are not ignore_index);
+  // absent when the archive cannot know (a trial command, no target).
+  std::optional<std::int64_t> processed;
+  // Neighbour batches (GUIDE.md §6) that --expect pass also runs, each with
+  // its own expected count; and the neighbours that could not be made, why.
+  std::vector<NeighbourCase> neighbours;
+  std::vector<std::string> neighbours_skipped;
+};
+
+std::string renderManifest(const Manifest& manifest);
+// Throws BadInputError naming `source` when a line is not understood.
+Manifest parseManifest(const std::string& text, const std::string& source);
+
+// The signature.txt entry of the archive `shrink` writes for this case.
+ArchiveEntry manifestEntry(const CaseConfig& config, const std::filesystem::path& minimal_batch,
+                           const FailureSignature& signature, const NeighbourPlan& neighbours = {});
+
+// Samples a correct run on `batch_file` must process (targets that are not
+// ignore_index); absent for a trial command or non-integer targets.
+std::optional<std::int64_t> expectedProcessed(const CaseConfig& config, const std::filesystem::path& batch_file);
+
+}  // namespace minrepro

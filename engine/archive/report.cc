@@ -1,0 +1,251 @@
+#include "engine/archive/report.h"
+
+#include <iomanip>
+#include <sstream>
+
+#include "engine/archive/scrub.h"
+
+namespace minrepro {
+
+namespace {
+
+std::string tensorTable(const std::vector<TensorInfo>& tensors) {
+  std::ostringstream out;
+  out << "| tensor | dtype | shape | strides | layout | storage | sample axis |\n|---|---|---|---|---|---|---|\n";
+  for (const auto& t : tensors) {
+    std::string storage = "offset " + std::to_string(t.storage_offset);
+    for (std::size_t i = 0; i < t.shares_storage_with.size(); ++i)
+      storage += (i ? ", `" : ", shared with `") + t.shares_storage_with[i] + "`";
+    out << "| `" << t.name << "` | " << t.dtype << " | " << formatList(t.shape) << " | " << formatList(t.strides)
+        << " | " << t.layout << " | " << storage << " | " << (t.has_sample_axis ? std::to_string(t.sample_axis) : "-")
+        << " |\n";
+  }
+  return out.str();
+}
+
+std::string statsLine(const OracleStats& s) {
+  std::ostringstream out;
+  out << s.trials + s.replayed << " trials in " << s.rounds << " rounds (trials run at once count as one round, replayed ones as none; "
+      << s.same_failure << " failed the same way, " << s.passed << " passed, "
+      << s.different_failure << " failed differently, " << s.timeouts << " timed out; " << s.replayed
+      << " replayed from the journal, " << s.reused << " results reused, " << s.speculative << " speculative); "
+      << s.rejected_by_invariant << " rejected by invariants without a trial";
+  return out.str();
+}
+
+void writeSignature(std::ostream& out, const ReductionSummary& s) {
+  const auto [check, avoid] = familyAdvice(s.signature.family);
+  out << "## Failure\n\n"
+      << "- First error: `" << s.signature.message << "`\n"
+      << "- Family: " << familyName(s.signature.family) << "\n"
+      << "- Operator: " << (s.signature.op.empty() ? "(not named by the output)" : "`" + s.signature.op + "`") << "\n"
+      << "- Trial ended: " << s.exit_description << "\n"
+      << "- First check: " << check << "\n"
+      << "- Conclusion to avoid: " << avoid << "\n\n";
+}
+
+void writeMinimal(std::ostream& out, const ReductionSummary& s) {
+  out << "## Minimal case\n\n"
+      << "- Samples: " << s.kept_ids.size() << " of " << s.original_samples << "\n"
+      << "- Kept sample ids: " << formatList(s.kept_ids) << "\n";
+  for (const auto& [name, values] : s.small_values) out << "- `" << name << "` = " << values << "\n";
+  if (!s.apart.empty()) {
+    out << "\n### What sets the minimal batch apart\n\n";
+    for (const auto& line : s.apart) out << "- " << line << "\n";
+  }
+  if (!s.neighbours.empty()) {
+    out << "\n### Neighbour cases (`neighbours/`, checked by `minrepro verify --expect pass`)\n\n";
+    for (const auto& line : s.neighbours) out << "- " << line << "\n";
+  }
+  out << "\n" << tensorTable(s.minimal_tensors) << "\nOriginal batch:\n\n" << tensorTable(s.original_tensors) << "\n";
+}
+
+void writeReproduce(std::ostream& out, const CaseConfig& config, const ReductionSummary& s) {
+  out << "## Reproduce\n\n"
+      << "Without minrepro (needs only PyTorch):\n\n    python3 repro.py [neighbours/plus_one.pt]\n\n"
+      << (config.command ? "repro.py runs the trial's command in its own place (exec), so it ends as the trial did: "
+                           "the same exit status, or death by the same signal.\n\n"
+                         : "")
+      << "Reduce again or check with minrepro, from this directory:\n\n    minrepro shrink --config case.yaml\n\n"
+      << "- Checked on its own before this report was final: the archive " << s.self_check.describe() << "\n";
+  if (!s.bundled.empty()) {
+    out << "- Files the trial reads, bundled (a traced plain run of the minimal case, and trial.files):";
+    for (const auto& name : s.bundled) out << " `" << name << "`";
+    out << "\n";
+  }
+  for (const auto& line : s.bundled_from_outside) out << "- Read from outside the case directory: " << line << "\n";
+  for (const auto& line : s.left_out) out << "- Read by the trial but not bundled: " << line << "\n";
+  out << "\n";
+}
+
+void writeEnvironment(std::ostream& out, const ReductionSummary& s, const CaseConfig& config) {
+  out << "## Environment\n\n";
+  for (const auto& [key, value] : s.environment) out << "- " << key << ": " << value << "\n";
+  if (!config.context.empty()) {
+    out << "\nCaptured context:\n\n";
+    for (const auto& [key, value] : config.context) out << "- " << key << ": " << value << "\n";
+  }
+  out << "\n";
+}
+
+void writeReduction(std::ostream& out, const ReductionSummary& s) {
+  out << "## Reduction\n\n";
+  if (!s.incomplete.empty())
+    out << "- **Stopped early (" << s.incomplete << "): this is the best case found so far, possibly not minimal.**\n";
+  out << "- " << statsLine(s.stats) << "\n"
+      << "- Final case confirmed in a fresh process: " << (s.confirmed ? "yes" : "no") << "\n"
+      << "- Trial processes: " << (s.processes.empty() ? "plain processes" : s.processes) << "\n"
+      << "- 1-minimality checked in plain processes: " << s.fresh_minimality << "\n"
+      << "- Diagnostic variables of the trials and the first re-run: "
+      << (s.diagnostic.empty() ? "none" : s.diagnostic)
+      << "; the final confirmation ran without any diagnostic variable\n"
+      << "- Failure rate: " << s.rate.describe() << "; "
+      << (s.flaky.enabled ? "a candidate was rejected only after a streak of passes with at most a " +
+                                std::to_string(s.flaky.alpha) + " chance of hiding a real failure"
+                          : "flaky handling off: one trial decided each candidate")
+      << "\n"
+      << "- Seed: " << s.seed << "\n"
+      << "- Time: " << std::fixed << std::setprecision(1) << s.seconds << " s\n";
+  if (!s.stats.other_bugs.empty()) {
+    out << "- Different failures seen on the way (other bugs, never accepted):\n";
+    for (const auto& [summary, count] : s.stats.other_bugs) out << "  - " << count << "x " << summary << "\n";
+  }
+}
+
+}  // namespace
+
+std::string renderReport(const CaseConfig& config, const ReductionSummary& s) {
+  std::ostringstream out;
+  out << "# Reproducer: " << s.signature.summary() << "\n\n"
+      << "Made by minrepro " << MINREPRO_VERSION << ". The batch below is the smallest found that still fails the "
+      << "same way (same family, operator and first message) as the original.\n\n";
+  writeSignature(out, s);
+  writeMinimal(out, s);
+  writeReproduce(out, config, s);
+  writeEnvironment(out, s, config);
+  writeReduction(out, s);
+  // The report travels to other people: no home, user, host or local path.
+  return scrubText(out.str(), machineScrubContext());
+}
+
+namespace {
+
+// Python string literal (repr-like, double quotes).
+std::string pyQuote(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') { out += "\\n"; continue; }
+    out += c;
+  }
+  return out + "\"";
+}
+
+// The harness's transform steps (harness/transforms.cc) in Python, with the
+// same seeds: PyTorch's CPU generator gives the same numbers in both.
+std::string reproTransforms(const std::vector<TransformSpec>& transforms) {
+  std::ostringstream py;
+  for (const TransformSpec& t : transforms) {
+    const std::string x = "batch[" + pyQuote(t.tensor) + "]";
+    auto p = [&](const char* key) { return t.params.at(key); };
+    const std::string gen = "torch.Generator().manual_seed(" + std::to_string(t.seed.value_or(0)) + ")";
+    py << "# transform " << t.name << " (" << t.type << ")\n";
+    if (t.type == "normalize") py << x << " = (" << x << " - " << p("mean") << ") / " << p("std") << "\n";
+    if (t.type == "noise")
+      py << x << " = " << x << " + (torch.randn(" << x << ".shape, generator=" << gen << ") * " << p("std") << ").to("
+         << x << ".dtype)\n";
+    if (t.type == "cast") py << x << " = " << x << ".to(torch." << p("dtype") << ")\n";
+    if (t.type == "pad")
+      py << "x, axis, length = " << x << ", int(" << p("axis") << "), int(" << p("length") << ")\n"
+         << "if x.shape[axis] >= length:\n    " << x << " = x.narrow(axis, 0, length)\nelse:\n"
+         << "    size = list(x.shape)\n    size[axis] = length - x.shape[axis]\n"
+         << "    " << x << " = torch.cat([x, torch.full(size, " << p("value") << ", dtype=x.dtype)], axis)\n";
+    if (t.type == "crop")
+      py << "x, axis, length = " << x << ", int(" << p("axis") << "), int(" << p("length") << ")\n"
+         << "if x.shape[axis] > length:\n"
+         << "    start = int(torch.randint(x.shape[axis] - length + 1, (1,), generator=" << gen << "))\n"
+         << "    " << x << " = x.narrow(axis, start, length)\n";
+  }
+  return py.str();
+}
+
+std::string reproHarness(const HarnessTrial& h) {
+  std::ostringstream py;
+  // weights_only: a pickle in a received batch.pt must not run code.
+  py << "batch = torch.load(BATCH, weights_only=True)\n"
+     << reproTransforms(h.transforms)
+     << "for name, t in batch.items():\n"
+     << "    print(f\"{name}: {t.dtype} shape {tuple(t.shape)} strides {t.stride()}\", file=sys.stderr)\n"
+     << "model = torch.jit.load(os.path.join(HERE, \"model.pt\"))\n"
+     << "model.eval()\n"
+     << "with torch.no_grad():\n"
+     << "    output = model(batch[" << pyQuote(h.input) << "])\n";
+  if (!h.target.empty() && h.loss == "cross_entropy")
+    py << "    loss = F.cross_entropy(output, batch[" << pyQuote(h.target) << "], ignore_index=" << h.ignore_index << ")\n";
+  else if (!h.target.empty() && h.loss == "nll")
+    py << "    loss = F.nll_loss(output, batch[" << pyQuote(h.target) << "], ignore_index=" << h.ignore_index << ")\n";
+  else
+    py << "    loss = output.sum()\n";
+  // The line minrepro verify --expect pass reads: a fix must keep every
+  // sample that is not ignored, not only stop the exception.
+  if (!h.target.empty() && h.loss != "none")
+    py << "processed = int((batch[" << pyQuote(h.target) << "] != " << h.ignore_index << ").sum())\n"
+       << "print(f\"minrepro-result: processed={processed} loss={float(loss)}\")\n";
+  else
+    py << "print(f\"minrepro-result: loss={float(loss)}\")\n";
+  return py.str();
+}
+
+// The command replaces repro.py's process (exec), so repro.py ends exactly
+// as the trial did: the same exit status, or death by the same signal, which
+// a shell, CI or `minrepro verify` then sees as such (a subprocess whose
+// status is passed to sys.exit turns SIGSEGV into exit status 245). stdin
+// is /dev/null and the determinism variables are set as in the trials.
+std::string reproCommand(const CaseConfig& config) {
+  const CommandTrial& c = *config.command;
+  std::ostringstream py;
+  py << "def fill(arg):\n"
+     << "    return (arg.replace(\"{batch}\", BATCH)\n"
+     << "               .replace(\"{case_dir}\", HERE).replace(\"{workdir}\", HERE))\n"
+     << "argv = [fill(a) for a in [";
+  // A file of the case is the archive's copy, never the user's original.
+  for (std::size_t i = 0; i < c.argv.size(); ++i) py << (i ? ", " : "") << pyQuote(caseRelativeArg(c.argv[i], config.base_dir));
+  py << "]]\nenv = dict(os.environ)\n";
+  // In the order a trial gets them: the case's variables, then the
+  // determinism variables over them. Each trial had a number of its own (a
+  // trial that wants a fresh seed per run reads it): so does each run here.
+  for (const auto& [k, v] : c.env) py << "env[" << pyQuote(k) << "] = " << pyQuote(v) << "\n";
+  py << "env[\"MINREPRO_SEED\"] = env[\"PYTHONHASHSEED\"] = " << pyQuote(std::to_string(config.seed)) << "\n"
+     << "env.setdefault(\"MINREPRO_TRIAL\", str(int.from_bytes(os.urandom(4), \"little\")))\n";
+  if (config.deterministic)
+    py << "env[\"MINREPRO_DETERMINISTIC\"] = \"1\"\nenv[\"CUBLAS_WORKSPACE_CONFIG\"] = \":4096:8\"\n";
+  // Python ignores SIGPIPE and SIGXFSZ, and exec keeps ignored signals: the
+  // command gets the default dispositions a trial has.
+  py << "import signal\n"
+     << "for name in (\"SIGPIPE\", \"SIGXFSZ\"):\n"
+     << "    if hasattr(signal, name):\n"
+     << "        signal.signal(getattr(signal, name), signal.SIG_DFL)\n"
+     << "devnull = os.open(os.devnull, os.O_RDONLY)\n"
+     << "os.dup2(devnull, 0)\n"
+     << "sys.stdout.flush()\nsys.stderr.flush()\n"
+     << "os.execvpe(argv[0], argv, env)\n";
+  return py.str();
+}
+
+}  // namespace
+
+std::string renderReproPy(const CaseConfig& config, const FailureSignature& signature) {
+  std::ostringstream py;
+  py << "#!/usr/bin/env python3\n"
+     << "\"\"\"Reproduces: " << signature.summary() << "\n\n"
+     << "Made by minrepro; needs only PyTorch. Run from anywhere: python3 repro.py [BATCH]\n"
+     << "BATCH defaults to batch.pt beside this file; the neighbour cases are neighbours/*.pt.\n\"\"\"\n"
+     << "import os\nimport sys\n\n";
+  if (config.harness) py << "import torch\nimport torch.nn.functional as F\n\n";
+  py << "HERE = os.path.dirname(os.path.abspath(__file__))\n"
+     << "BATCH = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(HERE, \"batch.pt\")\n";
+  py << (config.harness ? reproHarness(*config.harness) : reproCommand(config));
+  return py.str();
+}
+
+}  // namespace minrepro

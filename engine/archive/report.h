@@ -1,0 +1,52 @@
+// REPORT.md and repro.py: what a PyTorch maintainer reads and runs. No
+// absolute paths of the machine that made them.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/case_config.h"
+#include "engine/format_list.h"
+#include "engine/failure_signature.h"
+#include "engine/flaky.h"
+#include "engine/oracle.h"
+#include "engine/archive/self_check.h"
+#include "harness/batch_store.h"
+
+namespace minrepro {
+
+using KeyValues = std::vector<std::pair<std::string, std::string>>;
+
+struct ReductionSummary {
+  FailureSignature signature;
+  std::string exit_description;  // "killed by SIGABRT"
+  std::int64_t original_samples = 0;
+  std::vector<TensorInfo> original_tensors;
+  std::vector<TensorInfo> minimal_tensors;
+  std::vector<std::int64_t> kept_ids;  // sample ids of the minimal batch
+  KeyValues small_values;              // "target" -> "[4]" for small integer tensors
+  std::vector<std::string> apart;      // what sets the minimal batch apart (engine/archive/what_sets_apart.h)
+  std::vector<std::string> neighbours;  // one line per neighbour case, or why it was not made
+  OracleStats stats;
+  std::uint64_t seed = 0;
+  double seconds = 0;
+  bool confirmed = false;  // the minimal case failed the same way once more at the end
+  std::string diagnostic;  // the trials' diagnostic variables and why (DiagnosticPlan::describe)
+  std::string incomplete;  // why the run stopped early ("" when it ran to the end)
+  FailureRate rate;        // the failure rate seen on trials known to fail
+  FlakyOptions flaky;
+  KeyValues environment;
+  std::string processes;         // forked or plain trials, and why (engine/fresh_check.h)
+  std::string fresh_minimality;  // what the plain 1-minimality check changed
+  std::vector<std::string> bundled;               // files the trial reads, as the archive names them
+  std::vector<std::string> bundled_from_outside;  // of those, read from outside the case directory (with where)
+  std::vector<std::string> left_out;              // traced but not bundled, with why
+  SelfCheck self_check;          // the archive run on its own (engine/archive/self_check.h)
+};
+
+std::string renderReport(const CaseConfig& config, const ReductionSummary& summary);
+std::string renderReproPy(const CaseConfig& config, const FailureSignature& signature);
+
+
+}  // namespace minrepro

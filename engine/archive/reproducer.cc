@@ -1,0 +1,205 @@
+#include "engine/archive/reproducer.h"
+
+#include <set>
+
+#include "engine/case_branches.h"
+#include "engine/archive/bundle.h"
+#include "engine/format_list.h"
+#include "engine/archive/manifest.h"
+#include "engine/archive/what_sets_apart.h"
+#include "engine/archive/repro_cpp.h"
+
+namespace fs = std::filesystem;
+
+namespace minrepro {
+
+namespace {
+
+KeyValues smallIntegerValues(const BatchStore& batch, const std::vector<TensorInfo>& tensors) {
+  KeyValues values;
+  for (const auto& t : tensors) {
+    std::int64_t numel = 1;
+    for (auto d : t.shape) numel *= d;
+    if (numel > 0 && numel <= 64 && t.dtype.rfind("int", 0) == 0)
+      values.emplace_back(t.name, formatList(batch.integerValues(t.name, 64)));
+  }
+  return values;
+}
+
+// 1-D integer tensors with a sample axis (one value per sample), not the ids.
+std::vector<SampleValues> perSampleIntegers(const CaseConfig& config, const BatchStore& batch,
+                                            const std::vector<TensorInfo>& tensors) {
+  std::vector<SampleValues> out;
+  for (const auto& t : tensors) {
+    const bool integral = t.dtype.rfind("int", 0) == 0 || t.dtype.rfind("uint", 0) == 0 || t.dtype == "bool";
+    if (!integral || !t.has_sample_axis || t.shape.size() != 1 || t.name == config.sample_ids) continue;
+    out.push_back({t.name, batch.integerValues(t.name, static_cast<std::size_t>(batch.sampleCount()))});
+  }
+  return out;
+}
+
+
+
+std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::path& minimal_batch,
+                                         const ReductionSummary& summary, const NeighbourPlan& neighbours,
+                                         const BundlePlan& bundle) {
+  std::vector<ArchiveEntry> entries;
+  entries.push_back({"REPORT.md", renderReport(config, summary)});
+  entries.push_back({"repro.py", renderReproPy(config, summary.signature), true});
+  entries.push_back({"case.yaml", renderCase(config, config.base_dir, "batch.pt", "model.pt")});
+  entries.push_back(manifestEntry(config, minimal_batch, summary.signature, neighbours));  // for minrepro verify
+  entries.push_back({"batch.pt", readFileBytes(minimal_batch)});
+  for (const auto& n : neighbours.cases) entries.push_back({n.file, readFileBytes(config.work_dir / n.file)});
+  if (config.harness) {
+    entries.push_back({"model.pt", readFileBytes(config.harness->model)});
+    for (auto& e : reproCppEntries(*config.harness, summary.signature)) entries.push_back(std::move(e));
+  }
+  // The command's own files and those the trial reads (engine/archive/bundle.h);
+  // a script the command runs directly keeps its executable bit. A user's
+  // file named like one of the archive's own (repro.py) cannot travel: the
+  // self-check then tells.
+  std::set<std::string> names;
+  for (const auto& e : entries) names.insert(e.name);
+  for (const auto& f : bundle.files) {
+    if (!names.insert(f.archive_name).second) continue;
+    std::error_code ec;
+    const bool executable = (fs::status(f.source, ec).permissions() & fs::perms::owner_exec) != fs::perms::none;
+    entries.push_back({f.archive_name, readFileBytes(f.source), executable});
+  }
+  return entries;
+}
+
+// One plain run of the minimal case with the file tracer preloaded: the
+// files the trial reads (engine/archive/bundle.h). Command trials only: the
+// built-in harness reads the batch and the model, which the archive has.
+BundlePlan traceBundleOrThrow(const CaseConfig& config, TrialOracle& oracle, const Selection& best, Log& log) {
+  std::vector<fs::path> traced;
+  const std::string library = fileTraceLibrary();
+  if (config.command && library.empty())
+    log.info("warning: libminrepro_filetrace.so not found beside minrepro: files the trial reads are not traced; "
+             "only trial.files and the command's own files are bundled");
+  if (config.command && !library.empty()) {
+    const fs::path trace = config.work_dir / "file-trace.txt", dir = config.work_dir / "trace";
+    std::error_code ec;
+    fs::remove(trace, ec);
+    // The tracer goes last: a library the trial preloads itself (an
+    // allocator, a sanitizer's runtime, which must come first) stays first.
+    std::string preload;
+    if (const auto own = config.command->env.find("LD_PRELOAD"); own != config.command->env.end()) preload = own->second;
+    else if (const char* inherited = std::getenv("LD_PRELOAD")) preload = inherited;
+    preload += (preload.empty() ? "" : ":") + library;
+    const TrialOutcome outcome = oracle.runUncounted(best, {{"LD_PRELOAD", preload}, {kFileTraceVariable, trace.string()}}, dir);
+    traced = readTrace(trace);
+    fs::remove_all(dir, ec);
+    fs::remove(trace, ec);
+    log.detail("file trace of the minimal case (" + describe(outcome) + "): " + std::to_string(traced.size()) +
+               " file(s) read");
+  }
+  BundlePlan plan = planBundle(config, traced);
+  std::string names;
+  for (const auto& f : plan.files) names += (names.empty() ? "" : ", ") + f.archive_name;
+  if (!plan.files.empty()) log.info("bundled with the archive, read by the trial: " + names);
+  return plan;
+}
+
+BundlePlan traceBundle(const CaseConfig& config, TrialOracle& oracle, const Selection& best, Log& log) {
+  try {
+    return traceBundleOrThrow(config, oracle, best, log);
+  } catch (const std::exception& e) {
+    // The trace is a help, not the run's result: without it the command's own files still travel.
+    log.info(std::string("warning: the files the trial reads could not be traced (") + e.what() +
+             "); only trial.files and the command's own files are bundled");
+    return planBundle(config, {});
+  }
+}
+
+
+}  // namespace
+
+// The neighbour batches , written beside the minimal batch in
+// the work directory, with their ids and expected counts.
+NeighbourPlan writeNeighbours(const CaseConfig& config, const BatchStore& batch, const Selection& minimal) {
+  const std::vector<std::int64_t> lengths = batch.sampleLengths();
+  NeighbourPlan plan = planNeighbours(batch.sampleCount(), minimal.samples, lengths.empty() ? nullptr : &lengths);
+  const auto ids = batch.sampleIds();
+  for (auto& n : plan.cases) {
+    const fs::path file = config.work_dir / n.file;
+    fs::create_directories(file.parent_path());
+    batch.writeSubset(n.samples, file);
+    for (auto i : n.samples) n.ids.push_back(ids[static_cast<std::size_t>(i)]);
+    n.processed = expectedProcessed(config, file);
+  }
+  return plan;
+}
+
+ReductionSummary summarize(KeyValues environment, const CaseConfig& config, const BatchStore& batch,
+                           const TrialOracle& oracle, const Selection& minimal, const fs::path& minimal_batch) {
+  ReductionSummary summary;
+  summary.signature = oracle.reference();
+  summary.exit_description = oracle.firstFailureExit();
+  summary.original_samples = batch.sampleCount();
+  summary.original_tensors = batch.describe();
+  CaseConfig minimal_config = config;
+  minimal_config.batch = minimal_batch;
+  const auto reduced = BatchStore::open(minimal_config);
+  summary.minimal_tensors = reduced->describe();
+  summary.small_values = smallIntegerValues(*reduced, summary.minimal_tensors);
+  const auto ids = batch.sampleIds();
+  for (auto i : minimal.samples) summary.kept_ids.push_back(ids[static_cast<std::size_t>(i)]);
+  summary.apart = describeApart(batch.sampleCount(), minimal.samples, summary.kept_ids,
+                                perSampleIntegers(config, batch, summary.original_tensors));
+  for (auto& line : describeReduction(batch, minimal, ids)) summary.apart.push_back(std::move(line));
+  summary.stats = oracle.stats();
+  summary.rate = oracle.rate();
+  summary.flaky = config.flaky;
+  summary.seed = config.seed;
+  summary.environment = std::move(environment);
+  summary.environment.emplace_back("Trial determinism", "MINREPRO_SEED=PYTHONHASHSEED=" + std::to_string(config.seed) +
+                                                            ", MINREPRO_TRIAL=<trial number>, deterministic algorithms " +
+                                                            (config.deterministic ? "on" : "off"));
+  return summary;
+}
+
+// The archive, with the files the trial reads, then checked on its own as
+// the maintainer will run it before the run says it is done; REPORT.md (the
+// archive's first entry) records the outcome. Returns the run's status.
+ExitStatus writeAndCheckArchive(const CaseConfig& config, TrialOracle& oracle, const Selection& best,
+                                const ArchiveJob& job, ReductionSummary& summary, ExitStatus status, Log& log) {
+  const fs::path& minimal_batch = job.minimal_batch;
+  const NeighbourPlan& neighbours = job.neighbours;
+  const auto stopped = [&] { return job.stop && job.stop->load(); };
+  const BundlePlan bundle = status == ExitStatus::Interrupted ? planBundle(config, {})
+                                                              : traceBundle(config, oracle, best, log);
+  if (stopped() && status != ExitStatus::Interrupted) {
+    status = ExitStatus::Interrupted;  // during the file trace: its list may be short
+    log.info("stopping: interrupted while tracing the files the trial reads");
+  }
+  summary.bundled_from_outside = bundle.from_outside;
+  summary.left_out = bundle.left_out;
+  for (const auto& f : bundle.files) summary.bundled.push_back(f.archive_name);
+  summary.self_check.skipped = status == ExitStatus::Interrupted ? "the run was interrupted"
+                               : status == ExitStatus::BudgetSpent ? "the budget was spent"
+                                                                   : job.skip_self_check;
+  summary.seconds = log.elapsedSeconds();
+  const CaseConfig archived = withBundledPaths(bakeBranches(config, best.branches_off), bundle);
+  std::vector<ArchiveEntry> entries = archiveEntries(archived, minimal_batch, summary, neighbours, bundle);
+  writeTarGz(config.output, entries);
+  log.info(std::string(summary.incomplete.empty() ? "reduced " : "stopped at ") + std::to_string(summary.original_samples) +
+           " -> " + std::to_string(best.samples.size()) + " samples (ids " + formatList(summary.kept_ids) + ") in " +
+           std::to_string(summary.stats.trials + summary.stats.replayed) + " trials; archive: " + config.output.string());
+  if (summary.self_check.skipped.empty()) {
+    log.info("checking the archive on its own: repro.py in plain processes, extracted into an empty directory");
+    summary.self_check = checkArchiveAlone(
+        config.output, planSelfCheck(oracle.rate(), config.flaky, job.plain_passes, best.samples.size()), job.python,
+        config.timeout, job.stop);
+    if (stopped()) status = ExitStatus::Interrupted;
+    summary.seconds = log.elapsedSeconds();
+    entries.front() = {"REPORT.md", renderReport(archived, summary)};
+    writeTarGz(config.output, entries);
+  }
+  log.info("self-check: the archive " + summary.self_check.describe());
+  if (summary.self_check.failed() && status == ExitStatus::Reduced) status = ExitStatus::ArchiveDoesNotReproduce;
+  return status;
+}
+
+}  // namespace minrepro

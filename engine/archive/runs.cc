@@ -1,0 +1,190 @@
+#include "engine/archive/runs.h"
+
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include "engine/archive/tar_gz.h"
+#include "engine/diagnostics.h"
+#include "engine/format_list.h"
+
+namespace fs = std::filesystem;
+
+namespace minrepro {
+
+int VerifyResult::asExpected() const {
+  int n = 0;
+  for (const auto& r : runs) n += r.as_expected;
+  return n;
+}
+
+int VerifyResult::neighboursAsExpected() const {
+  int n = 0;
+  for (const auto& r : neighbour_runs) n += r.as_expected;
+  return n;
+}
+
+
+namespace {
+
+Manifest readManifest(const std::vector<ArchiveEntry>& entries, const VerifyOptions& o) {
+  const std::string name = o.archive.string();
+  if (!findEntry(entries, "repro.py")) throw BadInputError(name + ": no repro.py in the archive: not a minrepro reproducer");
+  const ArchiveEntry* sig = findEntry(entries, "signature.txt");
+  if (!sig)
+    throw BadInputError(name + ": no signature.txt in the archive (made before minrepro verify existed?); "
+                      "run minrepro shrink --config case.yaml again on its case to record one");
+  Manifest m = parseManifest(sig->contents, name + ":signature.txt");
+  if (o.expect == Expect::Pass && !m.processed)
+    throw BadInputError(name + ": the archive records no expected result (it was made with a trial command or without "
+                      "integer targets), so --expect pass could only check that nothing failed; compare the "
+                      "program's output yourself");
+  for (const auto& n : m.neighbours) {
+    if (!findEntry(entries, n.file))
+      throw BadInputError(name + ": signature.txt names the neighbour batch '" + n.file + "', which the archive lacks");
+    if (o.expect == Expect::Pass && !n.processed)
+      throw BadInputError(name + ": signature.txt records no expected count for the neighbour '" + n.name + "'");
+  }
+  return m;
+}
+
+// ---------------------------------------------------------------- one run
+
+struct ResultLine {
+  std::optional<std::int64_t> processed;
+  std::optional<double> loss;
+};
+
+// "minrepro-result: processed=1 loss=1.3862", the last one repro.py printed.
+std::optional<ResultLine> readResultLine(const std::string& stdout_text) {
+  const auto at = stdout_text.rfind("minrepro-result:");
+  if (at == std::string::npos) return std::nullopt;
+  std::istringstream words(stdout_text.substr(at + 16, stdout_text.find('\n', at) - at - 16));
+  ResultLine r;
+  for (std::string word; words >> word;) {
+    const auto eq = word.find('=');
+    if (eq == std::string::npos) continue;
+    try {
+      if (word.substr(0, eq) == "processed") r.processed = std::stoll(word.substr(eq + 1));
+      if (word.substr(0, eq) == "loss") r.loss = std::stod(word.substr(eq + 1));
+    } catch (const std::exception&) {
+      // "loss=nan" is read by stod; anything unreadable stays unset and fails below.
+    }
+  }
+  return r;
+}
+
+// After a fix: exit 0 is not enough; the run must have processed every sample.
+void judgePass(RunResult& r, std::int64_t expected) {
+  if (!r.outcome.passed()) {
+    r.detail = "still fails: " + r.signature.summary() + " (" + describe(r.outcome) + ")";
+    return;
+  }
+  const auto line = readResultLine(r.outcome.stdout_text);
+  if (!line || !line->processed) {
+    r.detail = "exited 0 but printed no 'minrepro-result: processed=N' line";
+    return;
+  }
+  const std::string counts = "processed " + std::to_string(*line->processed) + " of " + std::to_string(expected) +
+                             " expected samples";
+  if (*line->processed != expected) {
+    r.detail = "wrong result: " + counts + " (samples dropped or ignored instead of fixed?)";
+  } else if (expected == 0) {
+    // Every target ignored: the mean loss is 0/0 (nan) in PyTorch; nothing else to check.
+    r.as_expected = true;
+    r.detail = "passed: " + counts + " (every target is ignore_index: no loss to check)";
+  } else if (!line->loss || !std::isfinite(*line->loss)) {
+    r.detail = "wrong result: " + counts + " but the loss is not a finite number";
+  } else {
+    r.as_expected = true;
+    std::ostringstream loss;
+    loss << std::setprecision(6) << *line->loss;
+    r.detail = "passed: " + counts + ", loss " + loss.str();
+  }
+}
+
+void judgeFail(RunResult& r, const Manifest& m) {
+  FailureSignature recorded = m.signature;
+  if (!m.compare_operator) recorded.op.clear();
+  // An archive made before signal names were recorded: any fatal signal.
+  if (recorded.family == FailureFamily::Signal && recorded.signal_name.empty())
+    recorded.signal_name = r.signature.signal_name;
+  if (!r.signature.failed()) {
+    r.detail = "did not reproduce: the run passed (" + describe(r.outcome) + ")";
+    return;
+  }
+  ExpectedFailure expected;
+  expected.message_regex = m.message_pattern;
+  const SignatureMatch match = matchSignature(recorded, r.signature, expected);
+  r.as_expected = match.matches;
+  r.detail = (match.matches ? "reproduced: " : "did not reproduce (" + match.why_not + "): ") +
+             r.signature.summary() + " (" + describe(r.outcome) + ")";
+}
+
+// `neighbour` null: the minimal batch (repro.py's default); else repro.py
+// is given the neighbour's batch and judged against its own count.
+RunResult runOnce(const fs::path& dir, int index, const VerifyOptions& o, const Manifest& m, Executor& executor,
+                  const NeighbourCase* neighbour = nullptr) {
+  TrialSpec spec;
+  spec.argv = {o.python, (dir / "repro.py").string()};
+  if (neighbour) spec.argv.push_back((dir / fs::path(neighbour->file).lexically_normal()).string());
+  spec.env_unset = diagnosticVariables();
+  spec.work_dir = dir.parent_path() / ("run-" + std::to_string(index));
+  spec.timeout = o.timeout;
+  spec.cancel = o.cancel;
+  RunResult r;
+  if (neighbour) r.neighbour = neighbour->name;
+  r.outcome = executor.run(spec);
+  if (r.outcome.end == TrialEnd::FailedToStart)
+    throw BadInputError("cannot start " + o.python + ": " + r.outcome.start_error + "; give a Python with PyTorch "
+                      "with --python");
+  r.signature = classify(r.outcome);
+  if (o.expect == Expect::Pass) judgePass(r, neighbour ? *neighbour->processed : *m.processed);
+  else judgeFail(r, m);
+  return r;
+}
+
+}  // namespace
+
+VerifyResult verifyArchive(const VerifyOptions& o, std::ostream* progress, Executor* executor) {
+  if (o.runs < 1) throw BadInputError("--runs must be at least 1, found " + std::to_string(o.runs));
+  // Everything is read and checked in memory first: a refused archive
+  // writes nothing at all.
+  const std::vector<ArchiveEntry> entries = readReproducerArchive(o.archive, o.max_entry_bytes);
+  VerifyResult result;
+  result.manifest = readManifest(entries, o);
+  if (progress)
+    *progress << "verify " << o.archive.string() << ": " << o.runs << " run(s) of repro.py, each a fresh process, "
+              << "diagnostic variables removed\n";
+  ScratchDir tree("minrepro-verify");
+  const fs::path dir = tree.path() / "repro";
+  writeEntries(dir, entries, o.archive.string());
+  LocalExecutor local;
+  for (int i = 1; i <= o.runs && !(o.cancel && o.cancel->load()); ++i) {
+    result.runs.push_back(runOnce(dir, i, o, result.manifest, executor ? *executor : local));
+    if (progress)
+      *progress << "  run " << i << "/" << o.runs << ": " << result.runs.back().detail << " in " << std::fixed
+                << std::setprecision(1) << result.runs.back().outcome.duration.count() / 1000.0 << " s\n"
+                << std::flush;
+  }
+  // After a fix, the neighbour batches must pass too (GUIDE.md §6): one
+  // fresh run each, with the count recorded for that batch.
+  if (o.expect == Expect::Pass) {
+    int index = o.runs;
+    for (const auto& n : result.manifest.neighbours) {
+      result.neighbour_runs.push_back(runOnce(dir, ++index, o, result.manifest, executor ? *executor : local, &n));
+      if (progress) {
+        *progress << "  neighbour " << n.name << " (ids " << formatList(n.ids, 8) << "): " << result.neighbour_runs.back().detail
+                  << " in " << std::fixed << std::setprecision(1)
+                  << result.neighbour_runs.back().outcome.duration.count() / 1000.0 << " s\n" << std::flush;
+      }
+    }
+    if (progress)
+      for (const auto& why : result.manifest.neighbours_skipped) *progress << "  neighbour not made: " << why << "\n";
+  }
+  return result;
+}
+
+}  // namespace minrepro

@@ -1,0 +1,59 @@
+// Runs a reproducer archive the way a maintainer would: extracted into a
+// fresh temporary directory, each run a fresh process with the diagnostic
+// switches off, every run compared with what the archive records in
+// signature.txt (engine/archive/manifest.h). `minrepro verify`, `regress` and
+// shrink's self-check are built on it.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "engine/errors.h"
+#include "engine/failure_signature.h"
+#include "engine/archive/manifest.h"
+#include "engine/executors/process.h"
+
+namespace minrepro {
+
+enum class Expect { Fail, Pass };
+
+struct VerifyOptions {
+  std::filesystem::path archive;
+  const std::atomic<bool>* cancel = nullptr;  // set: the running repro.py is killed (shrink's SIGINT)
+  int runs = 3;
+  Expect expect = Expect::Fail;
+  std::string python = "/usr/bin/python3";
+  std::chrono::milliseconds timeout{600'000};
+  std::size_t max_entry_bytes = std::size_t{1} << 30;
+};
+
+struct RunResult {
+  std::string neighbour;  // "" for the minimal batch, else the neighbour's name
+  TrialOutcome outcome;
+  FailureSignature signature;
+  bool as_expected = false;
+  std::string detail;  // what this run did, in one line
+};
+
+struct VerifyResult {
+  Manifest manifest;
+  std::vector<RunResult> runs;
+  std::vector<RunResult> neighbour_runs;  // --expect pass: one run per neighbour
+  int asExpected() const;
+  int neighboursAsExpected() const;
+  bool allAsExpected() const {
+    return !runs.empty() && asExpected() == static_cast<int>(runs.size()) &&
+           neighboursAsExpected() == static_cast<int>(neighbour_runs.size());
+  }
+};
+
+// Extracts, runs and compares; `progress` (may be null) gets a line per run.
+// Throws BadInputError for bad input. `executor` null: a LocalExecutor.
+VerifyResult verifyArchive(const VerifyOptions& options, std::ostream* progress, Executor* executor = nullptr);
+
+}  // namespace minrepro

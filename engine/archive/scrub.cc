@@ -1,0 +1,111 @@
+#include "engine/archive/scrub.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <string_view>
+
+namespace minrepro {
+namespace {
+
+void addName(std::vector<std::string>& names, const char* name) {
+  if (name != nullptr && *name != '\0' && std::find(names.begin(), names.end(), name) == names.end())
+    names.emplace_back(name);
+}
+
+// Where a path may begin: after a separator a message or a YAML value puts
+// before it. ':' counts (PATH lists, "file: /x"), but "https://" does not
+// start a path, since its '/' is followed by another '/'.
+bool pathCanStartAt(const std::string& s, std::size_t at) {
+  if (s[at] != '/' || at + 1 >= s.size()) return false;
+  const char next = s[at + 1];
+  if (!(std::isalnum(static_cast<unsigned char>(next)) || next == '.' || next == '_' || next == '~' || next == '-'))
+    return false;
+  return at == 0 || std::string_view(" \t\n'\"(=[,`:;").find(s[at - 1]) != std::string_view::npos;
+}
+
+std::size_t pathEnd(const std::string& s, std::size_t at) {
+  const std::size_t end = s.find_first_of(" \t\r\n'\"),]`:;<>", at);
+  return end == std::string::npos ? s.size() : end;
+}
+
+std::string placeholderFor(std::string path, const ScrubContext& c) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  const std::string name = path.substr(path.rfind('/') + 1);
+  for (const auto& home : c.homes) {
+    if (home.size() < 2 || path.compare(0, home.size(), home) != 0) continue;
+    if (path.size() == home.size()) return "<home>";
+    if (path[home.size()] != '/') continue;
+    const bool deeper = path.find('/', home.size() + 1) != std::string::npos;
+    return std::string("<home>/") + (deeper ? ".../" : "") + name;
+  }
+  return "<path>/" + name;
+}
+
+std::string scrubPaths(const std::string& s, const ScrubContext& c) {
+  std::string out;
+  std::size_t pos = 0;
+  for (std::size_t at = s.find('/'); at != std::string::npos; at = s.find('/', at + 1)) {
+    if (at < pos || !pathCanStartAt(s, at)) continue;
+    const std::size_t end = pathEnd(s, at);
+    out.append(s, pos, at - pos).append(placeholderFor(s.substr(at, end - at), c));
+    pos = end;
+  }
+  return out.append(s, pos);
+}
+
+bool isWordChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+
+// Every occurrence not glued to letters or digits: "jdoe" in "jdoe-ml" and
+// "/home/jdoe" goes, "jdoe" in "jdoes" stays.
+std::string replaceWord(const std::string& s, const std::string& word, const std::string& placeholder) {
+  std::string out;
+  std::size_t pos = 0;
+  for (std::size_t at = s.find(word); at != std::string::npos; at = s.find(word, at + 1)) {
+    const std::size_t end = at + word.size();
+    if (at < pos || (at > 0 && isWordChar(s[at - 1])) || (end < s.size() && isWordChar(s[end]))) continue;
+    out.append(s, pos, at - pos).append(placeholder);
+    pos = end;
+  }
+  return out.append(s, pos);
+}
+
+// Names too short or too common to replace without mangling the text; none
+// of them identifies a person.
+bool worthReplacing(const std::string& name) {
+  static const std::vector<std::string> kCommon = {"root", "nobody", "user", "localhost", "home", "path", "host"};
+  return name.size() >= 2 && std::find(kCommon.begin(), kCommon.end(), name) == kCommon.end();
+}
+
+}  // namespace
+
+ScrubContext machineScrubContext() {
+  ScrubContext c;
+  addName(c.homes, std::getenv("HOME"));
+  addName(c.users, std::getenv("USER"));
+  addName(c.users, std::getenv("LOGNAME"));
+  if (const passwd* pw = ::getpwuid(::getuid()); pw != nullptr) {
+    addName(c.homes, pw->pw_dir);
+    addName(c.users, pw->pw_name);
+  }
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0) {
+    addName(c.hosts, host);
+    addName(c.hosts, std::string(host).substr(0, std::string(host).find('.')).c_str());
+  }
+  return c;
+}
+
+std::string scrubText(const std::string& text, const ScrubContext& c) {
+  std::string s = scrubPaths(text, c);
+  for (const auto& user : c.users)
+    if (worthReplacing(user)) s = replaceWord(s, user, "<user>");
+  for (const auto& host : c.hosts)
+    if (worthReplacing(host)) s = replaceWord(s, host, "<host>");
+  return s;
+}
+
+}  // namespace minrepro

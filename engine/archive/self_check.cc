@@ -1,0 +1,102 @@
+#include "engine/archive/self_check.h"
+
+#include <cmath>
+#include <regex>
+
+#include "engine/archive/runs.h"
+
+namespace minrepro {
+
+bool SelfCheck::passed() const {
+  if (!ran || !error.empty() || runs == 0) return false;
+  return require_every_run ? reproduced == runs : reproduced > 0;
+}
+
+bool SelfCheck::failed() const {
+  return ran && error.empty() && runs > 0 && !passed() && (require_every_run || conclusive);
+}
+
+std::string SelfCheck::describe() const {
+  if (!ran) return "was not checked on its own (" + skipped + "): run `minrepro verify` on it";
+  if (!error.empty()) return "could not be checked: " + error;
+  std::string text = std::string(passed() ? "reproduced" : "did NOT reproduce") + " on its own in " +
+                     std::to_string(reproduced) + " of " + std::to_string(runs) +
+                     " runs of repro.py (plain processes, extracted into an empty directory, no diagnostic "
+                     "variables; " + (require_every_run ? "every run must fail" : "a flaky failure: at least one") + ")";
+  if (!failed() && !passed())
+    text += "; inconclusive: a failure this rare can pass 30 runs of a faithful archive";
+  if (!first_difference.empty()) text += "; first run that did not: " + first_difference;
+  if (!missing_file.empty()) text += "; it could not find " + missing_file + " (add it with trial.files)";
+  return text;
+}
+
+SelfCheckPlan planSelfCheck(const FailureRate& rate, const FlakyOptions& flaky, std::size_t plain_passes,
+                            std::size_t size) {
+  SelfCheckPlan plan;
+  if (!flaky.enabled || (rate.passes() == 0 && plain_passes == 0)) return plan;
+  // Enough runs that a faithful archive of a failure with this rate (at the
+  // minimal case's size) fails at least once with probability 1 - alpha: the
+  // same rule as a rejection, at most 30 runs.
+  constexpr std::size_t kMaxRuns = 30;
+  const std::size_t needed = rate.passesToReject(flaky.alpha, flaky.max_passes, size);
+  plan.require_every_run = false;
+  plan.runs = static_cast<int>(std::clamp<std::size_t>(needed, 3, kMaxRuns));
+  plan.conclusive = needed <= kMaxRuns;
+  return plan;
+}
+
+std::string missingFileIn(const std::string& output) {
+  static const std::regex kPatterns[] = {
+      std::regex(R"(No such file or directory: '([^']+)')"),
+      std::regex(R"(The provided filename (\S+) does not exist)"),
+      std::regex(R"(open file failed[^\n]*?file name: ?(\S+))"),
+  };
+  // The last match: a traceback quotes the raising source line first
+  // ("The provided filename {} does not exist".format(f)), the message after.
+  for (const auto& pattern : kPatterns) {
+    std::string last;
+    for (auto it = std::sregex_iterator(output.begin(), output.end(), pattern); it != std::sregex_iterator(); ++it)
+      if ((*it)[1].str().find('{') == std::string::npos) last = (*it)[1].str();
+    if (!last.empty()) return last;
+  }
+  return "";
+}
+
+SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfCheckPlan& plan, const std::string& python,
+                            std::chrono::milliseconds timeout, const std::atomic<bool>* cancel) {
+  SelfCheck check;
+  check.ran = true;
+  check.require_every_run = plan.require_every_run;
+  check.conclusive = plan.conclusive;
+  VerifyOptions options;
+  options.archive = archive;
+  options.runs = plan.runs;
+  options.python = python;
+  options.timeout = timeout;
+  options.cancel = cancel;
+  try {
+    const VerifyResult result = verifyArchive(options, nullptr);
+    if (cancel && cancel->load()) {
+      check.ran = false;
+      return check;  // "the run was interrupted"
+    }
+    check.runs = static_cast<int>(result.runs.size());
+    check.reproduced = result.asExpected();
+    for (const RunResult& run : result.runs) {
+      if (run.as_expected) continue;
+      // The Python that runs repro.py lacks torch: no verdict on the archive.
+      if (run.outcome.stderr_text.find("No module named 'torch'") != std::string::npos) {
+        check.error = python + " has no torch (give a Python with PyTorch with --python)";
+        break;
+      }
+      check.first_difference = run.detail;
+      check.missing_file = missingFileIn(run.outcome.stderr_text + "\n" + run.outcome.stdout_text);
+      break;
+    }
+  } catch (const std::exception& e) {
+    check.error = e.what();
+  }
+  return check;
+}
+
+}  // namespace minrepro

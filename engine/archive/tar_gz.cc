@@ -1,0 +1,175 @@
+#include "engine/archive/tar_gz.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <unistd.h>
+
+#include <stdlib.h>
+
+#include <fstream>
+#include <memory>
+#include <random>
+#include <set>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace minrepro {
+
+std::string readFileBytes(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw BadInputError("cannot read " + file.string());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+namespace {
+
+using WriteHandle = std::unique_ptr<struct archive, decltype(&archive_write_free)>;
+using ReadHandle = std::unique_ptr<struct archive, decltype(&archive_read_free)>;
+using EntryHandle = std::unique_ptr<struct archive_entry, decltype(&archive_entry_free)>;
+
+void check(struct archive* a, int status, const std::string& what) {
+  if (status < ARCHIVE_WARN) throw BadInputError(what + ": " + (archive_error_string(a) ? archive_error_string(a) : "libarchive error"));
+}
+
+constexpr time_t kFixedMtime = 946684800;  // 2000-01-01: archives are byte-reproducible
+
+void writeEntry(struct archive* a, const ArchiveEntry& e) {
+  EntryHandle entry(archive_entry_new(), &archive_entry_free);
+  archive_entry_set_pathname(entry.get(), e.name.c_str());
+  archive_entry_set_size(entry.get(), static_cast<la_int64_t>(e.contents.size()));
+  archive_entry_set_filetype(entry.get(), AE_IFREG);
+  archive_entry_set_perm(entry.get(), e.executable ? 0755 : 0644);
+  archive_entry_set_mtime(entry.get(), kFixedMtime, 0);
+  check(a, archive_write_header(a, entry.get()), "writing header of " + e.name);
+  if (!e.contents.empty()) {
+    const la_ssize_t n = archive_write_data(a, e.contents.data(), e.contents.size());
+    if (n < 0 || static_cast<std::size_t>(n) != e.contents.size()) check(a, ARCHIVE_FATAL, "writing " + e.name);
+  }
+}
+
+std::string uniqueSuffix() {
+  std::random_device rd;
+  return "." + std::to_string(::getpid()) + "." + std::to_string(rd() % 1000000) + ".partial";
+}
+
+}  // namespace
+
+void writeTarGz(const fs::path& target, const std::vector<ArchiveEntry>& entries) {
+  const fs::path tmp = target.string() + uniqueSuffix();
+  try {
+    WriteHandle a(archive_write_new(), &archive_write_free);
+    check(a.get(), archive_write_add_filter_gzip(a.get()), "gzip filter");
+    check(a.get(), archive_write_set_format_pax_restricted(a.get()), "tar format");
+    check(a.get(), archive_write_set_options(a.get(), "gzip:!timestamp"), "gzip options");
+    check(a.get(), archive_write_open_filename(a.get(), tmp.c_str()), "creating " + tmp.string());
+    for (const auto& e : entries) writeEntry(a.get(), e);
+    check(a.get(), archive_write_close(a.get()), "closing " + tmp.string());
+    fs::rename(tmp, target);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw;
+  }
+}
+
+namespace {
+
+// Why an entry may not be extracted, or "" when it may.
+std::string refusal(struct archive_entry* entry, std::size_t max_bytes) {
+  const std::string name = archive_entry_pathname(entry) ? archive_entry_pathname(entry) : "";
+  if (name.empty()) return "an entry without a name";
+  if (name.front() == '/') return "'" + name + "' has an absolute path";
+  for (const auto& part : fs::path(name))
+    if (part == "..") return "'" + name + "' climbs out of the archive with '..'";
+  const auto type = archive_entry_filetype(entry);
+  if (type == AE_IFLNK || archive_entry_hardlink(entry)) return "'" + name + "' is a link";
+  if (type != AE_IFREG && type != AE_IFDIR) return "'" + name + "' is a device, fifo or socket";
+  if (archive_entry_size(entry) > static_cast<la_int64_t>(max_bytes)) return "'" + name + "' is too large";
+  return "";
+}
+
+}  // namespace
+
+std::vector<ArchiveEntry> readTarGz(const fs::path& source, std::size_t max_entry_bytes) {
+  ReadHandle a(archive_read_new(), &archive_read_free);
+  archive_read_support_filter_all(a.get());
+  archive_read_support_format_all(a.get());
+  check(a.get(), archive_read_open_filename(a.get(), source.c_str(), 1 << 16), "opening " + source.string());
+  std::vector<ArchiveEntry> entries;
+  struct archive_entry* entry;
+  while (true) {
+    const int status = archive_read_next_header(a.get(), &entry);
+    if (status == ARCHIVE_EOF) break;
+    check(a.get(), status, "reading " + source.string());
+    if (const std::string why = refusal(entry, max_entry_bytes); !why.empty())
+      throw BadInputError(source.string() + ": refused: " + why);
+    if (archive_entry_filetype(entry) == AE_IFDIR) continue;
+    ArchiveEntry e{archive_entry_pathname(entry), std::string(static_cast<std::size_t>(archive_entry_size(entry)), '\0'),
+                   (archive_entry_perm(entry) & 0100) != 0};
+    if (!e.contents.empty()) {
+      const la_ssize_t n = archive_read_data(a.get(), e.contents.data(), e.contents.size());
+      if (n < 0 || static_cast<std::size_t>(n) != e.contents.size()) check(a.get(), ARCHIVE_FATAL, "reading " + e.name);
+    }
+    entries.push_back(std::move(e));
+  }
+  return entries;
+}
+
+ScratchDir::ScratchDir(const std::string& prefix) {
+  std::string tmpl = (fs::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  if (::mkdtemp(tmpl.data()) == nullptr) throw BadInputError("cannot create a temporary directory in " + tmpl);
+  path_ = tmpl;
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+// readTarGz already refused absolute paths, '..', links and devices; the
+// checks here keep that true for whatever calls this with other entries,
+// since this is the place that writes to disk.
+void writeEntries(const fs::path& root, const std::vector<ArchiveEntry>& entries, const std::string& source) {
+  std::set<fs::path> seen;
+  for (const auto& e : entries) {
+    const fs::path rel = fs::path(e.name).lexically_normal();
+    if (rel.empty() || rel.is_absolute() || *rel.begin() == "..")
+      throw BadInputError(source + ": refused: '" + e.name + "' would be written outside the extraction directory");
+    if (!seen.insert(rel).second) throw BadInputError(source + ": refused: '" + e.name + "' appears twice");
+    const fs::path target = root / rel;
+    std::error_code ec;
+    fs::create_directories(target.parent_path(), ec);
+    std::ofstream out(target, std::ios::binary | std::ios::trunc);
+    if (ec || !out.write(e.contents.data(), static_cast<std::streamsize>(e.contents.size())))
+      throw BadInputError(source + ": cannot extract '" + e.name + "' (an entry and a directory share a name?)");
+    fs::permissions(target, e.executable ? fs::perms(0755) : fs::perms(0644));
+  }
+}
+
+const ArchiveEntry* findEntry(const std::vector<ArchiveEntry>& entries, const std::string& name) {
+  for (const auto& e : entries)
+    if (fs::path(e.name).lexically_normal() == name) return &e;
+  return nullptr;
+}
+
+std::vector<ArchiveEntry> readReproducerArchive(const fs::path& archive, std::size_t max_entry_bytes) {
+  if (!fs::is_regular_file(archive))
+    throw BadInputError(archive.string() + ": no such archive; give the repro.tar.gz that minrepro shrink wrote");
+  try {
+    return readTarGz(archive, max_entry_bytes);
+  } catch (const BadInputError& e) {
+    throw BadInputError(std::string(e.what()) + "; nothing was extracted. Only archives made by minrepro shrink "
+                      "can be verified");
+  }
+}
+
+std::vector<ArchiveEntry> extractArchive(const fs::path& archive, const fs::path& dir, std::size_t max_entry_bytes) {
+  std::vector<ArchiveEntry> entries = readReproducerArchive(archive, max_entry_bytes);
+  writeEntries(dir, entries, archive.string());
+  return entries;
+}
+
+}  // namespace minrepro

@@ -1,0 +1,233 @@
+// minrepro: the command line. Thin: parses options, calls the command, and
+// lets engine/commands/run_command.h turn whatever it throws into the
+// documented exit status.
+#include <boost/program_options.hpp>
+#include <algorithm>
+#include <iostream>
+
+#include "engine/commands/compare.h"
+#include "engine/commands/regress.h"
+#include "engine/commands/run_command.h"
+#include "engine/commands/shrink.h"
+#include "engine/commands/triage.h"
+#include "engine/commands/verify.h"
+#include "engine/executors/executor_stack.h"
+#include "harness/contract.h"
+#include "reducers/reducer.h"
+
+namespace po = boost::program_options;
+
+namespace {
+
+const char* kUsage =
+    "usage: minrepro <command> [options]\n\n"
+    "commands:\n"
+    "  shrink --config case.yaml   reduce a failing batch to a minimal reproducer archive\n"
+    "  reducers                    list the reducer passes\n"
+    "  triage LOG|-                read a log's first error: family, operator, first check, what to avoid\n"
+    "  verify ARCHIVE [--expect fail|pass] [--runs K]\n"
+    "                              rerun a reproducer archive in fresh processes and compare\n"
+    "  check --batch B.pt --target NAME --classes K\n"
+    "                              check class-index targets: 1-D int64, in [0, K) or ignore_index\n"
+    "  regress DIR                 rerun a regression set (shrink --add-to DIR) and compare\n"
+    "  compare ARCHIVE|case.yaml [--runs K]\n"
+    "                              run the case under variants, one change at a time: CPU, float32,\n"
+    "                              deterministic algorithms, each optional branch off\n"
+    "  --version                   print the version\n\n"
+    "exit status: 0 reduced, 1 internal error, 2 bad input, 3 the original does not reproduce,\n"
+    "             4 trials cannot start, 5 budget spent (best so far written),\n"
+    "             6 archive written but it does not reproduce on its own, 130 interrupted\n";
+
+// Parses a subcommand's options: -1 to go on, 0 after --help; bad options
+// are BadInputError (exit 2), after the options' help.
+int parseSubcommand(const std::string& name, const po::options_description& opts,
+                    const po::positional_options_description& positional, const std::vector<std::string>& args,
+                    po::variables_map& vm) {
+  try {
+    po::store(po::command_line_parser(args).options(opts).positional(positional).run(), vm);
+    if (vm.count("help")) {
+      std::cout << opts << "\n";
+      return 0;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << opts << "\n";
+    throw minrepro::BadInputError(e.what());
+  }
+  return -1;
+}
+
+int shrinkCommand(const std::vector<std::string>& args) {
+  po::options_description opts("minrepro shrink options");
+  std::string config, output, work_dir, trial_binary, python = "/usr/bin/python3", add_to, name;
+  opts.add_options()("help,h", "show this help")
+      ("config,c", po::value(&config)->required(), "the case file (case.yaml)")
+      ("output,o", po::value(&output), "archive to write (default: case.yaml's output)")
+      ("work-dir", po::value(&work_dir), "directory for trials and the log (default: case.yaml's work_dir)")
+      ("trial-binary", po::value(&trial_binary), "minrepro-trial to use (default: next to minrepro)")
+      ("python", po::value(&python), "Python with PyTorch, for the environment record and the archive's "
+                                     "self-check (default /usr/bin/python3)")
+      ("no-self-check", "do not run the archive's repro.py on its own before finishing (e.g. it needs a GPU "
+                        "this machine lacks); REPORT.md then says it was not checked")
+      ("quiet,q", "only print errors")
+      ("resume", "continue an interrupted run from the journal in the work directory")
+      ("jobs,j", po::value<std::size_t>()->default_value(1), "trials to run at once")
+      ("max-trials", po::value<std::size_t>()->default_value(0), "stop after this many trials (0: no limit)")
+      ("max-time", po::value<double>()->default_value(0), "stop after this many seconds (0: no limit)")
+      ("executor", po::value<std::string>(), "where trials run: local or slurm (default: case.yaml's executor.kind)")
+      ("devices", po::value<std::string>(), "local trials get one of these devices each, e.g. 0,1,2 "
+                                            "(default: case.yaml's; detected when --jobs > 1)")
+      ("trials-per-device", po::value<std::size_t>(), "running trials that may share one device (default 1)")
+      ("add-to", po::value(&add_to), "also store the archive in this regression set (see minrepro regress)")
+      ("name", po::value(&name), "the case's name in the regression set (default: the case directory's name)");
+  po::variables_map vm;
+  if (const int status = parseSubcommand("shrink", opts, {}, args, vm); status >= 0) return status;
+  minrepro::ShrinkOptions options;
+  options.config = config;
+  if (!output.empty()) options.output = output;
+  if (!work_dir.empty()) options.work_dir = work_dir;
+  options.trial_binary = trial_binary;
+  options.python = python;
+  options.quiet = vm.count("quiet") > 0;
+  options.self_check = vm.count("no-self-check") == 0;
+  options.resume = vm.count("resume") > 0;
+  options.jobs = std::max<std::size_t>(1, vm["jobs"].as<std::size_t>());
+  options.max_trials = vm["max-trials"].as<std::size_t>();
+  options.max_seconds = vm["max-time"].as<double>();
+  options.executor = minrepro::parseExecutorOverrides(
+      vm.count("executor") ? vm["executor"].as<std::string>() : "", vm.count("devices") ? vm["devices"].as<std::string>() : "",
+      vm.count("trials-per-device") ? vm["trials-per-device"].as<std::size_t>() : 0);
+  const minrepro::ExitStatus status = minrepro::runShrink(options);
+  if (status == minrepro::ExitStatus::Reduced && !add_to.empty())
+    minrepro::addShrunkCase(config, output, add_to, name, std::cout);
+  return static_cast<int>(status);
+}
+
+// minrepro verify repro.tar.gz: the archive reproduces (or, after a fix,
+// passes with every sample processed) in fresh processes.
+int verifyCommand(const std::vector<std::string>& args) {
+  minrepro::VerifyOptions o;
+  std::string archive, expect = "fail";
+  double timeout = 600;
+  po::options_description opts("minrepro verify ARCHIVE options (exit 0 every run as expected, 1 not, 2 bad input)");
+  opts.add_options()("help,h", "show this help")
+      ("archive", po::value(&archive)->required(), "the repro.tar.gz to check")
+      ("runs", po::value(&o.runs)->default_value(3), "how many fresh runs")
+      ("expect", po::value(&expect)->default_value("fail"),
+       "fail: every run fails as recorded; pass: every run exits 0 and processes every sample")
+      ("python", po::value(&o.python)->default_value("/usr/bin/python3"), "Python with PyTorch")
+      ("timeout", po::value(&timeout)->default_value(600), "seconds per run");
+  po::positional_options_description positional;
+  positional.add("archive", 1);
+  po::variables_map vm;
+  if (const int status = parseSubcommand("verify", opts, positional, args, vm); status >= 0) return status;
+  if (expect != "fail" && expect != "pass")
+    throw minrepro::BadInputError("--expect must be 'fail' or 'pass', found '" + expect + "'");
+  o.archive = archive;
+  o.expect = expect == "pass" ? minrepro::Expect::Pass : minrepro::Expect::Fail;
+  o.timeout = std::chrono::milliseconds(static_cast<long long>(std::max(timeout, 0.001) * 1000));
+  return minrepro::runVerify(o, std::cout, std::cerr);
+}
+
+// minrepro compare ARCHIVE|case.yaml: variants, one change at a time (GUIDE.md §5).
+int compareCommand(const std::vector<std::string>& args) {
+  minrepro::CompareOptions o;
+  std::string input;
+  po::options_description opts(
+      "minrepro compare ARCHIVE|case.yaml options (exit 0 compared, 2 bad input, 3 the case as is does not fail, "
+      "4 runs cannot start)");
+  opts.add_options()("help,h", "show this help")
+      ("input", po::value(&input)->required(), "a repro.tar.gz from minrepro shrink, or a case.yaml")
+      ("runs", po::value(&o.runs)->default_value(3), "fresh runs per variant")
+      ("trial-binary", po::value(&o.trial_binary), "minrepro-trial to use (default: next to minrepro)");
+  po::positional_options_description positional;
+  positional.add("input", 1);
+  po::variables_map vm;
+  if (const int status = parseSubcommand("compare", opts, positional, args, vm); status >= 0) return status;
+  o.input = input;
+  return minrepro::runCompare(o, std::cout, std::cerr);
+}
+
+// minrepro regress DIR: every stored case rerun with the verify rules.
+int regressCommand(const std::vector<std::string>& args) {
+  minrepro::VerifyOptions o;
+  std::string dir;
+  po::options_description opts("minrepro regress DIR options (exit 0 every case as expected, 1 some differ, 2 bad input)");
+  opts.add_options()("help,h", "show this help")
+      ("dir", po::value(&dir)->required(), "the regression set (NAME.tar.gz and NAME.expect files)")
+      ("runs", po::value(&o.runs)->default_value(1), "fresh runs per case")
+      ("python", po::value(&o.python)->default_value("/usr/bin/python3"), "Python with PyTorch");
+  po::positional_options_description positional;
+  positional.add("dir", 1);
+  po::variables_map vm;
+  if (const int status = parseSubcommand("regress", opts, positional, args, vm); status >= 0) return status;
+  return minrepro::runRegress(dir, o, std::cout);
+}
+
+// minrepro check: the class-index target contract of a batch (GUIDE.md §4).
+int checkCommand(const std::vector<std::string>& args) {
+  minrepro::TargetContract c;
+  std::string batch;
+  po::options_description opts("minrepro check options (exit 0 the contract holds, 1 violated, 2 bad input)");
+  opts.add_options()("help,h", "show this help")
+      ("batch", po::value(&batch)->required(), "the batch, a torch.save'd dict of tensors")
+      ("target", po::value(&c.target)->required(), "the batch key of the class-index targets")
+      ("classes", po::value(&c.classes)->required(), "number of classes K: valid targets are [0, K)")
+      ("ignore-index", po::value(&c.ignore_index)->default_value(-100), "targets equal to it are ignored")
+      ("ids", po::value(&c.ids), "batch key of per-sample ids, to name offending samples");
+  po::variables_map vm;
+  if (const int status = parseSubcommand("check", opts, {}, args, vm); status >= 0) return status;
+  const minrepro::ContractResult result = minrepro::checkClassTargets(batch, c);
+  std::cout << minrepro::renderContractResult(result, c, batch);
+  return result.ok() ? 0 : 1;
+}
+
+// minrepro triage LOG: the log's first error and the guide's advice for it.
+int triageCommand(const std::vector<std::string>& args) {
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout << "usage: minrepro triage LOG   (LOG '-' reads standard input)\n"
+                 "exit status: 0 an error was found, 1 no error in the log, 2 the log cannot be read\n";
+    return 0;
+  }
+  if (args.size() != 1)
+    throw minrepro::BadInputError("expected one log file (or '-' for standard input); see minrepro triage --help");
+  return minrepro::runTriage(args[0], std::cin, std::cout);
+}
+
+int reducersCommand(const std::vector<std::string>&) {
+  for (const auto& r : minrepro::reducerRegistry()) std::cout << r.name << "\t" << r.description << "\n";
+  return 0;
+}
+
+struct Command {
+  const char* name;
+  int (*run)(const std::vector<std::string>& args);
+};
+
+const Command kCommands[] = {
+    {"shrink", shrinkCommand},   {"triage", triageCommand},   {"verify", verifyCommand}, {"check", checkCommand},
+    {"regress", regressCommand}, {"compare", compareCommand}, {"reducers", reducersCommand},
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  const std::string command = argv[1];
+  const std::vector<std::string> rest(argv + 2, argv + argc);
+  for (const Command& c : kCommands)
+    if (command == c.name) return minrepro::runCommand(c.name, std::cerr, [&] { return c.run(rest); });
+  if (command == "--version" || command == "version") {
+    std::cout << "minrepro " << MINREPRO_VERSION << "\n";
+    return 0;
+  }
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::cout << kUsage;
+    return 0;
+  }
+  std::cerr << "minrepro: unknown command '" << command << "'\n" << kUsage;
+  return 2;
+}

@@ -1,0 +1,32 @@
+// A regression set kept with the user's project (GUIDE.md §4, §6): minimal
+// cases stored by `shrink --add-to DIR`, rerun together by `minrepro regress DIR`.
+//
+// DIR holds NAME.tar.gz (a reproducer archive) and NAME.expect ("fail" while
+// the bug is open, "pass" once the archive's case is fixed; "fail" when absent).
+#pragma once
+
+#include <filesystem>
+#include <iosfwd>
+#include <string>
+
+#include "engine/archive/runs.h"
+
+namespace minrepro {
+
+// Copies `archive` into `dir` as NAME.tar.gz with NAME.expect "fail".
+// Throws BadInputError for a bad name or an unreadable archive.
+void addToRegressionSet(const std::filesystem::path& archive, const std::filesystem::path& dir,
+                        const std::string& name);
+
+// After a successful shrink: the archive written for `config` (or `output`
+// when given) goes into `dir` under `name` (default: the case directory's
+// name). Throws BadInputError when it cannot.
+void addShrunkCase(const std::filesystem::path& config, const std::string& output, const std::filesystem::path& dir,
+                   std::string name, std::ostream& out);
+
+// Reruns every case with the verify rules (`base` gives runs, python,
+// timeout) and prints name / expected / got. Exit 0 every case as expected,
+// 1 some differ; BadInputError when the directory is missing or holds no case.
+int runRegress(const std::filesystem::path& dir, const VerifyOptions& base, std::ostream& out);
+
+}  // namespace minrepro

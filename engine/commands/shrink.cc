@@ -1,0 +1,269 @@
+#include "engine/commands/shrink.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <future>
+#include <fstream>
+#include <iomanip>
+
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include "engine/archive/tar_gz.h"
+#include "engine/case_branches.h"
+#include "engine/diagnostics.h"
+#include "engine/executors/executor_stack.h"
+#include "engine/executors/fork_server.h"
+#include "engine/fresh_check.h"
+#include "engine/journal.h"
+#include "engine/oracle.h"
+#include "engine/pipeline.h"
+#include "engine/archive/reproducer.h"
+#include "engine/trial_spec.h"
+
+namespace fs = std::filesystem;
+
+namespace minrepro {
+
+namespace {
+
+// The original must fail, and fail as the user expects when they said how.
+// A pass of a flaky original is not "does not reproduce": it runs until
+// enough failures are seen or the budget of runs is spent.
+ExitStatus checkOriginal(const CaseConfig& config, const CaseView& view, TrialOracle& oracle, const Selection& all,
+                         Log& log, OriginalEstimate& estimate) {
+  // Free job slots already try what the search will ask first.
+  estimate = oracle.estimateOriginal(
+      all, [&](std::size_t max, bool) { return openingCandidates(config, view, all, max); });
+  if (estimate.failures == 0) {
+    const auto& others = oracle.stats().other_bugs;
+    std::string why = "the original case does not reproduce: " + std::to_string(estimate.runs) + " run(s), none failed";
+    if (!others.empty())
+      why = "the original fails, but not as case.yaml's failure section expects (it failed with: " +
+            others.begin()->first + "). Fix the failure section or remove it";
+    else
+      why += " (check that the batch is the failing one and that the trial runs the code that failed)";
+    log.info("error: " + why);
+    return ExitStatus::DoesNotReproduce;
+  }
+  log.info("original reproduces: " + oracle.reference().summary() + " (" + oracle.firstFailureExit() + "); " +
+           std::to_string(estimate.failures) + " of " + std::to_string(estimate.runs) + " runs failed the same way");
+  return ExitStatus::Reduced;
+}
+
+// Where the trials' tensors lived, as far as minrepro can know it: the
+// built-in harness runs on the CPU; a command chooses for itself, so the
+// report gives what it had to choose from and what the captured run used.
+std::string trialBackend(const ShrinkOptions& options, const CaseConfig& config) {
+  if (config.harness) return "CPU (the built-in harness runs on the CPU)";
+  const BackendInfo recorded = backendFromContext(config.context);
+  const std::string captured =
+      recorded.kind == Backend::Unknown ? "" : "; the captured run used " + backendName(recorded);
+  if (effectiveExecutor(config, options.executor).kind == ExecutorKind::Slurm)
+    return "chosen by the trial command on the Slurm nodes" + captured;
+  return "chosen by the trial command; this machine offers " + backendName(detectMachineBackend()) + captured;
+}
+
+KeyValues probeEnvironment(const ShrinkOptions& options, const CaseConfig& config) {
+  KeyValues env = libtorchEnvironment();
+  TrialSpec spec;
+  spec.argv = {options.python, "-c",
+               "import sys, platform, torch\n"
+               "print('Python', platform.python_version())\n"
+               "print('PyTorch', torch.__version__)\n"
+               "print('PyTorch CUDA', torch.version.cuda or 'none')\n"
+               "print('PyTorch HIP (ROCm)', torch.version.hip or 'none')\n"};
+  spec.work_dir = config.work_dir / "probe";
+  spec.timeout = std::chrono::seconds(60);
+  const TrialOutcome out = LocalExecutor().run(spec);
+  std::istringstream lines(out.stdout_text);
+  for (std::string line; std::getline(lines, line);) {
+    const auto space = line.rfind(' ');
+    if (space != std::string::npos) env.emplace_back(line.substr(0, space), line.substr(space + 1));
+  }
+  env.emplace_back("Backend of the trials", trialBackend(options, config));
+  std::error_code ec;
+  fs::remove_all(spec.work_dir, ec);
+  return env;
+}
+
+// Why the archive is not to be checked on its own, or "" when it is (an
+// interruption or a spent budget skip it too: engine/archive/reproducer.h).
+std::string selfCheckSkipped(const ShrinkOptions& options, const CaseConfig& config) {
+  if (!options.self_check) return "--no-self-check";
+  if (effectiveExecutor(config, options.executor).kind == ExecutorKind::Slurm)
+    return "the trials ran as Slurm jobs; repro.py may need the nodes' devices";
+  return "";
+}
+
+}  // namespace
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void requestStop(int) { g_stop.store(true); }
+extern "C" void carryOn(int) {}
+
+// SIGINT, SIGTERM and SIGHUP (the terminal of an overnight run went away):
+// stop launching, kill running trials (their groups), write the best so far.
+// SIGPIPE (stdout or stderr closed under us: `| tee` gone) must not end the
+// run either way: writes then fail and the log file keeps everything. Both
+// are handlers, not SIG_IGN, so that trials start with the default
+// dispositions (exec resets handled signals; ignored ones would stay
+// ignored). Restores the previous handlers when the run ends.
+class StopOnSignals {
+ public:
+  StopOnSignals() {
+    g_stop.store(false);
+    struct sigaction stop{}, carry_on{};
+    stop.sa_handler = requestStop;
+    carry_on.sa_handler = carryOn;
+    sigemptyset(&stop.sa_mask);
+    sigemptyset(&carry_on.sa_mask);
+    for (std::size_t i = 0; i < kSignals.size(); ++i)
+      ::sigaction(kSignals[i], kSignals[i] == SIGPIPE ? &carry_on : &stop, &old_[i]);
+  }
+  ~StopOnSignals() {
+    for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
+  }
+
+ private:
+  static constexpr std::array<int, 4> kSignals{SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+  std::array<struct sigaction, 4> old_{};
+};
+
+// What identifies a run for --resume: the case file, the batch and the
+// settings that change which trials are run.
+std::string runIdentity(const CaseConfig& config) {
+  std::ostringstream id;
+  id << "case=" << contentHash(readFileBytes(config.case_file)) << " batch=" << contentHash(readFileBytes(config.batch))
+     << " flaky=" << config.flaky.enabled << "/" << config.flaky.alpha;
+  return id.str();
+}
+
+// The best case so far, always valid on disk: batch and case file each
+// written to a temp file and renamed.
+void writeBestSoFar(const CaseConfig& config, const BatchStore& batch, const Selection& best) {
+  const fs::path dir = config.work_dir / "best";
+  fs::create_directories(dir);
+  batch.writeCandidate(best, dir / "batch.pt");
+  const fs::path tmp = dir / "case.yaml.partial";
+  {
+    std::ofstream out(tmp);
+    out << renderCase(bakeBranches(config, best.branches_off), config.base_dir, "batch.pt",
+                      config.harness ? config.harness->model.string() : "");
+  }
+  fs::rename(tmp, dir / "case.yaml");
+}
+
+}  // namespace
+
+ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Executor& executor,
+                           const ForkServerExecutor* forked);
+
+ExitStatus runShrink(const ShrinkOptions& options, Executor* executor) {
+  CaseConfig config = loadCase(options.config);
+  if (options.output) config.output = fs::absolute(*options.output);
+  if (options.work_dir) config.work_dir = fs::absolute(*options.work_dir);
+  // Local processes (fork servers, a device each) or Slurm jobs, checked
+  // before anything runs: engine/executors/executor_stack.h.
+  const auto stack = executor ? nullptr
+                              : makeTrialExecutors(config, options.executor, options.trial_binary.empty()
+                                                       ? defaultTrialBinary() : options.trial_binary, options.jobs);
+  Executor& chosen = executor ? *executor : stack->top();
+  return runShrinkLoaded(options, config, chosen, stack ? stack->forkServers() : nullptr);
+}
+
+ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Executor& executor,
+                           const ForkServerExecutor* forked) {
+  const auto batch = BatchStore::open(config);
+  // Before anything is written: trial.diagnostic: on without a backend is bad input.
+  const DiagnosticPlan diagnostic = planDiagnostics(config);
+  fs::create_directories(config.work_dir);
+  const WorkDirLock lock(config.work_dir);  // before the journal and the log are touched
+  Log log(options.quiet);
+  log.openFile(config.work_dir / "minrepro.log");
+  Journal journal(config.work_dir, runIdentity(config), options.resume);
+  StopOnSignals stop_on_signals;
+  // The environment record imports torch in a Python process (~2 s here):
+  // started now, it runs beside the trials instead of after them.
+  std::future<KeyValues> environment =
+      std::async(std::launch::async, [options, config] { return probeEnvironment(options, config); });
+  log.info("case " + config.case_file.filename().string() + ": " + std::to_string(batch->sampleCount()) +
+           " samples; reducers:" + [&] { std::string r; for (auto& n : config.reducers) r += " " + n; return r; }() +
+           (options.resume ? "; resuming from " + std::to_string(journal.loadedTrials()) + " journaled trials" : ""));
+  TrialOracle oracle(config, *batch, executor, options.trial_binary.empty() ? defaultTrialBinary() : options.trial_binary,
+                     log, &journal, RunLimits{options.max_trials, options.max_seconds, &g_stop}, options.jobs);
+  oracle.setDiagnosticEnvironment(diagnostic.env);
+  log.info("diagnostic variables for the trials: " + diagnostic.describe() +
+           "; the final confirmation runs without them");
+  const Selection all = fullSelection(*batch);
+  Selection best = all;
+  oracle.onBetter([&](const Selection& s) {
+    best = s;
+    writeBestSoFar(config, *batch, s);
+  });
+
+  ExitStatus status = ExitStatus::Reduced;
+  std::string incomplete;
+  bool confirmed = false;
+  // Whether the trials run in fork servers: decided from the trial itself,
+  // not from what ran, so that a resumed run (whose first results are
+  // replayed) checks exactly what the interrupted one did.
+  const bool forks = forked && forked->routes(oracle.specFor(all, config.work_dir / "trials" / "preview"));
+  std::string processes = "plain processes (no fork server applies to this trial)";
+  FreshMinimality fresh_minimality;
+  std::size_t plain_passes = 0;  // of the original, run as plain processes (the self-check's evidence)
+  try {
+    OriginalEstimate original;
+    if (ExitStatus s = checkOriginal(config, *batch, oracle, all, log, original); s != ExitStatus::Reduced) return s;
+    if (!config.fork_server) processes = "plain processes (trial.fork_server: false)";
+    plain_passes = original.runs - original.failures;
+    if (forks) {
+      const std::size_t streak =
+          config.flaky.enabled ? oracle.rate().passesToReject(config.flaky.alpha, config.flaky.max_passes) : 1;
+      const ForkComparison comparison = compareForkedWithFresh(all, original, oracle, streak);
+      plain_passes = comparison.plain.runs - comparison.plain.failures;
+      processes = comparison.describe();
+      log.info("trial processes: " + processes);
+      if (comparison.verdict == ForkVerdict::FailsOnlyForked) return ExitStatus::DoesNotReproduce;
+    }
+    best = runPipeline(config, *batch, all, oracle, log);
+    if (forks && !oracle.freshProcessesOnly()) {
+      best = checkMinimalityFresh(*batch, oracle, best, fresh_minimality);
+      log.info("1-minimality in plain processes: " + fresh_minimality.describe());
+    }
+    confirmed = oracle.confirm(best);
+    if (!confirmed) log.info("warning: the minimal case did not fail again when confirmed in fresh processes");
+  } catch (const RunStopped& e) {
+    status = e.reason == RunStopped::Reason::Interrupted ? ExitStatus::Interrupted : ExitStatus::BudgetSpent;
+    incomplete = e.what();
+    log.info("stopping: " + incomplete + "; writing the best case so far (possibly not minimal)");
+    if (!oracle.reference().failed()) return status;  // nothing failed yet: nothing to write
+  }
+
+  const fs::path minimal_batch = config.work_dir / "minimal-batch.pt";
+  // Nothing reduced: the archive carries the user's own file, the bytes its trials ran.
+  if (selectionKey(best) == selectionKey(all)) fs::copy_file(config.batch, minimal_batch, fs::copy_options::overwrite_existing);
+  else batch->writeCandidate(best, minimal_batch);
+  const NeighbourPlan neighbours = writeNeighbours(config, *batch, best);
+  ReductionSummary summary = summarize(environment.get(), config, *batch, oracle, best, minimal_batch);
+  for (const auto& n : neighbours.cases)
+    summary.neighbours.push_back("`" + n.file + "`: sample ids " + formatList(n.ids, 16) +
+                                 (n.processed ? ", a correct run processes " + std::to_string(*n.processed) : ""));
+  for (const auto& why : neighbours.skipped) summary.neighbours.push_back("not made: " + why);
+  summary.confirmed = confirmed;
+  summary.diagnostic = diagnostic.describe();
+  summary.incomplete = incomplete;
+  summary.processes = processes;
+  summary.fresh_minimality = fresh_minimality.describe();
+  const ArchiveJob job{minimal_batch, neighbours, plain_passes, options.python, selfCheckSkipped(options, config), &g_stop};
+  return writeAndCheckArchive(config, oracle, best, job, summary, status, log);
+}
+
+}  // namespace minrepro

@@ -1,0 +1,36 @@
+// `minrepro shrink`: check that the original reproduces, run the reducer
+// passes until none makes progress, confirm, and write the archive.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "engine/errors.h"
+#include "engine/executors/executor_config.h"
+#include "engine/executors/process.h"
+
+namespace minrepro {
+
+struct ShrinkOptions {
+  std::filesystem::path config;
+  std::optional<std::filesystem::path> output;    // overrides case.yaml's output
+  std::optional<std::filesystem::path> work_dir;  // overrides case.yaml's work_dir
+  std::string trial_binary;                       // minrepro-trial; default beside minrepro
+  std::string python = "/usr/bin/python3";        // for the environment record
+  bool quiet = false;
+  bool resume = false;           // continue from the journal in the work directory
+  bool self_check = true;        // run the archive on its own before finishing (engine/archive/self_check.h)
+  std::size_t jobs = 1;          // trials at once
+  std::size_t max_trials = 0;    // 0: no budget
+  double max_seconds = 0;        // 0: no budget
+  ExecutorOverrides executor;    // --executor, --devices, --trials-per-device
+};
+
+// Runs the whole job and returns how it ended (Reduced, DoesNotReproduce,
+// BudgetSpent, Interrupted, ArchiveDoesNotReproduce). Bad input and trials
+// that cannot start are thrown (engine/errors.h). `executor` null: the
+// executors of the case's executor kind (engine/executors/executor_stack.h).
+ExitStatus runShrink(const ShrinkOptions& options, Executor* executor = nullptr);
+
+}  // namespace minrepro

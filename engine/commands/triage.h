@@ -1,0 +1,38 @@
+// `minrepro triage LOG`: reads a log or captured stderr, finds the FIRST
+// error in it (GUIDE.md §1: what follows is mostly its consequences) and says
+// what to check first and which conclusion to avoid (GUIDE.md §3).
+#pragma once
+
+#include <cstddef>
+#include <iosfwd>
+#include <string>
+
+#include "engine/diagnostics.h"
+#include "engine/errors.h"
+#include "engine/failure_signature.h"
+
+namespace minrepro {
+
+struct Triage {
+  FailureSignature signature;   // family None when the text holds no error
+  std::size_t first_line = 0;   // 1-based line where the first error starts; 0 when none
+  std::string first_line_text;  // that line as written in the log
+  Backend backend = Backend::Unknown;
+};
+
+// Classifies with classifyText (the same reader as the trials) and locates
+// the line where the error it found begins.
+Triage triageText(const std::string& text);
+
+// Which GPU stack wrote the text, from its wording (HIP/HSA vs CUDA):
+// Cuda, Rocm or Unknown.
+Backend detectBackend(const std::string& text);
+
+// The human-readable result; `source` names the log ("train.log", "stdin").
+std::string renderTriage(const Triage& triage, const std::string& source);
+
+// The command: `path` is a file or "-" for stdin. Exit status 0 an error was
+// found, 1 no error in the text; BadInputError (exit 2) when the log cannot be read.
+int runTriage(const std::string& path, std::istream& in, std::ostream& out);
+
+}  // namespace minrepro

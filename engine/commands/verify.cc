@@ -1,0 +1,23 @@
+#include "engine/commands/verify.h"
+
+#include <ostream>
+
+namespace minrepro {
+
+int runVerify(const VerifyOptions& o, std::ostream& out, std::ostream&) {
+  const VerifyResult r = verifyArchive(o, &out);
+  const Manifest& m = r.manifest;
+  const int n = static_cast<int>(r.runs.size()), ok = r.asExpected();
+  if (o.expect == Expect::Fail) {
+    out << "recorded failure: " << m.signature.summary() << "\nreproduced in " << ok << " of " << n << " runs ("
+        << 100 * ok / n << "%)\n";
+  } else {
+    out << "expected: exit 0 and processed=" << *m.processed << "\npassed in " << ok << " of " << n << " runs ("
+        << 100 * ok / n << "%)\n";
+    if (!r.neighbour_runs.empty())
+      out << "neighbours passed: " << r.neighboursAsExpected() << " of " << r.neighbour_runs.size() << "\n";
+  }
+  return r.allAsExpected() ? 0 : 1;
+}
+
+}  // namespace minrepro

@@ -1,0 +1,56 @@
+// The executor a shrink job runs its trials with, from case.yaml's
+// `executor:` section and the command line:
+//   slurm: SlurmExecutor (each trial a job), checked with sbatch --test-only
+//          before anything runs;
+//   local: LocalExecutor, under fork servers where they apply, under a
+//          DevicePoolExecutor when there are devices to hand out (given, or
+//          detected with --jobs > 1).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/case_config.h"
+#include "engine/executors/device_pool.h"
+#include "engine/executors/executor_config.h"
+#include "engine/executors/fork_server.h"
+#include "engine/executors/slurm_executor.h"
+
+namespace minrepro {
+
+class TrialExecutors {
+ public:
+  Executor& top() { return *top_; }
+  // One line for the log: "local processes, fork servers, one of CUDA_VISIBLE_DEVICES=0,1 per trial".
+  const std::string& description() const { return description_; }
+  // The fork servers under top(), if any: their counts say whether trials were forked.
+  const ForkServerExecutor* forkServers() const { return forked_.get(); }
+
+ private:
+  // One builder per line of engine/executors/executor_kinds.def, each stacking its executors here.
+#define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, description) \
+  friend void builder(TrialExecutors&, const CaseConfig&, const ExecutorConfig&, const std::string&, std::size_t);
+#include "engine/executors/executor_kinds.def"
+#undef MINREPRO_EXECUTOR_KIND
+  LocalExecutor local_;
+  std::unique_ptr<ForkServerExecutor> forked_;
+  std::unique_ptr<DevicePoolExecutor> devices_;
+  std::unique_ptr<SlurmExecutor> slurm_;
+  Executor* top_ = &local_;
+  std::string description_ = "local processes";
+};
+
+// The command line's --executor, --devices and --trials-per-device ("" and
+// 0: not given). Throws BadInputError with what to write instead.
+ExecutorOverrides parseExecutorOverrides(const std::string& kind, const std::string& devices,
+                                         std::size_t trials_per_device);
+
+// The case's executor section with the command line's overrides applied.
+ExecutorConfig effectiveExecutor(const CaseConfig& config, const ExecutorOverrides& overrides);
+
+// Throws BadInputError (exit 2) for Slurm options the cluster refuses and
+// TrialStartError (exit 4) when Slurm cannot be reached: before any trial.
+std::unique_ptr<TrialExecutors> makeTrialExecutors(const CaseConfig& config, const ExecutorOverrides& overrides,
+                                                   const std::string& trial_binary, std::size_t jobs);
+
+}  // namespace minrepro

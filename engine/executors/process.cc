@@ -1,0 +1,198 @@
+// All process handling: Boost.Process for spawning, POSIX for process groups,
+// resource limits and signals (Boost.Process v1 has no SIGTERM-then-SIGKILL
+// for a group, and its wait_for is unreliable: boostorg/process#69).
+#include "engine/executors/process.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/process.hpp>
+#include <boost/process/extend.hpp>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace bp = boost::process;
+namespace fs = std::filesystem;
+
+namespace minrepro {
+
+std::string signalName(int signal) {
+  switch (signal) {
+    case SIGABRT: return "SIGABRT";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGFPE: return "SIGFPE";
+    case SIGBUS: return "SIGBUS";
+    case SIGILL: return "SIGILL";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGPIPE: return "SIGPIPE";
+    case SIGHUP: return "SIGHUP";
+    case SIGTRAP: return "SIGTRAP";
+    case SIGXCPU: return "SIGXCPU";
+    case SIGSYS: return "SIGSYS";
+    default: return "signal " + std::to_string(signal);
+  }
+}
+
+std::string describe(const TrialOutcome& outcome) {
+  switch (outcome.end) {
+    case TrialEnd::Exited: return "exit status " + std::to_string(outcome.exit_code);
+    case TrialEnd::Signaled: return "killed by " + signalName(outcome.signal);
+    case TrialEnd::TimedOut: return "timed out after " + std::to_string(outcome.duration.count()) + " ms";
+    case TrialEnd::FailedToStart: return "failed to start: " + outcome.start_error;
+    case TrialEnd::Cancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+void recordWaitStatus(int status, TrialOutcome& outcome) {
+  if (WIFSIGNALED(status)) {
+    outcome.end = TrialEnd::Signaled;
+    outcome.signal = WTERMSIG(status);
+  } else {
+    outcome.end = TrialEnd::Exited;
+    outcome.exit_code = WEXITSTATUS(status);
+  }
+}
+
+std::string resolveProgram(const std::string& name) {
+  if (name.empty() || name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/local/bin:/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    if (dir.empty()) dir = ".";
+    const fs::path candidate = fs::path(dir) / name;
+    if (::access(candidate.c_str(), X_OK) == 0 && !fs::is_directory(candidate)) return candidate.string();
+  }
+  return "";
+}
+
+std::string readFileCapped(const fs::path& file, std::size_t cap) {
+  std::ifstream in(file, std::ios::binary);
+  std::string text(cap, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(cap));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  return text;
+}
+
+namespace {
+
+bp::environment trialEnvironment(const TrialSpec& spec, const fs::path& tmp) {
+  bp::environment env = boost::this_process::environment();
+  for (const auto& name : spec.env_unset) env.erase(name);
+  for (const auto& [name, value] : spec.env_set) env[name] = value;
+  env["TMPDIR"] = tmp.string();
+  return env;
+}
+
+// Runs in the child between fork and exec: nothing here may allocate.
+struct ChildLimits {
+  std::uint64_t address_space = 0;
+  template <class Executor>
+  void operator()(Executor&) const {
+    // If minrepro itself is killed (kill -9), the trial goes too.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    struct rlimit no_core{0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    if (address_space > 0) {
+      struct rlimit as{address_space, address_space};
+      ::setrlimit(RLIMIT_AS, &as);
+    }
+  }
+};
+
+// Polls with a deadline instead of wait_for (boostorg/process#69). Returns
+// false at the deadline or when `cancel` becomes true.
+bool waitUntil(bp::child& child, std::chrono::steady_clock::time_point deadline,
+               const std::atomic<bool>* cancel = nullptr) {
+  std::error_code ec;
+  auto pause = std::chrono::milliseconds(1);
+  while (child.running(ec)) {
+    if (std::chrono::steady_clock::now() >= deadline || (cancel && cancel->load())) return false;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+// SIGTERM to the whole group, a grace period, then SIGKILL to the group:
+// grandchildren and children that ignore SIGTERM go too.
+void killGroup(bp::child& child, pid_t group, std::chrono::milliseconds grace) {
+  ::kill(-group, SIGTERM);
+  waitUntil(child, std::chrono::steady_clock::now() + grace);
+  ::kill(-group, SIGKILL);
+  std::error_code ec;
+  child.wait(ec);
+}
+
+}  // namespace
+
+TrialOutcome LocalExecutor::run(const TrialSpec& spec) {
+  TrialOutcome outcome;
+  if (spec.argv.empty()) {
+    outcome.start_error = "empty command";
+    return outcome;
+  }
+  const std::string program = resolveProgram(spec.argv[0]);
+  if (program.empty()) {
+    outcome.start_error = "program '" + spec.argv[0] + "' not found on PATH";
+    return outcome;
+  }
+  const fs::path tmp = spec.work_dir / "tmp";
+  fs::create_directories(tmp);
+  const fs::path out_file = spec.work_dir / "stdout.txt", err_file = spec.work_dir / "stderr.txt";
+  // Boost.Process opens redirect files without O_TRUNC: start from empty files.
+  std::error_code rm_ec;
+  fs::remove(out_file, rm_ec);
+  fs::remove(err_file, rm_ec);
+  const std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    bp::group group;
+    bp::child child(bp::exe = program, bp::args = args, bp::std_in < bp::null,
+                    bp::std_out > out_file.string(), bp::std_err > err_file.string(),
+                    bp::start_dir = spec.work_dir.string(), trialEnvironment(spec, tmp), group,
+                    bp::extend::on_exec_setup = ChildLimits{spec.address_space_limit_bytes});
+    const pid_t pgid = group.native_handle();
+    if (waitUntil(child, start + spec.timeout, spec.cancel)) {
+      recordWaitStatus(child.native_exit_code(), outcome);
+      ::kill(-pgid, SIGKILL);  // whatever the trial left running in its group
+    } else {
+      killGroup(child, pgid, spec.kill_grace);
+      outcome.end = spec.cancel && spec.cancel->load() ? TrialEnd::Cancelled : TrialEnd::TimedOut;
+    }
+  } catch (const std::exception& e) {
+    outcome.end = TrialEnd::FailedToStart;
+    outcome.start_error = e.what();
+  }
+  outcome.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  outcome.stdout_text = readFileCapped(out_file, spec.output_cap_bytes);
+  outcome.stderr_text = readFileCapped(err_file, spec.output_cap_bytes);
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  return outcome;
+}
+
+std::filesystem::path besideSelf(const std::string& name) {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path(name) : self.parent_path() / name;
+}
+
+std::string ownFile(const std::string& name, const std::filesystem::path& fallback) {
+  std::error_code ec;
+  const std::filesystem::path beside = besideSelf(name);
+  for (const std::filesystem::path& candidate : {beside.has_parent_path() ? beside : std::filesystem::path(), fallback})
+    if (!candidate.empty() && std::filesystem::is_regular_file(candidate, ec)) return candidate.string();
+  return "";
+}
+
+}  // namespace minrepro

@@ -1,0 +1,94 @@
+// Running one trial in a fresh process, and what came of it.
+//
+// All process handling lives behind this header (as in ninja's subprocess.h):
+// the rest of the engine sees a TrialSpec go in and a TrialOutcome come out.
+// The Executor interface is the seam for tests (a fake that scripts outcomes)
+// and for later executors (parallel, cluster).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace minrepro {
+
+struct TrialSpec {
+  std::vector<std::string> argv;               // argv[0] is an absolute path or a name found on PATH
+  std::map<std::string, std::string> env_set;  // added to (or replacing in) the parent's environment
+  std::vector<std::string> env_unset;          // removed from the parent's environment
+  std::filesystem::path work_dir;              // cwd of the trial; TMPDIR points at work_dir/tmp
+  std::chrono::milliseconds timeout{60'000};
+  std::chrono::milliseconds kill_grace{2'000};  // between SIGTERM and SIGKILL to the group
+  std::uint64_t address_space_limit_bytes = 0;  // 0: no limit (RLIMIT_AS)
+  std::size_t output_cap_bytes = 1 << 20;        // how much of each stream is kept in the outcome
+  const std::atomic<bool>* cancel = nullptr;     // when it becomes true, the trial's group is killed
+  // Run as a plain exec'd process even where a fork server could serve it:
+  // the checks that forked children behave as fresh processes do.
+  bool fresh_process = false;
+};
+
+enum class TrialEnd {
+  Exited,         // the process exited by itself; see exit_code
+  Signaled,       // killed by a signal it did not catch; see signal
+  TimedOut,       // ran past the timeout; its whole process group was killed
+  Cancelled,      // stopped because the run was interrupted; its whole group was killed
+  FailedToStart,  // could not be started at all; see start_error
+};
+
+struct TrialOutcome {
+  TrialEnd end = TrialEnd::FailedToStart;
+  int exit_code = 0;  // valid when end == Exited
+  int signal = 0;     // valid when end == Signaled
+  std::string start_error;
+  std::string stdout_text;
+  std::string stderr_text;
+  std::chrono::milliseconds duration{0};
+
+  bool passed() const { return end == TrialEnd::Exited && exit_code == 0; }
+};
+
+std::string describe(const TrialOutcome& outcome);
+// Fills end/exit_code/signal from a waitpid() status (never confuses a
+// signal with an exit status, as Boost's exit_code() does).
+void recordWaitStatus(int status, TrialOutcome& outcome);  // "exit status 1", "signal SIGABRT", ...
+std::string signalName(int signal);                  // "SIGABRT"; "signal 42" when unknown
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // Runs one trial to completion. Never throws for a trial that misbehaves:
+  // a missing program, a crash or a hang is an outcome, not an exception.
+  virtual TrialOutcome run(const TrialSpec& spec) = 0;
+};
+
+// Each trial is a new process in its own process group: stdin from /dev/null,
+// stdout and stderr to files in work_dir, TMPDIR=work_dir/tmp, core dumps off,
+// optional RLIMIT_AS, and on timeout SIGTERM then SIGKILL to the whole group,
+// so grandchildren and children that ignore SIGTERM go too.
+class LocalExecutor : public Executor {
+ public:
+  TrialOutcome run(const TrialSpec& spec) override;
+};
+
+// At most `cap` bytes from the start of a file (a trial's output: the first
+// error is at the start); "" when it cannot be read.
+std::string readFileCapped(const std::filesystem::path& file, std::size_t cap);
+
+// Resolves a program name the way execvp would (PATH search), without
+// boost_filesystem. Returns the input unchanged when it contains a '/'.
+std::string resolveProgram(const std::string& name);
+
+// One of minrepro's own files (a helper library, a script) beside the
+// running executable, else `fallback` (where the build tree put it); ""
+// when neither is a regular file.
+std::string ownFile(const std::string& name, const std::filesystem::path& fallback);
+
+// `name` in the directory of the running executable (minrepro's programs
+// and data sit beside it); `name` alone when /proc/self/exe cannot be read.
+std::filesystem::path besideSelf(const std::string& name);
+
+}  // namespace minrepro

@@ -1,5 +1,0 @@
-// minrepro-slurm-job: what a trial's Slurm job runs (engine/slurm_job.h).
-// Built without LibTorch so that it starts in milliseconds on a node.
-#include "engine/slurm_job.h"
-
-int main(int argc, char** argv) { return minrepro::slurmJobMain(argc, argv); }

@@ -1,0 +1,48 @@
+#include "engine/trial_spec.h"
+
+#include "engine/case_branches.h"
+#include "harness/trial_main.h"
+
+namespace fs = std::filesystem;
+
+namespace minrepro {
+
+std::string substitutePlaceholders(std::string arg, const fs::path& batch, const fs::path& work_dir,
+                                   const fs::path& case_dir) {
+  const std::pair<std::string, std::string> subs[] = {
+      {"{batch}", batch.string()}, {"{workdir}", work_dir.string()}, {"{case_dir}", case_dir.string()}};
+  for (const auto& [key, value] : subs) {
+    for (auto pos = arg.find(key); pos != std::string::npos; pos = arg.find(key, pos + value.size()))
+      arg.replace(pos, key.size(), value);
+  }
+  return arg;
+}
+
+TrialSpec trialSpecFor(const CaseConfig& config, const std::string& trial_binary, const TrialInput& input) {
+  TrialSpec spec;
+  if (config.harness) {
+    spec.argv = harnessArgv(trial_binary, withBranches(*config.harness, input.branches_off), input.batch.string());
+  } else {
+    const CommandTrial command = withBranches(*config.command, input.branches_off);
+    for (const auto& arg : command.argv)
+      spec.argv.push_back(substitutePlaceholders(arg, input.batch, input.dir, config.base_dir));
+    spec.env_set = command.env;
+  }
+  // Determinism switches, recorded in the report: the case's seed, and the
+  // trial's own number for trials that want a fresh seed each time.
+  spec.env_set["MINREPRO_SEED"] = std::to_string(config.seed);
+  spec.env_set["MINREPRO_TRIAL"] = std::to_string(input.number);
+  spec.env_set["PYTHONHASHSEED"] = std::to_string(config.seed);
+  if (config.deterministic) {
+    spec.env_set["MINREPRO_DETERMINISTIC"] = "1";
+    spec.env_set["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8";  // cuBLAS needs it for deterministic results
+  }
+  spec.work_dir = input.dir;
+  spec.timeout = config.timeout;
+  spec.address_space_limit_bytes = config.memory_limit_bytes;
+  return spec;
+}
+
+std::string defaultTrialBinary() { return besideSelf("minrepro-trial").string(); }
+
+}  // namespace minrepro
