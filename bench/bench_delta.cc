@@ -1,5 +1,5 @@
 // The sample search on the standard list-minimization problems of
-// shared/bench/list-problems.md. Trial counts are exact and deterministic:
+// docs/list-problems.md. Trial counts are exact and deterministic:
 // they are reported as counters and checked against the goals (the run
 // fails if a result is wrong or a count exceeds its goal); the time is the
 // search's own overhead, trials cost nothing here.
@@ -18,7 +18,7 @@ using minrepro::testing::ListOracle;
 using minrepro::testing::listProblems;
 
 struct Goal {
-  std::size_t best_public;  // best public reducer, list-problems.md
+  std::size_t best_public;  // best public reducer, docs/list-problems.md
   double bound;             // information-theoretic bound incl. the full-input check
   std::size_t goal;         // 1.25 x bound
 };

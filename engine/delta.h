@@ -12,7 +12,7 @@
 //   * after each needed unit is found, one trial asks whether the needed
 //     units alone suffice; once several culprits are known, group sizes
 //     follow the density of culprits seen so far.
-// On the standard problems (shared/bench/list-problems.md) this needs
+// On the standard problems (docs/list-problems.md) this needs
 // a 12, b 23, c 14, d 81, e 28 trials including the check of the full input.
 //
 // Every unit that is kept was shown to be needed: removing it from a

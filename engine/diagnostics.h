@@ -1,4 +1,4 @@
-// Diagnostic mode by backend (GUIDE.md §2, §8): the environment variables a
+// Diagnostic mode by backend (docs/method.md, "Diagnostic mode", "ROCm"): the environment variables a
 // diagnostic re-run of a captured case gets, chosen from the backend the
 // capture recorded. NVIDIA: synchronous launches (CUDA_LAUNCH_BLOCKING=1).
 // ROCm: HIP's own serialization switches, never the NVIDIA variable (on ROCm
@@ -54,7 +54,7 @@ std::string describeDiagnosticMode(const BackendInfo& backend);
 // Unknown when there are both (which one the trials use cannot be told).
 BackendInfo detectMachineBackend(const std::filesystem::path& dev_root = "/dev");
 
-// What `trial.diagnostic` gives the trials of a shrink (GUIDE.md §2, §8):
+// What `trial.diagnostic` gives the trials of a shrink (docs/method.md, "Diagnostic mode", "ROCm"):
 // the variables, for the original's first re-run and every trial of the
 // reduction; the final confirmation and `verify` run without them.
 struct DiagnosticPlan {

@@ -1,7 +1,7 @@
 // Failure signatures: the family, operator and first message of a failed trial.
 //
 // A trial's output is read line by line and the FIRST error in it is kept
-// (GUIDE.md §1: later errors are mostly consequences of the first). PyTorch
+// (docs/method.md, "The first error and its context": later errors are mostly consequences of the first). PyTorch
 // prints errors in a few forms, each with its own reader below:
 //   - a CUDA/HIP kernel assertion ("Loss.cu:242: kernel: block: [..] Assertion `c` failed.")
 //   - std::terminate's report of an uncaught C++ exception ("terminate called after throwing ...")

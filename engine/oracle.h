@@ -99,7 +99,7 @@ class TrialOracle {
   bool interesting(const Selection& selection, const Speculation& next = {});
   // Fresh trials of the final case (never cached): does it still fail?
   // Runs without any diagnostic variable (set here or inherited): the
-  // normal configuration (GUIDE.md §6).
+  // normal configuration (docs/method.md, "Confirmation in the normal configuration").
   bool confirm(const Selection& selection);
   // Diagnostic variables (engine/diagnostics.h) for every trial but the
   // confirmation's: the original's first re-run and the reduction's.

@@ -1,6 +1,6 @@
 // Capture the first failing step of a LibTorch (C++) training loop as a
 // minrepro case: the C++ counterpart of harness/python/minrepro_capture,
-// writing the same case directory (GUIDE.md §1, §3, §8).
+// writing the same case directory (docs/method.md, "The first error and its context", "Failure families", "ROCm").
 //
 //     minrepro::CaptureOptions options;
 //     options.out_dir = "crash-case";

@@ -1,4 +1,4 @@
-// Contract checks on a batch before it reaches the loss (GUIDE.md §4): the
+// Contract checks on a batch before it reaches the loss (docs/method.md, "Target contracts"): the
 // class-index target contract of cross_entropy / nll_loss. LibTorch-free, so
 // the engine and the CLI can use it; harness/contract_tensors.h has the
 // variant for tensors already in memory.

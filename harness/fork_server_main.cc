@@ -1,5 +1,5 @@
 // The built-in harness's fork server; see harness/fork_server_main.h.
-// Rules that keep forked children from hanging (../shared/design/STACK-NOTES.md):
+// Rules that keep forked children from hanging (docs/fork-servers.md):
 // one thread in the parent, at::set_num_threads(1) before any op and again in
 // the child, no at::launch, children end with _exit. The parent never
 // initialises CUDA: a CUDA context does not survive fork(). Its only ops are

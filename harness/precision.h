@@ -1,4 +1,4 @@
-// Half precision off, for `minrepro compare`'s float32 variant (GUIDE.md §5:
+// Half precision off, for `minrepro compare`'s float32 variant (docs/method.md, "One change at a time":
 // "the usual precision", one change at a time). LibTorch-free: the engine
 // calls the first function; the harness the second.
 #pragma once

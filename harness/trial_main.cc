@@ -123,7 +123,7 @@ torch::jit::Module loadModel(const std::string& path) {
 }
 
 // A batch that breaks the target contract fails here, naming the samples,
-// instead of deep inside the loss (GUIDE.md §4). Exit 1, like a failed step.
+// instead of deep inside the loss (docs/method.md, "Target contracts"). Exit 1, like a failed step.
 bool targetsViolateContract(const TrialArgs& a, const NamedTensors& batch) {
   if (a.check_classes <= 0) return false;
   const TargetContract contract{a.target, a.check_classes, a.ignore_index, a.ids};

@@ -1,4 +1,4 @@
-// The class-index target contract (GUIDE.md §4) on real batch files, as a
+// The class-index target contract (docs/method.md, "Target contracts") on real batch files, as a
 // library call and through the minrepro check and minrepro-trial binaries.
 #include "harness/contract.h"
 

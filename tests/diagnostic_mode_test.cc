@@ -1,4 +1,4 @@
-// Diagnostic mode wired into shrink (GUIDE.md §2, §6, §8): trial.diagnostic
+// Diagnostic mode wired into shrink (docs/method.md, "Diagnostic mode", "Confirmation in the normal configuration", "ROCm"): trial.diagnostic
 // in case.yaml, the plan by backend, and a whole shrink with an executor
 // that records every trial's environment: the original's re-run and the
 // reduction's trials get the backend's variables, the final confirmation

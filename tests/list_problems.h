@@ -1,4 +1,4 @@
-// The standard list-minimization problems of shared/bench/list-problems.md,
+// The standard list-minimization problems of docs/list-problems.md,
 // with the same definitions (and the same flakiness generator) as the
 // reference list_problems.py, for tests and benchmarks.
 #pragma once

@@ -120,7 +120,7 @@ Manifest parseManifest(const std::string& text, const std::string& source) {
 
 // A correct run of the harness's repro.py must process every sample whose
 // target is not ignore_index: a "fix" that drops or ignores samples does not
-// pass (GUIDE.md §6). Known only for the built-in harness with integer targets.
+// pass (docs/method.md, "Confirmation in the normal configuration"). Known only for the built-in harness with integer targets.
 std::optional<std::int64_t> expectedProcessed(const CaseConfig& config, const fs::path& minimal_batch) {
   if (!config.harness || config.harness->target.empty() || config.harness->loss == "none") return std::nullopt;
   CaseConfig minimal = config;

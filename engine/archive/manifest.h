@@ -29,7 +29,7 @@ struct Manifest {
   // Samples a correct run must process (targets that are not ignore_index);
   // absent when the archive cannot know (a trial command, no target).
   std::optional<std::int64_t> processed;
-  // Neighbour batches (GUIDE.md §6) that --expect pass also runs, each with
+  // Neighbour batches (docs/method.md, "Neighbour cases") that --expect pass also runs, each with
   // its own expected count; and the neighbours that could not be made, why.
   std::vector<NeighbourCase> neighbours;
   std::vector<std::string> neighbours_skipped;

@@ -1,4 +1,4 @@
-// Neighbour cases (GUIDE.md §6): batches next to the minimal one that a fix
+// Neighbour cases (docs/method.md, "Neighbour cases"): batches next to the minimal one that a fix
 // must also pass: the minimal batch plus one more sample, the shortest and
 // the longest entries of the original, and the last batch-sized slice.
 // Which samples each holds is decided here (no LibTorch); shrink writes them

@@ -1,5 +1,5 @@
 // repro.cpp and CMakeLists.txt for archives of the built-in harness: the
-// same forward and loss with LibTorch alone (issue 5, GUIDE.md §7), for
+// same forward and loss with LibTorch alone (issue 5, docs/method.md, "A request for deeper analysis"), for
 // maintainers who work in C++. Generated text; the engine does not link it.
 #pragma once
 

@@ -169,7 +169,7 @@ VerifyResult verifyArchive(const VerifyOptions& o, std::ostream* progress, Execu
                 << std::setprecision(1) << result.runs.back().outcome.duration.count() / 1000.0 << " s\n"
                 << std::flush;
   }
-  // After a fix, the neighbour batches must pass too (GUIDE.md §6): one
+  // After a fix, the neighbour batches must pass too (docs/method.md, "Neighbour cases"): one
   // fresh run each, with the count recorded for that batch.
   if (o.expect == Expect::Pass) {
     int index = o.runs;

@@ -1,5 +1,5 @@
 // Scrubbing what identifies the machine and its user from text that leaves
-// it (REPORT.md; GUIDE.md §7: "remove personal identifiers and needless
+// it (REPORT.md; docs/method.md, "Scrubbing personal data": "remove personal identifiers and needless
 // paths"): the home directory, user and host names, absolute paths.
 #pragma once
 

@@ -1,4 +1,4 @@
-// "What sets the minimal batch apart" (issue 5, GUIDE.md §6, §7): the kept
+// "What sets the minimal batch apart" (issue 5, docs/method.md, "What sets the minimal batch apart"): the kept
 // samples' values of each small per-sample integer tensor against the rest
 // of the original, whether they are the original's last samples (a last
 // incomplete batch), and their ids. No LibTorch: values come in as vectors.

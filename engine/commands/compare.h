@@ -1,4 +1,4 @@
-// `minrepro compare ARCHIVE|case.yaml`: one change at a time (GUIDE.md §3,
+// `minrepro compare ARCHIVE|case.yaml`: one change at a time (docs/method.md, "Failure families",
 // §5). The minimal case runs as is and under variants, each alone and each
 // run a fresh process with the diagnostic variables removed: the CPU instead
 // of the accelerator, float32 instead of half precision, deterministic

@@ -129,7 +129,7 @@ int verifyCommand(const std::vector<std::string>& args) {
   return minrepro::runVerify(o, std::cout, std::cerr);
 }
 
-// minrepro compare ARCHIVE|case.yaml: variants, one change at a time (GUIDE.md §5).
+// minrepro compare ARCHIVE|case.yaml: variants, one change at a time (docs/method.md, "One change at a time").
 int compareCommand(const std::vector<std::string>& args) {
   minrepro::CompareOptions o;
   std::string input;
@@ -164,7 +164,7 @@ int regressCommand(const std::vector<std::string>& args) {
   return minrepro::runRegress(dir, o, std::cout);
 }
 
-// minrepro check: the class-index target contract of a batch (GUIDE.md §4).
+// minrepro check: the class-index target contract of a batch (docs/method.md, "Target contracts").
 int checkCommand(const std::vector<std::string>& args) {
   minrepro::TargetContract c;
   std::string batch;

@@ -1,4 +1,4 @@
-// A regression set kept with the user's project (GUIDE.md §4, §6): minimal
+// A regression set kept with the user's project (docs/method.md, "Regression sets"): minimal
 // cases stored by `shrink --add-to DIR`, rerun together by `minrepro regress DIR`.
 //
 // DIR holds NAME.tar.gz (a reproducer archive) and NAME.expect ("fail" while

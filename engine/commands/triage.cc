@@ -70,7 +70,7 @@ std::string backendName(Backend backend) {
   }
 }
 
-// GUIDE.md §2, §3, §8: what to do next on this stack. ROCm keeps the cuda
+// docs/method.md, "Diagnostic mode", "Failure families", "ROCm": what to do next on this stack. ROCm keeps the cuda
 // device name, so its switches must not be confused with NVIDIA's.
 std::vector<std::string> nextSteps(const Triage& t) {
   std::vector<std::string> steps;

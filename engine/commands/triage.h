@@ -1,6 +1,6 @@
 // `minrepro triage LOG`: reads a log or captured stderr, finds the FIRST
-// error in it (GUIDE.md §1: what follows is mostly its consequences) and says
-// what to check first and which conclusion to avoid (GUIDE.md §3).
+// error in it (docs/method.md, "The first error and its context": what follows is mostly its consequences) and says
+// what to check first and which conclusion to avoid (docs/method.md, "Failure families").
 #pragma once
 
 #include <cstddef>
