@@ -32,7 +32,7 @@ namespace fs = std::filesystem;
 // case.yaml as soon as it is registered.
 const std::vector<std::string>& knownReducers() {
   static const std::vector<std::string> names{
-#define MINREPRO_REDUCER(name, factory, description) #name,
+#define MINREPRO_REDUCER(name, factory, key_writer, description) #name,
 #include "reducers/reducers.def"
 #undef MINREPRO_REDUCER
   };

@@ -65,7 +65,7 @@ std::vector<Speculated> likelyNext(const Search& search, const Make& make, const
   return chain;
 }
 
-Selection runSetPass(PassContext& pc, const Reducer& reducer, const Selection& current, const DeltaOptions& options) {
+Selection runSetPass(PassContext& pc, const SetReducer& reducer, const Selection& current, const DeltaOptions& options) {
   const std::size_t units = reducer.unitCount(current);
   if (units == 0) return current;
   if (reducer.allowsEmpty() && ask(pc, reducer, reducer.apply(current, {}), {})) return reducer.apply(current, {});
@@ -82,7 +82,7 @@ Selection runSetPass(PassContext& pc, const Reducer& reducer, const Selection& c
   return reducer.apply(current, search.result());
 }
 
-Selection runKnobPass(PassContext& pc, const Reducer& reducer, Selection current) {
+Selection runKnobPass(PassContext& pc, const KnobReducer& reducer, Selection current) {
   // Knobs are re-read after each search: shortening the window changes the
   // per-sample knobs. Each knob is searched once per pass, by name.
   std::set<std::string> searched;
@@ -119,8 +119,8 @@ Selection runKnobPass(PassContext& pc, const Reducer& reducer, Selection current
 Selection runPass(PassContext& pc, const Reducer& reducer, const Selection& current, const DeltaOptions& options) {
   const OracleStats before = pc.oracle.stats();
   const CaseSize size_before = pc.size;
-  Selection next = reducer.knobs(current).empty() ? runSetPass(pc, reducer, current, options)
-                                                  : runKnobPass(pc, reducer, current);
+  const Selection next = reducer.asSet() ? runSetPass(pc, *reducer.asSet(), current, options)
+                                         : runKnobPass(pc, *reducer.asKnobs(), current);
   const OracleStats& after = pc.oracle.stats();
   pc.log.info("pass " + reducer.name() + ": " + size_before.describe() + " -> " + pc.size.describe() + " in " +
               std::to_string(after.trials + after.replayed - before.trials - before.replayed) + " trials (" +
@@ -148,17 +148,20 @@ std::vector<Speculated> openingCandidates(const CaseConfig& config, const CaseVi
     for (auto& s : likelyNext(search, make, make, max - 1, true, false)) chain.push_back(std::move(s));
     return chain;
   };
-  if (const auto knobs = reducer->knobs(start); !knobs.empty()) {
+  if (const KnobReducer* knobbed = reducer->asKnobs()) {
+    const auto knobs = knobbed->knobs(start);
+    if (knobs.empty()) return {};
     const Knob& knob = knobs.front();
     return opening(KnobSearch(knob.min, knob.value),
-                   [&](const KnobSearch& s) { return reducer->withKnob(start, knob, s.query()); });
+                   [&](const KnobSearch& s) { return knobbed->withKnob(start, knob, s.query()); });
   }
-  const std::size_t units = reducer->unitCount(start);
+  const SetReducer& set = *reducer->asSet();
+  const std::size_t units = set.unitCount(start);
   if (units == 0) return {};
-  if (reducer->allowsEmpty()) return {{reducer->apply(start, {})}};
+  if (set.allowsEmpty()) return {{set.apply(start, {})}};
   if (units == 1) return {};
   return opening(DeltaSearch(units, deltaOptions(config)),
-                 [&](const DeltaSearch& s) { return reducer->apply(start, s.query()); });
+                 [&](const DeltaSearch& s) { return set.apply(start, s.query()); });
 }
 
 Selection runPipeline(const CaseConfig& config, const CaseView& view, Selection current, TrialOracle& oracle, Log& log) {

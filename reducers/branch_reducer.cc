@@ -7,13 +7,22 @@
 namespace minrepro {
 namespace {
 
-class BranchReducer : public Reducer {
+class BranchReducer : public SetReducer {
  public:
   explicit BranchReducer(const CaseView& view) : view_(view) {}
   std::string name() const override { return "branches"; }
   bool allowsEmpty() const override { return true; }
 
   std::size_t unitCount(const Selection& current) const override { return on(current).size(); }
+
+  std::vector<std::string> describe(const Selection& minimal, const std::vector<std::int64_t>&) const override {
+    const std::vector<std::string> branches = view_.optionalBranches();
+    if (branches.empty()) return {};
+    std::string on, off;
+    for (const auto& b : branches) (minimal.branches_off.count(b) ? off : on) += (std::string(", ") + b);
+    return {"Branches needed: " + (on.empty() ? std::string("none") : on.substr(2)) +
+            (off.empty() ? "" : "; switched off without losing the failure: " + off.substr(2))};
+  }
 
   Selection apply(const Selection& current, const std::vector<std::size_t>& keep) const override {
     const std::vector<std::string> branches = on(current);
@@ -40,5 +49,9 @@ class BranchReducer : public Reducer {
 }  // namespace
 
 std::unique_ptr<Reducer> createBranchReducer(const CaseView& view) { return std::make_unique<BranchReducer>(view); }
+
+void writeBranchesKey(const Selection& selection, std::string& key) {
+  for (const auto& branch : selection.branches_off) key += "|off " + branch;
+}
 
 }  // namespace minrepro

@@ -12,7 +12,7 @@
 namespace minrepro {
 namespace {
 
-class LengthReducer : public Reducer {
+class LengthReducer : public KnobReducer {
  public:
   explicit LengthReducer(const CaseView& view) : view_(view), lengths_(view.sampleLengths()) {}
   std::string name() const override { return "lengths"; }
@@ -30,6 +30,20 @@ class LengthReducer : public Reducer {
       if (visible > min) out.push_back({"sample " + std::to_string(s), min, visible});
     }
     return out;
+  }
+
+  std::vector<std::string> describe(const Selection& minimal,
+                                    const std::vector<std::int64_t>& sample_ids) const override {
+    const std::int64_t length = view_.sequenceLength();
+    if (length == 0) return {};
+    std::vector<std::string> lines{"Sequence window: positions " + std::to_string(minimal.seq_begin) + ".." +
+                                   std::to_string(minimal.seq_end) + " of " + std::to_string(length) + " (length " +
+                                   std::to_string(minimal.seq_end - minimal.seq_begin) + ")"};
+    for (const auto& [sample, cut] : minimal.lengths)
+      lines.push_back("Sample id " + std::to_string(sample_ids[static_cast<std::size_t>(sample)]) + ": length " +
+                      std::to_string(lengths_[static_cast<std::size_t>(sample)]) + " shortened to " +
+                      std::to_string(cut - minimal.seq_begin));
+    return lines;
   }
 
   Selection withKnob(const Selection& current, const Knob& knob, std::int64_t value) const override {
@@ -60,5 +74,11 @@ class LengthReducer : public Reducer {
 }  // namespace
 
 std::unique_ptr<Reducer> createLengthReducer(const CaseView& view) { return std::make_unique<LengthReducer>(view); }
+
+void writeLengthsKey(const Selection& selection, std::string& key) {
+  if (selection.seq_end > 0) key += "|window " + std::to_string(selection.seq_begin) + ":" + std::to_string(selection.seq_end);
+  for (const auto& [sample, length] : selection.lengths)
+    key += "|len " + std::to_string(sample) + "=" + std::to_string(length);
+}
 
 }  // namespace minrepro

@@ -34,7 +34,8 @@ struct Selection {
 };
 
 // A stable key of what the selection keeps: candidates with the same key are
-// the same trial input (cache, journal).
+// the same trial input (cache, journal). Each pass writes its own fields
+// (ReducerInfo::write_key), in the order of reducers/reducers.def.
 std::string selectionKey(const Selection& selection);
 
 // One element of a batch tensor, by its flat index in the original tensor.
@@ -81,28 +82,53 @@ struct Knob {
   std::int64_t value = 0;   // the current value
 };
 
+class SetReducer;
+class KnobReducer;
+
+// A pass. Its kind is its type: a SetReducer has units that can go (delta
+// debugging over them), a KnobReducer has integer settings that are simpler
+// when smaller (a binary search each). Either knows its own fields of the
+// Selection, and says what it changed for the report.
 class Reducer {
  public:
   virtual ~Reducer() = default;
   virtual std::string name() const = 0;
+  // REPORT.md's lines on what this pass changed in `minimal` (none when it
+  // changed nothing); sample ids name samples the way the user knows them.
+  virtual std::vector<std::string> describe(const Selection& minimal,
+                                            const std::vector<std::int64_t>& sample_ids) const {
+    return {};
+  }
+  // The pass as its kind; null when it is the other one.
+  const SetReducer* asSet() const;
+  const KnobReducer* asKnobs() const;
+};
 
-  // Set passes: how many units could be removed from `current`, and
-  // `current` keeping only the given units (ascending indices < unitCount).
-  virtual std::size_t unitCount(const Selection& current) const { return 0; }
-  virtual Selection apply(const Selection& current, const std::vector<std::size_t>& keep) const { return current; }
+class SetReducer : public Reducer {
+ public:
+  // How many units could be removed from `current`, and `current` keeping
+  // only the given units (ascending indices < unitCount).
+  virtual std::size_t unitCount(const Selection& current) const = 0;
+  virtual Selection apply(const Selection& current, const std::vector<std::size_t>& keep) const = 0;
   // Whether keeping no unit at all is a valid candidate (all branches off,
   // all values trivial); an empty batch is not.
   virtual bool allowsEmpty() const { return false; }
+};
 
-  // Knob passes: the knobs of `current` (searched one after the other, each
-  // for its smallest value that still fails), and `current` with one set.
-  virtual std::vector<Knob> knobs(const Selection& current) const { return {}; }
-  virtual Selection withKnob(const Selection& current, const Knob& knob, std::int64_t value) const { return current; }
+class KnobReducer : public Reducer {
+ public:
+  // The knobs of `current` (searched one after the other, each for its
+  // smallest value that still fails), and `current` with one set.
+  virtual std::vector<Knob> knobs(const Selection& current) const = 0;
+  virtual Selection withKnob(const Selection& current, const Knob& knob, std::int64_t value) const = 0;
 };
 
 struct ReducerInfo {
   const char* name;
   std::unique_ptr<Reducer> (*create)(const CaseView&);
+  // Appends the pass's own fields of a selection to its key (selectionKey):
+  // nothing when they are at their defaults.
+  void (*write_key)(const Selection&, std::string&);
   const char* description;
 };
 

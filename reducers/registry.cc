@@ -1,29 +1,24 @@
 #include "reducers/reducer.h"
 
 #include <algorithm>
-#include <sstream>
 
 #include "engine/content_hash.h"
 
 namespace minrepro {
 
-#define MINREPRO_REDUCER(name, factory, description) std::unique_ptr<Reducer> factory(const CaseView&);
+#define MINREPRO_REDUCER(name, factory, key_writer, description) \
+  std::unique_ptr<Reducer> factory(const CaseView&);              \
+  void key_writer(const Selection&, std::string&);
 #include "reducers/reducers.def"
 #undef MINREPRO_REDUCER
 
+const SetReducer* Reducer::asSet() const { return dynamic_cast<const SetReducer*>(this); }
+const KnobReducer* Reducer::asKnobs() const { return dynamic_cast<const KnobReducer*>(this); }
+
 std::string selectionKey(const Selection& selection) {
-  std::ostringstream text;
-  text << "samples";
-  for (auto i : selection.samples) text << "," << i;
-  // Fields at their defaults add nothing, so a samples-only key stays as it was.
-  if (selection.seq_end > 0) text << "|window " << selection.seq_begin << ":" << selection.seq_end;
-  for (const auto& [sample, length] : selection.lengths) text << "|len " << sample << "=" << length;
-  for (const auto& branch : selection.branches_off) text << "|off " << branch;
-  for (const auto& [tensor, kept] : selection.values_kept) {
-    text << "|values " << tensor << ":";
-    for (auto i : kept) text << i << ",";
-  }
-  return contentHash(text.str());
+  std::string text;
+  for (const auto& info : reducerRegistry()) info.write_key(selection, text);
+  return contentHash(text);
 }
 
 Selection fullSelection(const CaseView& view) {
@@ -59,7 +54,7 @@ CaseSize measureSize(const Selection& selection, const CaseView& view) {
 
 const std::vector<ReducerInfo>& reducerRegistry() {
   static const std::vector<ReducerInfo> registry{
-#define MINREPRO_REDUCER(name, factory, description) {#name, &factory, description},
+#define MINREPRO_REDUCER(name, factory, key_writer, description) {#name, &factory, &key_writer, description},
 #include "reducers/reducers.def"
 #undef MINREPRO_REDUCER
   };

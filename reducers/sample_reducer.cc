@@ -6,7 +6,7 @@
 namespace minrepro {
 namespace {
 
-class SampleReducer : public Reducer {
+class SampleReducer : public SetReducer {
  public:
   std::string name() const override { return "samples"; }
   std::size_t unitCount(const Selection& current) const override { return current.samples.size(); }
@@ -21,5 +21,11 @@ class SampleReducer : public Reducer {
 }  // namespace
 
 std::unique_ptr<Reducer> createSampleReducer(const CaseView&) { return std::make_unique<SampleReducer>(); }
+
+// Always written, even for every sample: every key starts with the samples.
+void writeSamplesKey(const Selection& selection, std::string& key) {
+  key += "samples";
+  for (auto i : selection.samples) key += "," + std::to_string(i);
+}
 
 }  // namespace minrepro

@@ -11,13 +11,20 @@
 namespace minrepro {
 namespace {
 
-class ValueReducer : public Reducer {
+class ValueReducer : public SetReducer {
  public:
   explicit ValueReducer(const CaseView& view) : view_(view) {}
   std::string name() const override { return "values"; }
   bool allowsEmpty() const override { return true; }
 
   std::size_t unitCount(const Selection& current) const override { return units(current).size(); }
+
+  std::vector<std::string> describe(const Selection& minimal, const std::vector<std::int64_t>&) const override {
+    if (minimal.values_kept.empty()) return {};
+    return {"Values: " + std::to_string(view_.nonTrivialValues(minimal).size()) +
+            " non-trivial value(s) left; every other value is trivial (floats 0, integers their smallest valid "
+            "value, masks all-ones), dtypes and layouts unchanged"};
+  }
 
   Selection apply(const Selection& current, const std::vector<std::size_t>& keep) const override {
     const std::vector<ValueUnit>& all = units(current);
@@ -54,5 +61,12 @@ class ValueReducer : public Reducer {
 }  // namespace
 
 std::unique_ptr<Reducer> createValueReducer(const CaseView& view) { return std::make_unique<ValueReducer>(view); }
+
+void writeValuesKey(const Selection& selection, std::string& key) {
+  for (const auto& [tensor, kept] : selection.values_kept) {
+    key += "|values " + tensor + ":";
+    for (auto i : kept) key += std::to_string(i) + ",";
+  }
+}
 
 }  // namespace minrepro

@@ -86,7 +86,10 @@ struct ScriptedView : CaseView {
 
 TEST(Reducers, BranchesSwitchOffWhatIsNotKept) {
   ScriptedView view;
-  const auto reducer = findReducer("branches")->create(view);
+  const auto created = findReducer("branches")->create(view);
+  const SetReducer* reducer = created->asSet();
+  ASSERT_NE(reducer, nullptr);
+  EXPECT_EQ(created->asKnobs(), nullptr);
   Selection s = fullSelection(view);
   s.branches_off = {"noise"};
   EXPECT_EQ(reducer->unitCount(s), 2u);  // crop, pad
@@ -97,7 +100,9 @@ TEST(Reducers, BranchesSwitchOffWhatIsNotKept) {
 
 TEST(Reducers, ValuesKeepOnlyTheChosenElementsPerTensor) {
   ScriptedView view;
-  const auto reducer = findReducer("values")->create(view);
+  const auto created = findReducer("values")->create(view);
+  const SetReducer* reducer = created->asSet();
+  ASSERT_NE(reducer, nullptr);
   const Selection next = reducer->apply(fullSelection(view), {1});
   EXPECT_EQ(next.values_kept.at("x"), (std::vector<std::int64_t>{9}));
   EXPECT_TRUE(next.values_kept.at("y").empty());
@@ -105,7 +110,10 @@ TEST(Reducers, ValuesKeepOnlyTheChosenElementsPerTensor) {
 
 TEST(Reducers, LengthKnobsCutTheWindowThenEachSample) {
   ScriptedView view;
-  const auto reducer = findReducer("lengths")->create(view);
+  const auto created = findReducer("lengths")->create(view);
+  const KnobReducer* reducer = created->asKnobs();
+  ASSERT_NE(reducer, nullptr);
+  EXPECT_EQ(created->asSet(), nullptr);
   Selection s = fullSelection(view);
   s.samples = {1, 2};
   auto knobs = reducer->knobs(s);
@@ -200,6 +208,39 @@ TEST_F(MaterializeFixture, LengthsOutsideTheSequenceAreBadInput) {
   } catch (const BadInputError& e) {
     EXPECT_NE(std::string(e.what()).find("holds lengths outside [0, 6]"), std::string::npos) << e.what();
   }
+}
+
+TEST(Reducers, EveryFieldOfASelectionChangesItsKey) {
+  ScriptedView view;
+  const Selection base = fullSelection(view);
+  std::vector<Selection> changed(5, base);
+  changed[0].samples = {0, 1};
+  changed[1].seq_begin = 2;
+  changed[2].lengths[1] = 5;
+  changed[3].branches_off = {"noise"};
+  changed[4].values_kept["x"] = {5};
+  std::set<std::string> keys{selectionKey(base)};
+  for (const Selection& s : changed) keys.insert(selectionKey(s));
+  EXPECT_EQ(keys.size(), 6u);  // each pass writes its own field, and none is forgotten
+  EXPECT_EQ(selectionKey(changed[3]), selectionKey(Selection(changed[3])));
+}
+
+TEST(Reducers, EachPassDescribesItsOwnPartOfTheMinimalCase) {
+  ScriptedView view;
+  Selection minimal = fullSelection(view);
+  minimal.samples = {1};
+  minimal.seq_begin = 2;
+  minimal.seq_end = 6;
+  minimal.lengths[1] = 5;
+  minimal.branches_off = {"crop", "pad"};
+  const std::vector<std::int64_t> ids{100, 101, 102, 103};
+  EXPECT_TRUE(findReducer("samples")->create(view)->describe(minimal, ids).empty());
+  EXPECT_EQ(findReducer("branches")->create(view)->describe(minimal, ids),
+            (std::vector<std::string>{"Branches needed: noise; switched off without losing the failure: crop, pad"}));
+  EXPECT_EQ(findReducer("lengths")->create(view)->describe(minimal, ids),
+            (std::vector<std::string>{"Sequence window: positions 2..6 of 10 (length 4)",
+                                      "Sample id 101: length 7 shortened to 3"}));
+  EXPECT_TRUE(findReducer("values")->create(view)->describe(minimal, ids).empty());  // no value simplified
 }
 
 }  // namespace

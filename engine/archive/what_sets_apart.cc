@@ -76,28 +76,11 @@ std::vector<std::string> describeApart(std::int64_t original, const std::vector<
 
 std::vector<std::string> describeReduction(const CaseView& view, const Selection& minimal,
                                            const std::vector<std::int64_t>& sample_ids) {
+  // Each pass says what it changed (reducers/reducer.h); the samples' own
+  // part is describeApart's.
   std::vector<std::string> lines;
-  if (const std::int64_t length = view.sequenceLength(); length > 0) {
-    lines.push_back("Sequence window: positions " + std::to_string(minimal.seq_begin) + ".." +
-                    std::to_string(minimal.seq_end) + " of " + std::to_string(length) + " (length " +
-                    std::to_string(minimal.seq_end - minimal.seq_begin) + ")");
-    const std::vector<std::int64_t> original = view.sampleLengths();
-    for (const auto& [sample, cut] : minimal.lengths)
-      lines.push_back("Sample id " + std::to_string(sample_ids[static_cast<std::size_t>(sample)]) + ": length " +
-                      std::to_string(original[static_cast<std::size_t>(sample)]) + " shortened to " +
-                      std::to_string(cut - minimal.seq_begin));
-  }
-  const std::vector<std::string> branches = view.optionalBranches();
-  if (!branches.empty()) {
-    std::string on, off;
-    for (const auto& b : branches) (minimal.branches_off.count(b) ? off : on) += (std::string(", ") + b);
-    lines.push_back("Branches needed: " + (on.empty() ? std::string("none") : on.substr(2)) +
-                    (off.empty() ? "" : "; switched off without losing the failure: " + off.substr(2)));
-  }
-  if (!minimal.values_kept.empty())
-    lines.push_back("Values: " + std::to_string(view.nonTrivialValues(minimal).size()) +
-                    " non-trivial value(s) left; every other value is trivial (floats 0, integers their smallest "
-                    "valid value, masks all-ones), dtypes and layouts unchanged");
+  for (const auto& info : reducerRegistry())
+    for (auto& line : info.create(view)->describe(minimal, sample_ids)) lines.push_back(std::move(line));
   return lines;
 }
 
