@@ -87,8 +87,8 @@ Row measure(const std::string& name, const CaseConfig& c, const fs::path& dir, i
   LocalExecutor local;
   ForkServerOptions no_standby;
   no_standby.standby = false;
-  ForkServerExecutor forked(caseForkRouter(c, MINREPRO_TRIAL_BINARY_PATH), local);
-  ForkServerExecutor unready(caseForkRouter(c, MINREPRO_TRIAL_BINARY_PATH), local, no_standby);
+  ForkServerExecutor forked(trialForkRouter(MINREPRO_TRIAL_BINARY_PATH, c.preload), local);
+  ForkServerExecutor unready(trialForkRouter(MINREPRO_TRIAL_BINARY_PATH, c.preload), local, no_standby);
   const TrialSpec spec = fullBatchTrial(c, dir);
   auto start = Clock::now();
   const std::string reference = classify(forked.run(spec)).summary();  // starts the server

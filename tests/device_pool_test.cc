@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "engine/executors/device_pool.h"
-#include "engine/executors/executor_stack.h"
+#include "engine/trial_executors.h"
 
 namespace minrepro {
 namespace {

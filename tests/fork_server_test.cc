@@ -3,6 +3,7 @@
 // a dying server do not affect the next trial; what no server can run falls
 // back to plain processes.
 #include "engine/executors/fork_server.h"
+#include "engine/trial_executors.h"
 
 #include <signal.h>
 #include <unistd.h>

@@ -11,7 +11,7 @@
 #include "engine/commands/shrink.h"
 #include "engine/commands/triage.h"
 #include "engine/commands/verify.h"
-#include "engine/executors/executor_stack.h"
+#include "engine/trial_executors.h"
 #include "harness/contract.h"
 #include "reducers/reducer.h"
 

@@ -16,7 +16,7 @@
 #include "engine/archive/tar_gz.h"
 #include "engine/case_branches.h"
 #include "engine/diagnostics.h"
-#include "engine/executors/executor_stack.h"
+#include "engine/trial_executors.h"
 #include "engine/executors/fork_server.h"
 #include "engine/fresh_check.h"
 #include "engine/journal.h"
@@ -171,7 +171,7 @@ ExitStatus runShrink(const ShrinkOptions& options, Executor* executor) {
   if (options.output) config.output = fs::absolute(*options.output);
   if (options.work_dir) config.work_dir = fs::absolute(*options.work_dir);
   // Local processes (fork servers, a device each) or Slurm jobs, checked
-  // before anything runs: engine/executors/executor_stack.h.
+  // before anything runs: engine/trial_executors.h.
   const auto stack = executor ? nullptr
                               : makeTrialExecutors(config, options.executor, options.trial_binary.empty()
                                                        ? defaultTrialBinary() : options.trial_binary, options.jobs);

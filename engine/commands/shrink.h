@@ -30,7 +30,7 @@ struct ShrinkOptions {
 // Runs the whole job and returns how it ended (Reduced, DoesNotReproduce,
 // BudgetSpent, Interrupted, ArchiveDoesNotReproduce). Bad input and trials
 // that cannot start are thrown (engine/errors.h). `executor` null: the
-// executors of the case's executor kind (engine/executors/executor_stack.h).
+// executors of the case's executor kind (engine/trial_executors.h).
 ExitStatus runShrink(const ShrinkOptions& options, Executor* executor = nullptr);
 
 }  // namespace minrepro

@@ -479,23 +479,14 @@ std::string pythonForkServerScript() {
 
 std::string pythonNativeHooks() { return ownFile("libminrepro_pyhooks.so", MINREPRO_PY_HOOKS); }
 
-ForkRouter caseForkRouter(const CaseConfig& config, const std::string& trial_binary) {
+ForkRouter trialForkRouter(const std::string& trial_binary, const std::vector<std::string>& preload) {
   return [trial_binary, script = pythonForkServerScript(), hooks = pythonNativeHooks(),
-          preload = config.preload](const TrialSpec& spec) -> std::optional<ForkRoute> {
+          preload](const TrialSpec& spec) -> std::optional<ForkRoute> {
     if (auto r = harnessForkRoute(spec, trial_binary)) return r;
     auto r = pythonForkRoute(spec, script, preload);
     if (r && !hooks.empty()) r->server_argv.insert(r->server_argv.end(), {"--native-hooks", hooks});
     return r;
   };
-}
-
-std::unique_ptr<ForkServerExecutor> makeForkServerExecutor(const CaseConfig& config, const std::string& trial_binary,
-                                                           Executor& fallback, std::size_t jobs) {
-  if (!config.fork_server) return nullptr;
-  ForkServerOptions options;
-  options.log_file = config.work_dir / "fork-server.log";
-  options.servers_per_route = std::max<std::size_t>(jobs, 1);
-  return std::make_unique<ForkServerExecutor>(caseForkRouter(config, trial_binary), fallback, options);
 }
 
 }  // namespace minrepro

@@ -25,7 +25,6 @@
 #include <string>
 #include <vector>
 
-#include "engine/case_config.h"
 #include "engine/executors/process.h"
 
 namespace minrepro {
@@ -101,12 +100,6 @@ class ForkServerExecutor : public Executor {
 
 // The routes of a shrink job's trials: the built-in harness, and Python
 // scripts (with the case's preloaded modules and the native hooks).
-ForkRouter caseForkRouter(const CaseConfig& config, const std::string& trial_binary);
-
-// The executor of a shrink job: the built-in harness and Python-script
-// commands in fork servers (one per job slot and kind of trial); null when
-// case.yaml says `trial.fork_server: false`.
-std::unique_ptr<ForkServerExecutor> makeForkServerExecutor(const CaseConfig& config, const std::string& trial_binary,
-                                                           Executor& fallback, std::size_t jobs = 1);
+ForkRouter trialForkRouter(const std::string& trial_binary, const std::vector<std::string>& preload);
 
 }  // namespace minrepro

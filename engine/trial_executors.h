@@ -48,6 +48,12 @@ ExecutorOverrides parseExecutorOverrides(const std::string& kind, const std::str
 // The case's executor section with the command line's overrides applied.
 ExecutorConfig effectiveExecutor(const CaseConfig& config, const ExecutorOverrides& overrides);
 
+// The executor of a shrink job: the built-in harness and Python-script
+// commands in fork servers (one per job slot and kind of trial); null when
+// case.yaml says `trial.fork_server: false`.
+std::unique_ptr<ForkServerExecutor> makeForkServerExecutor(const CaseConfig& config, const std::string& trial_binary,
+                                                           Executor& fallback, std::size_t jobs = 1);
+
 // Throws BadInputError (exit 2) for Slurm options the cluster refuses and
 // TrialStartError (exit 4) when Slurm cannot be reached: before any trial.
 std::unique_ptr<TrialExecutors> makeTrialExecutors(const CaseConfig& config, const ExecutorOverrides& overrides,

@@ -1,4 +1,4 @@
-#include "engine/executors/executor_stack.h"
+#include "engine/trial_executors.h"
 
 #include <stdexcept>
 
@@ -26,6 +26,15 @@ std::optional<DeviceList> devicesToLease(const ExecutorConfig& e, std::size_t jo
 }
 
 }  // namespace
+
+std::unique_ptr<ForkServerExecutor> makeForkServerExecutor(const CaseConfig& config, const std::string& trial_binary,
+                                                           Executor& fallback, std::size_t jobs) {
+  if (!config.fork_server) return nullptr;
+  ForkServerOptions options;
+  options.log_file = config.work_dir / "fork-server.log";
+  options.servers_per_route = std::max<std::size_t>(jobs, 1);
+  return std::make_unique<ForkServerExecutor>(trialForkRouter(trial_binary, config.preload), fallback, options);
+}
 
 ExecutorOverrides parseExecutorOverrides(const std::string& kind, const std::string& devices,
                                          std::size_t trials_per_device) {
