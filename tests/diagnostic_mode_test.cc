@@ -123,6 +123,10 @@ TEST_F(DiagnosticShrink, CudaTrialsGetLaunchBlockingAndTheConfirmationDoesNot) {
   EXPECT_NE(text.find("- Diagnostic variables of the trials and the first re-run: CUDA_LAUNCH_BLOCKING=1 (auto: "
                       "backend CUDA 12.1 from the captured context); the final confirmation ran without any "
                       "diagnostic variable"), std::string::npos) << text;
+  // A command picks its own device: the report says so, and what the captured run used.
+  EXPECT_NE(text.find("Backend of the trials: chosen by the trial command; this machine offers "), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("; the captured run used CUDA 12.1"), std::string::npos) << text;
 }
 
 TEST_F(DiagnosticShrink, ParallelTrialsRunTheConfirmationAheadAndStillWithoutThem) {

@@ -42,6 +42,8 @@ TEST_F(EndToEnd, Class4ShrinksToTheOneBadSampleAndReproducesWithoutMinrepro) {
   EXPECT_NE(report.find("Samples: 1 of 512"), std::string::npos);
   EXPECT_NE(report.find("Kept sample ids: [10313]"), std::string::npos);
   EXPECT_NE(report.find("`target` = [4]"), std::string::npos);
+  EXPECT_NE(report.find("- Backend of the trials: CPU (the built-in harness runs on the CPU)"), std::string::npos)
+      << report;
   EXPECT_EQ(report.find(work_.path().string()), std::string::npos) << "report leaks a local path";
   EXPECT_EQ(report.find(examples_->path().string()), std::string::npos) << "report leaks a local path";
 }
