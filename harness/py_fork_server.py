@@ -221,6 +221,43 @@ def prepare_child():
     _reseed()
 
 
+def _adopt_orphans():
+    """Descendants that leave the trial's group are reparented to the trial,
+    not to minrepro, while it runs: forked ones carry no tag that minrepro
+    could find them by (engine/executors/containment.h)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except Exception:
+        pass
+
+
+def _end_descendants():
+    """Kills and reaps every child still there when the trial ends (orphans
+    reparented to it included), as a plain process's group and orphans are
+    killed when it exits; repeats for the children those leave."""
+    while True:
+        pids = set()
+        for task in os.listdir("/proc/self/task"):
+            try:
+                with open("/proc/self/task/%s/children" % task) as f:
+                    pids.update(int(pid) for pid in f.read().split())
+            except OSError:
+                pass
+        if not pids:
+            return
+        for pid in pids:
+            for target in (pid, -pid):  # and its group, when it made one
+                try:
+                    os.kill(target, signal.SIGKILL)
+                except OSError:
+                    pass
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
 def become_trial(message, fds):
     """The prepared child becomes the trial and runs it; returns its exit status."""
     _redirect(fds)
@@ -229,7 +266,10 @@ def become_trial(message, fds):
     if _skip_cpp_stack_traces is not None and os.environ.get("TORCH_SHOW_CPP_STACKTRACES") != "1":
         _skip_cpp_stack_traces()  # torch prints that stack only when the variable is 1
     _set_limits(message)
-    return run_script(values(message, "arg"))
+    _adopt_orphans()
+    status = run_script(values(message, "arg"))
+    _end_descendants()
+    return status
 
 
 def standby_child(channel):

@@ -11,6 +11,7 @@
 #include "engine/commands/shrink.h"
 #include "engine/commands/triage.h"
 #include "engine/commands/verify.h"
+#include "engine/executors/containment.h"
 #include "engine/trial_executors.h"
 #include "harness/contract.h"
 #include "reducers/reducer.h"
@@ -218,8 +219,15 @@ int main(int argc, char** argv) {
   }
   const std::string command = argv[1];
   const std::vector<std::string> rest(argv + 2, argv + argc);
-  for (const Command& c : kCommands)
-    if (command == c.name) return minrepro::runCommand(c.name, std::cerr, [&] { return c.run(rest); });
+  for (const Command& c : kCommands) {
+    if (command != c.name) continue;
+    // Whatever a trial starts and leaves behind is reparented here, found
+    // and killed (engine/executors/containment.h); the rest when the command ends.
+    minrepro::adoptOrphans();
+    const int status = minrepro::runCommand(c.name, std::cerr, [&] { return c.run(rest); });
+    minrepro::killAllOrphans();
+    return status;
+  }
   if (command == "--version" || command == "version") {
     std::cout << "minrepro " << MINREPRO_VERSION << "\n";
     return 0;

@@ -17,6 +17,7 @@
 #include "engine/case_branches.h"
 #include "engine/diagnostics.h"
 #include "engine/trial_executors.h"
+#include "engine/executors/containment.h"
 #include "engine/executors/fork_server.h"
 #include "engine/fresh_check.h"
 #include "engine/journal.h"
@@ -137,6 +138,19 @@ class StopOnSignals {
   std::array<struct sigaction, 4> old_{};
 };
 
+// A run killed with SIGKILL could not end its trials' escaped descendants
+// nor remove its trial directories: the next run in the directory does,
+// once the lock says no run is using it. Tags of this run's trials carry
+// the work directory from here on. Returns the processes it killed.
+std::size_t cleanUpAfterKilledRun(const fs::path& work_dir) {
+  const std::string scope = fs::weakly_canonical(work_dir).string();
+  setTrialScope(scope);
+  const std::size_t killed = killLeftovers(scope, work_dir / "trials");
+  std::error_code ec;
+  fs::remove_all(work_dir / "trials", ec);
+  return killed;
+}
+
 // What identifies a run for --resume: the case file, the batch and the
 // settings that change which trials are run.
 std::string runIdentity(const CaseConfig& config) {
@@ -186,9 +200,13 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   const DiagnosticPlan diagnostic = planDiagnostics(config);
   fs::create_directories(config.work_dir);
   const WorkDirLock lock(config.work_dir);  // before the journal and the log are touched
+  const std::size_t leftovers = cleanUpAfterKilledRun(config.work_dir);
   Log log(options.quiet);
   log.openFile(config.work_dir / "minrepro.log");
   Journal journal(config.work_dir, runIdentity(config), options.resume);
+  if (leftovers > 0)
+    log.info("killed " + std::to_string(leftovers) + " process(es) that the trials of a run killed before its end "
+             "had left running");
   StopOnSignals stop_on_signals;
   // The environment record imports torch in a Python process (~2 s here):
   // started now, it runs beside the trials instead of after them.

@@ -17,6 +17,7 @@
 #include <set>
 #include <thread>
 
+#include "engine/executors/containment.h"
 #include "engine/executors/fork_protocol.h"
 
 extern char** environ;
@@ -280,11 +281,21 @@ class ForkServerExecutor::Impl {
       for (auto& s : servers) stopServer(s, 2s);
   }
 
-  TrialOutcome run(const TrialSpec& spec) {
-    const auto route = router_ && !spec.fresh_process ? router_(spec) : std::nullopt;
-    if (route) {
-      if (auto outcome = runRouted(spec, *route)) return finish(spec, std::move(*outcome));
+  TrialOutcome run(const TrialSpec& given) {
+    const auto route = router_ && !given.fresh_process ? router_(given) : std::nullopt;
+    if (!route) {
+      count(&ForkServerCounts::plain);
+      return fallback_.run(given);
     }
+    // The forked child and what it starts carry the trial's tag; what
+    // escaped its group is reparented here and killed when it ends
+    // (engine/executors/containment.h).
+    TrialSpec spec = given;
+    if (!spec.env_set.count(kTrialTagVariable)) spec.env_set[kTrialTagVariable] = newTrialTag();
+    const std::string tag = spec.env_set.at(kTrialTagVariable);
+    std::optional<TrialOutcome> outcome = runRouted(spec, *route);
+    killTrialOrphans(tag, spec.work_dir);
+    if (outcome) return finish(spec, std::move(*outcome));
     count(&ForkServerCounts::plain);
     return fallback_.run(spec);
   }

@@ -3,6 +3,8 @@
 // for a group, and its wait_for is unreliable: boostorg/process#69).
 #include "engine/executors/process.h"
 
+#include "engine/executors/containment.h"
+
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -85,11 +87,12 @@ std::string readFileCapped(const fs::path& file, std::size_t cap) {
 
 namespace {
 
-bp::environment trialEnvironment(const TrialSpec& spec, const fs::path& tmp) {
+bp::environment trialEnvironment(const TrialSpec& spec, const fs::path& tmp, const std::string& tag) {
   bp::environment env = boost::this_process::environment();
   for (const auto& name : spec.env_unset) env.erase(name);
   for (const auto& [name, value] : spec.env_set) env[name] = value;
   env["TMPDIR"] = tmp.string();
+  env[kTrialTagVariable] = tag;
   return env;
 }
 
@@ -154,12 +157,15 @@ TrialOutcome LocalExecutor::run(const TrialSpec& spec) {
   fs::remove(out_file, rm_ec);
   fs::remove(err_file, rm_ec);
   const std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
+  // A fork server's fallback keeps the tag it was given (engine/executors/containment.h).
+  const auto given = spec.env_set.find(kTrialTagVariable);
+  const std::string tag = given != spec.env_set.end() ? given->second : newTrialTag();
   const auto start = std::chrono::steady_clock::now();
   try {
     bp::group group;
     bp::child child(bp::exe = program, bp::args = args, bp::std_in < bp::null,
                     bp::std_out > out_file.string(), bp::std_err > err_file.string(),
-                    bp::start_dir = spec.work_dir.string(), trialEnvironment(spec, tmp), group,
+                    bp::start_dir = spec.work_dir.string(), trialEnvironment(spec, tmp, tag), group,
                     bp::extend::on_exec_setup = ChildLimits{spec.address_space_limit_bytes});
     const pid_t pgid = group.native_handle();
     if (waitUntil(child, start + spec.timeout, spec.cancel)) {
@@ -173,6 +179,7 @@ TrialOutcome LocalExecutor::run(const TrialSpec& spec) {
     outcome.end = TrialEnd::FailedToStart;
     outcome.start_error = e.what();
   }
+  killTrialOrphans(tag, spec.work_dir);  // what left the group and outlived the trial
   outcome.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
   outcome.stdout_text = readFileCapped(out_file, spec.output_cap_bytes);
   outcome.stderr_text = readFileCapped(err_file, spec.output_cap_bytes);
