@@ -5,6 +5,7 @@
 #include <c10/util/Logging.h>
 #include <c10/util/Type.h>
 #include <torch/script.h>
+#include <torch/version.h>
 
 #include <sys/stat.h>
 
@@ -184,6 +185,18 @@ void preloadModelFile(const std::string& path) {
     torch::jit::Module module = torch::jit::load(path);
     preloaded() = PreloadedModel{path, st.st_size, st.st_mtim, std::move(module)};
   } catch (const std::exception&) {
+  }
+}
+
+void checkModelLoads(const std::filesystem::path& model) {
+  try {
+    torch::jit::load(model.string());
+  } catch (const std::exception& e) {
+    std::string why = e.what();
+    why = why.substr(0, why.find('\n'));
+    throw BadInputError(model.string() + ": trial.harness.model is not a TorchScript model that LibTorch " +
+                        std::string(TORCH_VERSION) + " can load (" + why + "); save the model slice with " +
+                        "torch.jit.script(model).save(path) or torch.jit.trace(model, example).save(path)");
   }
 }
 

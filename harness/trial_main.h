@@ -4,6 +4,7 @@
 // message and the operator that raised it on stderr, then SIGABRT).
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,11 @@ int trialMain(int argc, char** argv);
 // those bytes (same bytes, same loader) instead of reading the file again.
 // The file is read from disk after all when its size or mtime changed.
 void preloadModelFile(const std::string& path);
+
+// The built-in harness's model must load as TorchScript: a file that does
+// not is bad input (BadInputError naming it and what to give instead), never
+// a failure to reduce. Checked by shrink before any trial.
+void checkModelLoads(const std::filesystem::path& model);
 
 // The command line that runs the built-in harness on a batch.
 std::vector<std::string> harnessArgv(const std::string& trial_binary, const HarnessTrial& harness,

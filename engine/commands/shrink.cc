@@ -1,5 +1,6 @@
 #include "engine/commands/shrink.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <iostream>
 #include <set>
 #include <sstream>
+#include <cstring>
 
 #include "engine/archive/tar_gz.h"
 #include "engine/case_branches.h"
@@ -25,6 +27,7 @@
 #include "engine/pipeline.h"
 #include "engine/archive/reproducer.h"
 #include "engine/trial_spec.h"
+#include "harness/trial_main.h"
 
 namespace fs = std::filesystem;
 
@@ -138,6 +141,32 @@ class StopOnSignals {
   std::array<struct sigaction, 4> old_{};
 };
 
+// What would otherwise fail only after the whole reduction, or be reduced as
+// if it were the bug: found before the first trial, as bad input (exit 2).
+void checkBeforeTrials(const CaseConfig& config) {
+  std::error_code ec;
+  if (fs::exists(config.work_dir, ec) && !fs::is_directory(config.work_dir, ec))
+    throw BadInputError(config.work_dir.string() + ": the work directory (work_dir or --work-dir) is a file; give a "
+                        "directory (made when missing)");
+  const fs::path& output = config.output;
+  if (fs::is_directory(output, ec))
+    throw BadInputError(output.string() + ": the archive (output or --output) is a directory; give a file name, e.g. " +
+                        (output / "repro.tar.gz").string());
+  const fs::path dir = output.parent_path();
+  if (!fs::is_directory(dir, ec))
+    throw BadInputError(output.string() + ": the archive's directory " + dir.string() +
+                        " does not exist; create it, or give another output or --output");
+  // The archive is written to a temp file beside it, then renamed: that must work.
+  const fs::path probe = dir / (".minrepro-output-check-" + std::to_string(::getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw BadInputError(output.string() + ": cannot write in " + dir.string() + " (" + std::strerror(errno) +
+                        "); give an output or --output where this user may write");
+  ::close(fd);
+  ::unlink(probe.c_str());
+  if (config.harness) checkModelLoads(config.harness->model);
+}
+
 // A run killed with SIGKILL could not end its trials' escaped descendants
 // nor remove its trial directories: the next run in the directory does,
 // once the lock says no run is using it. Tags of this run's trials carry
@@ -196,6 +225,7 @@ ExitStatus runShrink(const ShrinkOptions& options, Executor* executor) {
 ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Executor& executor,
                            const ForkServerExecutor* forked) {
   const auto batch = BatchStore::open(config);
+  checkBeforeTrials(config);
   // Before anything is written: trial.diagnostic: on without a backend is bad input.
   const DiagnosticPlan diagnostic = planDiagnostics(config);
   fs::create_directories(config.work_dir);

@@ -1,0 +1,104 @@
+// Whole-binary tier: bad paths and a model that is not TorchScript are bad
+// input, found before the first trial (exit 2, one line that says what to
+// do), not after a whole reduction (#14, item 3); and no command ends in
+// std::terminate, whatever it throws (engine/commands/run_command.h).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <new>
+#include <sstream>
+
+#include "engine/commands/run_command.h"
+#include "tests/e2e_fixture.h"
+#include "tests/test_util.h"
+
+namespace minrepro {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::runCommand;
+using testing::writeFile;
+
+class BadInput : public testing::ExampleCases {
+ protected:
+  // shrink class4 with extra options; its status, its output in *output.
+  int shrinkWith(const std::string& options, std::string* output, const fs::path& case_file = {}) {
+    return runCommand(std::string(MINREPRO_BINARY) + " shrink --config " +
+                          (case_file.empty() ? example("class4") / "case.yaml" : case_file).string() + " " + options,
+                      output);
+  }
+  // Nothing ran: no trial was journaled in the work directory.
+  bool noTrialRan(const fs::path& work) const {
+    return !fs::exists(work / "journal.txt") || testing::readFile(work / "journal.txt").find("trial") == std::string::npos;
+  }
+};
+
+TEST_F(BadInput, AnArchiveDirectoryThatDoesNotExistIsFoundBeforeTheFirstTrial) {
+  const fs::path work = work_.path() / "w";
+  std::string output;
+  EXPECT_EQ(shrinkWith("--work-dir " + work.string() + " --output " + (work_.path() / "missing" / "r.tar.gz").string(),
+                       &output), 2) << output;
+  EXPECT_NE(output.find("minrepro shrink: error: "), std::string::npos) << output;
+  EXPECT_NE(output.find("missing does not exist; create it, or give another output or --output"), std::string::npos)
+      << output;
+  EXPECT_TRUE(noTrialRan(work));
+}
+
+TEST_F(BadInput, AnArchivePathThatIsADirectoryIsFoundBeforeTheFirstTrial) {
+  const fs::path work = work_.path() / "w";
+  std::string output;
+  EXPECT_EQ(shrinkWith("--work-dir " + work.string() + " --output " + work_.path().string(), &output), 2) << output;
+  EXPECT_NE(output.find("is a directory; give a file name, e.g. "), std::string::npos) << output;
+  EXPECT_TRUE(noTrialRan(work));
+}
+
+TEST_F(BadInput, AWorkDirectoryThatIsAFileIsBadInputNotAnInternalError) {
+  const fs::path file = work_.path() / "a-file";
+  writeFile(file, "not a directory\n");
+  std::string output;
+  EXPECT_EQ(shrinkWith("--work-dir " + file.string() + " --output " + (work_.path() / "r.tar.gz").string(), &output), 2)
+      << output;
+  EXPECT_NE(output.find("the work directory (work_dir or --work-dir) is a file"), std::string::npos) << output;
+  EXPECT_EQ(output.find("internal error"), std::string::npos) << output;
+  EXPECT_EQ(testing::readFile(file), "not a directory\n");  // nothing lost
+}
+
+TEST_F(BadInput, AModelThatIsNotTorchScriptIsBadInputNotTheBugToReduce) {
+  const fs::path case_dir = work_.path() / "class4";
+  fs::copy(example("class4"), case_dir, fs::copy_options::recursive);
+  writeFile(case_dir / "model.pt", "a pickled nn.Module, not a TorchScript archive\n");
+  const fs::path work = work_.path() / "w";
+  std::string output;
+  EXPECT_EQ(shrinkWith("--work-dir " + work.string(), &output, case_dir / "case.yaml"), 2) << output;
+  EXPECT_NE(output.find("trial.harness.model is not a TorchScript model that LibTorch"), std::string::npos) << output;
+  EXPECT_NE(output.find("torch.jit.script(model).save(path)"), std::string::npos) << output;
+  EXPECT_TRUE(noTrialRan(work));
+  EXPECT_FALSE(fs::exists(case_dir / "repro.tar.gz"));
+}
+
+// The one map from errors to statuses, for what any command may throw.
+TEST(RunCommand, EveryErrorEndsWithItsStatusAndOneLine) {
+  const auto status = [](auto thrower, std::string* line) {
+    std::ostringstream err;
+    const int s = ::minrepro::runCommand("verify", err, [&]() -> int { thrower(); return 0; });
+    *line = err.str();
+    return s;
+  };
+  std::string line;
+  EXPECT_EQ(status([] { throw BadInputError("x.tar.gz: no such archive"); }, &line), 2);
+  EXPECT_EQ(line, "minrepro verify: error: x.tar.gz: no such archive\n");
+  EXPECT_EQ(status([] { throw DoesNotReproduceError("never failed"); }, &line), 3);
+  EXPECT_EQ(status([] { throw TrialStartError("no python"); }, &line), 4);
+  EXPECT_EQ(status([] { throw RunStopped(RunStopped::Reason::TrialBudget, "spent"); }, &line), 5);
+  EXPECT_EQ(status([] { throw RunStopped(RunStopped::Reason::Interrupted, "interrupted"); }, &line), 130);
+  EXPECT_EQ(status([] { throw fs::filesystem_error("cannot create", fs::path("/x"), std::make_error_code(std::errc::io_error)); },
+                   &line), 1);
+  EXPECT_NE(line.find("minrepro verify: internal error: "), std::string::npos) << line;
+  EXPECT_EQ(status([] { throw std::bad_alloc(); }, &line), 1);
+  EXPECT_NE(line.find("out of memory in minrepro itself"), std::string::npos) << line;
+  EXPECT_EQ(status([] { throw 42; }, &line), 1);
+  EXPECT_NE(line.find("please report"), std::string::npos) << line;
+}
+
+}  // namespace
+}  // namespace minrepro
