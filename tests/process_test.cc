@@ -1,6 +1,9 @@
 #include "engine/executors/process.h"
 
+#include "engine/failure_signature.h"
+
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -41,6 +44,50 @@ TEST(LocalExecutorTest, ExitStatusAndOutput) {
   EXPECT_EQ(outcome.stdout_text, "out\n");
   EXPECT_EQ(outcome.stderr_text, "err\n");
   EXPECT_FALSE(outcome.passed());
+}
+
+// A flood of warnings before the error (#14, item 4): the first error comes
+// after the first MiB, and is still read, with the cut said.
+TEST(LocalExecutorTest, AnErrorAfterAFloodOfOutputIsReadFromTheTail) {
+  testing::TempDir dir;
+  TrialSpec spec = shell("i=0; while [ $i -lt 60000 ]; do echo 'UserWarning: this overload is deprecated' >&2; "
+                         "i=$((i+1)); done; echo 'IndexError: Target 4 is out of bounds.' >&2; exit 1",
+                         dir.path());
+  spec.timeout = 60s;
+  const TrialOutcome outcome = LocalExecutor().run(spec);
+  EXPECT_EQ(outcome.stderr_bytes, 60000u * 41 + 39);
+  EXPECT_LE(outcome.stderr_text.size(), spec.output_cap_bytes + 200);
+  EXPECT_NE(outcome.stderr_text.find("bytes of output cut here; its head and tail were kept"), std::string::npos);
+  EXPECT_TRUE(outcome.stderr_text.ends_with("IndexError: Target 4 is out of bounds.\n"));
+  const FailureSignature signature = classify(outcome);  // the first error, not "nonzero-exit"
+  EXPECT_EQ(signature.family, FailureFamily::IndexError) << signature.summary();
+  EXPECT_EQ(signature.message, "Target 4 is out of bounds.");
+  EXPECT_NE(describe(outcome).find("; stderr: 2460039 bytes, read at its head and tail"), std::string::npos)
+      << describe(outcome);
+}
+
+// The disk a trial's output takes stays near its cap while it writes: the
+// middle of the file is freed, its length and its head and tail kept.
+TEST(LocalExecutorTest, OutputFilesStayWithinTheirDiskCapWhileTheTrialWrites) {
+  testing::TempDir dir;
+  TrialSpec spec;
+  spec.argv = {testing::python(), "-c",
+               "import sys, time\n"
+               "sys.stdout.buffer.write(b'HEAD\\n')\n"
+               "for i in range(64):\n"
+               "    sys.stdout.buffer.write(b'x' * (1 << 20)); sys.stdout.flush(); time.sleep(0.03)\n"
+               "sys.stdout.buffer.write(b'\\nTAIL\\n')\n"};
+  spec.work_dir = dir.path();
+  spec.timeout = 60s;
+  spec.output_disk_cap_bytes = 4 << 20;
+  const TrialOutcome outcome = LocalExecutor().run(spec);
+  ASSERT_TRUE(outcome.passed()) << outcome.stderr_text;
+  struct stat st {};
+  ASSERT_EQ(::stat((dir.path() / "stdout.txt").c_str(), &st), 0);
+  EXPECT_EQ(static_cast<std::uint64_t>(st.st_size), (std::uint64_t{64} << 20) + 11);  // its length is kept
+  EXPECT_LT(static_cast<std::uint64_t>(st.st_blocks) * 512, std::uint64_t{12} << 20);  // 64 MiB written
+  EXPECT_TRUE(outcome.stdout_text.starts_with("HEAD\n"));
+  EXPECT_TRUE(outcome.stdout_text.ends_with("\nTAIL\n"));
 }
 
 TEST(LocalExecutorTest, SignalIsNotAnExitStatus) {

@@ -3,6 +3,7 @@
 #include "engine/commands/regress.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "tests/test_util.h"
 
@@ -52,6 +53,19 @@ TEST(Regress, ACaseThatChangedIsFlaggedAndTheStatusIsOne) {
             std::string::npos) << out;
   EXPECT_NE(out.find("<-- differs"), std::string::npos) << out;
   EXPECT_NE(out.find("3 case(s), 2 differ"), std::string::npos) << out;
+}
+
+// NAME.expect that is a FIFO (or a device): read only when it is a small
+// regular file, so regress ends and says so instead of hanging.
+TEST(Regress, AnExpectFileThatIsAFifoIsReportedNotReadForever) {
+  testing::TempDir tmp;
+  const fs::path set = tmp.path() / "set";
+  addCase(set, "trap", kFails, "");
+  ASSERT_EQ(::mkfifo((set / "trap.expect").c_str(), 0644), 0);
+  std::string out;
+  EXPECT_EQ(runCommand("timeout 60 " + std::string(MINREPRO_BINARY) + " regress " + set.string() + " 2>&1", &out), 1)
+      << out;
+  EXPECT_NE(out.find("error: trap.expect must say fail or pass"), std::string::npos) << out;
 }
 
 TEST(Regress, EmptyOrMissingSetIsBadInput) {

@@ -451,5 +451,44 @@ TEST(VerifyHostile, RefusedWithAClearMessageAndNothingWritten) {
   }
 }
 
+// An archive of a few MB that expands past the cap is refused (exit 2)
+// before it fills the disk, and entries are streamed to disk, never held
+// in memory (#14, item 5).
+TEST(VerifyHostile, ExpansionPastTheCapIsRefusedAndEntriesAreStreamed) {
+  testing::TempDir dir;
+  const fs::path bomb = dir.path() / "bomb.tar.gz", big = dir.path() / "big.tar.gz", tmp = dir.path() / "tmp";
+  fs::create_directories(tmp);
+  std::string out;
+  ASSERT_EQ(runCommand(python() + " -c \"import io, tarfile\n"
+                                  "def add(t, name, size):\n"
+                                  "    info = tarfile.TarInfo(name); info.size = size\n"
+                                  "    t.addfile(info, io.BytesIO(bytes(size)))\n"
+                                  "with tarfile.open('" + bomb.string() + "', 'w:gz') as t:\n"
+                                  "    add(t, 'repro.py', 10)\n"
+                                  "    for i in range(6): add(t, 'part%d.pt' % i, 16 << 20)\n"
+                                  "with tarfile.open('" + big.string() + "', 'w:gz') as t:\n"
+                                  "    add(t, 'batch.pt', 400 << 20)\n\"", &out), 0) << out;
+  ASSERT_LT(fs::file_size(bomb), std::uintmax_t{2} << 20);  // 96 MiB of zeros in a small file
+  EXPECT_EQ(runCommand("TMPDIR=" + tmp.string() + " " + minrepro() + " verify --max-size 64 " + bomb.string() + " 2>&1",
+                       &out), 2) << out;
+  EXPECT_NE(out.find("refused: its entries add up to more than 64 MiB"), std::string::npos) << out;
+  EXPECT_TRUE(fs::is_empty(tmp)) << "a refused archive left files behind";
+  // 400 MiB in one entry: extracted (then refused: not a reproducer) with
+  // minrepro's peak memory within 64 MiB of what it takes for no archive at
+  // all (LibTorch's libraries alone are most of it).
+  const auto peakKb = [&](const std::string& archive) {
+    runCommand("TMPDIR=" + tmp.string() + " /usr/bin/time -f 'peak-kb %M' " + minrepro() + " verify " + archive +
+                   " 2>&1", &out);
+    const auto at = out.find("peak-kb ");
+    return at == std::string::npos ? -1L : std::stol(out.substr(at + 8));
+  };
+  const long baseline = peakKb((dir.path() / "none.tar.gz").string());
+  const long streamed = peakKb(big.string());
+  EXPECT_NE(out.find("no repro.py in the archive"), std::string::npos) << out;
+  ASSERT_GT(baseline, 0);
+  EXPECT_LT(streamed, baseline + 64 * 1024) << "baseline " << baseline << " KiB; " << out;
+  EXPECT_TRUE(fs::is_empty(tmp));
+}
+
 }  // namespace
 }  // namespace minrepro

@@ -1,5 +1,6 @@
 #include "engine/archive/runs.h"
 
+#include <algorithm>
 #include <cmath>
 #include <iomanip>
 #include <iostream>
@@ -29,20 +30,23 @@ int VerifyResult::neighboursAsExpected() const {
 
 namespace {
 
-Manifest readManifest(const std::vector<ArchiveEntry>& entries, const VerifyOptions& o) {
+// The manifest of an archive extracted under `dir` (its entries' `names`).
+Manifest readManifest(const fs::path& dir, const std::vector<std::string>& names, const VerifyOptions& o) {
   const std::string name = o.archive.string();
-  if (!findEntry(entries, "repro.py")) throw BadInputError(name + ": no repro.py in the archive: not a minrepro reproducer");
-  const ArchiveEntry* sig = findEntry(entries, "signature.txt");
-  if (!sig)
+  const auto has = [&](const std::string& entry) {
+    return std::find(names.begin(), names.end(), fs::path(entry).lexically_normal().string()) != names.end();
+  };
+  if (!has("repro.py")) throw BadInputError(name + ": no repro.py in the archive: not a minrepro reproducer");
+  if (!has("signature.txt"))
     throw BadInputError(name + ": no signature.txt in the archive (made before minrepro verify existed?); "
                       "run minrepro shrink --config case.yaml again on its case to record one");
-  Manifest m = parseManifest(sig->contents, name + ":signature.txt");
+  Manifest m = parseManifest(readFileBytes(dir / "signature.txt"), name + ":signature.txt");
   if (o.expect == Expect::Pass && !m.processed)
     throw BadInputError(name + ": the archive records no expected result (it was made with a trial command or without "
                       "integer targets), so --expect pass could only check that nothing failed; compare the "
                       "program's output yourself");
   for (const auto& n : m.neighbours) {
-    if (!findEntry(entries, n.file))
+    if (!has(n.file))
       throw BadInputError(name + ": signature.txt names the neighbour batch '" + n.file + "', which the archive lacks");
     if (o.expect == Expect::Pass && !n.processed)
       throw BadInputError(name + ": signature.txt records no expected count for the neighbour '" + n.name + "'");
@@ -150,17 +154,16 @@ RunResult runOnce(const fs::path& dir, int index, const VerifyOptions& o, const 
 
 VerifyResult verifyArchive(const VerifyOptions& o, std::ostream* progress, Executor* executor) {
   if (o.runs < 1) throw BadInputError("--runs must be at least 1, found " + std::to_string(o.runs));
-  // Everything is read and checked in memory first: a refused archive
-  // writes nothing at all.
-  const std::vector<ArchiveEntry> entries = readReproducerArchive(o.archive, o.max_entry_bytes);
+  // Streamed into a scratch directory, removed whatever happens; a refused
+  // archive leaves nothing there even before that.
+  ScratchDir tree("minrepro-verify");
+  const fs::path dir = tree.path() / "repro";
+  const std::vector<std::string> names = extractArchive(o.archive, dir, o.max_entry_bytes, o.max_total_bytes);
   VerifyResult result;
-  result.manifest = readManifest(entries, o);
+  result.manifest = readManifest(dir, names, o);
   if (progress)
     *progress << "verify " << o.archive.string() << ": " << o.runs << " run(s) of repro.py, each a fresh process, "
               << "diagnostic variables removed\n";
-  ScratchDir tree("minrepro-verify");
-  const fs::path dir = tree.path() / "repro";
-  writeEntries(dir, entries, o.archive.string());
   LocalExecutor local;
   for (int i = 1; i <= o.runs && !(o.cancel && o.cancel->load()); ++i) {
     result.runs.push_back(runOnce(dir, i, o, result.manifest, executor ? *executor : local));

@@ -30,6 +30,7 @@ struct VerifyOptions {
   std::string python = "/usr/bin/python3";
   std::chrono::milliseconds timeout{600'000};
   std::size_t max_entry_bytes = std::size_t{1} << 30;
+  std::uint64_t max_total_bytes = std::uint64_t{4} << 30;  // all entries together, streamed to disk
 };
 
 struct RunResult {

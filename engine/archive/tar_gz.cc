@@ -129,47 +129,53 @@ ScratchDir::~ScratchDir() {
   fs::remove_all(path_, ec);
 }
 
-// readTarGz already refused absolute paths, '..', links and devices; the
-// checks here keep that true for whatever calls this with other entries,
-// since this is the place that writes to disk.
-void writeEntries(const fs::path& root, const std::vector<ArchiveEntry>& entries, const std::string& source) {
-  std::set<fs::path> seen;
-  for (const auto& e : entries) {
-    const fs::path rel = fs::path(e.name).lexically_normal();
-    if (rel.empty() || rel.is_absolute() || *rel.begin() == "..")
-      throw BadInputError(source + ": refused: '" + e.name + "' would be written outside the extraction directory");
-    if (!seen.insert(rel).second) throw BadInputError(source + ": refused: '" + e.name + "' appears twice");
-    const fs::path target = root / rel;
-    std::error_code ec;
-    fs::create_directories(target.parent_path(), ec);
-    std::ofstream out(target, std::ios::binary | std::ios::trunc);
-    if (ec || !out.write(e.contents.data(), static_cast<std::streamsize>(e.contents.size())))
-      throw BadInputError(source + ": cannot extract '" + e.name + "' (an entry and a directory share a name?)");
-    fs::permissions(target, e.executable ? fs::perms(0755) : fs::perms(0644));
-  }
-}
-
-const ArchiveEntry* findEntry(const std::vector<ArchiveEntry>& entries, const std::string& name) {
-  for (const auto& e : entries)
-    if (fs::path(e.name).lexically_normal() == name) return &e;
-  return nullptr;
-}
-
-std::vector<ArchiveEntry> readReproducerArchive(const fs::path& archive, std::size_t max_entry_bytes) {
+std::vector<std::string> extractArchive(const fs::path& archive, const fs::path& dir, std::size_t max_entry_bytes,
+                                        std::uint64_t max_total_bytes) {
   if (!fs::is_regular_file(archive))
     throw BadInputError(archive.string() + ": no such archive; give the repro.tar.gz that minrepro shrink wrote");
+  std::vector<std::string> names;
   try {
-    return readTarGz(archive, max_entry_bytes);
+    ReadHandle a(archive_read_new(), &archive_read_free);
+    archive_read_support_filter_all(a.get());
+    archive_read_support_format_all(a.get());
+    check(a.get(), archive_read_open_filename(a.get(), archive.c_str(), 1 << 16), "opening " + archive.string());
+    std::set<fs::path> seen;
+    std::uint64_t total = 0;
+    std::vector<char> buffer(1 << 16);
+    for (struct archive_entry* entry;;) {
+      const int status = archive_read_next_header(a.get(), &entry);
+      if (status == ARCHIVE_EOF) break;
+      check(a.get(), status, "reading " + archive.string());
+      if (const std::string why = refusal(entry, max_entry_bytes); !why.empty())
+        throw BadInputError(archive.string() + ": refused: " + why);
+      if (archive_entry_filetype(entry) == AE_IFDIR) continue;
+      const fs::path rel = fs::path(archive_entry_pathname(entry)).lexically_normal();
+      if (!seen.insert(rel).second) throw BadInputError(archive.string() + ": refused: '" + rel.string() + "' appears twice");
+      total += static_cast<std::uint64_t>(archive_entry_size(entry));
+      if (total > max_total_bytes)
+        throw BadInputError(archive.string() + ": refused: its entries add up to more than " +
+                            std::to_string(max_total_bytes >> 20) + " MiB");
+      const fs::path target = dir / rel;
+      std::error_code ec;
+      fs::create_directories(target.parent_path(), ec);
+      std::ofstream out(target, std::ios::binary | std::ios::trunc);
+      if (ec || !out) throw BadInputError(archive.string() + ": cannot extract '" + rel.string() + "'");
+      // Streamed: one buffer in memory, whatever the entry's size.
+      for (la_ssize_t n; (n = archive_read_data(a.get(), buffer.data(), buffer.size())) != 0;) {
+        if (n < 0) check(a.get(), ARCHIVE_FATAL, "reading " + rel.string());
+        out.write(buffer.data(), n);
+      }
+      if (!out.flush()) throw BadInputError(archive.string() + ": cannot write '" + rel.string() + "' (disk full?)");
+      fs::permissions(target, (archive_entry_perm(entry) & 0100) ? fs::perms(0755) : fs::perms(0644));
+      names.push_back(rel.string());
+    }
   } catch (const BadInputError& e) {
+    std::error_code ec;
+    fs::remove_all(dir, ec);  // a refused archive leaves nothing behind
     throw BadInputError(std::string(e.what()) + "; nothing was extracted. Only archives made by minrepro shrink "
-                      "can be verified");
+                        "can be verified");
   }
-}
-
-std::vector<ArchiveEntry> extractArchive(const fs::path& archive, const fs::path& dir, std::size_t max_entry_bytes) {
-  std::vector<ArchiveEntry> entries = readReproducerArchive(archive, max_entry_bytes);
-  writeEntries(dir, entries, archive.string());
-  return entries;
+  return names;
 }
 
 }  // namespace minrepro

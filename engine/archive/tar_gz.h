@@ -3,6 +3,7 @@
 // killed halfway never leaves a half-written archive.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -43,22 +44,13 @@ class ScratchDir {
   std::filesystem::path path_;
 };
 
-// A reproducer archive made by `minrepro shrink`, read with readTarGz's
-// refusals; a missing or refused archive is BadInputError saying so.
-std::vector<ArchiveEntry> readReproducerArchive(const std::filesystem::path& archive,
-                                                std::size_t max_entry_bytes = std::size_t{1} << 30);
-
-// The entry named `name` (compared as normalized paths), or null.
-const ArchiveEntry* findEntry(const std::vector<ArchiveEntry>& entries, const std::string& name);
-
-// Writes `entries` under `root`, refusing names outside it and duplicates
-// (BadInputError naming `source`).
-void writeEntries(const std::filesystem::path& root, const std::vector<ArchiveEntry>& entries, const std::string& source);
-
-// Reads an archive made by `minrepro shrink` and writes its entries under
-// `dir`, after refusing absolute paths, '..', links, devices and entries over
-// `max_entry_bytes` (a refused archive writes nothing). Throws BadInputError.
-std::vector<ArchiveEntry> extractArchive(const std::filesystem::path& archive, const std::filesystem::path& dir,
-                                         std::size_t max_entry_bytes = std::size_t{1} << 30);
+// Extracts an archive made by `minrepro shrink` under `dir`, streamed entry
+// by entry (memory: one buffer), refusing absolute paths, '..', links,
+// devices, duplicates, entries over `max_entry_bytes` and archives whose
+// entries add up to more than `max_total_bytes`; a refused archive leaves
+// nothing under `dir` (BadInputError saying why). Returns the entries' names.
+std::vector<std::string> extractArchive(const std::filesystem::path& archive, const std::filesystem::path& dir,
+                                        std::size_t max_entry_bytes = std::size_t{1} << 30,
+                                        std::uint64_t max_total_bytes = std::uint64_t{4} << 30);
 
 }  // namespace minrepro

@@ -117,7 +117,9 @@ int verifyCommand(const std::vector<std::string>& args) {
       ("expect", po::value(&expect)->default_value("fail"),
        "fail: every run fails as recorded; pass: every run exits 0 and processes every sample")
       ("python", po::value(&o.python)->default_value("/usr/bin/python3"), "Python with PyTorch")
-      ("timeout", po::value(&timeout)->default_value(600), "seconds per run");
+      ("timeout", po::value(&timeout)->default_value(600), "seconds per run")
+      ("max-size", po::value<std::uint64_t>()->default_value(4096),
+       "MiB the archive may expand to in all; a larger one is refused (exit 2) before it fills the disk");
   po::positional_options_description positional;
   positional.add("archive", 1);
   po::variables_map vm;
@@ -125,6 +127,7 @@ int verifyCommand(const std::vector<std::string>& args) {
   if (expect != "fail" && expect != "pass")
     throw minrepro::BadInputError("--expect must be 'fail' or 'pass', found '" + expect + "'");
   o.archive = archive;
+  o.max_total_bytes = vm["max-size"].as<std::uint64_t>() << 20;
   o.expect = expect == "pass" ? minrepro::Expect::Pass : minrepro::Expect::Fail;
   o.timeout = std::chrono::milliseconds(static_cast<long long>(std::max(timeout, 0.001) * 1000));
   return minrepro::runVerify(o, std::cout, std::cerr);

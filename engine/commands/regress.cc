@@ -1,6 +1,12 @@
 #include "engine/commands/regress.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <sstream>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -18,10 +24,22 @@ bool validName(const std::string& name) {
                      [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'; });
 }
 
+// NAME.expect's word ("fail" when there is no file). Only a small regular
+// file is read: a FIFO or a device put there would block or never end, and
+// its name comes back instead, which the row reports as an error.
 std::string readExpect(const fs::path& file) {
-  std::ifstream in(file);
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT ? "fail" : "(unreadable)";
+  struct stat st {};
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  std::string text(regular ? static_cast<std::size_t>(std::min<off_t>(st.st_size, 256)) : 0, '\0');
+  const ssize_t n = regular ? ::read(fd, text.data(), text.size()) : 0;
+  ::close(fd);
+  if (!regular) return "(not a regular file)";
+  text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  std::istringstream words(text);
   std::string word;
-  in >> word;
+  words >> word;
   return word.empty() ? "fail" : word;
 }
 

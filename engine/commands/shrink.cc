@@ -143,12 +143,17 @@ class StopOnSignals {
 
 // What would otherwise fail only after the whole reduction, or be reduced as
 // if it were the bug: found before the first trial, as bad input (exit 2).
-void checkBeforeTrials(const CaseConfig& config) {
+void checkWorkDirAndModel(const CaseConfig& config) {
   std::error_code ec;
   if (fs::exists(config.work_dir, ec) && !fs::is_directory(config.work_dir, ec))
     throw BadInputError(config.work_dir.string() + ": the work directory (work_dir or --work-dir) is a file; give a "
                         "directory (made when missing)");
-  const fs::path& output = config.output;
+  if (config.harness) checkModelLoads(config.harness->model);
+}
+
+// After the work directory is made (the archive may go into it).
+void checkOutputWritable(const fs::path& output) {
+  std::error_code ec;
   if (fs::is_directory(output, ec))
     throw BadInputError(output.string() + ": the archive (output or --output) is a directory; give a file name, e.g. " +
                         (output / "repro.tar.gz").string());
@@ -164,7 +169,6 @@ void checkBeforeTrials(const CaseConfig& config) {
                         "); give an output or --output where this user may write");
   ::close(fd);
   ::unlink(probe.c_str());
-  if (config.harness) checkModelLoads(config.harness->model);
 }
 
 // A run killed with SIGKILL could not end its trials' escaped descendants
@@ -225,10 +229,11 @@ ExitStatus runShrink(const ShrinkOptions& options, Executor* executor) {
 ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Executor& executor,
                            const ForkServerExecutor* forked) {
   const auto batch = BatchStore::open(config);
-  checkBeforeTrials(config);
+  checkWorkDirAndModel(config);
   // Before anything is written: trial.diagnostic: on without a backend is bad input.
   const DiagnosticPlan diagnostic = planDiagnostics(config);
   fs::create_directories(config.work_dir);
+  checkOutputWritable(config.output);
   const WorkDirLock lock(config.work_dir);  // before the journal and the log are touched
   const std::size_t leftovers = cleanUpAfterKilledRun(config.work_dir);
   Log log(options.quiet);

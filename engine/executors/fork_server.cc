@@ -202,12 +202,15 @@ struct Attempt {
 
 bool cancelled(const TrialSpec& spec) { return spec.cancel && spec.cancel->load(); }
 
-// Until the server's report is readable (true), the deadline or a cancellation.
+// Until the server's report is readable (true), the deadline or a
+// cancellation; the child's output files are kept within their disk cap
+// meanwhile.
 bool waitForReport(int fd, Clock::time_point deadline, const TrialSpec& spec) {
-  if (!spec.cancel) return waitReadable(fd, deadline);
   while (!cancelled(spec)) {
-    if (waitReadable(fd, std::min(deadline, Clock::now() + 20ms))) return true;
+    if (waitReadable(fd, std::min(deadline, Clock::now() + (spec.cancel ? 20ms : 100ms)))) return true;
     if (Clock::now() >= deadline) return false;
+    boundOutputFile(spec.work_dir / "stdout.txt", spec.output_disk_cap_bytes);
+    boundOutputFile(spec.work_dir / "stderr.txt", spec.output_disk_cap_bytes);
   }
   return false;
 }
@@ -396,8 +399,8 @@ class ForkServerExecutor::Impl {
 
   TrialOutcome finish(const TrialSpec& spec, TrialOutcome outcome) {
     count(&ForkServerCounts::forked);
-    outcome.stdout_text = readFileCapped(spec.work_dir / "stdout.txt", spec.output_cap_bytes);
-    outcome.stderr_text = readFileCapped(spec.work_dir / "stderr.txt", spec.output_cap_bytes);
+    outcome.stdout_text = readHeadAndTail(spec.work_dir / "stdout.txt", spec.output_cap_bytes, &outcome.stdout_bytes);
+    outcome.stderr_text = readHeadAndTail(spec.work_dir / "stderr.txt", spec.output_cap_bytes, &outcome.stderr_bytes);
     std::error_code ec;
     fs::remove_all(spec.work_dir / "tmp", ec);
     return outcome;

@@ -5,7 +5,9 @@
 
 #include "engine/executors/containment.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -16,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -43,7 +46,21 @@ std::string signalName(int signal) {
   }
 }
 
-std::string describe(const TrialOutcome& outcome) {
+namespace {
+
+// "; stderr: 2147483648 bytes, the middle cut" when a stream was longer than what was read.
+std::string cutNote(const TrialOutcome& outcome) {
+  std::string note;
+  const std::pair<const char*, std::pair<std::uint64_t, std::size_t>> streams[] = {
+      {"stdout", {outcome.stdout_bytes, outcome.stdout_text.size()}},
+      {"stderr", {outcome.stderr_bytes, outcome.stderr_text.size()}}};
+  for (const auto& [name, sizes] : streams)
+    if (sizes.first > sizes.second)
+      note += std::string("; ") + name + ": " + std::to_string(sizes.first) + " bytes, read at its head and tail";
+  return note;
+}
+
+std::string describeEnd(const TrialOutcome& outcome) {
   switch (outcome.end) {
     case TrialEnd::Exited: return "exit status " + std::to_string(outcome.exit_code);
     case TrialEnd::Signaled: return "killed by " + signalName(outcome.signal);
@@ -53,6 +70,10 @@ std::string describe(const TrialOutcome& outcome) {
   }
   return "unknown";
 }
+
+}  // namespace
+
+std::string describe(const TrialOutcome& outcome) { return describeEnd(outcome) + cutNote(outcome); }
 
 void recordWaitStatus(int status, TrialOutcome& outcome) {
   if (WIFSIGNALED(status)) {
@@ -85,6 +106,39 @@ std::string readFileCapped(const fs::path& file, std::size_t cap) {
   return text;
 }
 
+std::string readHeadAndTail(const fs::path& file, std::size_t cap, std::uint64_t* size) {
+  std::error_code ec;
+  const std::uint64_t length = fs::file_size(file, ec);
+  if (size) *size = ec ? 0 : length;
+  if (ec || length <= cap) return readFileCapped(file, cap);
+  std::ifstream in(file, std::ios::binary);
+  const std::size_t half = cap / 2;
+  std::string head(half, '\0'), tail(half, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(half));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  in.clear();
+  in.seekg(static_cast<std::streamoff>(length - half));
+  in.read(tail.data(), static_cast<std::streamsize>(half));
+  tail.resize(static_cast<std::size_t>(in.gcount()));
+  return head + "\n[minrepro: " + std::to_string(length - head.size() - tail.size()) +
+         " bytes of output cut here; its head and tail were kept]\n" + tail;
+}
+
+void boundOutputFile(const fs::path& file, std::uint64_t disk_cap) {
+  struct stat st{};
+  if (disk_cap == 0 || ::stat(file.c_str(), &st) != 0) return;
+  const std::uint64_t allocated = static_cast<std::uint64_t>(st.st_blocks) * 512;
+  if (allocated <= disk_cap) return;
+  constexpr std::uint64_t kBlock = 4096;
+  const std::uint64_t keep = (disk_cap / 2) / kBlock * kBlock;
+  const std::uint64_t end = (static_cast<std::uint64_t>(st.st_size) - keep) / kBlock * kBlock;
+  if (end <= keep) return;
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(keep), static_cast<off_t>(end - keep));
+  ::close(fd);
+}
+
 namespace {
 
 bp::environment trialEnvironment(const TrialSpec& spec, const fs::path& tmp, const std::string& tag) {
@@ -115,11 +169,12 @@ struct ChildLimits {
 // Polls with a deadline instead of wait_for (boostorg/process#69). Returns
 // false at the deadline or when `cancel` becomes true.
 bool waitUntil(bp::child& child, std::chrono::steady_clock::time_point deadline,
-               const std::atomic<bool>* cancel = nullptr) {
+               const std::atomic<bool>* cancel = nullptr, const std::function<void()>& tick = {}) {
   std::error_code ec;
   auto pause = std::chrono::milliseconds(1);
   while (child.running(ec)) {
     if (std::chrono::steady_clock::now() >= deadline || (cancel && cancel->load())) return false;
+    if (tick) tick();
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::milliseconds(20));
   }
@@ -168,7 +223,11 @@ TrialOutcome LocalExecutor::run(const TrialSpec& spec) {
                     bp::start_dir = spec.work_dir.string(), trialEnvironment(spec, tmp, tag), group,
                     bp::extend::on_exec_setup = ChildLimits{spec.address_space_limit_bytes});
     const pid_t pgid = group.native_handle();
-    if (waitUntil(child, start + spec.timeout, spec.cancel)) {
+    const auto bound_output = [&] {
+      boundOutputFile(out_file, spec.output_disk_cap_bytes);
+      boundOutputFile(err_file, spec.output_disk_cap_bytes);
+    };
+    if (waitUntil(child, start + spec.timeout, spec.cancel, bound_output)) {
       recordWaitStatus(child.native_exit_code(), outcome);
       ::kill(-pgid, SIGKILL);  // whatever the trial left running in its group
     } else {
@@ -181,8 +240,8 @@ TrialOutcome LocalExecutor::run(const TrialSpec& spec) {
   }
   killTrialOrphans(tag, spec.work_dir);  // what left the group and outlived the trial
   outcome.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
-  outcome.stdout_text = readFileCapped(out_file, spec.output_cap_bytes);
-  outcome.stderr_text = readFileCapped(err_file, spec.output_cap_bytes);
+  outcome.stdout_text = readHeadAndTail(out_file, spec.output_cap_bytes, &outcome.stdout_bytes);
+  outcome.stderr_text = readHeadAndTail(err_file, spec.output_cap_bytes, &outcome.stderr_bytes);
   std::error_code ec;
   fs::remove_all(tmp, ec);
   return outcome;

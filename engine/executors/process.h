@@ -24,7 +24,10 @@ struct TrialSpec {
   std::chrono::milliseconds timeout{60'000};
   std::chrono::milliseconds kill_grace{2'000};  // between SIGTERM and SIGKILL to the group
   std::uint64_t address_space_limit_bytes = 0;  // 0: no limit (RLIMIT_AS)
-  std::size_t output_cap_bytes = 1 << 20;        // how much of each stream is kept in the outcome
+  std::size_t output_cap_bytes = 1 << 20;        // how much of each stream is kept in the outcome: head and tail
+  // The disk each stream's file may take while the trial runs: past it, the
+  // middle of the file is freed (boundOutputFile), its head and tail kept.
+  std::uint64_t output_disk_cap_bytes = std::uint64_t{64} << 20;
   const std::atomic<bool>* cancel = nullptr;     // when it becomes true, the trial's group is killed
   // Run as a plain exec'd process even where a fork server could serve it:
   // the checks that forked children behave as fresh processes do.
@@ -47,6 +50,10 @@ struct TrialOutcome {
   std::string stdout_text;
   std::string stderr_text;
   std::chrono::milliseconds duration{0};
+  // How much each stream wrote in all; more than the texts above hold when
+  // its middle was cut (readHeadAndTail).
+  std::uint64_t stdout_bytes = 0;
+  std::uint64_t stderr_bytes = 0;
 
   bool passed() const { return end == TrialEnd::Exited && exit_code == 0; }
 };
@@ -74,9 +81,20 @@ class LocalExecutor : public Executor {
   TrialOutcome run(const TrialSpec& spec) override;
 };
 
-// At most `cap` bytes from the start of a file (a trial's output: the first
-// error is at the start); "" when it cannot be read.
+// At most `cap` bytes from the start of a file; "" when it cannot be read.
 std::string readFileCapped(const std::filesystem::path& file, std::size_t cap);
+
+// A trial's output: the whole file when it holds at most `cap` bytes, else
+// its first and its last cap/2 bytes with a line between them that says how
+// much was cut, so that an error after a flood of warnings is still read.
+// `size` (may be null) gets the file's whole length.
+std::string readHeadAndTail(const std::filesystem::path& file, std::size_t cap, std::uint64_t* size = nullptr);
+
+// Keeps an output file that a trial is still writing within about
+// `disk_cap` bytes of disk: past it, the middle is deallocated (a hole,
+// fallocate PUNCH_HOLE), the first and the last disk_cap/2 bytes kept. The
+// file keeps its length; a file system without holes is left as it is.
+void boundOutputFile(const std::filesystem::path& file, std::uint64_t disk_cap);
 
 // Resolves a program name the way execvp would (PATH search), without
 // boost_filesystem. Returns the input unchanged when it contains a '/'.

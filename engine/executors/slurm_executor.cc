@@ -329,8 +329,8 @@ TrialOutcome SlurmExecutor::run(const TrialSpec& spec) {
     if (a.outcome) {
       TrialOutcome o = std::move(*a.outcome);
       if (o.end == TrialEnd::Cancelled || o.end == TrialEnd::FailedToStart) return o;
-      o.stdout_text = readFileCapped(spec.work_dir / "stdout.txt", spec.output_cap_bytes);
-      o.stderr_text = readFileCapped(spec.work_dir / "stderr.txt", spec.output_cap_bytes) + a.note;
+      o.stdout_text = readHeadAndTail(spec.work_dir / "stdout.txt", spec.output_cap_bytes, &o.stdout_bytes);
+      o.stderr_text = readHeadAndTail(spec.work_dir / "stderr.txt", spec.output_cap_bytes, &o.stderr_bytes) + a.note;
       return o;
     }
     std::lock_guard lock(mutex_);
