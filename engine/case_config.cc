@@ -348,11 +348,31 @@ HarnessTrial readHarness(const Loader& l, const Value& v) {
   return h;
 }
 
+// Each element of an argv list: a `{name}` that is not one of minrepro's
+// placeholders is refused, not passed through as text the program would
+// get instead of a path.
+void checkPlaceholders(const Loader& l, const Value& v, const std::vector<std::string>& args) {
+  static const std::regex kPlaceholder(R"(\{([A-Za-z_][A-Za-z0-9_]*)\})");
+  static const std::vector<std::string> kKnown{"batch", "workdir", "case_dir"};
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    for (std::sregex_iterator it(args[i].begin(), args[i].end(), kPlaceholder), end; it != end; ++it) {
+      const std::string name = (*it)[1];
+      if (std::find(kKnown.begin(), kKnown.end(), name) != kKnown.end()) continue;
+      fail(l, Value{v.node[i], v.path + "[" + std::to_string(i) + "]", v.node[i].Mark()},
+           "the placeholders {batch}, {workdir} or {case_dir}", inQuotes("{" + name + "}"),
+           std::string("a placeholder minrepro does not know would reach the program as text") +
+               (suggestion(name, kKnown).empty() ? "; put code with braces in a script file" : "; " +
+                suggestion(name, kKnown)));
+    }
+  }
+}
+
 std::vector<std::string> readArgv(const Loader& l, const Value& v) {
   if (v.node.IsScalar())
     fail(l, v, "a list of strings (argv, never passed to a shell)", describeFound(v.node),
          "split it into a list, e.g. [\"python3\", \"step.py\", \"{batch}\"]");
   const std::vector<std::string> argv = stringList(l, v, "strings (argv, never passed to a shell)");
+  checkPlaceholders(l, v, argv);
   if (argv.front().empty())
     fail(l, Value{v.node[0], v.path + "[0]", v.node[0].Mark()},
          "the program to run (a path or a name on PATH)", "an empty string");
@@ -633,7 +653,10 @@ CommandSwitch readSwitch(const Loader& l, const Value& v) {
   s.name = nonEmpty(l, m.require("name", "the switch's name"), "a branch name");
   auto strings = [&](const char* key) {
     const Value* x = m.find(key);
-    return x ? stringList(l, *x, "arguments") : std::vector<std::string>{};
+    if (!x) return std::vector<std::string>{};
+    std::vector<std::string> args = stringList(l, *x, "arguments");
+    checkPlaceholders(l, *x, args);
+    return args;
   };
   s.args = strings("args");
   s.off_args = strings("off_args");

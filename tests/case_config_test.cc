@@ -250,6 +250,21 @@ TEST_F(CaseConfigTest, CommandMustTakeTheBatch) {
             {at(4, 22, "trial.command[1]"), "found a list"});
 }
 
+// #14, item 6: a placeholder minrepro does not know would reach the program as text.
+TEST_F(CaseConfigTest, UnknownPlaceholdersAreRefused) {
+  const std::string base = "batch: batch.pt\nsamples: {tensors: {input: 0}}\ntrial:\n";
+  expectHas(errorFor(base + "  command: [python3, '{case_dir}/step.py', '{batch}', --out, '{bacth}.log']\n"),
+            {at(4, 62, "trial.command[4]"), "the placeholders {batch}, {workdir} or {case_dir}", "found '{bacth}'",
+             "did you mean 'batch'?"});
+  expectHas(errorFor(base + "  command: [python3, -c, 'print({learning_rate})', '{batch}']\n"),
+            {"trial.command[2]", "found '{learning_rate}'", "put code with braces in a script file"});
+  expectHas(errorFor(base + "  command: [python3, '{case_dir}/s.py', '{batch}']\n  switches:\n"
+                            "    - {name: aug, args: ['--seed={seed}'], off_args: []}\n"),
+            {"trial.switches[0].args[0]", "found '{seed}'"});
+  // Braces that are not a placeholder pass as they are.
+  EXPECT_NO_THROW(loadCase(write("case.yaml", base + "  command: [python3, -c, \"d = {'a': 1}\", '{batch}']\n")));
+}
+
 TEST_F(CaseConfigTest, RelativeScriptOfTheCaseMustUseCaseDir) {
   touch("step.py");
   const std::string base = "batch: batch.pt\nsamples: {tensors: {input: 0}}\ntrial:\n";

@@ -3,6 +3,8 @@
 #include "engine/archive/scrub.h"
 
 #include <gtest/gtest.h>
+#include <map>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <regex>
@@ -35,6 +37,12 @@ TEST(Scrub, HomeAndOtherAbsolutePathsKeepOnlyTheFileName) {
   EXPECT_EQ(scrubText("PATH=/usr/bin:/home/jdoe-ml/bin", context()), "PATH=<path>/bin:<home>/bin");
   // A sibling of the home directory is not inside it.
   EXPECT_EQ(scrubText("/home/jdoe-ml2/x", context()), "<path>/x");
+}
+
+TEST(Scrub, APathAfterTheTempMarkerKeepsOnlyItsName) {
+  const ScrubContext c;
+  EXPECT_EQ(scrubText("cannot open <tmp>/alice-run/data/shard-7.bin now", c), "cannot open <tmp>/.../shard-7.bin now");
+  EXPECT_EQ(scrubText("wrote <tmp>/x.pt", c), "wrote <tmp>/x.pt");
 }
 
 TEST(Scrub, LeavesUrlsRelativePathsAndFractionsAlone) {
@@ -99,6 +107,63 @@ TEST(ScrubReport, ReportOfACaseUnderAUsersHomeNamesNoOne) {
   EXPECT_NE(report.find("- script: <home>/.../train.py"), std::string::npos) << report;
   EXPECT_NE(report.find("- data: <path>/train"), std::string::npos) << report;
   EXPECT_NE(report.find("Target 4 is out of bounds."), std::string::npos) << report;
+}
+
+// Everything the archive carries as text is scrubbed (#14, item 6), not
+// only REPORT.md: the message where repro.py and signature.txt quote it, the
+// captured context in case.yaml (a user name in full, even root; another
+// machine's host name; control characters escaped); and the scrubbed
+// archive still verifies.
+TEST(ScrubReport, EveryTextTheArchiveCarriesIsScrubbedAndItStillVerifies) {
+  testing::TempDir dir("minrepro-scrub");
+  const fs::path case_dir = dir.path() / "case";
+  fs::create_directories(case_dir);
+  char host[256] = {};
+  ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
+  const std::string user = ::getpwuid(::getuid())->pw_name, home = dir.path() / "home" / "alice";
+  testing::writeFile(case_dir / "trial.py",
+                     "import os, socket, sys, torch\n"
+                     "x = torch.load(sys.argv[1])['x']\n"
+                     "if (x == 4).any():\n"
+                     "    raise RuntimeError('cannot open ' + os.path.expanduser('~') + '/data/shard-7.bin on ' + "
+                     "socket.gethostname())\n");
+  std::string out;
+  ASSERT_EQ(testing::runCommand(testing::python() + " -c \"import torch; x = torch.arange(8) + 10; x[5] = 4; "
+                                    "torch.save({'x': x, 'id': torch.arange(8)}, '" + (case_dir / "batch.pt").string() + "')\"", &out), 0)
+      << out;
+  testing::writeFile(case_dir / "case.yaml",
+                     "batch: batch.pt\nsamples:\n  tensors: {x: 0, id: 0}\n"
+                     "trial:\n  command: [\"/usr/bin/python3\", \"{case_dir}/trial.py\", \"{batch}\"]\n"
+                     "flaky:\n  enabled: false\nreducers: [samples]\n"
+                     "context:\n  user: " + user + "\n  host: trainbox-7\n  workdir_at_capture: /home/alice/proj\n"
+                     "  note: \"first line\\nFORGED: second line\"\n");
+  const fs::path archive = dir.path() / "repro.tar.gz";
+  ASSERT_EQ(testing::runCommand("HOME=" + home + " " + MINREPRO_BINARY + " shrink -q --config " +
+                                    (case_dir / "case.yaml").string() + " --output " + archive.string() + " 2>&1", &out),
+            0) << out;
+  std::map<std::string, std::string> texts;
+  for (const auto& e : readTarGz(archive))
+    if (e.name == "REPORT.md" || e.name == "case.yaml" || e.name == "signature.txt" || e.name == "repro.py")
+      texts[e.name] = e.contents;
+  ASSERT_EQ(texts.size(), 4u);
+  const std::regex host_word("(^|[^A-Za-z0-9])" + std::string(host) + "($|[^A-Za-z0-9])");
+  for (const auto& [name, text] : texts) {
+    EXPECT_EQ(text.find("alice"), std::string::npos) << name << ":\n" << text;
+    EXPECT_EQ(text.find("trainbox-7"), std::string::npos) << name << ":\n" << text;
+    EXPECT_EQ(text.find(dir.path().string()), std::string::npos) << name << ":\n" << text;
+    EXPECT_FALSE(std::regex_search(text, host_word)) << name << ":\n" << text;
+    EXPECT_EQ(text.find("\nFORGED"), std::string::npos) << name << ":\n" << text;
+  }
+  // The classifier cut the temp directory the home lies in; the rest is scrubbed too.
+  EXPECT_NE(texts["signature.txt"].find("message: cannot open <tmp>/.../shard-7.bin on <host>"), std::string::npos)
+      << texts["signature.txt"];
+  EXPECT_NE(texts["case.yaml"].find("user: \"<user>\""), std::string::npos) << texts["case.yaml"];
+  EXPECT_NE(texts["case.yaml"].find("host: \"<host>\""), std::string::npos) << texts["case.yaml"];
+  EXPECT_NE(texts["case.yaml"].find("first line\\\\x0aFORGED: second line"), std::string::npos) << texts["case.yaml"];
+  // The scrubbed record still matches a run: the self-check passed (exit 0
+  // above) and so does verify, each run's message scrubbed the same way.
+  EXPECT_EQ(testing::runCommand("HOME=" + home + " " + std::string(MINREPRO_BINARY) + " verify --runs 1 " +
+                                    archive.string() + " 2>&1", &out), 0) << out;
 }
 
 }  // namespace

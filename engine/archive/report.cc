@@ -83,7 +83,8 @@ void writeEnvironment(std::ostream& out, const ReductionSummary& s, const CaseCo
   for (const auto& [key, value] : s.environment) out << "- " << key << ": " << value << "\n";
   if (!config.context.empty()) {
     out << "\nCaptured context:\n\n";
-    for (const auto& [key, value] : config.context) out << "- " << key << ": " << value << "\n";
+    const ScrubContext scrub = scrubContextFor(config.context);
+    for (const auto& [key, value] : config.context) out << "- " << key << ": " << scrubContextValue(value, scrub) << "\n";
   }
   out << "\n";
 }
@@ -125,7 +126,7 @@ std::string renderReport(const CaseConfig& config, const ReductionSummary& s) {
   writeEnvironment(out, s, config);
   writeReduction(out, s);
   // The report travels to other people: no home, user, host or local path.
-  return scrubText(out.str(), machineScrubContext());
+  return scrubText(out.str(), scrubContextFor(config.context));
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include "engine/archive/manifest.h"
 #include "engine/archive/what_sets_apart.h"
 #include "engine/archive/repro_cpp.h"
+#include "engine/archive/scrub.h"
 
 namespace fs = std::filesystem;
 
@@ -43,16 +44,25 @@ std::vector<SampleValues> perSampleIntegers(const CaseConfig& config, const Batc
 std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::path& minimal_batch,
                                          const ReductionSummary& summary, const NeighbourPlan& neighbours,
                                          const BundlePlan& bundle) {
+  // Everything the archive carries as text is scrubbed (engine/archive/scrub.h):
+  // the error message where repro.py, repro.cpp and signature.txt quote it,
+  // the captured context in case.yaml; REPORT.md scrubs itself. The
+  // unscrubbed originals stay in the work directory (journal, log).
+  const ScrubContext scrub = scrubContextFor(config.context);
+  FailureSignature signature = summary.signature;
+  signature.message = scrubText(signature.message, scrub);
+  CaseConfig shown = config;
+  for (auto& [key, value] : shown.context) value = scrubContextValue(value, scrub);
   std::vector<ArchiveEntry> entries;
   entries.push_back({"REPORT.md", renderReport(config, summary)});
-  entries.push_back({"repro.py", renderReproPy(config, summary.signature), true});
-  entries.push_back({"case.yaml", renderCase(config, config.base_dir, "batch.pt", "model.pt")});
-  entries.push_back(manifestEntry(config, minimal_batch, summary.signature, neighbours));  // for minrepro verify
+  entries.push_back({"repro.py", renderReproPy(config, signature), true});
+  entries.push_back({"case.yaml", renderCase(shown, config.base_dir, "batch.pt", "model.pt")});
+  entries.push_back(manifestEntry(config, minimal_batch, signature, neighbours));  // for minrepro verify
   entries.push_back({"batch.pt", readFileBytes(minimal_batch)});
   for (const auto& n : neighbours.cases) entries.push_back({n.file, readFileBytes(config.work_dir / n.file)});
   if (config.harness) {
     entries.push_back({"model.pt", readFileBytes(config.harness->model)});
-    for (auto& e : reproCppEntries(*config.harness, summary.signature)) entries.push_back(std::move(e));
+    for (auto& e : reproCppEntries(*config.harness, signature)) entries.push_back(std::move(e));
   }
   // The command's own files and those the trial reads (engine/archive/bundle.h);
   // a script the command runs directly keeps its executable bit. A user's

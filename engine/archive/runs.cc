@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 
+#include "engine/archive/scrub.h"
 #include "engine/archive/tar_gz.h"
 #include "engine/diagnostics.h"
 #include "engine/format_list.h"
@@ -110,6 +111,9 @@ void judgePass(RunResult& r, std::int64_t expected) {
 }
 
 void judgeFail(RunResult& r, const Manifest& m) {
+  // The archive quotes the message scrubbed of names and paths: so is the
+  // run's, before the two are compared.
+  r.signature.message = scrubText(r.signature.message, machineScrubContext());
   FailureSignature recorded = m.signature;
   if (!m.compare_operator) recorded.op.clear();
   // An archive made before signal names were recorded: any fatal signal.

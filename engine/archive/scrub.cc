@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cctype>
 #include <cstdlib>
 #include <string_view>
@@ -19,8 +20,13 @@ void addName(std::vector<std::string>& names, const char* name) {
 // Where a path may begin: after a separator a message or a YAML value puts
 // before it. ':' counts (PATH lists, "file: /x"), but "https://" does not
 // start a path, since its '/' is followed by another '/'.
+// A path the failure classifier already cut at a temp directory
+// ("<tmp>/alice-run/data.bin"): the rest of it may still name someone.
+bool afterTmp(const std::string& s, std::size_t at) { return at >= 5 && s.compare(at - 5, 5, "<tmp>") == 0; }
+
 bool pathCanStartAt(const std::string& s, std::size_t at) {
   if (s[at] != '/' || at + 1 >= s.size()) return false;
+  if (afterTmp(s, at)) return true;
   const char next = s[at + 1];
   if (!(std::isalnum(static_cast<unsigned char>(next)) || next == '.' || next == '_' || next == '~' || next == '-'))
     return false;
@@ -51,7 +57,13 @@ std::string scrubPaths(const std::string& s, const ScrubContext& c) {
   for (std::size_t at = s.find('/'); at != std::string::npos; at = s.find('/', at + 1)) {
     if (at < pos || !pathCanStartAt(s, at)) continue;
     const std::size_t end = pathEnd(s, at);
-    out.append(s, pos, at - pos).append(placeholderFor(s.substr(at, end - at), c));
+    const std::string path = s.substr(at, end - at);
+    const std::size_t last = path.rfind('/');
+    // "<tmp>/a/b/c.bin" -> "<tmp>/.../c.bin"; a path of its own -> "<path>/c.bin" or "<home>/...".
+    const std::string scrubbed = !afterTmp(s, at) ? placeholderFor(path, c)
+                                 : last == 0     ? path
+                                                 : "/.../" + path.substr(last + 1);
+    out.append(s, pos, at - pos).append(scrubbed);
     pos = end;
   }
   return out.append(s, pos);
@@ -106,6 +118,37 @@ std::string scrubText(const std::string& text, const ScrubContext& c) {
   for (const auto& host : c.hosts)
     if (worthReplacing(host)) s = replaceWord(s, host, "<host>");
   return s;
+}
+
+ScrubContext scrubContextFor(const std::map<std::string, std::string>& case_context) {
+  ScrubContext c = machineScrubContext();
+  const auto add = [&](std::vector<std::string>& names, const char* key) {
+    if (const auto it = case_context.find(key); it != case_context.end()) addName(names, it->second.c_str());
+  };
+  add(c.users, "user");
+  add(c.hosts, "host");
+  add(c.hosts, "hostname");
+  add(c.homes, "home");
+  return c;
+}
+
+std::string scrubContextValue(const std::string& value, const ScrubContext& c) {
+  std::string scrubbed;
+  if (std::find(c.users.begin(), c.users.end(), value) != c.users.end()) scrubbed = "<user>";
+  else if (std::find(c.hosts.begin(), c.hosts.end(), value) != c.hosts.end()) scrubbed = "<host>";
+  else scrubbed = scrubText(value, c);
+  std::string out;
+  for (const char ch : scrubbed) {
+    const auto byte = static_cast<unsigned char>(ch);
+    if (byte >= 0x20 && byte != 0x7f) {
+      out += ch;
+      continue;
+    }
+    char escaped[8];
+    std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+    out += escaped;
+  }
+  return out;
 }
 
 }  // namespace minrepro

@@ -3,6 +3,7 @@
 // paths"): the home directory, user and host names, absolute paths.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,16 @@ struct ScrubContext {
 
 // This process's user and machine.
 ScrubContext machineScrubContext();
+
+// This machine's names and those a case's captured context records (the
+// training machine's `user`, `host`, `hostname`, `home`), which may differ.
+ScrubContext scrubContextFor(const std::map<std::string, std::string>& case_context);
+
+// A context value as the archive carries it (case.yaml, REPORT.md): a value
+// that is a user or host name in full becomes "<user>" / "<host>", even a
+// common one (root, localhost); anything else goes through scrubText; control
+// characters are written as \xNN, so a value cannot forge lines.
+std::string scrubContextValue(const std::string& value, const ScrubContext& context);
 
 // Absolute paths become "<path>/NAME" (under a home directory "<home>/NAME",
 // "<home>/.../NAME" when deeper): the file name helps a reader and rarely
