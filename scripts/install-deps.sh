@@ -9,6 +9,7 @@ PACKAGES=(
   libboost-dev libboost-program-options-dev
   libyaml-cpp-dev libarchive-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang-14 libclang-rt-14-dev         # the fuzz targets (tests/fuzz/: libFuzzer, ASan, UBSan)
 )
 
 missing=()

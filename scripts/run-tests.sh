@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fresh Debian 12 to a green test suite: install, build, start the Slurm test
-# cluster, run ctest.
+# cluster, run ctest, then the fuzz targets for a bounded time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
@@ -13,3 +13,10 @@ if { [ "${CI:-}" = "true" ] || [ "$(id -u)" -eq 0 ]; } && ! scripts/slurm-up.sh 
   scripts/slurm-up.sh
 fi
 ctest --test-dir build --output-on-failure -j "$(nproc)"
+# The parsers that read what users and strangers write, fuzzed under
+# AddressSanitizer and UndefinedBehaviorSanitizer (tests/fuzz/), bounded:
+# MINREPRO_FUZZ_SECONDS per target (60 by default; 0 skips them).
+fuzz_seconds="${MINREPRO_FUZZ_SECONDS:-60}"
+if [ "$fuzz_seconds" -gt 0 ]; then
+  scripts/fuzz.sh "$fuzz_seconds"
+fi

@@ -9,8 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/archive/tar_gz.h"
-#include "engine/case_config.h"
+#include "engine/errors.h"
 #include "engine/failure_signature.h"
 #include "engine/archive/neighbours.h"
 
@@ -39,12 +38,6 @@ std::string renderManifest(const Manifest& manifest);
 // Throws BadInputError naming `source` when a line is not understood.
 Manifest parseManifest(const std::string& text, const std::string& source);
 
-// The signature.txt entry of the archive `shrink` writes for this case.
-ArchiveEntry manifestEntry(const CaseConfig& config, const std::filesystem::path& minimal_batch,
-                           const FailureSignature& signature, const NeighbourPlan& neighbours = {});
 
-// Samples a correct run on `batch_file` must process (targets that are not
-// ignore_index); absent for a trial command or non-integer targets.
-std::optional<std::int64_t> expectedProcessed(const CaseConfig& config, const std::filesystem::path& batch_file);
 
 }  // namespace minrepro

@@ -1,5 +1,7 @@
 #include "engine/archive/reproducer.h"
 
+#include <limits>
+#include <optional>
 #include <set>
 
 #include "engine/case_branches.h"
@@ -15,6 +17,39 @@ namespace fs = std::filesystem;
 namespace minrepro {
 
 namespace {
+
+// A correct run of the harness's repro.py must process every sample whose
+// target is not ignore_index: a "fix" that drops or ignores samples does not
+// pass (docs/method.md, "Confirmation in the normal configuration"). Known only for the built-in harness with integer targets.
+std::optional<std::int64_t> expectedProcessed(const CaseConfig& config, const fs::path& minimal_batch) {
+  if (!config.harness || config.harness->target.empty() || config.harness->loss == "none") return std::nullopt;
+  CaseConfig minimal = config;
+  minimal.batch = minimal_batch;
+  const auto batch = BatchStore::open(minimal);
+  for (const auto& t : batch->describe()) {
+    if (t.name != config.harness->target) continue;
+    if (t.dtype.rfind("int", 0) != 0) return std::nullopt;
+    std::int64_t processed = 0;
+    for (auto v : batch->integerValues(t.name, std::numeric_limits<std::int64_t>::max()))
+      processed += v != config.harness->ignore_index;
+    return processed;
+  }
+  return std::nullopt;
+}
+
+ArchiveEntry manifestEntry(const CaseConfig& config, const fs::path& minimal_batch, const FailureSignature& signature,
+                           const NeighbourPlan& neighbours) {
+  Manifest m;
+  m.signature = signature;
+  // As the trials compared: the operator only for a trial command (see
+  // Manifest) whose case did not relax invariants.operator.
+  m.compare_operator = config.command.has_value() && config.invariants.op;
+  m.message_pattern = config.expected.message_regex;
+  m.processed = expectedProcessed(config, minimal_batch);
+  m.neighbours = neighbours.cases;
+  m.neighbours_skipped = neighbours.skipped;
+  return {"signature.txt", renderManifest(m)};
+}
 
 KeyValues smallIntegerValues(const BatchStore& batch, const std::vector<TensorInfo>& tensors) {
   KeyValues values;
