@@ -2,6 +2,8 @@
 // reruns the set and compares with each case's expectation.
 #include "engine/commands/regress.h"
 
+#include "engine/archive/tar_gz.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 

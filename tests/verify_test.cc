@@ -3,6 +3,7 @@
 // hand-made archives for the run-level rules (fresh processes, diagnostic
 // variables removed, reproduction rate).
 #include "engine/commands/verify.h"
+#include "engine/archive/tar_gz.h"
 #include "engine/diagnostics.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,8 @@
 #include "engine/commands/regress.h"
 
+#include "engine/archive/tar_gz.h"
+#include "engine/case_config.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
