@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the fuzz targets (tests/fuzz/, clang with libFuzzer, AddressSanitizer
-# and UndefinedBehaviorSanitizer) into build-fuzz/ and runs each for SECONDS
+# and UndefinedBehaviorSanitizer) and the LibTorch-free unit tests under the
+# same sanitizers into build-fuzz/, runs those tests, then each target for SECONDS
 # (default 60) on a corpus seeded from tests/fuzz/corpus/, the triage
 # fixtures and a real archive. Exit 1 when a target crashes, leaks, hangs or
 # trips a sanitizer; the input that did it is kept in build-fuzz/artifacts/.
@@ -11,6 +12,8 @@ seconds="${1:-60}"
 cmake -S tests/fuzz -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 > /dev/null
 cmake --build build-fuzz -j "$(nproc)"
+# The unit tests that need no LibTorch, under the same sanitizers.
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-fuzz/sanitized_tests --gtest_brief=1
 mkdir -p build-fuzz/artifacts
 seeds=$(mktemp -d)
 trap 'rm -rf "$seeds"' EXIT

@@ -13,9 +13,10 @@ if { [ "${CI:-}" = "true" ] || [ "$(id -u)" -eq 0 ]; } && ! scripts/slurm-up.sh 
   scripts/slurm-up.sh
 fi
 ctest --test-dir build --output-on-failure -j "$(nproc)"
-# The parsers that read what users and strangers write, fuzzed under
-# AddressSanitizer and UndefinedBehaviorSanitizer (tests/fuzz/), bounded:
-# MINREPRO_FUZZ_SECONDS per target (60 by default; 0 skips them).
+# The LibTorch-free tests under AddressSanitizer and UndefinedBehaviorSanitizer,
+# and the parsers that read what users and strangers write fuzzed under them
+# (tests/fuzz/), bounded: MINREPRO_FUZZ_SECONDS per target (60 by default; 0
+# skips both).
 fuzz_seconds="${MINREPRO_FUZZ_SECONDS:-60}"
 if [ "$fuzz_seconds" -gt 0 ]; then
   scripts/fuzz.sh "$fuzz_seconds"
