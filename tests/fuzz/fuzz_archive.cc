@@ -11,11 +11,13 @@
 #include <string>
 
 #include "engine/archive/tar_gz.h"
+#include "tests/fuzz/scratch_dir.h"
 
 namespace fs = std::filesystem;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const fs::path dir = fs::temp_directory_path() / ("minrepro-fuzz-archive-" + std::to_string(::getpid()));
+  static const FuzzScratch scratch("archive");
+  const fs::path& dir = scratch.path;
   fs::create_directories(dir / "outside");
   const fs::path archive = dir / "input.tar.gz", target = dir / "outside" / "into";
   std::ofstream(archive, std::ios::binary | std::ios::trunc)

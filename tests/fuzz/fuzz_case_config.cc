@@ -9,15 +9,15 @@
 #include <string>
 
 #include "engine/case_config.h"
+#include "tests/fuzz/scratch_dir.h"
 
 namespace fs = std::filesystem;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static const FuzzScratch scratch("case");
   static const fs::path dir = [] {
-    const fs::path d = fs::temp_directory_path() / ("minrepro-fuzz-case-" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    for (const char* name : {"batch.pt", "model.pt", "step.py"}) std::ofstream(d / name) << "";
-    return d;
+    for (const char* name : {"batch.pt", "model.pt", "step.py"}) std::ofstream(scratch.path / name) << "";
+    return scratch.path;
   }();
   const fs::path file = dir / "case.yaml";
   std::ofstream(file, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data),

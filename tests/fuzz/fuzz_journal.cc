@@ -10,12 +10,13 @@
 #include <string>
 
 #include "engine/journal.h"
+#include "tests/fuzz/scratch_dir.h"
 
 namespace fs = std::filesystem;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const fs::path dir = fs::temp_directory_path() / ("minrepro-fuzz-journal-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  static const FuzzScratch scratch("journal");
+  const fs::path& dir = scratch.path;
   std::ofstream(dir / "journal.txt", std::ios::binary | std::ios::trunc)
       .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   try {
