@@ -31,7 +31,8 @@ for target in case_config classify journal manifest archive; do
   extra=()
   [ "$target" = classify ] && extra=(tests/fixtures/outputs)
   echo "fuzz: $target for ${seconds} s"
-  if ! build-fuzz/fuzz_$target -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+  mkdir -p "$seeds/tmp-$target"
+  if ! TMPDIR="$seeds/tmp-$target" build-fuzz/fuzz_$target -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
        -print_final_stats=1 -artifact_prefix=build-fuzz/artifacts/$target- "$corpus" "${extra[@]}" \
        > "build-fuzz/$target.log" 2>&1; then
     echo "fuzz: $target FAILED; the input is in build-fuzz/artifacts/, the log in build-fuzz/$target.log" >&2

@@ -1,5 +1,7 @@
 // The directory a fuzz target writes its input into, made once per process
-// and removed when the process exits (libFuzzer ends with exit()).
+// under TMPDIR and removed when the process exits normally. libFuzzer may
+// end with _Exit, so scripts/fuzz.sh also gives each target a TMPDIR of its
+// own and removes it afterwards.
 #pragma once
 
 #include <unistd.h>
