@@ -13,6 +13,7 @@
 #include <chrono>
 #include <thread>
 
+#include "engine/executors/containment.h"
 #include "tests/e2e_fixture.h"
 #include "tests/test_util.h"
 
@@ -128,6 +129,30 @@ TEST_P(Containment, TheNextRunEndsWhatARunKilledWithSigkillLeft) {
       << output;
   for (const pid_t escaped : left) EXPECT_FALSE(isAlive(escaped)) << escaped;
   EXPECT_TRUE(!fs::exists(work / "trials") || fs::is_empty(work / "trials"));
+}
+
+// What the next run kills: its own scope's tags, not a run's in a directory
+// nested inside its work directory.
+TEST(Leftovers, OnlyTheScopesOwnTagsAreKilled) {
+  const auto start = [](const std::string& tag) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::setenv(kTrialTagVariable, tag.c_str(), 1);
+      ::execl("/bin/sleep", "sleep", "30", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    return pid;
+  };
+  const std::string scope = "/nonexistent/minrepro-leftovers-" + std::to_string(::getpid());
+  const pid_t own = start(scope + "/123.4"), nested = start(scope + "/sub/123.4");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // both exec'd with their tags
+  EXPECT_EQ(killLeftovers(scope, "/nonexistent/trials"), 1u);
+  int status = 0;
+  ASSERT_EQ(::waitpid(own, &status, 0), own);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  EXPECT_EQ(::waitpid(nested, &status, WNOHANG), 0) << "a nested run's trial was killed";
+  ::kill(nested, SIGKILL);
+  ::waitpid(nested, nullptr, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(ForkServerOnAndOff, Containment, ::testing::Bool(),

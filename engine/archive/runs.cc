@@ -111,10 +111,14 @@ void judgePass(RunResult& r, std::int64_t expected) {
 }
 
 void judgeFail(RunResult& r, const Manifest& m) {
-  // The archive quotes the message scrubbed of names and paths: so is the
-  // run's, before the two are compared.
-  r.signature.message = scrubText(r.signature.message, machineScrubContext());
+  // The archive quotes the message scrubbed of names and paths: both are
+  // scrubbed alike before they are compared (an archive made before the
+  // scrubbing quotes it raw). A user's pattern matched the raw message in
+  // the trials, and still does.
+  const ScrubContext scrub = machineScrubContext();
+  if (m.message_pattern.empty()) r.signature.message = scrubText(r.signature.message, scrub);
   FailureSignature recorded = m.signature;
+  if (m.message_pattern.empty()) recorded.message = scrubText(recorded.message, scrub);
   if (!m.compare_operator) recorded.op.clear();
   // An archive made before signal names were recorded: any fatal signal.
   if (recorded.family == FailureFamily::Signal && recorded.signal_name.empty())

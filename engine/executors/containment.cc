@@ -55,6 +55,20 @@ bool worksIn(pid_t pid, const fs::path& dir) {
   return !root.empty() && (cwd == root || cwd.rfind(root + "/", 0) == 0);
 }
 
+// Whether the process has a controlling terminal (field 7 of /proc/PID/stat).
+bool hasTerminal(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) return false;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string state, ppid, pgrp, session;
+  long tty = 0;
+  fields >> state >> ppid >> pgrp >> session >> tty;
+  return tty != 0;
+}
+
 void killAndReap(pid_t pid) {
   ::kill(pid, SIGKILL);
   ::kill(-pid, SIGKILL);  // its group too, when it made one with setsid()
@@ -94,6 +108,14 @@ std::size_t killTrialOrphans(const std::string& tag, const fs::path& trial_dir) 
   return killed;
 }
 
+void reapGroup(pid_t group) {
+  for (int i = 0; i < 100; ++i) {
+    const pid_t reaped = ::waitpid(-group, nullptr, WNOHANG);
+    if (reaped < 0) return;  // no child of ours left in the group
+    if (reaped == 0) ::usleep(10'000);
+  }
+}
+
 std::size_t killLeftovers(const std::string& scope, const fs::path& trials_dir) {
   const std::string prefix = scope + "/";
   std::size_t killed = 0;
@@ -103,7 +125,11 @@ std::size_t killLeftovers(const std::string& scope, const fs::path& trials_dir) 
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
     const pid_t pid = static_cast<pid_t>(std::stol(name));
     if (pid == ::getpid()) continue;
-    if (environmentValue(pid, kTrialTagVariable).rfind(prefix, 0) != 0 && !worksIn(pid, trials_dir)) continue;
+    const std::string tag = environmentValue(pid, kTrialTagVariable);
+    // "<scope>/<pid>.<n>": a tag of a run in a directory nested inside this one has another '/'.
+    const bool tagged = tag.rfind(prefix, 0) == 0 && tag.find('/', prefix.size()) == std::string::npos;
+    // By working directory only what has no terminal: a shell someone opened in a trial directory stays.
+    if (!tagged && !(worksIn(pid, trials_dir) && !hasTerminal(pid))) continue;
     ::kill(pid, SIGKILL);
     ++killed;
   }

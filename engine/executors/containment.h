@@ -22,6 +22,8 @@
 #pragma once
 
 #include <cstddef>
+#include <sys/types.h>
+
 #include <filesystem>
 #include <string>
 
@@ -44,6 +46,11 @@ std::string newTrialTag();
 // in `trial_dir`, and reaps it; the children those leave are reparented
 // here in turn, so it repeats until none is left. Returns how many.
 std::size_t killTrialOrphans(const std::string& tag, const std::filesystem::path& trial_dir);
+
+// After a trial's group was killed: reaps the members that were reparented
+// here when its leader exited (a crashed trial's workers), which would
+// otherwise stay zombies until the command ends. Waits at most ~1 s.
+void reapGroup(pid_t group);
 
 // Kills every process of this user whose tag lies in `scope` or whose
 // working directory lies in `trials_dir` (a killed run's trials and what

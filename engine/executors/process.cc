@@ -132,7 +132,7 @@ void boundOutputFile(const fs::path& file, std::uint64_t disk_cap) {
   constexpr std::uint64_t kBlock = 4096;
   const std::uint64_t keep = (disk_cap / 2) / kBlock * kBlock;
   const std::uint64_t end = (static_cast<std::uint64_t>(st.st_size) - keep) / kBlock * kBlock;
-  if (end <= keep) return;
+  if (keep == 0 || end <= keep) return;
   const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) return;
   ::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(keep), static_cast<off_t>(end - keep));
@@ -230,8 +230,10 @@ TrialOutcome LocalExecutor::run(const TrialSpec& spec) {
     if (waitUntil(child, start + spec.timeout, spec.cancel, bound_output)) {
       recordWaitStatus(child.native_exit_code(), outcome);
       ::kill(-pgid, SIGKILL);  // whatever the trial left running in its group
+      reapGroup(pgid);
     } else {
       killGroup(child, pgid, spec.kill_grace);
+      reapGroup(pgid);
       outcome.end = spec.cancel && spec.cancel->load() ? TrialEnd::Cancelled : TrialEnd::TimedOut;
     }
   } catch (const std::exception& e) {
