@@ -91,21 +91,34 @@ std::string refusal(struct archive_entry* entry, std::size_t max_bytes) {
   return "";
 }
 
+// What `shrink` writes and nothing else: tar, gzip-compressed (a zip entry
+// may declare no size, which the caps could not see in advance).
+ReadHandle openTarGz(const fs::path& source) {
+  ReadHandle a(archive_read_new(), &archive_read_free);
+  archive_read_support_filter_gzip(a.get());
+  archive_read_support_format_tar(a.get());
+  check(a.get(), archive_read_open_filename(a.get(), source.c_str(), 1 << 16), "opening " + source.string());
+  return a;
+}
+
+// The next entry, refused (BadInputError) when it may not be extracted;
+// null at the end of the archive.
+struct archive_entry* nextEntry(struct archive* a, const fs::path& source, std::size_t max_entry_bytes) {
+  struct archive_entry* entry = nullptr;
+  const int status = archive_read_next_header(a, &entry);
+  if (status == ARCHIVE_EOF) return nullptr;
+  check(a, status, "reading " + source.string());
+  if (const std::string why = refusal(entry, max_entry_bytes); !why.empty())
+    throw BadInputError(source.string() + ": refused: " + why);
+  return entry;
+}
+
 }  // namespace
 
 std::vector<ArchiveEntry> readTarGz(const fs::path& source, std::size_t max_entry_bytes) {
-  ReadHandle a(archive_read_new(), &archive_read_free);
-  archive_read_support_filter_all(a.get());
-  archive_read_support_format_all(a.get());
-  check(a.get(), archive_read_open_filename(a.get(), source.c_str(), 1 << 16), "opening " + source.string());
+  ReadHandle a = openTarGz(source);
   std::vector<ArchiveEntry> entries;
-  struct archive_entry* entry;
-  while (true) {
-    const int status = archive_read_next_header(a.get(), &entry);
-    if (status == ARCHIVE_EOF) break;
-    check(a.get(), status, "reading " + source.string());
-    if (const std::string why = refusal(entry, max_entry_bytes); !why.empty())
-      throw BadInputError(source.string() + ": refused: " + why);
+  while (struct archive_entry* entry = nextEntry(a.get(), source, max_entry_bytes)) {
     if (archive_entry_filetype(entry) == AE_IFDIR) continue;
     ArchiveEntry e{archive_entry_pathname(entry), std::string(static_cast<std::size_t>(archive_entry_size(entry)), '\0'),
                    (archive_entry_perm(entry) & 0100) != 0};
@@ -135,21 +148,11 @@ std::vector<std::string> extractArchive(const fs::path& archive, const fs::path&
     throw BadInputError(archive.string() + ": no such archive; give the repro.tar.gz that minrepro shrink wrote");
   std::vector<std::string> names;
   try {
-    // What `shrink` writes, nothing else: tar, gzip-compressed (a zip entry
-    // may declare no size, which the caps below could not see in advance).
-    ReadHandle a(archive_read_new(), &archive_read_free);
-    archive_read_support_filter_gzip(a.get());
-    archive_read_support_format_tar(a.get());
-    check(a.get(), archive_read_open_filename(a.get(), archive.c_str(), 1 << 16), "opening " + archive.string());
+    ReadHandle a = openTarGz(archive);
     std::set<fs::path> seen;
     std::uint64_t total = 0;
     std::vector<char> buffer(1 << 16);
-    for (struct archive_entry* entry;;) {
-      const int status = archive_read_next_header(a.get(), &entry);
-      if (status == ARCHIVE_EOF) break;
-      check(a.get(), status, "reading " + archive.string());
-      if (const std::string why = refusal(entry, max_entry_bytes); !why.empty())
-        throw BadInputError(archive.string() + ": refused: " + why);
+    while (struct archive_entry* entry = nextEntry(a.get(), archive, max_entry_bytes)) {
       if (archive_entry_filetype(entry) == AE_IFDIR) continue;
       const fs::path rel = fs::path(archive_entry_pathname(entry)).lexically_normal();
       if (!seen.insert(rel).second) throw BadInputError(archive.string() + ": refused: '" + rel.string() + "' appears twice");
