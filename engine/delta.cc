@@ -2,17 +2,21 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 namespace minrepro {
 namespace {
 
+// The union of ascending unit lists, ascending: merged in linear time (a
+// million-unit candidate is not sorted again at every query).
 Units merged(const Units& a, const Units& b, const Units& c = {}) {
+  Units ab;
+  ab.reserve(a.size() + b.size());
+  std::merge(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(ab));
+  if (c.empty()) return ab;
   Units out;
-  out.reserve(a.size() + b.size() + c.size());
-  out.insert(out.end(), a.begin(), a.end());
-  out.insert(out.end(), b.begin(), b.end());
-  out.insert(out.end(), c.begin(), c.end());
-  std::sort(out.begin(), out.end());
+  out.reserve(ab.size() + c.size());
+  std::merge(ab.begin(), ab.end(), c.begin(), c.end(), std::back_inserter(out));
   return out;
 }
 
@@ -27,6 +31,19 @@ Units without(const Units& units, std::size_t index) {
 constexpr std::size_t kDensityAfter = 3;
 
 }  // namespace
+
+// FNV-1a over the units' values, and a multiply-xorshift mix: two hashes
+// that do not collide together by chance (2^-128 per pair of candidates).
+DeltaSearch::CandidateId DeltaSearch::idOf(const Units& units) {
+  std::uint64_t h1 = 1469598103934665603ULL, h2 = 0x9E3779B97F4A7C15ULL;
+  for (std::size_t u : units) {
+    h1 = (h1 ^ u) * 1099511628211ULL;
+    h2 ^= u + 0x9E3779B97F4A7C15ULL + (h2 << 6) + (h2 >> 2);
+    h2 *= 0xBF58476D1CE4E5B9ULL;
+    h2 ^= h2 >> 31;
+  }
+  return {units.size(), h1, h2};
+}
 
 DeltaSearch::DeltaSearch(std::size_t n, DeltaOptions options) : total_(n), options_(options) {
   unknown_.resize(n);
@@ -43,7 +60,7 @@ DeltaSearch::DeltaSearch(std::size_t n, DeltaOptions options) : total_(n), optio
 void DeltaSearch::answer(bool interesting) {
   ++stats_.tests;
   if (interesting) ++stats_.accepted;
-  cache_.emplace(pending_, interesting);
+  cache_.emplace(idOf(pending_), interesting);
   apply(interesting);
   advance();
 }
@@ -70,7 +87,7 @@ bool DeltaSearch::ask(Units candidate, Phase awaiting) {
     apply(false);
     return false;
   }
-  if (auto it = cache_.find(pending_); it != cache_.end()) {
+  if (auto it = cache_.find(idOf(pending_)); it != cache_.end()) {
     ++stats_.cache_hits;
     apply(it->second);
     return false;
@@ -172,6 +189,31 @@ Units minimizeUnits(std::size_t n, const UnitOracle& oracle, DeltaStats* stats, 
   while (!search.done()) search.answer(oracle(search.query()));
   if (stats) *stats = search.stats();
   return search.result();
+}
+
+namespace {
+
+std::size_t log2Ceil(std::size_t n) {
+  std::size_t bits = 0;
+  while ((std::size_t{1} << bits) < n) ++bits;
+  return bits;
+}
+
+}  // namespace
+
+std::size_t DeltaSearch::remainingEstimate() const {
+  switch (phase_) {
+    case Phase::Done: return 0;
+    case Phase::FinalCheck:
+    case Phase::AwaitFinal: return needed_.size() - std::min(final_index_, needed_.size());
+    default: break;
+  }
+  const bool bisecting = phase_ == Phase::Bisect || phase_ == Phase::AwaitBisect;
+  const std::size_t left = bisecting ? rest_.size() : unknown_.size();
+  const std::size_t culprits = std::max<std::size_t>(needed_.size(), 1);
+  std::size_t estimate = bisecting ? log2Ceil(group_.size()) : 0;
+  if (left > 0) estimate += 1 + culprits * log2Ceil(left / culprits + 1);
+  return estimate + (options_.final_check ? culprits : 0);
 }
 
 }  // namespace minrepro

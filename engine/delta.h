@@ -26,7 +26,9 @@
 // parallel, or replayed from a journal.
 #pragma once
 
+#include <compare>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <vector>
@@ -61,6 +63,10 @@ class DeltaSearch {
   // The units kept; final once done().
   const Units& result() const { return needed_; }
   const DeltaStats& stats() const { return stats_; }
+  // About how many answers the search still needs, for progress lines: the
+  // bisection under way, then the units left at the density of culprits
+  // found so far (an estimate, not a bound).
+  std::size_t remainingEstimate() const;
 
  private:
   enum class Phase { Outer, AwaitGroup, Bisect, AwaitBisect, FinalCheck, AwaitFinal, Done };
@@ -80,7 +86,17 @@ class DeltaSearch {
   bool unknown_holds_culprit_ = true;
   bool needed_alone_failed_ = false;
   std::size_t final_index_ = 0;
-  std::map<Units, bool> cache_;
+  // Answers by candidate: its size and two independent 64-bit hashes of
+  // its units (a false match needs both to collide), not the units
+  // themselves, which for a batch of millions of samples would keep a
+  // copy of every candidate.
+  struct CandidateId {
+    std::size_t size;
+    std::uint64_t h1, h2;
+    auto operator<=>(const CandidateId&) const = default;
+  };
+  static CandidateId idOf(const Units& units);
+  std::map<CandidateId, bool> cache_;
 };
 
 // Answers whether a candidate keeping exactly these units is still interesting.

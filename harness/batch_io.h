@@ -5,9 +5,14 @@
 #include <ATen/core/Dict.h>
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
+
+#include "harness/stored_zip.h"
 
 namespace minrepro {
 
@@ -24,8 +29,16 @@ struct NamedTensors {
 // not a dict of tensors.
 NamedTensors readBatchFile(const std::filesystem::path& file);
 
-// Writes in the format Python's torch.load reads, to a temp file then renamed.
-void writeBatchFile(const NamedTensors& batch, const std::filesystem::path& file);
+// Producers of the storages of tensors without data (tensorWithoutData), by
+// the tensor's index in the batch: each writes its storage's bytes.
+using StorageProducers = std::map<std::size_t, std::function<void(const ByteSink&)>>;
+
+// Writes in the format Python's torch.load reads, streamed to a temp file
+// then renamed; a tensor without data gets its storage from `producers`
+// (a candidate cut from the original a slab at a time, never whole in
+// memory). Returns the bytes of tensor data written.
+std::uint64_t writeBatchFile(const NamedTensors& batch, const std::filesystem::path& file,
+                             const StorageProducers& producers = {});
 
 // A copy with the same dtype, shape and stride order (dimension order by
 // stride), owning a storage of exactly its own size.
@@ -41,6 +54,47 @@ at::Tensor copyWithStrideOrder(const at::Tensor& values, const at::Tensor& layou
 // and the values allow it, and the same storage offset. The elements before
 // the offset and in the gaps are zeros.
 at::Tensor copyWithStridePattern(const at::Tensor& values, const at::Tensor& layout_of);
+
+// The layout copyWithStridePattern gives a tensor of `sizes` cut from
+// `layout_of`; a broadcast dimension of it stays one where `stays_broadcast`
+// says the values allow it.
+struct StridePattern {
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+  int64_t storage_numel = 0;  // elements of the storage, the offset's included
+  // The outermost dimension with more than one element (-1 if none): each
+  // of its slices lies in a block of strides[outer] elements of its own.
+  int outer = -1;
+};
+StridePattern stridePatternFor(at::IntArrayRef sizes, const at::Tensor& layout_of,
+                               const std::function<bool(int64_t)>& stays_broadcast);
+
+// A tensor with that layout whose storage has a size but no data: what the
+// pickle of a candidate needs to know, before its bytes are produced.
+at::Tensor tensorWithoutData(c10::ScalarType dtype, at::IntArrayRef sizes, const StridePattern& pattern);
+
+// How large a piece of a streamed tensor is made at once (32 MiB); tests
+// make it small, to cut small tensors into many slabs.
+int64_t slabBytes();
+void setSlabBytes(int64_t bytes);
+// Writes the storage of a tensor laid out by `pattern` slab by slab along
+// its outer dimension: `slab(begin, end)` gives the values of slices
+// [begin, end) of it (all of the tensor, called once, when it has no outer
+// dimension); zeros before the offset and in the gaps.
+void produceInSlabs(const StridePattern& pattern, at::IntArrayRef sizes, c10::ScalarType dtype,
+                    const std::function<at::Tensor(int64_t begin, int64_t end)>& slab, const ByteSink& sink);
+// The same tensor in memory: its storage allocated once and filled slab by
+// slab (a fork server's child building its candidate).
+at::Tensor materializeInSlabs(const StridePattern& pattern, at::IntArrayRef sizes, c10::ScalarType dtype,
+                              const std::function<at::Tensor(int64_t begin, int64_t end)>& slab);
+
+class BatchStore;
+struct Selection;
+// The candidate `selection` of the store's batch in memory, exactly as
+// BatchStore::writeCandidate writes it (layouts, own storages, unchanged
+// tensors as the original has them) and torch.load would read it back: what
+// a fork server's child runs instead of reading the file.
+NamedTensors candidateTensors(const BatchStore& store, const Selection& selection);
 
 std::string dtypeName(c10::ScalarType type);
 std::string layoutName(const at::Tensor& t);

@@ -1,17 +1,12 @@
-// Reading, checking and subsetting failing batches (LibTorch inside).
+// Reading, checking and cutting failing batches (LibTorch inside).
 #include "harness/batch_store.h"
 
 #include <ATen/ATen.h>
-#include <caffe2/serialize/inline_container.h>
-#include <torch/csrc/jit/serialization/export.h>
-#include <torch/csrc/jit/serialization/import_read.h>
-#include <torch/csrc/jit/serialization/pickler.h>
-#include <torch/csrc/jit/serialization/pickle.h>
-#include <torch/csrc/jit/serialization/storage_context.h>
 
 #include <algorithm>
-#include <fstream>
-#include <limits>
+#include <cstring>
+#include <map>
+#include <mutex>
 #include <numeric>
 #include <sstream>
 
@@ -21,194 +16,6 @@ namespace fs = std::filesystem;
 
 namespace minrepro {
 
-const at::Tensor* NamedTensors::find(const std::string& name) const {
-  for (std::size_t i = 0; i < names.size(); ++i)
-    if (names[i] == name) return &tensors[i];
-  return nullptr;
-}
-
-std::string dtypeName(c10::ScalarType type) {
-  switch (type) {
-    case c10::kFloat: return "float32";
-    case c10::kDouble: return "float64";
-    case c10::kHalf: return "float16";
-    case c10::kBFloat16: return "bfloat16";
-    case c10::kLong: return "int64";
-    case c10::kInt: return "int32";
-    case c10::kShort: return "int16";
-    case c10::kChar: return "int8";
-    case c10::kByte: return "uint8";
-    case c10::kBool: return "bool";
-    case c10::kComplexFloat: return "complex64";
-    case c10::kComplexDouble: return "complex128";
-    default: return c10::toString(type);
-  }
-}
-
-std::string layoutName(const at::Tensor& t) {
-  if (t.is_contiguous()) return "contiguous";
-  if (t.dim() <= 1) return "strided";  // a 1-D view with a step (x[::3])
-  if (t.dim() == 4 && t.is_contiguous(at::MemoryFormat::ChannelsLast)) return "channels_last";
-  std::vector<int64_t> reversed(static_cast<std::size_t>(t.dim()));
-  std::iota(reversed.rbegin(), reversed.rend(), 0);
-  if (t.permute(reversed).is_contiguous()) return "transposed";
-  return "strided";
-}
-
-namespace {
-
-// LibTorch 1.13's unpickler cannot read a dict with exactly one entry, which
-// Python writes with a different opcode; say so instead of "Unknown opcode".
-std::string explainUnpickleError(const std::string& what) {
-  if (what.find("Unknown opcode") != std::string::npos)
-    return " (LibTorch 1.13 cannot read a dict with exactly one entry, nor numpy arrays, "
-           "torch.Size or nn.Parameter values: save a dict of two or more plain tensors)";
-  return " (save it with torch.save(dict_of_tensors, path))";
-}
-
-std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
-
-// Read record by record from the file (no copy of the whole file), with a
-// storage context so that tensors saved as views of one storage come back
-// as views of one storage, as torch.load gives them: pickle_load would give
-// each its own copy, and a kernel that reads past a view would see other
-// memory than in the user's process.
-c10::IValue unpickleBatch(const fs::path& file) {
-  caffe2::serialize::PyTorchStreamReader reader(file.string());
-  return torch::jit::readArchiveAndTensors("data", "", "", c10::nullopt, c10::nullopt, c10::nullopt, reader,
-                                           torch::jit::Unpickler::defaultTypeParser,
-                                           std::make_shared<torch::jit::DeserializationStorageContext>());
-}
-
-}  // namespace
-
-NamedTensors readBatchFile(const fs::path& file) {
-  if (!fs::is_regular_file(file))
-    throw BadInputError(file.string() + ": cannot read the batch file (does it exist, is it readable?)");
-  c10::IValue value;
-  try {
-    value = unpickleBatch(file);
-  } catch (const std::exception& e) {
-    const std::string what = firstLine(e.what());
-    throw BadInputError(file.string() + ": not a readable torch.save file: " + what + explainUnpickleError(what));
-  }
-  if (!value.isGenericDict())
-    throw BadInputError(file.string() + ": expected a dict of named tensors, found " + value.tagKind());
-  NamedTensors batch;
-  for (const auto& entry : value.toGenericDict()) {
-    if (!entry.key().isString())
-      throw BadInputError(file.string() + ": batch dict keys must be strings, found " + entry.key().tagKind());
-    const std::string name = entry.key().toStringRef();
-    if (!entry.value().isTensor())
-      throw BadInputError(file.string() + ": entry '" + name + "' is a " + entry.value().tagKind() +
-                      ", expected a tensor (store ids and lengths as tensors too)");
-    batch.names.push_back(name);
-    batch.tensors.push_back(entry.value().toTensor());
-  }
-  return batch;
-}
-
-at::Tensor copyWithStrideOrder(const at::Tensor& values, const at::Tensor& layout_of) {
-  if (values.dim() == 0) return values.clone();
-  // Order dimensions from the largest stride to the smallest (ties keep
-  // their order), allocate contiguously in that order and permute back.
-  std::vector<int64_t> order(static_cast<std::size_t>(layout_of.dim()));
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t a, int64_t b) { return layout_of.stride(a) > layout_of.stride(b); });
-  std::vector<int64_t> sizes, inverse(order.size());
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    sizes.push_back(values.size(order[i]));
-    inverse[static_cast<std::size_t>(order[i])] = static_cast<int64_t>(i);
-  }
-  at::Tensor out = at::empty(sizes, values.options()).permute(inverse);
-  out.copy_(values);
-  return out;
-}
-
-at::Tensor cloneKeepingLayout(const at::Tensor& t) { return copyWithStrideOrder(t, t); }
-
-namespace {
-
-// Whether `values` is the same along dimension `d`, so that a broadcast
-// (stride 0) dimension of the original can stay one.
-bool constantAlong(const at::Tensor& values, int64_t d) {
-  if (values.size(d) <= 1) return true;
-  const at::Tensor first = values.narrow(d, 0, 1).expand_as(values);
-  at::Tensor same = values.eq(first);
-  if (at::isFloatingType(values.scalar_type()) || at::isComplexType(values.scalar_type()))
-    same.logical_or_(values.isnan().logical_and(first.isnan()));  // NaN is NaN's own value here
-  return same.all().item<bool>();
-}
-
-}  // namespace
-
-at::Tensor copyWithStridePattern(const at::Tensor& values, const at::Tensor& layout_of) {
-  const int64_t dims = layout_of.dim();
-  // Innermost first: dimensions by stride, smallest first (ties: later
-  // dimension inner); a broadcast one outermost, should it need memory.
-  std::vector<int64_t> order(static_cast<std::size_t>(dims));
-  std::iota(order.begin(), order.end(), 0);
-  auto key = [&](int64_t d) {
-    return layout_of.stride(d) == 0 ? std::numeric_limits<int64_t>::max() : layout_of.stride(d);
-  };
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t a, int64_t b) { return key(a) < key(b) || (key(a) == key(b) && a > b); });
-  std::vector<int64_t> strides(static_cast<std::size_t>(dims), 0);
-  int64_t dense_original = 1, dense_new = 1;  // extent of the dimensions inside the current one
-  for (int64_t d : order) {
-    const int64_t stride = layout_of.stride(d);
-    if (stride == 0 && layout_of.size(d) > 1 && constantAlong(values, d)) continue;  // stays broadcast
-    // Size-1 dimensions have no gap of their own (their stride is arbitrary).
-    const int64_t gap = layout_of.size(d) > 1 ? std::max<int64_t>(stride - dense_original, 0) : 0;
-    strides[static_cast<std::size_t>(d)] = dense_new + gap;
-    if (layout_of.size(d) > 1 && stride > 0) dense_original = stride * layout_of.size(d);
-    dense_new = strides[static_cast<std::size_t>(d)] * std::max<int64_t>(values.size(d), 1);
-  }
-  const int64_t offset = layout_of.storage_offset();
-  int64_t span = values.numel() > 0 ? 1 : 0;
-  for (int64_t d = 0; d < dims; ++d) span += (values.size(d) - 1) * strides[static_cast<std::size_t>(d)] * (values.numel() > 0);
-  // Zeros before the offset and in the gaps: what the original's storage
-  // held there belonged to other tensors or samples, which the reduction
-  // removed (and which may be data nobody should receive).
-  at::Tensor storage = at::zeros({offset + span}, values.options());
-  at::Tensor out = storage.as_strided(values.sizes(), strides, offset);
-  // A broadcast dimension is written once (its elements are one location).
-  at::Tensor target = out, source = values;
-  for (int64_t d = 0; d < dims; ++d)
-    if (strides[static_cast<std::size_t>(d)] == 0 && values.size(d) > 1) {
-      target = target.narrow(d, 0, 1);
-      source = source.narrow(d, 0, 1);
-    }
-  target.copy_(source);
-  return out;
-}
-
-// torch.save's zip format, written record by record to the file (no copy
-// of the whole archive in memory). The dict is pickled untagged: LibTorch's
-// pickle_save tags typed containers with torch.jit._pickle.restore_type_tag,
-// which torch.load(..., weights_only=True) refuses. Tensors on one storage
-// are written once, as views of it.
-void writeBatchFile(const NamedTensors& batch, const fs::path& file) {
-  c10::impl::GenericDict dict(c10::StringType::get(), c10::TensorType::get());
-  for (std::size_t i = 0; i < batch.names.size(); ++i) dict.insert(batch.names[i], batch.tensors[i]);
-  std::vector<char> pickle;
-  torch::jit::Pickler pickler([&](const char* bytes, size_t n) { pickle.insert(pickle.end(), bytes, bytes + n); },
-                              nullptr, nullptr, nullptr, nullptr, /*tag_aggregates=*/false);
-  pickler.protocol();
-  pickler.pushIValue(c10::IValue(dict));
-  pickler.stop();
-  const fs::path tmp = file.string() + ".partial";
-  try {
-    caffe2::serialize::PyTorchStreamWriter writer(tmp.string());
-    torch::jit::writeArchiveAndTensors("data", pickle.data(), pickle.size(), pickler.tensorData(), writer);
-    writer.writeEndOfFile();
-  } catch (const c10::Error& e) {
-    throw std::runtime_error("cannot write " + tmp.string() + ": " + e.what_without_backtrace());
-  }
-  fs::rename(tmp, file);
-}
-
 namespace {
 
 // One tensor of a candidate on its way to the trial: its values, and where
@@ -217,6 +24,19 @@ struct CandidateTensor {
   at::Tensor values;
   at::Tensor origin;   // int64 flat index in the original tensor; undefined when not tracked
   at::Tensor padding;  // bool, true where a per-sample length cut put padding; undefined if none
+};
+
+// A candidate ready to be written: tensors the selection leaves alone are
+// the original's own; tensors it only cuts (samples, the window) have no
+// data, their storages are produced a slab at a time as the file is
+// written, so a candidate of any size is never whole in memory; the others
+// (value and length edits, which the passes make once the case is small)
+// hold their values.
+struct CandidatePlan {
+  NamedTensors tensors;
+  StorageProducers producers;
+  // For each produced tensor, its values in memory instead (inMemory).
+  std::map<std::size_t, std::function<at::Tensor()>> materializers;
 };
 
 class TorchBatchStore : public BatchStore {
@@ -261,13 +81,16 @@ class TorchBatchStore : public BatchStore {
     writeBatchFile(subset, out);
   }
 
-  void writeCandidate(const Selection& selection, const fs::path& out) const override {
-    writeBatchFile(materialize(selection), out);
+  std::uint64_t writeCandidate(const Selection& selection, const fs::path& out) const override {
+    const CandidatePlan p = plan(selection);
+    return writeBatchFile(p.tensors, out, p.producers);
   }
 
   std::vector<TensorInfo> describeCandidate(const Selection& selection) const override {
-    return describeTensors(materialize(selection));
+    return describeTensors(plan(selection).tensors);
   }
+
+  std::int64_t nonTrivialValueCount(const Selection& selection) const override;
 
   // ---- CaseView
 
@@ -343,9 +166,21 @@ class TorchBatchStore : public BatchStore {
   }
 
   CandidateTensor cut(std::size_t tensor, const Selection& selection, bool track) const;
+  at::Tensor originOf(std::size_t tensor, const Selection& selection) const;
+  at::Tensor slabOf(std::size_t tensor, const Selection& selection, int outer, int64_t begin, int64_t end) const;
+  bool cutAsIs(std::size_t tensor, const Selection& selection) const;
+  CandidatePlan plan(const Selection& selection) const;
+
+ public:
+  NamedTensors inMemory(const Selection& selection) const;
+
+ private:
+  std::int64_t nonTrivialCount(std::size_t tensor, const Selection& selection,
+                               std::vector<std::int32_t>* per_sample) const;
+  bool samplesWhole(std::size_t tensor, const Selection& selection) const;
+  std::int64_t samplesPerSlab(std::size_t tensor) const;
   void applyLengths(std::size_t tensor, const Selection& selection, CandidateTensor& c) const;
   at::Tensor lengthsFor(const Selection& selection) const;
-  NamedTensors materialize(const Selection& selection) const;
   bool unchanged(std::size_t tensor, const Selection& selection) const;
 
   void checkSampleAxes();
@@ -361,22 +196,20 @@ class TorchBatchStore : public BatchStore {
   std::vector<std::int64_t> sample_lengths_;  // of the original samples; empty without sequence.lengths
   std::int64_t samples_ = 0;
   std::int64_t sequence_length_ = 0;
+  // Per tensor, each original sample's non-trivial values (whole samples):
+  // counted once, so that the size logged at each step costs O(samples).
+  mutable std::mutex per_sample_mutex_;
+  mutable std::map<std::size_t, std::vector<std::int32_t>> per_sample_open_;
 };
 
 // Samples, window and values of one tensor (before per-sample lengths).
 CandidateTensor TorchBatchStore::cut(std::size_t i, const Selection& selection, bool track) const {
   const at::Tensor& t = batch_.tensors[i];
   const bool values = selection.values_kept.count(batch_.names[i]) > 0;
-  CandidateTensor c{t, track || values ? at::arange(t.numel(), at::kLong).view(t.sizes()) : at::Tensor(), {}};
-  if (auto axis = sampleAxisOf(batch_.names[i])) {
-    const at::Tensor index = at::tensor(selection.samples, at::kLong);
-    c.values = c.values.index_select(*axis, index);
-    if (c.origin.defined()) c.origin = c.origin.index_select(*axis, index);
-  }
-  if (auto seq = sequenceOf(i); seq && selection.seq_end > 0) {
+  CandidateTensor c{t, track || values ? originOf(i, selection) : at::Tensor(), {}};
+  if (auto axis = sampleAxisOf(batch_.names[i])) c.values = c.values.index_select(*axis, at::tensor(selection.samples, at::kLong));
+  if (auto seq = sequenceOf(i); seq && selection.seq_end > 0)
     c.values = c.values.narrow(seq->axis, selection.seq_begin, selection.seq_end - selection.seq_begin);
-    if (c.origin.defined()) c.origin = c.origin.narrow(seq->axis, selection.seq_begin, selection.seq_end - selection.seq_begin);
-  }
   c.values = c.values.clone(at::MemoryFormat::Contiguous);
   if (values) {
     const auto& list = selection.values_kept.at(batch_.names[i]);
@@ -426,19 +259,168 @@ bool TorchBatchStore::unchanged(std::size_t i, const Selection& selection) const
   return selection.values_kept.count(name) == 0;
 }
 
-NamedTensors TorchBatchStore::materialize(const Selection& selection) const {
-  NamedTensors out;
+// Flat indices in the original of the candidate's elements (samples and
+// window cut, row-major), built from per-dimension coordinates: as large as
+// the candidate, not as the original.
+at::Tensor TorchBatchStore::originOf(std::size_t i, const Selection& selection) const {
+  const at::Tensor& t = batch_.tensors[i];
+  const auto axis = sampleAxisOf(batch_.names[i]);
+  const auto seq = selection.seq_end > 0 ? sequenceOf(i) : std::nullopt;
+  at::Tensor origin = at::zeros({}, at::kLong);
+  int64_t row_major = 1;
+  for (int64_t d = t.dim() - 1; d >= 0; --d) {
+    at::Tensor coord = axis && d == *axis   ? at::tensor(selection.samples, at::kLong)
+                       : seq && d == seq->axis ? at::arange(selection.seq_begin, selection.seq_end, at::kLong)
+                                               : at::arange(t.size(d), at::kLong);
+    std::vector<int64_t> shape(static_cast<std::size_t>(t.dim()), 1);
+    shape[static_cast<std::size_t>(d)] = -1;
+    origin = origin + coord.mul(row_major).view(shape);
+    row_major *= t.size(d);
+  }
+  return origin;
+}
+
+// Whether tensor i of the candidate is the original's cut by samples and
+// window only (no value or length edit): then it can be produced a slab at
+// a time, and an originally broadcast dimension stays one.
+bool TorchBatchStore::cutAsIs(std::size_t i, const Selection& selection) const {
+  const std::string& name = batch_.names[i];
+  if (selection.values_kept.count(name)) return false;
+  if (name == config_.sequence.lengths && sequence_length_ > 0) return false;
+  return !(sequenceOf(i) && sampleAxisOf(name) && !selection.lengths.empty());
+}
+
+// Slices [begin, end) of the candidate's tensor i along dimension `outer`
+// (all of it when outer < 0): the outer range is cut from the original
+// first, so only the slab's samples are copied.
+at::Tensor TorchBatchStore::slabOf(std::size_t i, const Selection& selection, int outer, int64_t begin,
+                                   int64_t end) const {
+  at::Tensor t = batch_.tensors[i];
+  const auto axis = sampleAxisOf(batch_.names[i]);
+  const auto seq = selection.seq_end > 0 ? sequenceOf(i) : std::nullopt;
+  at::Tensor index = axis ? at::tensor(selection.samples, at::kLong) : at::Tensor();
+  if (outer >= 0 && axis && outer == *axis) index = index.slice(0, begin, end);
+  else if (outer >= 0 && seq && outer == seq->axis) t = t.narrow(outer, selection.seq_begin + begin, end - begin);
+  else if (outer >= 0) t = t.narrow(outer, begin, end - begin);
+  if (seq && outer != seq->axis) t = t.narrow(seq->axis, selection.seq_begin, selection.seq_end - selection.seq_begin);
+  return axis ? t.index_select(*axis, index) : t;
+}
+
+CandidatePlan TorchBatchStore::plan(const Selection& selection) const {
+  CandidatePlan p;
   for (std::size_t i = 0; i < batch_.names.size(); ++i) {
-    out.names.push_back(batch_.names[i]);
+    const at::Tensor& original = batch_.tensors[i];
+    p.tensors.names.push_back(batch_.names[i]);
     if (unchanged(i, selection)) {
-      out.tensors.push_back(batch_.tensors[i]);
+      p.tensors.tensors.push_back(original);
+    } else if (cutAsIs(i, selection)) {
+      std::vector<int64_t> sizes = original.sizes().vec();
+      if (auto axis = sampleAxisOf(batch_.names[i])) sizes[static_cast<std::size_t>(*axis)] = static_cast<int64_t>(selection.samples.size());
+      if (auto seq = sequenceOf(i); seq && selection.seq_end > 0) sizes[static_cast<std::size_t>(seq->axis)] = selection.seq_end - selection.seq_begin;
+      const StridePattern pattern = stridePatternFor(sizes, original, [](int64_t) { return true; });
+      p.tensors.tensors.push_back(tensorWithoutData(original.scalar_type(), sizes, pattern));
+      auto slab = [this, i, selection, outer = pattern.outer](int64_t begin, int64_t end) {
+        return slabOf(i, selection, outer, begin, end);
+      };
+      p.producers[i] = [slab, pattern, sizes, dtype = original.scalar_type()](const ByteSink& sink) {
+        produceInSlabs(pattern, sizes, dtype, slab, sink);
+      };
+      p.materializers[i] = [slab, pattern, sizes, dtype = original.scalar_type()] {
+        return materializeInSlabs(pattern, sizes, dtype, slab);
+      };
+    } else {
+      CandidateTensor c = cut(i, selection, false);
+      applyLengths(i, selection, c);
+      p.tensors.tensors.push_back(copyWithStridePattern(c.values, original));
+    }
+  }
+  return p;
+}
+
+// The plan's tensors in new memory: produced ones filled as the file would
+// be, unchanged ones copied once per storage (the views that share one in
+// the original share the copy), as torch.load gives each storage of a file
+// its own allocation.
+NamedTensors TorchBatchStore::inMemory(const Selection& selection) const {
+  CandidatePlan p = plan(selection);
+  std::map<const c10::StorageImpl*, c10::Storage> copies;
+  for (std::size_t i = 0; i < p.tensors.tensors.size(); ++i) {
+    at::Tensor& t = p.tensors.tensors[i];
+    if (auto it = p.materializers.find(i); it != p.materializers.end()) {
+      t = it->second();
       continue;
     }
-    CandidateTensor c = cut(i, selection, false);
-    applyLengths(i, selection, c);
-    out.tensors.push_back(copyWithStridePattern(c.values, batch_.tensors[i]));
+    if (p.producers.count(i)) throw std::logic_error("a produced tensor without a materializer");
+    auto [copy, fresh] = copies.try_emplace(t.storage().unsafeGetStorageImpl());
+    if (fresh) {
+      const std::size_t nbytes = t.storage().nbytes();
+      at::Tensor bytes = at::empty({static_cast<int64_t>(nbytes)}, at::kByte);
+      if (nbytes > 0) std::memcpy(bytes.data_ptr(), t.storage().data(), nbytes);
+      copy->second = bytes.storage();
+    }
+    t = at::empty({0}, t.options()).set_(copy->second, t.storage_offset(), t.sizes(), t.strides());
   }
-  return out;
+  return std::move(p.tensors);
+}
+
+// How many samples of tensor i make about one slab.
+std::int64_t TorchBatchStore::samplesPerSlab(std::size_t i) const {
+  const at::Tensor& t = batch_.tensors[i];
+  const auto axis = sampleAxisOf(batch_.names[i]);
+  if (!axis || t.numel() == 0) return std::max<std::int64_t>(samples_, 1);
+  const int64_t per_sample = t.numel() / std::max<int64_t>(t.size(*axis), 1) * static_cast<int64_t>(t.element_size());
+  return std::max<int64_t>(1, slabBytes() / std::max<int64_t>(per_sample, 1));
+}
+
+// The non-trivial values of tensor i in the candidate, counted a slab of
+// samples at a time (the size a run logs at each step, for any batch);
+// `per_sample` (when given) receives each sample's count.
+std::int64_t TorchBatchStore::nonTrivialCount(std::size_t i, const Selection& selection,
+                                              std::vector<std::int32_t>* per_sample) const {
+  const std::int64_t per_slab = samplesPerSlab(i);
+  const auto axis = sampleAxisOf(batch_.names[i]);
+  Selection part = selection;
+  std::int64_t count = 0;
+  for (std::size_t begin = 0; begin < selection.samples.size(); begin += static_cast<std::size_t>(per_slab)) {
+    const std::size_t end = std::min(selection.samples.size(), begin + static_cast<std::size_t>(per_slab));
+    part.samples.assign(selection.samples.begin() + static_cast<std::ptrdiff_t>(begin),
+                        selection.samples.begin() + static_cast<std::ptrdiff_t>(end));
+    CandidateTensor c = cut(i, part, false);
+    applyLengths(i, part, c);
+    at::Tensor open = c.values.ne(trivial_[i]);
+    if (c.padding.defined()) open.logical_and_(c.padding.logical_not());
+    if (per_sample && axis) {
+      const at::Tensor counts = open.movedim(*axis, 0).reshape({open.size(*axis), -1}).sum(1).to(at::kInt).contiguous();
+      per_sample->insert(per_sample->end(), counts.data_ptr<int32_t>(), counts.data_ptr<int32_t>() + counts.numel());
+    }
+    count += open.sum().item<int64_t>();
+    if (!axis) break;  // one piece: the whole tensor
+  }
+  return count;
+}
+
+// Whether tensor i of the candidate is its samples of the original, whole:
+// then its count is the sum of theirs, counted once per run.
+bool TorchBatchStore::samplesWhole(std::size_t i, const Selection& selection) const {
+  const bool full_window = selection.seq_end == 0 || (selection.seq_begin == 0 && selection.seq_end == sequence_length_);
+  return sampleAxisOf(batch_.names[i]) && full_window && selection.lengths.empty() &&
+         !selection.values_kept.count(batch_.names[i]);
+}
+
+std::int64_t TorchBatchStore::nonTrivialValueCount(const Selection& selection) const {
+  std::int64_t count = 0;
+  for (std::size_t i = 0; i < batch_.names.size(); ++i) {
+    if (!valueReducible(batch_.names[i])) continue;
+    if (!samplesWhole(i, selection)) {
+      count += nonTrivialCount(i, selection, nullptr);
+      continue;
+    }
+    std::lock_guard lock(per_sample_mutex_);
+    std::vector<std::int32_t>& per_sample = per_sample_open_[i];
+    if (per_sample.empty()) nonTrivialCount(i, fullSelection(*this), &per_sample);
+    for (std::int64_t s : selection.samples) count += per_sample[static_cast<std::size_t>(s)];
+  }
+  return count;
 }
 
 std::vector<ValueUnit> TorchBatchStore::nonTrivialValues(const Selection& selection) const {
@@ -556,6 +538,10 @@ void TorchBatchStore::checkSequence() {
 }
 
 }  // namespace
+
+NamedTensors candidateTensors(const BatchStore& store, const Selection& selection) {
+  return dynamic_cast<const TorchBatchStore&>(store).inMemory(selection);
+}
 
 std::unique_ptr<BatchStore> BatchStore::open(const CaseConfig& config) {
   return std::make_unique<TorchBatchStore>(config, readBatchFile(config.batch));

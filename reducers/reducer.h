@@ -59,6 +59,11 @@ class CaseView {
   // The elements of the candidate that the values pass may still simplify:
   // inside the kept samples and window, not padding, not yet trivial.
   virtual std::vector<ValueUnit> nonTrivialValues(const Selection& selection) const = 0;
+  // How many there are; a view of a large batch counts them without
+  // listing them.
+  virtual std::int64_t nonTrivialValueCount(const Selection& selection) const {
+    return static_cast<std::int64_t>(nonTrivialValues(selection).size());
+  }
 };
 
 // The whole selection: every sample, the full sequence window, every branch on.

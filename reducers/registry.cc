@@ -48,7 +48,7 @@ CaseSize measureSize(const Selection& selection, const CaseView& view) {
   size.samples = static_cast<std::int64_t>(selection.samples.size());
   size.length = selection.seq_end - selection.seq_begin;
   for (const auto& b : view.optionalBranches()) size.branches += selection.branches_off.count(b) ? 0 : 1;
-  size.values = static_cast<std::int64_t>(view.nonTrivialValues(selection).size());
+  size.values = view.nonTrivialValueCount(selection);
   return size;
 }
 

@@ -22,10 +22,20 @@ class SampleReducer : public SetReducer {
 
 std::unique_ptr<Reducer> createSampleReducer(const CaseView&) { return std::make_unique<SampleReducer>(); }
 
-// Always written, even for every sample: every key starts with the samples.
+// Always written, even for every sample: every key starts with the samples,
+// runs of consecutive ones as ranges ("samples,0-4999999,5000002"): the key
+// of a candidate of millions of samples is short, and cheap to make at
+// every trial.
 void writeSamplesKey(const Selection& selection, std::string& key) {
   key += "samples";
-  for (auto i : selection.samples) key += "," + std::to_string(i);
+  const auto& s = selection.samples;
+  for (std::size_t i = 0; i < s.size();) {
+    std::size_t j = i;
+    while (j + 1 < s.size() && s[j + 1] == s[j] + 1) ++j;
+    key += "," + std::to_string(s[i]);
+    if (j > i) key += "-" + std::to_string(s[j]);
+    i = j + 1;
+  }
 }
 
 }  // namespace minrepro

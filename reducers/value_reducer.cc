@@ -21,7 +21,7 @@ class ValueReducer : public SetReducer {
 
   std::vector<std::string> describe(const Selection& minimal, const std::vector<std::int64_t>&) const override {
     if (minimal.values_kept.empty()) return {};
-    return {"Values: " + std::to_string(view_.nonTrivialValues(minimal).size()) +
+    return {"Values: " + std::to_string(view_.nonTrivialValueCount(minimal)) +
             " non-trivial value(s) left; every other value is trivial (floats 0, integers their smallest valid "
             "value, masks all-ones), dtypes and layouts unchanged"};
   }

@@ -8,6 +8,7 @@ PACKAGES=(
   libtorch-dev python3-torch          # LibTorch 1.13 (C++) and the same PyTorch for /usr/bin/python3
   libboost-dev libboost-program-options-dev
   libyaml-cpp-dev libarchive-dev
+  zlib1g-dev                          # CRC-32 of the candidate files minrepro streams (harness/stored_zip.cc)
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev         # the fuzz targets (tests/fuzz/: libFuzzer, ASan, UBSan)
 )

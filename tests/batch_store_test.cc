@@ -2,6 +2,7 @@
 #include "harness/batch_store.h"
 
 #include <ATen/ATen.h>
+#include <caffe2/serialize/inline_container.h>
 #include <gtest/gtest.h>
 
 #include "harness/batch_io.h"
@@ -238,6 +239,111 @@ TEST_F(BatchFixture, OneEntryDictFromPythonGetsAnExplanation) {
                                     config.batch.string() + "')\"", &output), 0) << output;
   config.sample_axes = {{"input", 0}};
   EXPECT_NE(openError().find("exactly one entry"), std::string::npos) << openError();
+}
+
+
+// Every layout the cut keeps, with the sample axis outermost or not, a
+// sequence window, and slabs of a few hundred bytes (so each tensor is
+// streamed in many pieces): the file written piece by piece holds exactly
+// what cutting in memory and laying out gives, gaps and offset zeros
+// included; and the candidate a fork server builds in memory is the same.
+TEST_F(BatchFixture, CandidatesStreamedInSlabsEqualTheCutInEveryLayout) {
+  at::manual_seed(1);
+  NamedTensors b;
+  b.names = {"transposed", "image", "tokens", "every_third", "broadcast", "offset", "global"};
+  const at::Tensor wide = at::randn({40, 96});
+  b.tensors = {at::randn({12, 40}).t(),                                               // samples innermost
+               at::randn({40, 3, 5, 5}).contiguous(at::MemoryFormat::ChannelsLast),
+               at::randint(0, 100, {40, 30}, at::kLong),                              // [samples, sequence]
+               at::arange(120, at::kFloat).as_strided({40}, {3}),
+               at::randn({1, 7}).expand({40, 7}),
+               wide.narrow(1, 5, 50),                                                 // offset 5, row stride 96
+               at::randn({4, 4})};                                                    // no sample axis: unchanged
+  write(b);
+  for (std::size_t i = 0; i + 1 < b.names.size(); ++i) config.sample_axes.push_back({b.names[i], 0});
+  config.sequence.tensors = {{"tokens", 1, 0}};
+  auto store = BatchStore::open(config);
+  Selection keep = fullSelection(*store);
+  keep.samples = {0, 1, 2, 7, 8, 20, 33, 34, 35, 39};
+  keep.seq_begin = 4;
+  keep.seq_end = 17;
+  setSlabBytes(200);
+  const fs::path out = dir.path() / "candidate.pt";
+  store->writeCandidate(keep, out);
+  const NamedTensors in_memory = candidateTensors(*store, keep);
+  setSlabBytes(32 << 20);
+  const NamedTensors written = readBatchFile(out);
+  const at::Tensor index = at::tensor(keep.samples, at::kLong);
+  for (std::size_t i = 0; i < b.names.size(); ++i) {
+    at::Tensor cut = i + 1 < b.names.size() ? b.tensors[i].index_select(0, index) : b.tensors[i];
+    if (b.names[i] == "tokens") cut = cut.narrow(1, 4, 13);
+    const at::Tensor expected = i + 1 < b.names.size() ? copyWithStridePattern(cut, b.tensors[i]) : b.tensors[i];
+    for (const at::Tensor& got : {written.tensors[i], in_memory.tensors[i]}) {
+      EXPECT_EQ(got.strides().vec(), expected.strides().vec()) << b.names[i];
+      EXPECT_EQ(got.storage_offset(), expected.storage_offset()) << b.names[i];
+      ASSERT_EQ(got.storage().nbytes(), expected.storage().nbytes()) << b.names[i];
+      EXPECT_TRUE(at::equal(got, cut)) << b.names[i];
+      const auto bytes = [](const at::Tensor& t) {
+        return at::empty({0}, at::kByte).set_(t.storage(), 0, {static_cast<int64_t>(t.storage().nbytes())}, {1});
+      };
+      EXPECT_TRUE(at::equal(bytes(got), bytes(expected))) << b.names[i] << ": the storage, gaps included";
+    }
+  }
+  EXPECT_EQ(written.tensors[4].stride(0), 0) << "a broadcast sample axis stays broadcast";
+}
+
+// The size a run logs is counted a slab at a time; it must be the count of
+// the units the values pass would list.
+TEST_F(BatchFixture, NonTrivialValuesAreCountedWithoutListingThem) {
+  NamedTensors b;
+  b.names = {"x", "lengths"};
+  b.tensors = {at::tensor(std::vector<float>{0, 1, 2, 0, 3, 0, 0, 4, 5, 6, 0, 7}).view({4, 3}),
+               at::tensor(std::vector<int64_t>{3, 2, 1, 3})};
+  write(b);
+  config.sample_axes = {{"x", 0}};
+  config.sequence.tensors = {{"x", 1, 0}};
+  config.sequence.lengths = "lengths";
+  auto store = BatchStore::open(config);
+  setSlabBytes(8);
+  for (Selection s : {fullSelection(*store), Selection{{1, 3}, 0, 3, {}, {}, {}}, Selection{{0, 2, 3}, 1, 3, {{3, 2}}, {}, {}},
+                      Selection{{0, 1, 3}, 0, 3, {}, {}, {{"x", {1, 2, 11}}}}}) {
+    EXPECT_EQ(store->nonTrivialValueCount(s), static_cast<std::int64_t>(store->nonTrivialValues(s).size()))
+        << selectionKey(s);
+  }
+  setSlabBytes(32 << 20);
+}
+
+// Records over 4 GiB need zip64 fields; forced on a small file, both
+// readers of torch.save files (LibTorch's, Python's zipfile) take them,
+// CRCs included, and every record's data starts at a multiple of 64 bytes.
+TEST_F(BatchFixture, Zip64RecordsAreReadByLibTorchAndPython) {
+  const fs::path file = dir.path() / "zip64.pt";
+  {
+    StoredZipWriter zip(file, /*force_zip64=*/true);
+    zip.addRecord("archive/data.bin", 10000, [](const ByteSink& sink) {
+      for (int i = 0; i < 100; ++i) {
+        const std::string piece(100, static_cast<char>('a' + i % 26));
+        sink(piece.data(), piece.size());
+      }
+    });
+    zip.addRecord("archive/version", 2, [](const ByteSink& sink) { sink("3\n", 2); });
+    zip.finish();
+  }
+  caffe2::serialize::PyTorchStreamReader reader(file.string());
+  const auto [data, size] = reader.getRecord("data.bin");
+  ASSERT_EQ(size, 10000u);
+  EXPECT_EQ(static_cast<const char*>(data.get())[150], 'b');
+  std::string output;
+  const std::string script =
+      "import struct, sys, zipfile\n"
+      "z = zipfile.ZipFile(sys.argv[1]); raw = open(sys.argv[1], 'rb').read()\n"
+      "starts = [i.header_offset + 30 + sum(struct.unpack('<HH', raw[i.header_offset + 26:i.header_offset + 30])) "
+      "for i in z.infolist()]\n"
+      "print(z.testzip(), [s % 64 for s in starts], z.read('archive/version'), z.infolist()[0].file_size)\n";
+  testing::writeFile(dir.path() / "check.py", script);
+  ASSERT_EQ(testing::runCommand(testing::python() + " " + (dir.path() / "check.py").string() + " " + file.string(),
+                                &output), 0) << output;
+  EXPECT_EQ(output, "None [0, 0] b'3\\n' 10000\n");
 }
 
 }  // namespace

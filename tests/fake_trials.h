@@ -34,8 +34,9 @@ class FakeBatchStore : public BatchStore {
     std::ofstream f(out);
     for (auto k : keep) f << k << "\n";
   }
-  void writeCandidate(const Selection& selection, const std::filesystem::path& out) const override {
+  std::uint64_t writeCandidate(const Selection& selection, const std::filesystem::path& out) const override {
     writeSubset(selection.samples, out);
+    return std::filesystem::file_size(out);
   }
   std::vector<TensorInfo> describeCandidate(const Selection&) const override { return {}; }
   // No sequence axis, no branches, no values: only the samples pass has work.

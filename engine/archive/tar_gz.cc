@@ -36,19 +36,44 @@ void check(struct archive* a, int status, const std::string& what) {
 
 constexpr time_t kFixedMtime = 946684800;  // 2000-01-01: archives are byte-reproducible
 
+void writeData(struct archive* a, const char* data, std::size_t size, const std::string& name) {
+  const la_ssize_t n = archive_write_data(a, data, size);
+  if (n < 0 || static_cast<std::size_t>(n) != size) check(a, ARCHIVE_FATAL, "writing " + name);
+}
+
+// The file's bytes, a piece at a time; its size is fixed when the header
+// is written, so a file that changes meanwhile is an error, not a torn entry.
+void writeFileData(struct archive* a, const ArchiveEntry& e, std::uintmax_t size) {
+  std::ifstream in(e.source, std::ios::binary);
+  std::vector<char> piece(1 << 20);
+  std::uintmax_t left = size;
+  while (left > 0 && in.read(piece.data(), static_cast<std::streamsize>(std::min<std::uintmax_t>(left, piece.size())))) {
+    writeData(a, piece.data(), static_cast<std::size_t>(in.gcount()), e.name);
+    left -= static_cast<std::uintmax_t>(in.gcount());
+  }
+  if (left > 0) throw BadInputError(e.source.string() + ": changed or unreadable while it was being archived");
+}
+
 void writeEntry(struct archive* a, const ArchiveEntry& e) {
   EntryHandle entry(archive_entry_new(), &archive_entry_free);
+  const std::uintmax_t size = e.source.empty() ? e.contents.size() : fs::file_size(e.source);
   archive_entry_set_pathname(entry.get(), e.name.c_str());
-  archive_entry_set_size(entry.get(), static_cast<la_int64_t>(e.contents.size()));
+  archive_entry_set_size(entry.get(), static_cast<la_int64_t>(size));
   archive_entry_set_filetype(entry.get(), AE_IFREG);
   archive_entry_set_perm(entry.get(), e.executable ? 0755 : 0644);
   archive_entry_set_mtime(entry.get(), kFixedMtime, 0);
   check(a, archive_write_header(a, entry.get()), "writing header of " + e.name);
-  if (!e.contents.empty()) {
-    const la_ssize_t n = archive_write_data(a, e.contents.data(), e.contents.size());
-    if (n < 0 || static_cast<std::size_t>(n) != e.contents.size()) check(a, ARCHIVE_FATAL, "writing " + e.name);
-  }
+  if (!e.source.empty()) writeFileData(a, e, size);
+  else if (!e.contents.empty()) writeData(a, e.contents.data(), e.contents.size(), e.name);
 }
+
+}  // namespace
+
+ArchiveEntry fileEntry(const std::string& name, const fs::path& file, bool executable) {
+  return ArchiveEntry{name, "", executable, file};
+}
+
+namespace {
 
 std::string uniqueSuffix() {
   std::random_device rd;

@@ -15,9 +15,15 @@ namespace minrepro {
 
 struct ArchiveEntry {
   std::string name;      // relative path inside the archive
-  std::string contents;  // the file's bytes
+  std::string contents;  // the file's bytes (when `source` is empty)
   bool executable = false;
+  // A file whose bytes are streamed into the archive instead (a batch of
+  // any size is never read into memory whole).
+  std::filesystem::path source = {};
 };
+
+// An entry streamed from `file` when the archive is written.
+ArchiveEntry fileEntry(const std::string& name, const std::filesystem::path& file, bool executable = false);
 
 // Byte-reproducible: fixed mtimes, no gzip timestamp, entries in the given order.
 void writeTarGz(const std::filesystem::path& target, const std::vector<ArchiveEntry>& entries);

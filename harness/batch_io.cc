@@ -1,0 +1,320 @@
+// Batch files: reading torch.save dicts, laying out candidate tensors as the
+// original is laid out, and writing them as a stream (harness/batch_io.h).
+#include "harness/batch_io.h"
+
+#include <ATen/ATen.h>
+#include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/import_read.h>
+#include <torch/csrc/jit/serialization/pickler.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/csrc/jit/serialization/storage_context.h>
+
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <limits>
+#include <numeric>
+#include <sstream>
+
+#include "engine/errors.h"
+#include "harness/stored_zip.h"
+
+namespace fs = std::filesystem;
+
+namespace minrepro {
+
+const at::Tensor* NamedTensors::find(const std::string& name) const {
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return &tensors[i];
+  return nullptr;
+}
+
+std::string dtypeName(c10::ScalarType type) {
+  switch (type) {
+    case c10::kFloat: return "float32";
+    case c10::kDouble: return "float64";
+    case c10::kHalf: return "float16";
+    case c10::kBFloat16: return "bfloat16";
+    case c10::kLong: return "int64";
+    case c10::kInt: return "int32";
+    case c10::kShort: return "int16";
+    case c10::kChar: return "int8";
+    case c10::kByte: return "uint8";
+    case c10::kBool: return "bool";
+    case c10::kComplexFloat: return "complex64";
+    case c10::kComplexDouble: return "complex128";
+    default: return c10::toString(type);
+  }
+}
+
+std::string layoutName(const at::Tensor& t) {
+  if (t.is_contiguous()) return "contiguous";
+  if (t.dim() <= 1) return "strided";  // a 1-D view with a step (x[::3])
+  if (t.dim() == 4 && t.is_contiguous(at::MemoryFormat::ChannelsLast)) return "channels_last";
+  std::vector<int64_t> reversed(static_cast<std::size_t>(t.dim()));
+  std::iota(reversed.rbegin(), reversed.rend(), 0);
+  if (t.permute(reversed).is_contiguous()) return "transposed";
+  return "strided";
+}
+
+namespace {
+
+// LibTorch 1.13's unpickler cannot read a dict with exactly one entry, which
+// Python writes with a different opcode; say so instead of "Unknown opcode".
+std::string explainUnpickleError(const std::string& what) {
+  if (what.find("Unknown opcode") != std::string::npos)
+    return " (LibTorch 1.13 cannot read a dict with exactly one entry, nor numpy arrays, "
+           "torch.Size or nn.Parameter values: save a dict of two or more plain tensors)";
+  return " (save it with torch.save(dict_of_tensors, path))";
+}
+
+std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// Read record by record from the file (no copy of the whole file), with a
+// storage context so that tensors saved as views of one storage come back
+// as views of one storage, as torch.load gives them: pickle_load would give
+// each its own copy, and a kernel that reads past a view would see other
+// memory than in the user's process.
+c10::IValue unpickleBatch(const fs::path& file) {
+  caffe2::serialize::PyTorchStreamReader reader(file.string());
+  return torch::jit::readArchiveAndTensors("data", "", "", c10::nullopt, c10::nullopt, c10::nullopt, reader,
+                                           torch::jit::Unpickler::defaultTypeParser,
+                                           std::make_shared<torch::jit::DeserializationStorageContext>());
+}
+
+}  // namespace
+
+NamedTensors readBatchFile(const fs::path& file) {
+  if (!fs::is_regular_file(file))
+    throw BadInputError(file.string() + ": cannot read the batch file (does it exist, is it readable?)");
+  c10::IValue value;
+  try {
+    value = unpickleBatch(file);
+  } catch (const std::exception& e) {
+    const std::string what = firstLine(e.what());
+    throw BadInputError(file.string() + ": not a readable torch.save file: " + what + explainUnpickleError(what));
+  }
+  if (!value.isGenericDict())
+    throw BadInputError(file.string() + ": expected a dict of named tensors, found " + value.tagKind());
+  NamedTensors batch;
+  for (const auto& entry : value.toGenericDict()) {
+    if (!entry.key().isString())
+      throw BadInputError(file.string() + ": batch dict keys must be strings, found " + entry.key().tagKind());
+    const std::string name = entry.key().toStringRef();
+    if (!entry.value().isTensor())
+      throw BadInputError(file.string() + ": entry '" + name + "' is a " + entry.value().tagKind() +
+                      ", expected a tensor (store ids and lengths as tensors too)");
+    batch.names.push_back(name);
+    batch.tensors.push_back(entry.value().toTensor());
+  }
+  return batch;
+}
+
+at::Tensor copyWithStrideOrder(const at::Tensor& values, const at::Tensor& layout_of) {
+  if (values.dim() == 0) return values.clone();
+  // Order dimensions from the largest stride to the smallest (ties keep
+  // their order), allocate contiguously in that order and permute back.
+  std::vector<int64_t> order(static_cast<std::size_t>(layout_of.dim()));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return layout_of.stride(a) > layout_of.stride(b); });
+  std::vector<int64_t> sizes, inverse(order.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    sizes.push_back(values.size(order[i]));
+    inverse[static_cast<std::size_t>(order[i])] = static_cast<int64_t>(i);
+  }
+  at::Tensor out = at::empty(sizes, values.options()).permute(inverse);
+  out.copy_(values);
+  return out;
+}
+
+at::Tensor cloneKeepingLayout(const at::Tensor& t) { return copyWithStrideOrder(t, t); }
+
+namespace {
+
+// Whether `values` is the same along dimension `d`, so that a broadcast
+// (stride 0) dimension of the original can stay one.
+bool constantAlong(const at::Tensor& values, int64_t d) {
+  if (values.size(d) <= 1) return true;
+  const at::Tensor first = values.narrow(d, 0, 1).expand_as(values);
+  at::Tensor same = values.eq(first);
+  if (at::isFloatingType(values.scalar_type()) || at::isComplexType(values.scalar_type()))
+    same.logical_or_(values.isnan().logical_and(first.isnan()));  // NaN is NaN's own value here
+  return same.all().item<bool>();
+}
+
+}  // namespace
+
+StridePattern stridePatternFor(at::IntArrayRef sizes, const at::Tensor& layout_of,
+                               const std::function<bool(int64_t)>& stays_broadcast) {
+  const int64_t dims = layout_of.dim();
+  // Innermost first: dimensions by stride, smallest first (ties: later
+  // dimension inner); a broadcast one outermost, should it need memory.
+  std::vector<int64_t> order(static_cast<std::size_t>(dims));
+  std::iota(order.begin(), order.end(), 0);
+  auto key = [&](int64_t d) {
+    return layout_of.stride(d) == 0 ? std::numeric_limits<int64_t>::max() : layout_of.stride(d);
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return key(a) < key(b) || (key(a) == key(b) && a > b); });
+  StridePattern p;
+  p.strides.assign(static_cast<std::size_t>(dims), 0);
+  int64_t dense_original = 1, dense_new = 1;  // extent of the dimensions inside the current one
+  for (int64_t d : order) {
+    const int64_t stride = layout_of.stride(d);
+    if (stride == 0 && layout_of.size(d) > 1 && stays_broadcast(d)) continue;
+    // Size-1 dimensions have no gap of their own (their stride is arbitrary).
+    const int64_t gap = layout_of.size(d) > 1 ? std::max<int64_t>(stride - dense_original, 0) : 0;
+    p.strides[static_cast<std::size_t>(d)] = dense_new + gap;
+    if (layout_of.size(d) > 1 && stride > 0) dense_original = stride * layout_of.size(d);
+    dense_new = p.strides[static_cast<std::size_t>(d)] * std::max<int64_t>(sizes[d], 1);
+    // Every dimension's stride covers all those inside it: the last one
+    // with more than one element holds each of its slices in a block.
+    if (sizes[d] > 1) p.outer = static_cast<int>(d);
+  }
+  p.offset = layout_of.storage_offset();
+  int64_t numel = 1;
+  for (int64_t d = 0; d < dims; ++d) numel *= sizes[d];
+  int64_t span = numel > 0 ? 1 : 0;
+  for (int64_t d = 0; d < dims && numel > 0; ++d) span += (sizes[d] - 1) * p.strides[static_cast<std::size_t>(d)];
+  p.storage_numel = p.offset + span;
+  return p;
+}
+
+namespace {
+
+// `values` written into `out` (laid out by a pattern): a kept broadcast
+// dimension is written once, its elements being one location.
+void copyIntoPattern(at::Tensor out, at::Tensor values) {
+  for (int64_t d = 0; d < values.dim(); ++d)
+    if (out.stride(d) == 0 && values.size(d) > 1) {
+      out = out.narrow(d, 0, 1);
+      values = values.narrow(d, 0, 1);
+    }
+  out.copy_(values);
+}
+
+}  // namespace
+
+at::Tensor copyWithStridePattern(const at::Tensor& values, const at::Tensor& layout_of) {
+  const StridePattern p =
+      stridePatternFor(values.sizes(), layout_of, [&](int64_t d) { return constantAlong(values, d); });
+  // Zeros before the offset and in the gaps: what the original's storage
+  // held there belonged to other tensors or samples, which the reduction
+  // removed (and which may be data nobody should receive).
+  at::Tensor out = at::zeros({p.storage_numel}, values.options()).as_strided(values.sizes(), p.strides, p.offset);
+  copyIntoPattern(out, values);
+  return out;
+}
+
+at::Tensor tensorWithoutData(c10::ScalarType dtype, at::IntArrayRef sizes, const StridePattern& pattern) {
+  const auto item = static_cast<std::size_t>(c10::elementSize(dtype));
+  c10::Storage storage(c10::Storage::use_byte_size_t(), static_cast<std::size_t>(pattern.storage_numel) * item,
+                       at::DataPtr(nullptr, at::Device(at::kCPU)), /*allocator=*/nullptr, /*resizable=*/false);
+  return at::empty({0}, at::TensorOptions().dtype(dtype)).set_(storage, pattern.offset, sizes, pattern.strides);
+}
+
+namespace {
+std::atomic<int64_t> g_slab_bytes{32 << 20};
+}  // namespace
+
+int64_t slabBytes() { return g_slab_bytes.load(); }
+void setSlabBytes(int64_t bytes) { g_slab_bytes.store(std::max<int64_t>(bytes, 1)); }
+
+void produceInSlabs(const StridePattern& pattern, at::IntArrayRef sizes, c10::ScalarType dtype,
+                    const std::function<at::Tensor(int64_t begin, int64_t end)>& slab, const ByteSink& sink) {
+  const auto item = c10::elementSize(dtype);
+  const bool empty = pattern.storage_numel == pattern.offset;
+  if (pattern.outer < 0 || empty) {  // at most one element (or one broadcast), or none: one piece
+    at::Tensor out = at::zeros({pattern.storage_numel}, at::TensorOptions().dtype(dtype));
+    if (!empty) copyIntoPattern(out.as_strided(sizes, pattern.strides, pattern.offset), slab(0, 1));
+    sink(out.data_ptr(), static_cast<std::size_t>(out.numel()) * item);
+    return;
+  }
+  const int64_t outer = pattern.outer, block = pattern.strides[static_cast<std::size_t>(outer)];
+  const int64_t count = sizes[outer];
+  const int64_t per_slab = std::max<int64_t>(1, slabBytes() / std::max<int64_t>(block * item, 1));
+  for (int64_t begin = 0; begin < count; begin += per_slab) {
+    const int64_t end = std::min(count, begin + per_slab);
+    const int64_t first = begin == 0 ? 0 : pattern.offset + begin * block;
+    const int64_t last = end == count ? pattern.storage_numel : pattern.offset + end * block;
+    at::Tensor piece = at::zeros({last - first}, at::TensorOptions().dtype(dtype));
+    std::vector<int64_t> slab_sizes = sizes.vec();
+    slab_sizes[static_cast<std::size_t>(outer)] = end - begin;
+    copyIntoPattern(piece.as_strided(slab_sizes, pattern.strides, pattern.offset + begin * block - first),
+                    slab(begin, end));
+    sink(piece.data_ptr(), static_cast<std::size_t>(piece.numel()) * item);
+  }
+}
+
+at::Tensor materializeInSlabs(const StridePattern& pattern, at::IntArrayRef sizes, c10::ScalarType dtype,
+                              const std::function<at::Tensor(int64_t begin, int64_t end)>& slab) {
+  int64_t distinct = 1;  // elements with a location of their own
+  for (std::size_t d = 0; d < sizes.size(); ++d) distinct *= pattern.strides[d] != 0 ? sizes[d] : 1;
+  const bool empty = pattern.storage_numel == pattern.offset;
+  const bool dense = pattern.offset == 0 && pattern.storage_numel == distinct;
+  const auto options = at::TensorOptions().dtype(dtype);
+  // Zeros where no element goes (before the offset, in the gaps), as in a file.
+  at::Tensor storage = dense ? at::empty({pattern.storage_numel}, options) : at::zeros({pattern.storage_numel}, options);
+  at::Tensor out = storage.as_strided(sizes, pattern.strides, pattern.offset);
+  if (empty) return out;
+  if (pattern.outer < 0) {
+    copyIntoPattern(out, slab(0, 1));
+    return out;
+  }
+  const int64_t outer = pattern.outer, count = sizes[outer];
+  const int64_t block = pattern.strides[static_cast<std::size_t>(outer)] * static_cast<int64_t>(c10::elementSize(dtype));
+  const int64_t per_slab = std::max<int64_t>(1, slabBytes() / std::max<int64_t>(block, 1));
+  for (int64_t begin = 0; begin < count; begin += per_slab) {
+    const int64_t end = std::min(count, begin + per_slab);
+    copyIntoPattern(out.narrow(outer, begin, end - begin), slab(begin, end));
+  }
+  return out;
+}
+
+// torch.save's zip format, streamed record by record (harness/stored_zip.h).
+// The dict is pickled untagged: LibTorch's pickle_save tags typed containers
+// with torch.jit._pickle.restore_type_tag, which torch.load(...,
+// weights_only=True) refuses. Tensors on one storage are written once, as
+// views of it; a tensor without data has its storage's bytes produced when
+// written.
+std::uint64_t writeBatchFile(const NamedTensors& batch, const fs::path& file, const StorageProducers& producers) {
+  c10::impl::GenericDict dict(c10::StringType::get(), c10::TensorType::get());
+  for (std::size_t i = 0; i < batch.names.size(); ++i) dict.insert(batch.names[i], batch.tensors[i]);
+  std::vector<char> pickle;
+  torch::jit::Pickler pickler([&](const char* bytes, size_t n) { pickle.insert(pickle.end(), bytes, bytes + n); },
+                              nullptr, nullptr, nullptr, nullptr, /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(c10::IValue(dict));
+  pickler.stop();
+  const fs::path tmp = file.string() + ".partial";
+  std::uint64_t bytes = 0;
+  try {
+    StoredZipWriter zip(tmp);
+    const std::string prefix = "archive/";
+    zip.addRecord(prefix + "data.pkl", pickle.size(), [&](const ByteSink& sink) { sink(pickle.data(), pickle.size()); });
+    const std::vector<at::Tensor>& storages = pickler.tensorData();
+    for (std::size_t key = 0; key < storages.size(); ++key) {
+      const at::Tensor& t = storages[key];
+      const std::size_t size = t.storage().nbytes();
+      zip.addRecord(prefix + "data/" + std::to_string(key), size, [&](const ByteSink& sink) {
+        if (t.storage().data() != nullptr || size == 0) return sink(t.storage().data(), size);
+        for (std::size_t i = 0; i < batch.tensors.size(); ++i)
+          if (batch.tensors[i].storage().unsafeGetStorageImpl() == t.storage().unsafeGetStorageImpl())
+            return producers.at(i)(sink);
+        throw std::logic_error("a tensor without data and no producer");
+      });
+    }
+    zip.addRecord(prefix + "version", 2, [](const ByteSink& sink) { sink("3\n", 2); });
+    zip.finish();
+    bytes = zip.dataBytes();
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw;
+  }
+  fs::rename(tmp, file);
+  return bytes;
+}
+
+}  // namespace minrepro
