@@ -76,8 +76,26 @@ void Journal::recordTrial(const JournalTrial& t) {
   append("trial " + t.candidate + " " + (t.matched ? "match" : "nomatch") + " " + t.summary);
 }
 
-void Journal::recordAccepted(const std::string& candidate, std::size_t samples) {
-  append("accepted " + candidate + " " + std::to_string(samples));
+void Journal::recordAccepted(const std::string& candidate, std::size_t samples, const std::string& selection) {
+  append("accepted " + candidate + " " + std::to_string(samples) + " " + selection);
+}
+
+std::optional<std::string> Journal::lastAccepted(const fs::path& dir, const std::string& identity) {
+  const fs::path file = dir / "journal.txt";
+  std::ifstream in(file);
+  std::string line;
+  if (!in) throw BadInputError(file.string() + ": no journal here; give the work directory of the run (--work-dir)");
+  if (!std::getline(in, line) || line != std::string(kMagic) + " " + identity)
+    throw BadInputError(file.string() + ": this journal belongs to another case or other settings (" +
+                        line.substr(0, 80) + "); give the case and options of the run that wrote it");
+  std::optional<std::string> last;
+  while (std::getline(in, line)) {
+    if (in.eof() && !line.empty()) break;  // torn: the run was killed while writing it
+    std::istringstream words(line);
+    std::string kind, candidate, samples, selection;
+    if (words >> kind >> candidate >> samples >> selection && kind == "accepted") last = selection;
+  }
+  return last;
 }
 
 void Journal::recordReference(const std::string& text) { append("reference " + text); }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -53,7 +54,9 @@ class Journal {
   Journal& operator=(const Journal&) = delete;
 
   void recordTrial(const JournalTrial& trial);
-  void recordAccepted(const std::string& candidate, std::size_t samples);
+  // An accepted candidate and what it keeps (reducers/selection_text.h):
+  // the best case so far can be written from the journal alone.
+  void recordAccepted(const std::string& candidate, std::size_t samples, const std::string& selection);
   void recordNote(const std::string& text);
   // The original's failure, as one line of text (see TrialOracle).
   void recordReference(const std::string& text);
@@ -62,6 +65,11 @@ class Journal {
   // Journaled trial results of a candidate, in the order they were run.
   const std::map<std::string, std::vector<bool>>& loaded() const { return loaded_; }
   std::size_t loadedTrials() const { return loaded_trials_; }
+
+  // The selection text of the last candidate accepted in <dir>/journal.txt,
+  // read without opening it for a run; nullopt when none was accepted.
+  // Throws BadInputError when there is no journal or it is another case's.
+  static std::optional<std::string> lastAccepted(const std::filesystem::path& dir, const std::string& identity);
 
  private:
   void append(const std::string& line);

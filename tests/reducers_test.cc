@@ -12,6 +12,7 @@
 #include "harness/batch_io.h"
 #include "harness/batch_store.h"
 #include "reducers/reducer.h"
+#include "reducers/selection_text.h"
 #include "tests/test_util.h"
 
 namespace minrepro {
@@ -29,6 +30,31 @@ std::pair<std::int64_t, int> searchKnob(std::int64_t min, std::int64_t current,
     search.answer(fails(search.query()));
   }
   return {search.result(), trials};
+}
+
+// The journal's record of an accepted candidate: every field comes back,
+// runs of samples are written as ranges (a chunk of a million samples stays
+// one short line), and anything else is refused rather than half-read.
+TEST(SelectionText, EveryFieldRoundTripsAndRunsAreRanges) {
+  Selection s;
+  for (std::int64_t i = 500000; i < 1000000; ++i) s.samples.push_back(i);
+  s.samples.insert(s.samples.begin(), {3, 7, 8});
+  s.seq_begin = 2;
+  s.seq_end = 513;
+  s.lengths = {{7, 300}, {500001, 12}};
+  s.branches_off = {"noise", "pad to 520;x"};
+  s.values_kept = {{"input", {0, 1, 2, 9}}, {"odd name=%", {}}};
+  const std::string text = selectionText(s);
+  EXPECT_LT(text.size(), 200u) << text;
+  EXPECT_EQ(text.find(' '), std::string::npos) << "one word of a journal line";
+  const auto back = parseSelectionText(text);
+  ASSERT_TRUE(back) << text;
+  EXPECT_EQ(selectionKey(*back), selectionKey(s));
+  EXPECT_EQ(back->branches_off, s.branches_off);
+  EXPECT_EQ(back->values_kept, s.values_kept);
+  for (const std::string bad : {"", "samples=5-3", "samples=1,1", "window=2", "samples=1;colour=red",
+                                "samples=x", "samples=1;off=%G1", "samples=1;values.%4=1"})
+    EXPECT_FALSE(parseSelectionText(bad)) << bad;
 }
 
 TEST(KnobSearch, FindsEveryThresholdInLogarithmicTrials) {

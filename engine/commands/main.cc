@@ -72,6 +72,8 @@ int shrinkCommand(const std::vector<std::string>& args) {
                         "this machine lacks); REPORT.md then says it was not checked")
       ("quiet,q", "only print errors")
       ("resume", "continue an interrupted run from the journal in the work directory")
+      ("materialize-best", "run nothing: write the best case so far of the run whose journal is in the work "
+                           "directory to its best/ (after a kill -9; a running shrink does it on SIGUSR1)")
       ("jobs,j", po::value<std::size_t>()->default_value(1), "trials to run at once")
       ("max-trials", po::value<std::size_t>()->default_value(0), "stop after this many trials (0: no limit)")
       ("max-time", po::value<double>()->default_value(0), "stop after this many seconds (0: no limit)")
@@ -92,6 +94,7 @@ int shrinkCommand(const std::vector<std::string>& args) {
   options.quiet = vm.count("quiet") > 0;
   options.self_check = vm.count("no-self-check") == 0;
   options.resume = vm.count("resume") > 0;
+  options.materialize_best = vm.count("materialize-best") > 0;
   options.jobs = std::max<std::size_t>(1, vm["jobs"].as<std::size_t>());
   options.max_trials = vm["max-trials"].as<std::size_t>();
   options.max_seconds = vm["max-time"].as<double>();

@@ -27,6 +27,7 @@
 #include "engine/pipeline.h"
 #include "engine/archive/reproducer.h"
 #include "engine/trial_spec.h"
+#include "reducers/selection_text.h"
 #include "harness/trial_main.h"
 
 namespace fs = std::filesystem;
@@ -110,8 +111,12 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 
+// SIGUSR1: write the best case so far to work_dir/best/ after the current round.
+std::atomic<bool> g_materialize{false};
+
 extern "C" void requestStop(int) { g_stop.store(true); }
 extern "C" void carryOn(int) {}
+extern "C" void requestBest(int) { g_materialize.store(true); }
 
 // SIGINT, SIGTERM and SIGHUP (the terminal of an overnight run went away):
 // stop launching, kill running trials (their groups), write the best so far.
@@ -124,21 +129,23 @@ class StopOnSignals {
  public:
   StopOnSignals() {
     g_stop.store(false);
-    struct sigaction stop{}, carry_on{};
+    struct sigaction stop{}, carry_on{}, best{};
     stop.sa_handler = requestStop;
     carry_on.sa_handler = carryOn;
+    best.sa_handler = requestBest;
     sigemptyset(&stop.sa_mask);
     sigemptyset(&carry_on.sa_mask);
+    sigemptyset(&best.sa_mask);
     for (std::size_t i = 0; i < kSignals.size(); ++i)
-      ::sigaction(kSignals[i], kSignals[i] == SIGPIPE ? &carry_on : &stop, &old_[i]);
+      ::sigaction(kSignals[i], kSignals[i] == SIGPIPE ? &carry_on : kSignals[i] == SIGUSR1 ? &best : &stop, &old_[i]);
   }
   ~StopOnSignals() {
     for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
   }
 
  private:
-  static constexpr std::array<int, 4> kSignals{SIGINT, SIGTERM, SIGHUP, SIGPIPE};
-  std::array<struct sigaction, 4> old_{};
+  static constexpr std::array<int, 5> kSignals{SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGUSR1};
+  std::array<struct sigaction, 5> old_{};
 };
 
 // What would otherwise fail only after the whole reduction, or be reduced as
@@ -188,17 +195,26 @@ std::size_t cleanUpAfterKilledRun(const fs::path& work_dir) {
 // settings that change which trials are run.
 std::string runIdentity(const CaseConfig& config) {
   std::ostringstream id;
-  id << "case=" << contentHash(readFileBytes(config.case_file)) << " batch=" << contentHash(readFileBytes(config.batch))
+  id << "case=" << contentHash(readFileBytes(config.case_file)) << " batch=" << contentHashOfFile(config.batch)
      << " flaky=" << config.flaky.enabled << "/" << config.flaky.alpha;
   return id.str();
 }
 
 // The best case so far, always valid on disk: batch and case file each
-// written to a temp file and renamed.
-void writeBestSoFar(const CaseConfig& config, const BatchStore& batch, const Selection& best) {
+// written to a temp file and renamed. Written when the run ends (the
+// archive's batch is this one), on SIGUSR1 and by --materialize-best, not at
+// every acceptance: the journal records each accepted selection, and a
+// batch of gigabytes rewritten at every step would cost more than the
+// trials. Nothing reduced: the user's own file, as the trials ran it.
+fs::path writeBestSoFar(const CaseConfig& config, const BatchStore& batch, const Selection& best) {
   const fs::path dir = config.work_dir / "best";
   fs::create_directories(dir);
-  batch.writeCandidate(best, dir / "batch.pt");
+  if (selectionKey(best) == selectionKey(fullSelection(batch))) {
+    fs::copy_file(config.batch, dir / "batch.pt.partial", fs::copy_options::overwrite_existing);
+    fs::rename(dir / "batch.pt.partial", dir / "batch.pt");
+  } else {
+    batch.writeCandidate(best, dir / "batch.pt");
+  }
   const fs::path tmp = dir / "case.yaml.partial";
   {
     std::ofstream out(tmp);
@@ -206,6 +222,34 @@ void writeBestSoFar(const CaseConfig& config, const BatchStore& batch, const Sel
                       config.harness ? config.harness->model.string() : "");
   }
   fs::rename(tmp, dir / "case.yaml");
+  return dir / "batch.pt";
+}
+
+// --materialize-best: best/ from the journal of a run that is not running
+// (killed with SIGKILL, or ended), without a trial.
+ExitStatus materializeBest(const CaseConfig& config, bool quiet) {
+  const auto batch = BatchStore::open(config);
+  std::optional<WorkDirLock> lock;
+  try {
+    lock.emplace(config.work_dir);
+  } catch (const BadInputError& e) {
+    throw BadInputError(std::string(e.what()) + "; a running shrink writes best/ when sent SIGUSR1 (kill -USR1 PID)");
+  }
+  const auto text = Journal::lastAccepted(config.work_dir, runIdentity(config));
+  if (!text)
+    throw BadInputError((config.work_dir / "journal.txt").string() + ": no candidate was accepted yet: the best case "
+                        "so far is the original batch (" + config.batch.string() + ")");
+  const auto selection = parseSelectionText(*text);
+  const bool in_range = selection && !selection->samples.empty() && selection->samples.back() < batch->sampleCount();
+  if (!in_range)
+    throw BadInputError((config.work_dir / "journal.txt").string() + ": its last accepted candidate cannot be read "
+                        "(the journal was edited or is not this batch's); run shrink again without --resume");
+  const fs::path written = writeBestSoFar(config, *batch, *selection);
+  if (!quiet)
+    std::cout << "minrepro: wrote " << written.parent_path().string() << " (" << selection->samples.size()
+              << " samples; run it with minrepro shrink --config " << (written.parent_path() / "case.yaml").string()
+              << ", or resume the run with --resume)\n";
+  return ExitStatus::Reduced;
 }
 
 }  // namespace
@@ -217,6 +261,7 @@ ExitStatus runShrink(const ShrinkOptions& options, Executor* executor) {
   CaseConfig config = loadCase(options.config);
   if (options.output) config.output = fs::absolute(*options.output);
   if (options.work_dir) config.work_dir = fs::absolute(*options.work_dir);
+  if (options.materialize_best) return materializeBest(config, options.quiet);
   // Local processes (fork servers, a device each) or Slurm jobs, checked
   // before anything runs: engine/trial_executors.h.
   const auto stack = executor ? nullptr
@@ -257,9 +302,10 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
            "; the final confirmation runs without them");
   const Selection all = fullSelection(*batch);
   Selection best = all;
-  oracle.onBetter([&](const Selection& s) {
-    best = s;
-    writeBestSoFar(config, *batch, s);
+  oracle.onBetter([&](const Selection& s) { best = s; });
+  oracle.onRound([&] {
+    if (!g_materialize.exchange(false)) return;
+    log.info("SIGUSR1: wrote the best case so far to " + writeBestSoFar(config, *batch, best).parent_path().string());
   });
 
   ExitStatus status = ExitStatus::Reduced;
@@ -300,10 +346,7 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
     if (!oracle.reference().failed()) return status;  // nothing failed yet: nothing to write
   }
 
-  const fs::path minimal_batch = config.work_dir / "minimal-batch.pt";
-  // Nothing reduced: the archive carries the user's own file, the bytes its trials ran.
-  if (selectionKey(best) == selectionKey(all)) fs::copy_file(config.batch, minimal_batch, fs::copy_options::overwrite_existing);
-  else batch->writeCandidate(best, minimal_batch);
+  const fs::path minimal_batch = writeBestSoFar(config, *batch, best);
   const NeighbourPlan neighbours = writeNeighbours(config, *batch, best);
   ReductionSummary summary = summarize(environment.get(), config, *batch, oracle, best, minimal_batch);
   for (const auto& n : neighbours.cases)

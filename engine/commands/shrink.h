@@ -20,6 +20,7 @@ struct ShrinkOptions {
   std::string python = "/usr/bin/python3";        // for the environment record
   bool quiet = false;
   bool resume = false;           // continue from the journal in the work directory
+  bool materialize_best = false;  // only write work_dir/best/ from the journal, run nothing
   bool self_check = true;        // run the archive on its own before finishing (engine/archive/self_check.h)
   std::size_t jobs = 1;          // trials at once
   std::size_t max_trials = 0;    // 0: no budget
