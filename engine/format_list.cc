@@ -1,5 +1,6 @@
 #include "engine/format_list.h"
 
+#include <iomanip>
 #include <sstream>
 
 namespace minrepro {
@@ -11,6 +12,12 @@ std::string formatList(const std::vector<std::int64_t>& values, std::size_t max_
   if (values.size() > max_items) out << ", ... (" << values.size() << " in all)";
   out << "]";
   return out.str();
+}
+
+std::string formatMegabytes(std::uint64_t bytes) {
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(bytes < 10'000'000 ? 1 : 0) << static_cast<double>(bytes) / 1e6 << " MB";
+  return text.str();
 }
 
 }  // namespace minrepro

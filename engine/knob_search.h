@@ -8,6 +8,7 @@
 // A query / answer step machine like DeltaSearch, for the same reasons.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace minrepro {
@@ -24,6 +25,12 @@ class KnobSearch {
     else lo_ = probe + 1;
   }
   std::int64_t result() const { return hi_; }
+  // Answers still needed (at most; the first query may end it early).
+  std::size_t remainingEstimate() const {
+    std::size_t n = first_ ? 1 : 0;
+    for (std::int64_t span = hi_ - lo_; span > 0; span /= 2) ++n;
+    return n;
+  }
 
  private:
   std::int64_t lo_, hi_;  // hi_ fails; every value below lo_ was shown to pass

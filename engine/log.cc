@@ -50,4 +50,11 @@ void Log::status(const std::string& line) {
   status_shown_ = true;
 }
 
+std::uint64_t ownPeakMemoryBytes() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;  // "VmHWM:  123456 kB"
+  return 0;
+}
+
 }  // namespace minrepro

@@ -2,11 +2,16 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 namespace minrepro {
+
+// This process's peak resident memory so far (VmHWM), in bytes; 0 where
+// /proc does not say.
+std::uint64_t ownPeakMemoryBytes();
 
 class Log {
  public:

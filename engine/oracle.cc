@@ -1,12 +1,17 @@
 #include "engine/oracle.h"
 
+#include <sys/stat.h>
+
+#include <chrono>
 #include <iomanip>
 #include <sstream>
 #include <thread>
 
 #include "engine/diagnostics.h"
+#include "engine/format_list.h"
 #include "engine/invariants.h"
 #include "engine/trial_spec.h"
+#include "reducers/selection_text.h"
 
 namespace fs = std::filesystem;
 
@@ -62,6 +67,11 @@ TrialOracle::TrialOracle(const CaseConfig& config, const BatchStore& batch, Exec
   }
 }
 
+TrialOracle::~TrialOracle() {
+  std::error_code ec;
+  if (original_stamp_) fs::remove(config_.work_dir / "original-batch.pt", ec);
+}
+
 fs::path TrialOracle::trialDir(std::size_t number) const {
   std::ostringstream name;
   name << "trial-" << std::setw(6) << std::setfill('0') << number;
@@ -85,34 +95,95 @@ void TrialOracle::applyDiagnosticMode(TrialSpec& spec, bool confirmation) const 
   removeDiagnosticVariables(spec);
 }
 
+// A fork server that holds the original builds a candidate from its
+// selection (Executor::buildsBatch): then no file is written unless the
+// trial falls back to a plain process. The original always runs from the
+// user's bytes.
 TrialSpec TrialOracle::prepare(const Selection& selection, std::size_t number, bool confirmation, bool fresh) {
-  TrialSpec spec = specIn(trialDir(number), selection, number, confirmation);
+  const fs::path dir = trialDir(number);
+  TrialSpec spec = specIn(dir, selection, number, confirmation);
   spec.fresh_process = fresh || confirmation || fresh_only_;
+  const bool original = selectionKey(selection) == full_key_;
+  if (!original && executor_.buildsBatch(spec)) {
+    fs::create_directories(dir);
+    spec.batch_selection = selectionText(selection);
+    candidate_bytes_[number] = 0;
+    // The entry exists before the trials' threads start: assigning it
+    // changes no node of the map.
+    spec.write_batch = [this, dir, selection, &bytes = candidate_bytes_[number]] { bytes = writeTrialBatch(dir, selection); };
+    return spec;
+  }
+  const std::uint64_t bytes = writeTrialBatch(dir, selection);
+  if (!original) candidate_bytes_[number] = bytes;
   return spec;
 }
 
 TrialOutcome TrialOracle::runUncounted(const Selection& selection, const std::map<std::string, std::string>& env,
                                        const fs::path& dir) {
+  writeTrialBatch(dir, selection);
   TrialSpec spec = specIn(dir, selection, 0, /*confirmation=*/true);
   for (const auto& [name, value] : env) spec.env_set[name] = value;
   spec.fresh_process = true;
   return executor_.run(spec);
 }
 
-TrialSpec TrialOracle::specIn(const fs::path& dir, const Selection& selection, std::size_t number,
-                              bool confirmation, bool write_batch) const {
-  // The original runs on the user's own bytes: a rewrite of them could
-  // differ in what no candidate check sees (views, storages, bytes). A copy,
-  // not the file itself: at the same place as a candidate's (a message that
-  // names the batch's path reads the same), and out of reach of a trial that
-  // writes to its input.
-  const fs::path batch_file = dir / "batch.pt";
-  if (write_batch) {
-    fs::create_directories(dir);
-    if (selectionKey(selection) == full_key_) fs::copy_file(config_.batch, batch_file, fs::copy_options::overwrite_existing);
-    else batch_.writeCandidate(selection, batch_file);
+namespace {
+
+// What changes when a file is written to or replaced.
+std::string fileStamp(const fs::path& file) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) return "";
+  return std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec);
+}
+
+}  // namespace
+
+// The original runs on the user's own bytes: a rewrite of them could differ
+// in what no candidate check sees (views, storages, bytes). A copy, not the
+// file itself: out of reach of a trial that writes to its input. Made once
+// per run (work_dir/original-batch.pt) and hard-linked into each original
+// trial's directory, at the same place as a candidate's (a message that
+// names the batch's path reads the same), so a batch of gigabytes is not
+// copied per run; a trial that wrote to it changed its stamp, and the copy
+// is made again.
+fs::path TrialOracle::linkOriginal(const fs::path& batch_file) {
+  const fs::path copy = config_.work_dir / "original-batch.pt";
+  if (!original_stamp_ || fileStamp(copy) != *original_stamp_) {
+    fs::copy_file(config_.batch, copy, fs::copy_options::overwrite_existing);
+    original_stamp_ = fileStamp(copy);
   }
+  std::error_code ec;
+  fs::remove(batch_file, ec);
+  fs::create_hard_link(copy, batch_file, ec);
+  if (ec) fs::copy_file(copy, batch_file, fs::copy_options::overwrite_existing);  // a file system without links
+  return batch_file;
+}
+
+// The trial's batch.pt in `dir`: the candidate, streamed from the original;
+// returns its bytes (0 for the original's link). Thread-safe: a fork server
+// falling back to a plain process calls it from the trial's thread.
+std::uint64_t TrialOracle::writeTrialBatch(const fs::path& dir, const Selection& selection) {
+  std::lock_guard lock(write_mutex_);
+  const fs::path batch_file = dir / "batch.pt";
+  fs::create_directories(dir);
+  if (selectionKey(selection) == full_key_) {
+    linkOriginal(batch_file);
+    return 0;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const std::uint64_t bytes = batch_.writeCandidate(selection, batch_file);
+  stats_.bytes_written += bytes;
+  stats_.last_candidate_bytes = bytes;
+  stats_.write_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return bytes;
+}
+
+TrialSpec TrialOracle::specIn(const fs::path& dir, const Selection& selection, std::size_t number,
+                              bool confirmation) const {
+  const fs::path batch_file = dir / "batch.pt";
   TrialSpec spec = trialSpecFor(config_, trial_binary_, {batch_file, dir, selection.branches_off, number});
+  if (config_.harness) spec.batch_case = config_.case_file;
   applyDiagnosticMode(spec, confirmation);
   spec.cancel = limits_.stop;
   return spec;
@@ -156,6 +227,7 @@ std::vector<TrialRecord> TrialOracle::runLive(const std::vector<Selection>& sele
     for (auto& t : threads) t.join();
   }
   if (limits_.stop && limits_.stop->load()) throw RunStopped(RunStopped::Reason::Interrupted, "interrupted");
+  if (on_round_) on_round_();
   for (std::size_t i = 0; i < records.size(); ++i) {
     records[i] = finishTrial(std::move(records[i]), keys[i]);
     std::error_code ec;
@@ -164,12 +236,26 @@ std::vector<TrialRecord> TrialOracle::runLive(const std::vector<Selection>& sele
   return records;
 }
 
+// "(candidate 130 MB, 1.2 s)": what the trial cost, for the log.
+std::string TrialOracle::trialCost(const TrialRecord& record) {
+  std::ostringstream text;
+  text << " (";
+  if (auto it = candidate_bytes_.find(record.number); it != candidate_bytes_.end()) {
+    text << (it->second > 0 ? "candidate " + formatMegabytes(it->second) : "candidate cut in the fork server") << ", ";
+    candidate_bytes_.erase(it);
+  }
+  text << std::fixed << std::setprecision(1) << std::chrono::duration<double>(record.outcome.duration).count() << " s)";
+  return text.str();
+}
+
 TrialRecord TrialOracle::finishTrial(TrialRecord record, const std::string& key) {
+  const std::string cost = trialCost(record);
   // A trial that cannot start says nothing about the candidate: stop rather
   // than count it as a pass and keep samples for the wrong reason.
   if (record.outcome.end == TrialEnd::FailedToStart)
     throw TrialStartError("trial " + std::to_string(record.number) + " could not start: " + record.outcome.start_error);
   ++stats_.trials;
+  stats_.last_trial_seconds = std::chrono::duration<double>(record.outcome.duration).count();
   record.signature = classify(record.outcome);
   const FailureSignature& sig = record.signature;
   const bool of_original = key.starts_with(kOriginalPrefix) || key.starts_with(kSinglePrefix);
@@ -197,7 +283,7 @@ TrialRecord TrialOracle::finishTrial(TrialRecord record, const std::string& key)
   }
   results_[key].push_back(matched);
   if (journal_) journal_->recordTrial({key, matched, sig.failed() ? familyName(sig.family) : "pass"});
-  log_.detail("trial " + std::to_string(record.number) + ": " + (matched ? "fails the same way" : sig.failed() ? "fails differently: " + sig.summary() : "passes"));
+  log_.detail("trial " + std::to_string(record.number) + ": " + (matched ? "fails the same way" : sig.failed() ? "fails differently: " + sig.summary() : "passes") + cost);
   return record;
 }
 
@@ -268,7 +354,7 @@ bool TrialOracle::interesting(const Selection& selection, const Speculation& nex
       },
       rate_, config_.flaky, jobs_, selection.samples.size());
   if (decision.interesting) {
-    if (journal_) journal_->recordAccepted(key, selection.samples.size());
+    if (journal_) journal_->recordAccepted(key, selection.samples.size(), selectionText(selection));
     if (on_better_) on_better_(selection);
   }
   return decision.interesting;

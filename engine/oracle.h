@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -44,6 +45,11 @@ struct OracleStats {
   std::size_t candidates = 0;         // decisions
   std::size_t rejected_by_invariant = 0;
   std::map<std::string, std::size_t> other_bugs;  // signature summary -> count
+  // Candidate files written for the trials (the original's are links to one copy).
+  std::uint64_t bytes_written = 0;
+  double write_seconds = 0;
+  std::uint64_t last_candidate_bytes = 0;
+  double last_trial_seconds = 0;  // of the last trial finished
 };
 
 struct RunLimits {
@@ -75,6 +81,10 @@ class TrialOracle {
   // trial_binary: the minrepro-trial executable for the built-in harness.
   TrialOracle(const CaseConfig& config, const BatchStore& batch, Executor& executor, std::string trial_binary,
               Log& log, Journal* journal = nullptr, RunLimits limits = {}, std::size_t jobs = 1);
+  // Removes the run's copy of the original batch (see linkOriginal).
+  ~TrialOracle();
+  TrialOracle(const TrialOracle&) = delete;
+  TrialOracle& operator=(const TrialOracle&) = delete;
 
   // Runs the original until the failure rate is estimated (see FlakyOptions);
   // the first failure (that matches case.yaml's failure section) becomes the
@@ -108,7 +118,7 @@ class TrialOracle {
   // The spec a trial of the selection would run with in `dir`, without
   // running it or writing its batch there.
   TrialSpec specFor(const Selection& selection, const std::filesystem::path& dir) const {
-    return specIn(dir, selection, 0, false, /*write_batch=*/false);
+    return specIn(dir, selection, 0, false);
   }
   // One plain-process run of the selection in `dir`, as the confirmation
   // runs it (no diagnostic variables) with `env` added; not counted, not
@@ -123,6 +133,8 @@ class TrialOracle {
   const FailureRate& rate() const { return rate_; }
   // Called with every accepted candidate (each is smaller than the last).
   void onBetter(std::function<void(const Selection&)> callback) { on_better_ = std::move(callback); }
+  // Called after each round of trials (between rounds nothing is in flight).
+  void onRound(std::function<void()> callback) { on_round_ = std::move(callback); }
   // argv of a trial of the selection on a batch file (placeholders
   // substituted, the selection's branches applied).
   // Why the selection breaks an invariant of the case, if it does (cached).
@@ -139,7 +151,9 @@ class TrialOracle {
   std::string candidateKey(const Selection& selection) const;
   TrialSpec prepare(const Selection& selection, std::size_t number, bool confirmation, bool fresh);
   TrialSpec specIn(const std::filesystem::path& dir, const Selection& selection, std::size_t number,
-                   bool confirmation, bool write_batch = true) const;
+                   bool confirmation) const;
+  std::uint64_t writeTrialBatch(const std::filesystem::path& dir, const Selection& selection);
+  std::mutex write_mutex_;
   void applyDiagnosticMode(TrialSpec& spec, bool confirmation) const;
   std::filesystem::path trialDir(std::size_t number) const;
 
@@ -152,6 +166,11 @@ class TrialOracle {
   RunLimits limits_;
   std::size_t jobs_;
   std::string full_key_;  // the original's selection: its trials read a copy of the user's batch file
+  // That copy, made once per run (originalCopy), and its identity when made.
+  std::filesystem::path linkOriginal(const std::filesystem::path& batch_file);
+  std::optional<std::string> original_stamp_;
+  std::map<std::size_t, std::uint64_t> candidate_bytes_;  // trial number -> its candidate file's bytes
+  std::string trialCost(const TrialRecord& record);
   bool fresh_only_ = false;
   FailureSignature reference_;
   std::string first_failure_exit_;
@@ -159,6 +178,7 @@ class TrialOracle {
   OracleStats stats_;
   std::size_t trial_number_ = 0;
   std::function<void(const Selection&)> on_better_;
+  std::function<void()> on_round_;
   std::vector<std::pair<std::string, std::string>> diagnostic_env_;
   std::map<std::string, std::vector<bool>> results_;  // candidate key -> results in trial order
   std::map<std::string, std::vector<bool>> journaled_;  // not yet replayed

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "engine/delta.h"
+#include "engine/format_list.h"
 #include "engine/knob_search.h"
 
 namespace minrepro {
@@ -26,7 +27,26 @@ struct PassContext {
   // round finding it there again checks one value below instead of
   // searching the whole range again.
   std::map<std::string, std::int64_t> knob_results;
+  // The pass under way and its search's estimate of the trials it has left.
+  std::string pass;
+  std::size_t trials_left = 0;
 };
+
+// Where a long pass stands: the candidate's size on disk, how fast
+// candidates are written, and the time the pass's search has left at the
+// last trial's pace (an estimate: candidates shrink as it goes).
+std::string passProgress(const PassContext& pc) {
+  const OracleStats& s = pc.oracle.stats();
+  std::ostringstream line;
+  line << std::fixed << std::setprecision(0);
+  if (s.last_candidate_bytes > 0) line << " | candidate " << formatMegabytes(s.last_candidate_bytes);
+  if (s.write_seconds > 0.05)
+    line << ", written at " << static_cast<double>(s.bytes_written) / 1e6 / s.write_seconds << " MB/s";
+  const double per_trial = s.last_trial_seconds + (s.bytes_written && s.write_seconds > 0 ? static_cast<double>(s.last_candidate_bytes) / (static_cast<double>(s.bytes_written) / s.write_seconds) : 0);
+  if (!pc.pass.empty())
+    line << " | pass " << pc.pass << ": ~" << pc.trials_left << " trials left (~" << per_trial * static_cast<double>(pc.trials_left) << " s)";
+  return line.str();
+}
 
 std::string progressLine(const PassContext& pc) {
   const OracleStats& s = pc.oracle.stats();
@@ -35,7 +55,7 @@ std::string progressLine(const PassContext& pc) {
        << s.replayed << ", cached " << s.reused << ") fail " << s.same_failure << " pass " << s.passed << " other "
        << s.different_failure << " timeout " << s.timeouts << " invariant " << s.rejected_by_invariant << " | p~"
        << std::fixed << std::setprecision(2) << pc.oracle.rate().estimate() << " | " << std::setprecision(0)
-       << pc.log.elapsedSeconds() << "s";
+       << pc.log.elapsedSeconds() << "s" << passProgress(pc);
   return line.str();
 }
 
@@ -77,6 +97,7 @@ Selection runSetPass(PassContext& pc, const SetReducer& reducer, const Selection
     auto next = [&](std::size_t max, bool accepted) {
       return likelyNext(search, make, finish, max, accepted, pc.single_pass);
     };
+    pc.trials_left = search.remainingEstimate();
     search.answer(ask(pc, reducer, make(search), next));
   }
   return reducer.apply(current, search.result());
@@ -103,6 +124,7 @@ Selection runKnobPass(PassContext& pc, const KnobReducer& reducer, Selection cur
       while (!search.done()) {
         // Other knobs may follow: no confirmation at the end of this chain.
         auto next = [&](std::size_t max, bool accepted) { return likelyNext(search, make, finish, max, accepted, false); };
+        pc.trials_left = search.remainingEstimate();
         search.answer(ask(pc, reducer, make(search), next));
       }
       if (search.result() != knob.value) pc.log.info("  " + reducer.name() + " " + knob.name + ": " +
@@ -119,6 +141,7 @@ Selection runKnobPass(PassContext& pc, const KnobReducer& reducer, Selection cur
 Selection runPass(PassContext& pc, const Reducer& reducer, const Selection& current, const DeltaOptions& options) {
   const OracleStats before = pc.oracle.stats();
   const CaseSize size_before = pc.size;
+  pc.pass = reducer.name();
   const Selection next = reducer.asSet() ? runSetPass(pc, *reducer.asSet(), current, options)
                                          : runKnobPass(pc, *reducer.asKnobs(), current);
   const OracleStats& after = pc.oracle.stats();
@@ -168,7 +191,7 @@ Selection runPipeline(const CaseConfig& config, const CaseView& view, Selection 
   const DeltaOptions options = deltaOptions(config);
   const CaseSize original = measureSize(current, view);
   PassContext pc{.oracle = oracle, .log = log, .view = view, .original = original, .size = original,
-                 .single_pass = config.reducers.size() == 1, .knob_results = {}};
+                 .single_pass = config.reducers.size() == 1, .knob_results = {}, .pass = {}, .trials_left = 0};
   std::vector<std::unique_ptr<Reducer>> passes;
   for (const auto& name : config.reducers) passes.push_back(findReducer(name)->create(view));
   for (int round = 1;; ++round) {

@@ -126,6 +126,14 @@ void prepareChild() {
   }
   replaceEnvironment(m.all("env"));
   applyLimits(m.get("as_limit"));
+  if (const std::string selection = m.get("selection"); !selection.empty()) {
+    try {
+      useCandidateOfPreloaded(selection);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "minrepro-trial --serve: cannot cut the candidate from the preloaded batch: %s\n", e.what());
+      ::_exit(127);
+    }
+  }
   std::vector<std::string> args = m.all("arg");
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -312,9 +320,9 @@ void warmUp() {
   }
 }
 
-std::string modelArg(int argc, char** argv) {
+std::string argValue(int argc, char** argv, const std::string& flag) {
   for (int i = 2; i + 1 < argc; ++i)
-    if (std::string(argv[i]) == "--model") return argv[i + 1];
+    if (argv[i] == flag) return argv[i + 1];
   return "";
 }
 
@@ -372,7 +380,16 @@ bool cloneServer(bool& client_alive) {
 int forkServerMain(int argc, char** argv) {
   at::set_num_threads(1);  // before any op: no OpenMP pool may exist when we fork
   warmUp();
-  if (const std::string model = modelArg(argc, argv); !model.empty()) preloadModelFile(model);
+  if (const std::string model = argValue(argc, argv, "--model"); !model.empty()) preloadModelFile(model);
+  if (const std::string case_file = argValue(argc, argv, "--preload-case"); !case_file.empty()) {
+    try {
+      preloadCaseBatch(case_file);
+    } catch (const std::exception& e) {
+      // Not ready: the client runs these trials as plain processes, from files.
+      std::cerr << "minrepro-trial --serve: cannot preload the batch of " << case_file << ": " << e.what() << "\n";
+      return 1;
+    }
+  }
   g_standby_wanted = !hasFlag(argc, argv, "--no-standby");
   if (!sendReady()) return 1;
   forkStandby();

@@ -1,6 +1,10 @@
-// `minrepro-trial --serve [--model M.pt] [--no-standby]`: the built-in harness's fork server.
+// `minrepro-trial --serve [--model M.pt] [--preload-case CASE] [--no-standby]`:
+// the built-in harness's fork server.
 //
 // The parent has loaded LibTorch (it is linked in), deserialised the model once,
+// read the case's original batch once when asked (--preload-case: a `run`
+// request with `selection=` then gets its candidate cut from it in the child,
+// in memory, instead of a file written and read per trial),
 // set one intra-op thread before any op and never touches an accelerator. It
 // reads requests on fd 3 (engine/executors/fork_protocol.h): `clone` forks a copy of the
 // server for another job slot; a `run` request goes to a child forked for it

@@ -14,10 +14,13 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <sstream>
 
 #include "harness/batch_io.h"
+#include "harness/batch_store.h"
+#include "reducers/selection_text.h"
 #include "harness/contract_tensors.h"
 #include "harness/precision.h"
 #include "harness/transforms.h"
@@ -136,8 +139,22 @@ bool targetsViolateContract(const TrialArgs& a, const NamedTensors& batch) {
   return true;
 }
 
+// The preloaded original (a fork server's), and the candidate a child cut from it.
+std::unique_ptr<CaseConfig>& preloadedCase() {
+  static std::unique_ptr<CaseConfig> config;
+  return config;
+}
+std::unique_ptr<BatchStore>& preloadedBatch() {
+  static std::unique_ptr<BatchStore> store;
+  return store;
+}
+std::optional<NamedTensors>& candidateInMemory() {
+  static std::optional<NamedTensors> batch;
+  return batch;
+}
+
 int runTrial(const TrialArgs& a) {
-  NamedTensors batch = readBatchFile(a.batch);
+  NamedTensors batch = candidateInMemory() ? std::move(*candidateInMemory()) : readBatchFile(a.batch);
   for (const TransformStep& step : a.transforms) applyTransform(batch, step);
   if (targetsViolateContract(a, batch)) return 1;
   torch::jit::Module model = loadModel(a.model);
@@ -186,6 +203,19 @@ void preloadModelFile(const std::string& path) {
     preloaded() = PreloadedModel{path, st.st_size, st.st_mtim, std::move(module)};
   } catch (const std::exception&) {
   }
+}
+
+void preloadCaseBatch(const std::filesystem::path& case_file) {
+  auto config = std::make_unique<CaseConfig>(loadCase(case_file));
+  preloadedBatch() = BatchStore::open(*config);
+  preloadedCase() = std::move(config);  // the store refers to it
+}
+
+void useCandidateOfPreloaded(const std::string& selection_text) {
+  const auto selection = parseSelectionText(selection_text);
+  if (!preloadedBatch()) throw std::runtime_error("no batch was preloaded (--preload-case)");
+  if (!selection) throw std::runtime_error("not a selection: " + selection_text.substr(0, 200));
+  candidateInMemory() = candidateTensors(*preloadedBatch(), *selection);
 }
 
 void checkModelLoads(const std::filesystem::path& model) {

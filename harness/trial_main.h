@@ -20,6 +20,16 @@ int trialMain(int argc, char** argv);
 // The file is read from disk after all when its size or mtime changed.
 void preloadModelFile(const std::string& path);
 
+// For a fork server's parent started with --preload-case: reads the case's
+// original batch once (as shrink does). Throws (BadInputError) when it cannot,
+// and the server then does not start: its trials run as plain processes.
+void preloadCaseBatch(const std::filesystem::path& case_file);
+// In the server's child, before trialMain: the trial's batch is the
+// candidate `selection_text` (reducers/selection_text.h) cut from that
+// original in memory, laid out as shrink would write it, instead of the file
+// its --batch names. Throws std::runtime_error for a malformed selection.
+void useCandidateOfPreloaded(const std::string& selection_text);
+
 // The built-in harness's model must load as TorchScript: a file that does
 // not is bad input (BadInputError naming it and what to give instead), never
 // a failure to reduce. Checked by shrink before any trial.

@@ -93,10 +93,10 @@ std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::pat
   entries.push_back({"repro.py", renderReproPy(config, signature), true});
   entries.push_back({"case.yaml", renderCase(shown, config.base_dir, "batch.pt", "model.pt")});
   entries.push_back(manifestEntry(config, minimal_batch, signature, neighbours));  // for minrepro verify
-  entries.push_back({"batch.pt", readFileBytes(minimal_batch)});
-  for (const auto& n : neighbours.cases) entries.push_back({n.file, readFileBytes(config.work_dir / n.file)});
+  entries.push_back(fileEntry("batch.pt", minimal_batch));
+  for (const auto& n : neighbours.cases) entries.push_back(fileEntry(n.file, config.work_dir / n.file));
   if (config.harness) {
-    entries.push_back({"model.pt", readFileBytes(config.harness->model)});
+    entries.push_back(fileEntry("model.pt", config.harness->model));
     for (auto& e : reproCppEntries(*config.harness, signature)) entries.push_back(std::move(e));
   }
   // The command's own files and those the trial reads (engine/archive/bundle.h);
@@ -109,7 +109,7 @@ std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::pat
     if (!names.insert(f.archive_name).second) continue;
     std::error_code ec;
     const bool executable = (fs::status(f.source, ec).permissions() & fs::perms::owner_exec) != fs::perms::none;
-    entries.push_back({f.archive_name, readFileBytes(f.source), executable});
+    entries.push_back(fileEntry(f.archive_name, f.source, executable));
   }
   return entries;
 }
@@ -232,6 +232,10 @@ ExitStatus writeAndCheckArchive(const CaseConfig& config, TrialOracle& oracle, c
   log.info(std::string(summary.incomplete.empty() ? "reduced " : "stopped at ") + std::to_string(summary.original_samples) +
            " -> " + std::to_string(best.samples.size()) + " samples (ids " + formatList(summary.kept_ids) + ") in " +
            std::to_string(summary.stats.trials + summary.stats.replayed) + " trials; archive: " + config.output.string());
+  std::error_code ec;
+  log.info("memory: minrepro's own peak " + formatMegabytes(ownPeakMemoryBytes()) + " for a batch file of " +
+           formatMegabytes(fs::file_size(config.batch, ec)) + "; candidate files written: " +
+           formatMegabytes(summary.stats.bytes_written));
   if (summary.self_check.skipped.empty()) {
     log.info("checking the archive on its own: repro.py in plain processes, extracted into an empty directory");
     summary.self_check = checkArchiveAlone(

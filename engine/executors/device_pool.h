@@ -62,6 +62,7 @@ class DevicePoolExecutor : public Executor {
  public:
   DevicePoolExecutor(Executor& inner, DeviceList devices, std::size_t trials_per_device);
   TrialOutcome run(const TrialSpec& spec) override;  // thread-safe
+  bool buildsBatch(const TrialSpec& spec) const override { return inner_.buildsBatch(spec); }
   const DeviceList& devices() const { return devices_; }
 
  private:

@@ -9,6 +9,9 @@
 //
 //   server -> client, once: ready=PID threads=N cuda=0|1
 //   client -> server:       op=run dir=D stdout=F stderr=F as_limit=BYTES arg=... env=K=V ...
+//                           [selection=TEXT]  (the built-in harness's server, started with
+//                                         --preload-case: the candidate to cut from the original
+//                                         it holds, instead of reading the --batch file)
 //   server -> client:       started=PID standby=0|1   (the child, leader of its own
 //                                         process group; 1: forked ahead, during the last trial)
 //                        or error=TEXT    (nothing was started)

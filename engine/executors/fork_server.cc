@@ -184,6 +184,7 @@ ForkMessage runRequest(const TrialSpec& spec, const std::vector<std::string>& ch
   auto set = spec.env_set;
   set["TMPDIR"] = tmp.string();
   for (auto& kv : environmentWith(set, spec.env_unset)) m.add("env", std::move(kv));
+  if (!spec.batch_selection.empty()) m.add("selection", spec.batch_selection);
   return m;
 }
 
@@ -286,10 +287,7 @@ class ForkServerExecutor::Impl {
 
   TrialOutcome run(const TrialSpec& given) {
     const auto route = router_ && !given.fresh_process ? router_(given) : std::nullopt;
-    if (!route) {
-      count(&ForkServerCounts::plain);
-      return fallback_.run(given);
-    }
+    if (!route) return runPlain(given);
     // The forked child and what it starts carry the trial's tag; what
     // escaped its group is reparented here and killed when it ends
     // (engine/executors/containment.h).
@@ -299,8 +297,14 @@ class ForkServerExecutor::Impl {
     std::optional<TrialOutcome> outcome = runRouted(spec, *route);
     killTrialOrphans(tag, spec.work_dir);
     if (outcome) return finish(spec, std::move(*outcome));
-    count(&ForkServerCounts::plain);
-    return fallback_.run(spec);
+    return runPlain(spec);
+  }
+
+  bool buildsBatch(const TrialSpec& spec) const {
+    const auto route = router_ && !spec.fresh_process ? router_(spec) : std::nullopt;
+    if (!route || !route->builds_batch) return false;
+    std::lock_guard lock(mu_);
+    return !unusable_.count(routeKey(*route));
   }
 
   ForkServerCounts counts() const {
@@ -397,6 +401,14 @@ class ForkServerExecutor::Impl {
     idle_[key].push_back(s);
   }
 
+  // A trial no server runs: a plain process, with the batch file written
+  // first when the oracle left it to a server.
+  TrialOutcome runPlain(const TrialSpec& spec) {
+    count(&ForkServerCounts::plain);
+    if (!spec.batch_selection.empty() && spec.write_batch) spec.write_batch();
+    return fallback_.run(spec);
+  }
+
   TrialOutcome finish(const TrialSpec& spec, TrialOutcome outcome) {
     count(&ForkServerCounts::forked);
     outcome.stdout_text = readHeadAndTail(spec.work_dir / "stdout.txt", spec.output_cap_bytes, &outcome.stdout_bytes);
@@ -430,6 +442,7 @@ ForkServerExecutor::~ForkServerExecutor() = default;
 TrialOutcome ForkServerExecutor::run(const TrialSpec& spec) { return impl_->run(spec); }
 ForkServerCounts ForkServerExecutor::counts() const { return impl_->counts(); }
 bool ForkServerExecutor::routes(const TrialSpec& spec) const { return impl_->routes(spec); }
+bool ForkServerExecutor::buildsBatch(const TrialSpec& spec) const { return impl_->buildsBatch(spec); }
 
 // ------------------------------------------------------------------ routes
 
@@ -462,6 +475,10 @@ std::optional<ForkRoute> harnessForkRoute(const TrialSpec& spec, const std::stri
   ForkRoute r{{trial_binary, "--serve"}, serverEnvironment(spec), serverUnset(spec), spec.argv};
   for (std::size_t i = 1; i + 1 < spec.argv.size(); ++i)
     if (spec.argv[i] == "--model") r.server_argv.insert(r.server_argv.end(), {"--model", spec.argv[i + 1]});
+  if (!spec.batch_case.empty()) {
+    r.server_argv.insert(r.server_argv.end(), {"--preload-case", spec.batch_case.string()});
+    r.builds_batch = true;
+  }
   return r;
 }
 

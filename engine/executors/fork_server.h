@@ -36,12 +36,16 @@ struct ForkRoute {
   std::map<std::string, std::string> server_env_set;  // the trial's, so that what libraries
   std::vector<std::string> server_env_unset;          // read when they load matches
   std::vector<std::string> child_argv;                // what the forked child runs
+  // The server preloads the case's original batch and builds each
+  // candidate from its selection (the built-in harness only).
+  bool builds_batch = false;
 };
 
 // Per trial: the fork server that can run it, or nullopt for a plain process.
 using ForkRouter = std::function<std::optional<ForkRoute>(const TrialSpec&)>;
 
-// `minrepro-trial ARGS` (argv[0] == trial_binary) runs in `minrepro-trial --serve --model M`.
+// `minrepro-trial ARGS` (argv[0] == trial_binary) runs in `minrepro-trial --serve --model M`
+// (and `--preload-case CASE` when the spec names its batch's case).
 std::optional<ForkRoute> harnessForkRoute(const TrialSpec& spec, const std::string& trial_binary);
 
 // `[python, (-u), /abs/script.py, args...]` runs in the Python fork server
@@ -92,6 +96,9 @@ class ForkServerExecutor : public Executor {
   ForkServerCounts counts() const;
   // Whether a server would run this trial (else it runs as a plain process).
   bool routes(const TrialSpec& spec) const;
+  // A server that preloads the batch would run it (and, should it fall
+  // back to a plain process, spec.write_batch writes the file first).
+  bool buildsBatch(const TrialSpec& spec) const override;
 
  private:
   class Impl;

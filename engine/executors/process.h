@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -32,6 +33,16 @@ struct TrialSpec {
   // Run as a plain exec'd process even where a fork server could serve it:
   // the checks that forked children behave as fresh processes do.
   bool fresh_process = false;
+  // The case whose original batch the trial's input is cut from: a fork
+  // server of the built-in harness preloads that batch once (it is not the
+  // trial's input; see Executor::buildsBatch).
+  std::filesystem::path batch_case;
+  // Set only when the executor said it builds the input itself
+  // (buildsBatch): the candidate as selection text over that original
+  // (reducers/selection_text.h), and how to write the batch file argv names
+  // after all, should the trial end up in a plain process.
+  std::string batch_selection;
+  std::function<void()> write_batch;
 };
 
 enum class TrialEnd {
@@ -67,6 +78,11 @@ std::string signalName(int signal);                  // "SIGABRT"; "signal 42" w
 class Executor {
  public:
   virtual ~Executor() = default;
+  // Whether run(spec) can build the trial's batch from spec.batch_selection
+  // without the file (a fork server holding the original). Only then does
+  // the caller skip writing it, so an executor that knows nothing of this
+  // always gets a file.
+  virtual bool buildsBatch(const TrialSpec&) const { return false; }
   // Runs one trial to completion. Never throws for a trial that misbehaves:
   // a missing program, a crash or a hang is an outcome, not an exception.
   virtual TrialOutcome run(const TrialSpec& spec) = 0;
