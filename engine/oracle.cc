@@ -107,14 +107,16 @@ TrialSpec TrialOracle::prepare(const Selection& selection, std::size_t number, b
   if (!original && executor_.buildsBatch(spec)) {
     fs::create_directories(dir);
     spec.batch_selection = selectionText(selection);
-    candidate_bytes_[number] = 0;
+    candidate_files_[number] = {selection.samples.size(), 0};
     // The entry exists before the trials' threads start: assigning it
     // changes no node of the map.
-    spec.write_batch = [this, dir, selection, &bytes = candidate_bytes_[number]] { bytes = writeTrialBatch(dir, selection); };
+    spec.write_batch = [this, dir, selection, &file = candidate_files_[number]] {
+      file.bytes = writeTrialBatch(dir, selection);
+    };
     return spec;
   }
   const std::uint64_t bytes = writeTrialBatch(dir, selection);
-  if (!original) candidate_bytes_[number] = bytes;
+  if (!original) candidate_files_[number] = {selection.samples.size(), bytes};
   return spec;
 }
 
@@ -236,13 +238,14 @@ std::vector<TrialRecord> TrialOracle::runLive(const std::vector<Selection>& sele
   return records;
 }
 
-// "(candidate 130 MB, 1.2 s)": what the trial cost, for the log.
+// "(candidate of 500000 samples, 136 MB, 1.2 s)": what the trial cost, for the log.
 std::string TrialOracle::trialCost(const TrialRecord& record) {
   std::ostringstream text;
   text << " (";
-  if (auto it = candidate_bytes_.find(record.number); it != candidate_bytes_.end()) {
-    text << (it->second > 0 ? "candidate " + formatMegabytes(it->second) : "candidate cut in the fork server") << ", ";
-    candidate_bytes_.erase(it);
+  if (auto it = candidate_files_.find(record.number); it != candidate_files_.end()) {
+    text << "candidate of " << it->second.samples << " sample" << (it->second.samples == 1 ? "" : "s")
+         << (it->second.bytes > 0 ? ", " + formatMegabytes(it->second.bytes) : " cut in the fork server") << ", ";
+    candidate_files_.erase(it);
   }
   text << std::fixed << std::setprecision(1) << std::chrono::duration<double>(record.outcome.duration).count() << " s)";
   return text.str();

@@ -169,7 +169,11 @@ class TrialOracle {
   // That copy, made once per run (originalCopy), and its identity when made.
   std::filesystem::path linkOriginal(const std::filesystem::path& batch_file);
   std::optional<std::string> original_stamp_;
-  std::map<std::size_t, std::uint64_t> candidate_bytes_;  // trial number -> its candidate file's bytes
+  struct CandidateFile {
+    std::size_t samples = 0;
+    std::uint64_t bytes = 0;  // 0: not written (a fork server cut it)
+  };
+  std::map<std::size_t, CandidateFile> candidate_files_;  // by trial number
   std::string trialCost(const TrialRecord& record);
   bool fresh_only_ = false;
   FailureSignature reference_;

@@ -18,6 +18,17 @@ namespace minrepro {
 
 namespace {
 
+// Samples [first, last) of `samples` (ascending) along `axis` of `t`: a view
+// when they are consecutive in the original (no copy), else a copy by index.
+at::Tensor selectSamples(const at::Tensor& t, int axis, const std::vector<std::int64_t>& samples, std::size_t first,
+                         std::size_t last) {
+  const auto count = static_cast<int64_t>(last - first);
+  if (count > 0 && samples[last - 1] - samples[first] == count - 1) return t.narrow(axis, samples[first], count);
+  return t.index_select(axis, at::tensor(std::vector<std::int64_t>(samples.begin() + static_cast<std::ptrdiff_t>(first),
+                                                                    samples.begin() + static_cast<std::ptrdiff_t>(last)),
+                                         at::kLong));
+}
+
 // One tensor of a candidate on its way to the trial: its values, and where
 // they came from (flat indices in the original) when the values pass needs it.
 struct CandidateTensor {
@@ -207,7 +218,7 @@ CandidateTensor TorchBatchStore::cut(std::size_t i, const Selection& selection, 
   const at::Tensor& t = batch_.tensors[i];
   const bool values = selection.values_kept.count(batch_.names[i]) > 0;
   CandidateTensor c{t, track || values ? originOf(i, selection) : at::Tensor(), {}};
-  if (auto axis = sampleAxisOf(batch_.names[i])) c.values = c.values.index_select(*axis, at::tensor(selection.samples, at::kLong));
+  if (auto axis = sampleAxisOf(batch_.names[i])) c.values = selectSamples(c.values, *axis, selection.samples, 0, selection.samples.size());
   if (auto seq = sequenceOf(i); seq && selection.seq_end > 0)
     c.values = c.values.narrow(seq->axis, selection.seq_begin, selection.seq_end - selection.seq_begin);
   c.values = c.values.clone(at::MemoryFormat::Contiguous);
@@ -290,6 +301,7 @@ bool TorchBatchStore::cutAsIs(std::size_t i, const Selection& selection) const {
   return !(sequenceOf(i) && sampleAxisOf(name) && !selection.lengths.empty());
 }
 
+
 // Slices [begin, end) of the candidate's tensor i along dimension `outer`
 // (all of it when outer < 0): the outer range is cut from the original
 // first, so only the slab's samples are copied.
@@ -298,12 +310,17 @@ at::Tensor TorchBatchStore::slabOf(std::size_t i, const Selection& selection, in
   at::Tensor t = batch_.tensors[i];
   const auto axis = sampleAxisOf(batch_.names[i]);
   const auto seq = selection.seq_end > 0 ? sequenceOf(i) : std::nullopt;
-  at::Tensor index = axis ? at::tensor(selection.samples, at::kLong) : at::Tensor();
-  if (outer >= 0 && axis && outer == *axis) index = index.slice(0, begin, end);
-  else if (outer >= 0 && seq && outer == seq->axis) t = t.narrow(outer, selection.seq_begin + begin, end - begin);
-  else if (outer >= 0) t = t.narrow(outer, begin, end - begin);
+  std::size_t first = 0, last = selection.samples.size();
+  if (outer >= 0 && axis && outer == *axis) {
+    first = static_cast<std::size_t>(begin);
+    last = static_cast<std::size_t>(end);
+  } else if (outer >= 0 && seq && outer == seq->axis) {
+    t = t.narrow(outer, selection.seq_begin + begin, end - begin);
+  } else if (outer >= 0) {
+    t = t.narrow(outer, begin, end - begin);
+  }
   if (seq && outer != seq->axis) t = t.narrow(seq->axis, selection.seq_begin, selection.seq_end - selection.seq_begin);
-  return axis ? t.index_select(*axis, index) : t;
+  return axis ? selectSamples(t, *axis, selection.samples, first, last) : t;
 }
 
 CandidatePlan TorchBatchStore::plan(const Selection& selection) const {

@@ -29,7 +29,7 @@ TEST(Scale, A200MegabyteBatchIsReducedWithinOneAndAHalfTimesItsSize) {
   ASSERT_TRUE(std::regex_search(output, peak, std::regex("minrepro's own peak ([0-9.]+) MB"))) << output;
   EXPECT_LE(std::stod(peak[1]), 1.5 * batch_mb + 300) << output;
   // Candidates were cut in the fork server, not written per trial.
-  EXPECT_NE(readFile(dir.path() / "work" / "minrepro.log").find("candidate cut in the fork server"), std::string::npos);
+  EXPECT_NE(readFile(dir.path() / "work" / "minrepro.log").find("samples cut in the fork server"), std::string::npos);
 }
 
 }  // namespace

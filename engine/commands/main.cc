@@ -1,6 +1,8 @@
 // minrepro: the command line. Thin: parses options, calls the command, and
 // lets engine/commands/run_command.h turn whatever it throws into the
 // documented exit status.
+#include <malloc.h>
+
 #include <boost/program_options.hpp>
 #include <algorithm>
 #include <iostream>
@@ -219,6 +221,12 @@ const Command kCommands[] = {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Candidates of a large batch are cut through buffers of up to 32 MB.
+  // glibc raises its mmap threshold each time such a buffer is freed, after
+  // which they come from the heap and stay in the process when freed: a
+  // fixed threshold keeps every buffer of 1 MB or more a mapping of its own,
+  // returned when freed (minrepro only; trials keep the allocator they have).
+  ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
   if (argc < 2) {
     std::cerr << kUsage;
     return 2;
