@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "engine/knob_search.h"
+
 #include "tests/list_problems.h"
 
 namespace minrepro {
@@ -60,6 +64,33 @@ TEST(DeltaTest, NeverAsksAboutEmptyOrRepeatedCandidates) {
       &stats);
   EXPECT_EQ(result, (std::vector<std::size_t>{42, 299}));
   EXPECT_EQ(stats.tests, seen.size());
+}
+
+// The progress line's estimate of the answers a search still needs: zero
+// exactly when it is done; for one culprit among 1024 units (a bisection)
+// never short of what is left by more than the one check of the needed
+// units alone, and for a knob search an upper bound.
+TEST(DeltaTest, RemainingEstimateFollowsTheSearch) {
+  DeltaSearch search(1024);
+  std::vector<std::size_t> estimates;
+  while (!search.done()) {
+    estimates.push_back(search.remainingEstimate());
+    const Units& q = search.query();
+    search.answer(std::find(q.begin(), q.end(), 700) != q.end());
+  }
+  EXPECT_EQ(search.remainingEstimate(), 0u);
+  for (std::size_t i = 0; i < estimates.size(); ++i) {
+    EXPECT_GE(estimates[i] + 1, estimates.size() - i) << "query " << i;
+    EXPECT_LE(estimates[i], estimates.size() - i + 11) << "query " << i;
+  }
+  KnobSearch knob(1, 1000);
+  while (!knob.done()) {
+    const std::size_t before = knob.remainingEstimate();
+    knob.answer(knob.query() >= 300);
+    EXPECT_LT(knob.remainingEstimate(), before);
+  }
+  EXPECT_EQ(knob.result(), 300);
+  EXPECT_EQ(knob.remainingEstimate(), 0u);
 }
 
 TEST(DeltaTest, TinyInputs) {
