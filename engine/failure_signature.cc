@@ -1,15 +1,11 @@
 // Failure signatures: the family, operator and first message of a failed trial.
 //
-// A trial's output is read line by line and the FIRST error in it is kept
-// (docs/method.md, "The first error and its context": later errors are mostly consequences of the first). PyTorch
-// prints errors in a few forms, each with its own reader below:
-//   - a CUDA/HIP kernel assertion ("Loss.cu:242: kernel: block: [..] Assertion `c` failed.")
-//   - std::terminate's report of an uncaught C++ exception ("terminate called after throwing ...")
-//   - a Python traceback, whose first block ends with the exception line
-//   - a bare "SomeError: message" line (a harness or a log printing the error)
-//   - a bare LibTorch what(): the message, then "Exception raised from X at file:line"
-// TorchScript hides the real error inside "The following operation failed in
-// the TorchScript interpreter." and is unwrapped wherever it appears.
+// The errors of a trial's output or a log are read by engine/error_readers
+// (one reader per form PyTorch and the programs around it print) and the
+// FIRST of them is chosen by engine/log_streams, across ranks and processes
+// (docs/method.md, "The first error and its context": later errors are
+// mostly consequences of the first). This file says which family that error
+// belongs to, normalizes its message and matches signatures.
 //
 // Lines for the built-in harness (minrepro-trial), anywhere in either stream:
 //   minrepro-trial: operator: nll_loss                        names the operator (wins)
@@ -27,395 +23,17 @@
 #include <utility>
 #include <vector>
 
+#include "engine/error_readers.h"
+#include "engine/log_streams.h"
+#include "engine/text_lines.h"
+
 namespace minrepro {
+
+using namespace text;
+
 namespace {
 
 constexpr auto npos = std::string::npos;
-using Lines = std::vector<std::string>;
-
-// The first 2 KiB of a line are enough to read an error. Longer lines are
-// progress bars or printed tensors, and libstdc++'s std::regex recurses once
-// per character matched by a '*': a 100 KB line overflows an 8 MB stack.
-constexpr std::size_t kMaxLine = 2048;
-
-// ---------------------------------------------------------------- strings
-
-Lines splitLines(const std::string& text) {
-  Lines lines;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
-    if (end == npos) end = text.size();
-    std::string line = text.substr(start, std::min(end - start, kMaxLine));
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(std::move(line));
-    start = end + 1;
-  }
-  return lines;
-}
-
-std::string trim(std::string_view s) {
-  const auto begin = s.find_first_not_of(" \t\r\n");
-  if (begin == std::string_view::npos) return {};
-  const auto end = s.find_last_not_of(" \t\r\n");
-  return std::string(s.substr(begin, end - begin + 1));
-}
-
-bool startsWith(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
-}
-
-bool endsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-bool contains(std::string_view s, std::string_view part) { return s.find(part) != npos; }
-
-template <std::size_t N>
-bool containsAny(std::string_view s, const std::array<std::string_view, N>& parts) {
-  for (auto part : parts)
-    if (contains(s, part)) return true;
-  return false;
-}
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-bool isIdentifier(std::string_view s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-  for (char c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-  return true;
-}
-
-// "nll_loss" or "quantized::add".
-bool isOpName(std::string_view s) {
-  for (auto sep = s.find("::"); sep != std::string_view::npos; sep = s.find("::")) {
-    if (!isIdentifier(s.substr(0, sep))) return false;
-    s.remove_prefix(sep + 2);
-  }
-  return isIdentifier(s);
-}
-
-// --------------------------------------------------------- operator names
-
-bool stripSuffix(std::string& name, std::string_view suffix) {
-  if (name.size() <= suffix.size() || !endsWith(name, suffix)) return false;
-  name.erase(name.size() - suffix.size());
-  return true;
-}
-
-bool stripNumberSuffix(std::string& name) {  // "_2", "_123": kernel variants
-  const auto at = name.find_last_not_of("0123456789");
-  if (at == npos || at + 1 == name.size() || name[at] != '_' || at == 0) return false;
-  name.erase(at);
-  return true;
-}
-
-// The kernels and C++ functions of one operator carry its name followed by a
-// phase: nll_loss_forward_reduce_cuda_kernel_2d belongs to nll_loss.
-void cutAtPhase(std::string& name) {
-  for (std::string_view phase : {"_forward", "_backward"}) {
-    const auto at = name.find(phase);
-    if (at != npos && at > 0) name.erase(at);
-  }
-}
-
-// Reduces a kernel or function name to the operator's name by removing the
-// implementation suffixes (nll_loss_out_frame, addmm_impl_cpu_); empty when
-// the name is not an operator at all (meta, operator(), a lambda).
-std::string cleanOpName(std::string name) {
-  if (startsWith(name, "aten::")) name.erase(0, 6);
-  if (const auto dot = name.find('.'); dot != npos) name.erase(dot);  // overload: add.out
-  if (!isOpName(name)) return {};
-  cutAtPhase(name);
-  static const std::array<std::string_view, 10> kSuffixes = {
-      "_", "_out_frame", "_frame", "_out", "_cpu", "_cuda", "_kernel", "_impl", "_template", "_2d"};
-  for (bool changed = true; changed;) {
-    changed = stripNumberSuffix(name);
-    for (auto suffix : kSuffixes) changed = stripSuffix(name, suffix) || changed;
-  }
-  static const std::array<std::string_view, 5> kNotOps = {"meta", "impl", "operator", "unknown",
-                                                          "lambda"};
-  for (auto not_op : kNotOps)
-    if (name == not_op) return {};
-  return name;
-}
-
-// The bare function name inside a kernel's pretty name: "void at::native::
-// (anonymous namespace)::k<float>(float *, ...) [scalar_t = float]" -> "k".
-std::string kernelName(std::string function) {
-  for (std::string_view anon = "(anonymous namespace)::";;) {
-    const auto at = function.find(anon);
-    if (at == npos) break;
-    function.erase(at, anon.size());
-  }
-  function = function.substr(0, function.find_first_of("(<"));
-  function = trim(function);
-  if (const auto space = function.rfind(' '); space != npos) function.erase(0, space + 1);
-  if (const auto scope = function.rfind("::"); scope != npos) function.erase(0, scope + 2);
-  return isIdentifier(function) ? function : std::string();
-}
-
-// ------------------------------------------------------- one raw error
-
-struct RawError {
-  std::string type;     // exception type as printed; empty when none was printed
-  std::string message;  // first line of the message, as printed
-  std::string op;       // operator named by the error's context, already cleaned
-  bool kernel_assert = false;
-};
-
-std::string normalizeType(std::string type) {
-  if (startsWith(type, "builtins.")) type.erase(0, 9);  // TorchScript's scripted raise
-  return type;
-}
-
-// Where "IndexError: ..." or "c10::IndexError: ..." ends its type: the first
-// ':' that is not half of a "::".
-std::size_t typeEnd(std::string_view line) {
-  std::size_t at = line.find(':');
-  while (at != npos && at + 1 < line.size() && line[at + 1] == ':') at = line.find(':', at + 2);
-  return at;
-}
-
-bool isExceptionType(std::string_view type) {
-  if (type.empty() || !(std::isalpha(static_cast<unsigned char>(type[0])) || type[0] == '_')) return false;
-  for (char c : type)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != ':') return false;
-  return endsWith(type, "Error") || endsWith(type, "Exception") || startsWith(type, "c10::") ||
-         startsWith(type, "torch::jit::");
-}
-
-// Python and LibTorch exception lines at column 0: "IndexError: ...",
-// "torch.cuda.OutOfMemoryError: ...", "c10::Error: ...". Warnings do not end
-// in Error and indented source lines ("    raise X(...)") do not start at 0.
-// No std::regex here: this runs on every line of a trial's output.
-bool splitStrictExceptionLine(const std::string& line, RawError& error) {
-  const std::size_t end = typeEnd(line);
-  if (end == npos || !isExceptionType(std::string_view(line).substr(0, end))) return false;
-  error.type = normalizeType(line.substr(0, end));
-  error.message = trim(std::string_view(line).substr(end + 1));
-  return true;
-}
-
-// The exception line that ends a Python traceback block may name any class
-// ("KeyboardInterrupt", "mypackage.DataError: ...").
-void splitTracebackExceptionLine(const std::string& line, RawError& error) {
-  if (splitStrictExceptionLine(line, error)) return;
-  static const std::regex re(R"(^([A-Za-z_][\w.]*)(?::(?: ?(.*)))?$)");
-  std::smatch m;
-  if (std::regex_match(line, m, re)) {
-    error.type = normalizeType(m[1].str());
-    error.message = trim(m[2].str());
-  } else {
-    error.message = trim(line);
-  }
-}
-
-// "RuntimeError: " followed by the message on the next line (TorchScript
-// compilation errors, torch::jit::ErrorReport's what()).
-void fillEmptyMessage(RawError& error, const Lines& lines, std::size_t from, std::size_t to) {
-  for (std::size_t i = from; i < to && error.message.empty(); ++i) error.message = trim(lines[i]);
-}
-
-bool isTracebackHeader(const std::string& line) {
-  return startsWith(trim(line), "Traceback (most recent call last)");
-}
-
-bool isChainMarker(const std::string& line) {
-  return startsWith(line, "During handling of the above exception") ||
-         startsWith(line, "The above exception was the direct cause");
-}
-
-// --------------------------------------------------------- op from context
-
-// "Exception raised from nll_loss_out_frame at ./aten/src/ATen/native/LossNLL.cpp:226"
-// names the operator only when the function is an ATen kernel; c10's checks
-// (c10_cuda_check_implementation) and the dispatcher (reportError) are not.
-std::string opFromRaisedFrom(const std::string& line) {
-  if (!startsWith(line, "Exception raised from ")) return {};
-  static const std::regex re(R"(^Exception raised from (.+?) at (\S+?):\d+)");
-  std::smatch m;
-  if (!std::regex_search(line, m, re) || !contains(m[2].str(), "ATen/native")) return {};
-  return cleanOpName(m[1].str());
-}
-
-std::string raisedFromOp(const Lines& lines, std::size_t from, std::size_t to) {
-  for (std::size_t i = from; i < to; ++i)
-    if (auto op = opFromRaisedFrom(lines[i]); !op.empty()) return op;
-  return {};
-}
-
-// A Python (or TorchScript) frame in torch/nn/functional.py names the
-// functional the user called: `File ".../torch/nn/functional.py", line 3026,
-// in cross_entropy`. Private helpers (_verify_batch_size) are skipped.
-std::string functionalFrameOp(const std::string& line) {
-  if (!contains(line, "functional.py")) return {};
-  static const std::regex re(R"(nn[/\\]functional\.py", line \d+,? in ([A-Za-z]\w*))");
-  std::smatch m;
-  return std::regex_search(line, m, re) ? m[1].str() : std::string();
-}
-
-// Operators named by the message itself.
-std::string opFromMessage(const std::string& message) {
-  static const std::array<std::regex, 5> patterns = {
-      std::regex(R"(Could not run '([\w:.]+)')"),
-      std::regex(R"(Unknown builtin op: ([\w:]+))"),
-      std::regex(R"(No such operator ([\w:]+))"),
-      std::regex(R"rx("(\w+)" not implemented for ')rx"),
-      std::regex(R"(in method wrapper_(?:\w*?__)?_*(\w+)\))"),
-  };
-  std::smatch m;
-  for (const auto& re : patterns)
-    if (std::regex_search(message, m, re)) return cleanOpName(m[1].str());
-  return {};
-}
-
-// ---------------------------------------------------------------- TorchScript
-
-// Replaces "The following operation failed in the TorchScript interpreter."
-// by the error it wraps: the first exception line of the TorchScript
-// traceback, with the functional frame just above it as the operator.
-void unwrapTorchScript(RawError& error, const Lines& lines, std::size_t from, std::size_t to) {
-  if (!startsWith(error.message, "The following operation failed in the TorchScript")) return;
-  for (std::size_t i = from + 1; i < to; ++i) {
-    if (auto op = functionalFrameOp(lines[i]); !op.empty()) error.op = op;
-    RawError inner;
-    if (!splitStrictExceptionLine(lines[i], inner)) continue;
-    fillEmptyMessage(inner, lines, i + 1, to);
-    error.type = inner.type;
-    error.message = inner.message;
-    return;
-  }
-}
-
-// ---------------------------------------------------------------- readers
-
-std::optional<RawError> readKernelAssert(const std::string& line) {
-  if (!contains(line, "ssertion `")) return std::nullopt;
-  static const std::regex re(
-      R"(^(.*?):(\d+): (.*?): (?:(?:block|global id): .*?\] )?(?:Device-side assertion|Assertion) `(.*)['`] failed\.?\s*$)");
-  std::smatch m;
-  if (!std::regex_match(line, m, re)) return std::nullopt;
-  RawError error;
-  error.kernel_assert = true;
-  const std::string kernel = kernelName(m[3].str());
-  // CUDA and HIP word it differently; one wording keeps signatures comparable.
-  error.message = (kernel.empty() ? "" : kernel + ": ") + "Assertion `" + m[4].str() + "` failed.";
-  error.op = cleanOpName(kernel);
-  return error;
-}
-
-// terminate called after throwing an instance of 'c10::IndexError'
-//   what():  Target 4 is out of bounds.
-// Exception raised from nll_loss_out_frame at ./aten/src/ATen/native/LossNLL.cpp:226 (...)
-RawError readTerminate(const Lines& lines, std::size_t at) {
-  static const std::regex re(R"(terminate called after throwing an instance of '([^']+)')");
-  std::smatch m;
-  RawError error;
-  if (std::regex_search(lines[at], m, re)) error.type = m[1].str();
-  std::size_t end = at + 1;
-  while (end < lines.size() && !startsWith(lines[end], "Exception raised from ") &&
-         !startsWith(lines[end], "frame #") && !startsWith(lines[end], "terminate called") &&
-         !isTracebackHeader(lines[end]))
-    ++end;
-  const std::size_t what = at + 1;
-  if (what < end && startsWith(lines[what], "  what():")) {
-    error.message = trim(std::string_view(lines[what]).substr(9));
-    fillEmptyMessage(error, lines, what + 1, end);
-  }
-  error.op = raisedFromOp(lines, what, std::min(end + 1, lines.size()));
-  unwrapTorchScript(error, lines, what, end);
-  return error;
-}
-
-// A Python traceback: indented frames, then the exception line at column 0;
-// its block ends where a chained exception or another traceback begins.
-RawError readPythonTraceback(const Lines& lines, std::size_t at) {
-  RawError error;
-  std::size_t line = at + 1;
-  for (; line < lines.size() && (lines[line].empty() || lines[line][0] == ' ' || lines[line][0] == '\t');
-       ++line)
-    if (auto op = functionalFrameOp(lines[line]); !op.empty()) error.op = op;
-  if (line == lines.size()) return error;  // cut off before the exception line
-  splitTracebackExceptionLine(lines[line], error);
-  std::size_t end = line + 1;
-  while (end < lines.size() && !isChainMarker(lines[end]) && !isTracebackHeader(lines[end])) ++end;
-  fillEmptyMessage(error, lines, line + 1, end);
-  // TORCH_SHOW_CPP_STACKTRACES=1 appends LibTorch's "Exception raised from".
-  if (auto op = raisedFromOp(lines, line, end); !op.empty()) error.op = op;
-  unwrapTorchScript(error, lines, line, end);
-  return error;
-}
-
-// A line that is an error by itself: "RuntimeError: ..." from a log or a
-// harness ("minrepro-trial: c10::IndexError: ...", "minrepro-trial: error: ..."),
-// or a HIP/CUDA runtime error name ("hipErrorNoBinaryForGpu: ...").
-std::optional<RawError> readBareLine(const std::string& line) {
-  std::string rest = line;
-  const bool from_harness = startsWith(rest, "minrepro-trial: ");
-  if (from_harness) rest.erase(0, 16);
-  RawError error;
-  if (splitStrictExceptionLine(rest, error)) return error;
-  if (from_harness && startsWith(rest, "error: ")) {
-    error.message = trim(std::string_view(rest).substr(7));
-    return error;
-  }
-  static const std::regex runtime_name(R"(\b(?:hip|cuda)Error[A-Z]\w*)");
-  if ((!contains(rest, "hipError") && !contains(rest, "cudaError")) || !std::regex_search(rest, runtime_name))
-    return std::nullopt;
-  error.message = trim(rest);
-  if (error.message.size() >= 2 && error.message.front() == '"' && error.message.back() == '"')
-    error.message = error.message.substr(1, error.message.size() - 2);
-  return error;
-}
-
-// A caught LibTorch error printed with what(): the message, then its origin.
-RawError readBareLibTorchError(const Lines& lines, std::size_t at) {
-  RawError error;
-  error.type = "c10::Error";
-  for (std::size_t i = at; i-- > 0 && error.message.empty();) error.message = trim(lines[i]);
-  error.op = opFromRaisedFrom(lines[at]);
-  return error;
-}
-
-std::optional<RawError> findFirstError(const std::string& text) {
-  const Lines lines = splitLines(text);
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    const std::string& line = lines[i];
-    if (auto error = readKernelAssert(line)) return error;
-    if (startsWith(line, "terminate called after throwing")) return readTerminate(lines, i);
-    if (isTracebackHeader(line)) return readPythonTraceback(lines, i);
-    if (auto error = readBareLine(line)) {
-      fillEmptyMessage(*error, lines, i + 1, lines.size());
-      unwrapTorchScript(*error, lines, i, lines.size());
-      return error;
-    }
-    if (startsWith(line, "Exception raised from ")) return readBareLibTorchError(lines, i);
-  }
-  return std::nullopt;
-}
-
-std::optional<RawError> findKernelAssert(const std::string& text) {
-  for (const auto& line : splitLines(text))
-    if (auto error = readKernelAssert(line)) return error;
-  return std::nullopt;
-}
-
-// "minrepro-trial: operator: nll_loss": the built-in harness knows the op.
-std::string harnessOp(const std::string& text) {
-  static constexpr std::string_view kPrefix = "minrepro-trial: operator: ";
-  for (const auto& line : splitLines(text)) {
-    if (!startsWith(line, kPrefix)) continue;
-    std::string op = trim(std::string_view(line).substr(kPrefix.size()));
-    if (startsWith(op, "aten::")) op.erase(0, 6);
-    if (!op.empty()) return op;
-  }
-  return {};
-}
 
 // ---------------------------------------------------------------- families
 
@@ -467,6 +85,7 @@ bool looksLikeValueError(const std::string& message) {
 FailureFamily familyOf(const RawError& error) {
   const std::string& type = error.type;
   const std::string& message = error.message;
+  if (!error.signal_name.empty() && !error.kernel_assert) return FailureFamily::Signal;
   if (error.kernel_assert || contains(message, "device-side assert")) return FailureFamily::DeviceAssert;
   if (isOutOfMemory(error)) return FailureFamily::OutOfMemory;
   if (isOpUnavailable(error)) return FailureFamily::OpUnavailable;
@@ -481,7 +100,7 @@ FailureFamily familyOf(const RawError& error) {
 // ---------------------------------------------------------------- signatures
 
 struct OutputReading {
-  std::optional<RawError> error;
+  FirstErrorChoice choice;
   std::string harness_op;
 };
 
@@ -490,16 +109,17 @@ struct OutputReading {
 // stdout); it names the kernel, so it is fetched from wherever it is.
 OutputReading readOutput(const std::string& primary, const std::string& secondary) {
   OutputReading reading;
-  reading.error = findFirstError(primary);
-  if (!reading.error) reading.error = findFirstError(secondary);
-  if (reading.error && !reading.error->kernel_assert &&
-      familyOf(*reading.error) == FailureFamily::DeviceAssert) {
-    auto kernel = findKernelAssert(primary);
-    if (!kernel) kernel = findKernelAssert(secondary);
-    if (kernel) reading.error = kernel;
+  reading.choice = chooseFirstError(primary);
+  if (!reading.choice.first && !secondary.empty()) reading.choice = chooseFirstError(secondary);
+  const Lines primary_lines = splitLines(primary), secondary_lines = splitLines(secondary);
+  auto& first = reading.choice.first;
+  if (first && !first->error.kernel_assert && familyOf(first->error) == FailureFamily::DeviceAssert) {
+    auto kernel = findKernelAssert(primary_lines);
+    if (!kernel) kernel = findKernelAssert(secondary_lines);
+    if (kernel) first->error = *kernel;
   }
-  reading.harness_op = harnessOp(primary);
-  if (reading.harness_op.empty()) reading.harness_op = harnessOp(secondary);
+  reading.harness_op = harnessOp(primary_lines);
+  if (reading.harness_op.empty()) reading.harness_op = harnessOp(secondary_lines);
   return reading;
 }
 
@@ -509,6 +129,18 @@ void fillFromError(FailureSignature& signature, const RawError& error) {
   if (signature.message.empty()) signature.message = normalizeMessage(error.type);
   signature.op = opFromMessage(error.message);
   if (signature.op.empty() || error.kernel_assert) signature.op = error.op;
+  if (signature.signal_name.empty()) signature.signal_name = error.signal_name;
+}
+
+FailureSignature signatureOf(const RawError& error) {
+  FailureSignature signature;
+  fillFromError(signature, error);
+  return signature;
+}
+
+SetAside describeSetAside(const LoggedError& logged) {
+  return SetAside{logged.log_line + 1, logged.where(), setAsideKind(logged.error),
+                  signatureOf(logged.error).summary()};
 }
 
 // ---------------------------------------------------------------- normalizing
@@ -668,14 +300,21 @@ std::string FailureSignature::summary() const {
   return line;
 }
 
-FailureSignature classifyText(const std::string& text) {
-  FailureSignature signature;
+LogReading readLog(const std::string& text) {
+  LogReading log;
   const OutputReading reading = readOutput(text, "");
-  if (!reading.error) return signature;
-  fillFromError(signature, *reading.error);
-  if (!reading.harness_op.empty()) signature.op = reading.harness_op;
-  return signature;
+  if (!reading.choice.first) return log;
+  const LoggedError& first = *reading.choice.first;
+  fillFromError(log.signature, first.error);
+  if (!reading.harness_op.empty()) log.signature.op = reading.harness_op;
+  log.first_line = first.log_line + 1;
+  log.where = first.where();
+  log.user_frame = first.error.user_frame;
+  for (const LoggedError& other : reading.choice.set_aside) log.set_aside.push_back(describeSetAside(other));
+  return log;
 }
+
+FailureSignature classifyText(const std::string& text) { return readLog(text).signature; }
 
 FailureSignature classify(const TrialOutcome& outcome) {
   FailureSignature signature;
@@ -687,10 +326,14 @@ FailureSignature classify(const TrialOutcome& outcome) {
   if (outcome.passed()) return signature;  // an exit 0 is a pass, whatever was printed
   const OutputReading reading = readOutput(outcome.stderr_text, outcome.stdout_text);
   if (outcome.end == TrialEnd::Signaled) signature.signal_name = signalName(outcome.signal);
+  const auto& first = reading.choice.first;
+  // A process killed by a signal whose output holds only the timeouts and
+  // lost connections of its peers died of the signal, not of a wait.
+  const bool only_waits = first && first->error.role == ErrorRole::Consequence;
   if (outcome.end == TrialEnd::TimedOut) {
     signature.family = FailureFamily::Timeout;  // what it printed before the kill is not the cause
-  } else if (reading.error) {
-    fillFromError(signature, *reading.error);
+  } else if (first && !(only_waits && outcome.end == TrialEnd::Signaled)) {
+    fillFromError(signature, first->error);
   } else if (outcome.end == TrialEnd::Signaled) {
     signature.family = FailureFamily::Signal;
   } else {

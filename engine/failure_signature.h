@@ -50,8 +50,28 @@ struct FailureSignature {
 // Classifies a trial's outcome from its exit and the first error in its output.
 FailureSignature classify(const TrialOutcome& outcome);
 
+// An error of a log that is not the first one, and why it was set aside.
+struct SetAside {
+  std::size_t line = 0;  // 1-based line of the log where it begins
+  std::string where;     // "rank 0", "process 1", ...; empty: the process that wrote the log
+  std::string kind;      // "collective timeout", "lost connection", "launcher summary",
+                         // "death report", "later error"
+  std::string summary;   // its own signature's summary
+};
+
+// What a log says about its first error (engine/log_streams chooses it
+// across ranks and processes).
+struct LogReading {
+  FailureSignature signature;  // family None when the text holds no error
+  std::size_t first_line = 0;  // 1-based line where the first error begins; 0 when none
+  std::string where;           // the rank, process or DataLoader worker it happened in; empty: the main one
+  std::string user_frame;      // the frame to open first: "/src/train.py:42 in step"; empty when unknown
+  std::vector<SetAside> set_aside;
+};
+LogReading readLog(const std::string& text);
+
 // Classifies text alone (a log file, captured stderr); family None when no
-// error is found in it.
+// error is found in it. The signature of readLog.
 FailureSignature classifyText(const std::string& text);
 
 // Removes what varies between runs of the same failure: hex addresses,

@@ -100,7 +100,7 @@ const std::vector<FixtureCase> kFixtureCases = {
      "[Errno 2] No such file or directory: '<tmp>/batch.pt'"},
     {"py_jit_load_unknown_op.txt", kExit, 1, F::OpUnavailable, "frobnicate", "Unknown builtin op: aten::frobnicate."},
     {"py_segfault.txt", kSignal, kSigsegv, F::Signal, "", ""},
-    {"py_segfault_faulthandler.txt", kSignal, kSigsegv, F::Signal, "", ""},
+    {"py_segfault_faulthandler.txt", kSignal, kSigsegv, F::Signal, "", "Fatal Python error: Segmentation fault"},
     // Real captures: a C++ program dies of SIGABRT from std::terminate.
     {"cpp_nll_loss_terminate.txt", kSignal, kSigabrt, F::IndexError, "nll_loss", "Target 4 is out of bounds."},
     {"cpp_script_cross_entropy_terminate.txt", kSignal, kSigabrt, F::IndexError, "cross_entropy",

@@ -1,5 +1,6 @@
 #include "engine/commands/triage.h"
 
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <optional>
@@ -8,8 +9,6 @@
 #include <sstream>
 #include <string_view>
 #include <vector>
-
-
 
 namespace minrepro {
 namespace {
@@ -29,33 +28,6 @@ std::string lineAt(const std::string& text, std::size_t start) {
   return line;
 }
 
-bool isBlank(const std::string& line) { return line.find_first_not_of(" \t") == std::string::npos; }
-
-// The classifier returns the first error it meets while reading line by
-// line, and every reader decides from the line where the error starts (the
-// header of a traceback, the terminate line, the kernel assertion...). So
-// "the first k lines hold an error" is false up to that line and true from
-// it on: a binary search over prefixes finds it without a second parser.
-std::size_t firstErrorLineIndex(const std::string& text, const std::vector<std::size_t>& starts) {
-  std::size_t lo = 0, hi = starts.size() - 1;  // the error starts in line [lo, hi]
-  while (lo < hi) {
-    const std::size_t mid = lo + (hi - lo) / 2;
-    const std::size_t prefix_end = mid + 1 < starts.size() ? starts[mid + 1] : text.size();
-    if (classifyText(text.substr(0, prefix_end)).failed()) hi = mid;
-    else lo = mid + 1;
-  }
-  return lo;
-}
-
-// A bare LibTorch what() is only recognised at its "Exception raised from"
-// line; the message itself is the line above it.
-std::size_t messageLineFor(const std::string& text, const std::vector<std::size_t>& starts, std::size_t index) {
-  if (lineAt(text, starts[index]).rfind("Exception raised from ", 0) != 0) return index;
-  for (std::size_t i = index; i-- > 0;)
-    if (!isBlank(lineAt(text, starts[i]))) return i;
-  return index;
-}
-
 bool containsAny(const std::string& text, std::initializer_list<std::string_view> parts) {
   for (auto part : parts)
     if (text.find(part) != std::string::npos) return true;
@@ -68,6 +40,24 @@ std::string backendName(Backend backend) {
     case Backend::Rocm: return "ROCm (HIP)";
     default: return "not named by the log (CPU, or no GPU wording)";
   }
+}
+
+// A crash has no Python error to read: where it happened decides what to look at.
+std::vector<std::string> signalSteps(const Triage& t) {
+  std::vector<std::string> steps;
+  if (t.signature.family != FailureFamily::Signal) return steps;
+  const bool in_worker = t.where.find("DataLoader worker") != std::string::npos;
+  if (in_worker && t.signature.signal_name == "SIGBUS")
+    steps.push_back("a bus error in a DataLoader worker is most often shared memory running out: check the size of "
+                    "/dev/shm (docker run --shm-size)");
+  if (in_worker)
+    steps.push_back("the crash is in a DataLoader worker: check the dataset's __getitem__ and the native code it "
+                    "calls (decoders, extensions) for the sample it was loading; rerun with num_workers=0 to get the "
+                    "crash in the main process, with its frames");
+  if (t.user_frame.empty())
+    steps.push_back("rerun once with PYTHONFAULTHANDLER=1 (python -X faulthandler) to get the Python frames of "
+                    "the crash");
+  return steps;
 }
 
 // docs/method.md, "Diagnostic mode", "Failure families", "ROCm": what to do next on this stack. ROCm keeps the cuda
@@ -86,23 +76,64 @@ std::vector<std::string> nextSteps(const Triage& t) {
   }
   if (t.backend == Backend::Unknown && t.signature.family == FailureFamily::OutOfMemory)
     steps.push_back("this is host memory unless the message names the GPU");
+  for (auto& step : signalSteps(t)) steps.push_back(std::move(step));
+  if (t.where.rfind("rank ", 0) == 0 || t.where.rfind("local rank ", 0) == 0)
+    steps.push_back("fix the error of " + t.where + " first: the other ranks' timeouts and closed connections are "
+                    "their waits for it");
   steps.push_back("reduce the failing batch to a minimal case: minrepro shrink --config case.yaml");
   return steps;
 }
 
-// A log has no exit status, but the fatal-signal reports of Python's
-// faulthandler and of the shell say how the process died; the classifier
-// (which sees the signal itself in a trial) has nothing to read there.
-std::optional<std::size_t> fatalSignalLine(const std::string& text, const std::vector<std::size_t>& starts) {
-  static const std::array<std::string_view, 6> kReports = {
-      "Fatal Python error: Segmentation fault", "Fatal Python error: Aborted", "Fatal Python error: Bus error",
-      "Segmentation fault (core dumped)",       "Aborted (core dumped)",       "Bus error (core dumped)"};
-  for (std::size_t i = 0; i < starts.size(); ++i) {
-    const std::string line = lineAt(text, starts[i]);
-    for (auto report : kReports)
-      if (line.find(report) != std::string::npos) return i;
+std::string shorten(const std::string& line) {
+  constexpr std::size_t kShown = 300;  // a printed tensor on the error line is not worth reading
+  return line.size() > kShown ? line.substr(0, kShown) + "..." : line;
+}
+
+// "2 collective timeout (rank 0), 1 launcher summary": the kinds set aside,
+// in the order first met, with the processes they came from.
+std::string countKinds(const std::vector<SetAside>& set_aside) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> kinds;  // kind, distinct places
+  std::vector<std::size_t> counts;
+  for (const SetAside& other : set_aside) {
+    auto kind = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == other.kind; });
+    if (kind == kinds.end()) {
+      kinds.push_back({other.kind, {}});
+      counts.push_back(0);
+      kind = kinds.end() - 1;
+    }
+    ++counts[static_cast<std::size_t>(kind - kinds.begin())];
+    if (!other.where.empty() && std::find(kind->second.begin(), kind->second.end(), other.where) == kind->second.end())
+      kind->second.push_back(other.where);
   }
-  return std::nullopt;
+  std::string text;
+  for (std::size_t i = 0; i < kinds.size(); ++i) {
+    text += (i ? ", " : "") + std::to_string(counts[i]) + " " + kinds[i].first + (counts[i] > 1 ? "s" : "");
+    for (std::size_t j = 0; j < kinds[i].second.size(); ++j)
+      text += (j ? ", " : " (") + kinds[i].second[j] + (j + 1 == kinds[i].second.size() ? ")" : "");
+  }
+  return text;
+}
+
+// What was read as a consequence of the first error, so that the rank-0
+// timeout at the end of the log is seen for what it is.
+void renderSetAside(std::ostream& out, const Triage& t, const std::string& source) {
+  if (t.set_aside.empty()) {
+    out << "set aside:           nothing (the first error is the only one in the log)\n";
+    return;
+  }
+  out << "set aside:           " << t.set_aside.size() << " read as consequences of the first error: "
+      << countKinds(t.set_aside) << "\n";
+  constexpr std::size_t kListed = 8;
+  for (std::size_t i = 0; i < t.set_aside.size() && i < kListed; ++i) {
+    const SetAside& other = t.set_aside[i];
+    out << "  " << source << ":" << other.line << (other.where.empty() ? "" : " (" + other.where + ")") << ": "
+        << other.kind << ": " << shorten(other.summary) << "\n";
+  }
+  if (t.set_aside.size() > kListed) out << "  ... and " << t.set_aside.size() - kListed << " more\n";
+  for (const SetAside& other : t.set_aside)
+    if (other.kind == "launcher summary" && !t.where.empty() && other.where != t.where)
+      out << "note: the launcher's \"Root Cause (first observed failure)\" names " << other.where
+          << ", the first process to exit; the first error happened in " << t.where << "\n";
 }
 
 }  // namespace
@@ -119,42 +150,33 @@ Backend detectBackend(const std::string& text) {
 
 Triage triageText(const std::string& text) {
   Triage t;
-  t.signature = classifyText(text);
+  static_cast<LogReading&>(t) = readLog(text);
   t.backend = detectBackend(text);
-  const std::vector<std::size_t> starts = lineStarts(text);
-  if (!t.signature.failed()) {
-    if (const auto line = fatalSignalLine(text, starts)) {
-      t.signature.family = FailureFamily::Signal;
-      t.first_line = *line + 1;
-      t.first_line_text = lineAt(text, starts[*line]);
-      t.signature.message = normalizeMessage(t.first_line_text);
-    }
-    return t;
-  }
-  const std::size_t index = messageLineFor(text, starts, firstErrorLineIndex(text, starts));
-  t.first_line = index + 1;
-  t.first_line_text = lineAt(text, starts[index]);
+  if (t.signature.failed()) t.first_line_text = lineAt(text, lineStarts(text)[t.first_line - 1]);
   return t;
 }
 
 std::string renderTriage(const Triage& t, const std::string& source) {
   std::ostringstream out;
   if (!t.signature.failed()) {
-    out << source << ": no error found (no traceback, uncaught exception, kernel assertion or error line)\n";
+    out << source << ": no error found (no traceback, uncaught exception, kernel assertion, fatal-signal report "
+        << "or error line)\n";
     return out.str();
   }
   const auto [check, avoid] = familyAdvice(t.signature.family);
-  constexpr std::size_t kShown = 300;  // a printed tensor on the error line is not worth reading
-  const std::string shown = t.first_line_text.size() > kShown ? t.first_line_text.substr(0, kShown) + "..."
-                                                               : t.first_line_text;
-  out << "first error:         " << source << ":" << t.first_line << ": " << shown << "\n"
-      << "family:              " << familyName(t.signature.family) << "\n"
-      << "suspect operator:    " << (t.signature.op.empty() ? "(not named by the log)" : t.signature.op) << "\n"
+  out << "first error:         " << source << ":" << t.first_line << ": " << shorten(t.first_line_text) << "\n";
+  if (!t.where.empty()) out << "in:                  " << t.where << "\n";
+  out << "family:              " << familyName(t.signature.family) << "\n";
+  if (t.signature.family == FailureFamily::Signal && !t.signature.signal_name.empty())
+    out << "signal:              " << t.signature.signal_name << "\n";
+  out << "suspect operator:    " << (t.signature.op.empty() ? "(not named by the log)" : t.signature.op) << "\n"
       << "first message:       " << t.signature.message << "\n"
+      << "open first:          " << (t.user_frame.empty() ? "(no frame of your code in the log)" : t.user_frame)
+      << "\n"
       << "backend:             " << backendName(t.backend) << "\n"
       << "first check:         " << check << "\n"
-      << "conclusion to avoid: " << avoid << "\n"
-      << "later messages are read as consequences of this first error, not as causes\n";
+      << "conclusion to avoid: " << avoid << "\n";
+  renderSetAside(out, t, source);
   for (const auto& step : nextSteps(t)) out << "next: " << step << "\n";
   return out.str();
 }

@@ -13,15 +13,14 @@
 
 namespace minrepro {
 
-struct Triage {
-  FailureSignature signature;   // family None when the text holds no error
-  std::size_t first_line = 0;   // 1-based line where the first error starts; 0 when none
-  std::string first_line_text;  // that line as written in the log
+// The log's reading (first error, where it happened, the frame to open,
+// what was set aside) and what triage adds to it.
+struct Triage : LogReading {
+  std::string first_line_text;  // the line where the first error begins, as written in the log
   Backend backend = Backend::Unknown;
 };
 
-// Classifies with classifyText (the same reader as the trials) and locates
-// the line where the error it found begins.
+// Reads the log with readLog, the same reader as the trials' signatures.
 Triage triageText(const std::string& text);
 
 // Which GPU stack wrote the text, from its wording (HIP/HSA vs CUDA):

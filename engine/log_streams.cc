@@ -1,0 +1,106 @@
+#include "engine/log_streams.h"
+
+#include <algorithm>
+#include <cctype>
+#include <regex>
+#include <string_view>
+#include <utility>
+
+namespace minrepro {
+namespace {
+
+using namespace text;
+
+struct Stream {
+  std::string name;                  // "rank 1"; empty for unprefixed lines
+  Lines lines;                       // the lines without their prefix
+  std::vector<std::size_t> log_line; // where each came from in the log
+};
+
+// srun's "--label" prefix ("1: ") is only taken for one when a traceback
+// carries it: a log's own lines may well start with a number and a colon.
+bool hasSrunLabels(const Lines& lines) {
+  static const std::regex labelled(R"(^\d+: +Traceback \(most recent call last\))");
+  for (const auto& line : lines)
+    if (!line.empty() && std::isdigit(static_cast<unsigned char>(line[0])) && std::regex_search(line, labelled))
+      return true;
+  return false;
+}
+
+// The stream a line belongs to and where its own text begins.
+std::pair<std::string, std::size_t> linePrefix(const std::string& line, bool srun_labels) {
+  static const std::regex torchrun(R"(^\[(rank|default)(\d+)\]: ?)");
+  static const std::regex open_mpi(R"(^\[\d+,(\d+)\]<std(?:out|err)>: ?)");
+  static const std::regex srun(R"(^(\d+): )");
+  std::smatch m;
+  if (line.empty()) return {"", 0};
+  if (line[0] == '[') {
+    if (std::regex_search(line, m, torchrun))
+      return {(m[1].str() == "rank" ? "rank " : "local rank ") + m[2].str(), m.length(0)};
+    if (std::regex_search(line, m, open_mpi)) return {"rank " + m[1].str(), m.length(0)};
+  } else if (srun_labels && std::isdigit(static_cast<unsigned char>(line[0])) && std::regex_search(line, m, srun)) {
+    return {"rank " + m[1].str(), m.length(0)};
+  }
+  return {"", 0};
+}
+
+std::vector<Stream> splitStreams(const Lines& lines) {
+  const bool srun_labels = hasSrunLabels(lines);
+  std::vector<Stream> streams;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    auto [name, text_start] = linePrefix(lines[i], srun_labels);
+    auto stream = std::find_if(streams.begin(), streams.end(), [&](const Stream& s) { return s.name == name; });
+    if (stream == streams.end()) stream = streams.insert(streams.end(), Stream{name, {}, {}});
+    stream->lines.push_back(lines[i].substr(text_start));
+    stream->log_line.push_back(i);
+  }
+  return streams;
+}
+
+// Lower is chosen first: what a process raised, then a report of a death
+// that names the signal, then any report of a death, then the rest.
+int rank(const RawError& error) {
+  switch (error.role) {
+    case ErrorRole::Raised: return 0;
+    case ErrorRole::DeathReport: return error.signal_name.empty() ? 2 : 1;
+    case ErrorRole::Consequence: return 3;
+  }
+  return 3;
+}
+
+}  // namespace
+
+std::string LoggedError::where() const { return error.process.empty() ? stream : error.process; }
+
+std::string setAsideKind(const RawError& error) {
+  switch (error.role) {
+    case ErrorRole::Consequence: return consequenceKind(error);
+    case ErrorRole::DeathReport:
+      return error.type.find("ChildFailedError") != std::string::npos ? "launcher summary" : "death report";
+    case ErrorRole::Raised: return "later error";
+  }
+  return "later error";
+}
+
+FirstErrorChoice chooseFirstError(const std::string& text) {
+  std::vector<LoggedError> errors;
+  for (const Stream& stream : splitStreams(splitLines(text))) {
+    for (RawError& error : readErrors(stream.lines)) {
+      const std::size_t log_line = stream.log_line[std::min(error.line, stream.log_line.size() - 1)];
+      errors.push_back(LoggedError{std::move(error), log_line, stream.name});
+    }
+  }
+  std::stable_sort(errors.begin(), errors.end(),
+                   [](const LoggedError& a, const LoggedError& b) { return a.log_line < b.log_line; });
+  FirstErrorChoice choice;
+  if (errors.empty()) return choice;
+  auto first = std::min_element(errors.begin(), errors.end(), [](const LoggedError& a, const LoggedError& b) {
+    return rank(a.error) < rank(b.error);
+  });
+  choice.first = std::move(*first);
+  errors.erase(first);
+  choice.set_aside = std::move(errors);
+  return choice;
+}
+
+}  // namespace minrepro

@@ -1,0 +1,217 @@
+// The logs of real crashed jobs (tests/fixtures/logs, made by capture.sh
+// there with torch 1.13 and 2.13): fatal-signal dumps, shells' and
+// launchers' reports of a signal, DataLoader workers, torch.multiprocessing
+// and torchrun jobs. triage names the first error, where it happened, its
+// signal and the frame to open, and sets the rest aside; a trial whose
+// output is such a log gets the inner error as its signature.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "engine/commands/triage.h"
+#include "engine/failure_signature.h"
+#include "tests/test_util.h"
+
+namespace minrepro {
+namespace {
+
+namespace fs = std::filesystem;
+using F = FailureFamily;
+
+std::string readLogFixture(const std::string& name) {
+  return testing::readFile(fs::path(MINREPRO_TEST_FIXTURES) / "logs" / name);
+}
+
+bool endsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+struct LogCase {
+  std::string file;
+  F family;
+  std::string signal;      // signal_name; "" when the family is not a signal
+  std::string where;       // the rank, process or worker
+  std::string op;
+  std::size_t line;        // 1-based line of the first error
+  std::string message;     // the first message (a prefix of it)
+  std::string user_frame;  // the end of the frame to open first; "" when the log has none
+  std::string set_aside;   // the kinds set aside, "kind@where" joined by ", "
+};
+std::ostream& operator<<(std::ostream& out, const LogCase& c) { return out << c.file; }
+
+const std::string kTarget4 = "Target 4 is out of bounds.";
+const std::string kBatch = "Expected input batch_size (3) to match target batch_size (2).";
+
+// Both versions print the same forms; torch 2.13's faulthandler logs differ
+// where the crash does (its double free segfaults, its channel shuffle checks
+// groups) and its mp.spawn logs start with a warning line.
+const std::vector<LogCase> kLogs = {
+    {"torch113/faulthandler_sigsegv.txt", F::Signal, "SIGSEGV", "", "", 1, "Fatal Python error: Segmentation fault",
+     "segv.py:5 in decode", ""},
+    {"torch113/faulthandler_sigfpe.txt", F::Signal, "SIGFPE", "", "", 1,
+     "Fatal Python error: Floating point exception", "fpe.py:5 in shuffle", ""},
+    {"torch113/faulthandler_double_free.txt", F::Signal, "SIGABRT", "", "", 1,
+     "free(): double free detected in tcache 2", "double_free.py:5 in <module>", ""},
+    {"torch113/shell_sigsegv.txt", F::Signal, "SIGSEGV", "", "", 1, "bash: line 1: ", "", ""},
+    {"torch113/loader_worker_segv.txt", F::Signal, "SIGSEGV", "DataLoader worker", "", 1,
+     "Unexpected segmentation fault encountered in worker.", "",
+     "death report@DataLoader worker, death report@DataLoader worker"},
+    {"torch113/loader_worker_raise.txt", F::IndexError, "", "DataLoader worker process 1", "", 15,
+     "list index out of range", "loader_raise.py:10 in __getitem__", ""},
+    {"torch113/spawn_raise.txt", F::IndexError, "", "process 1", "cross_entropy", 15, kTarget4,
+     "spawn_raise.py:8 in step", ""},
+    {"torch113/spawn_raise_other.txt", F::ValueError, "", "process 1", "cross_entropy", 15, kBatch,
+     "spawn_raise_other.py:7 in step", ""},
+    {"torch113/spawn_segv.txt", F::Signal, "SIGSEGV", "process 1", "", 1, "process 1 terminated with signal SIGSEGV",
+     "spawn_segv.py:9 in <module>", ""},
+    {"torch113/subprocess_segv.txt", F::Signal, "SIGSEGV", "", "", 1, "Command '['/usr/bin/python3', 'segv.py']'",
+     "subprocess_segv.py:3 in <module>", ""},
+    {"torch213/faulthandler_sigsegv.txt", F::Signal, "SIGSEGV", "", "", 1, "Fatal Python error: Segmentation fault",
+     "segv.py:5 in decode", ""},
+    {"torch213/faulthandler_double_free.txt", F::Signal, "SIGSEGV", "", "", 1,
+     "Fatal Python error: Segmentation fault", "double_free.py:4 in <module>", ""},
+    {"torch213/shell_sigsegv.txt", F::Signal, "SIGSEGV", "", "", 1, "bash: line 1: ", "", ""},
+    {"torch213/loader_worker_segv.txt", F::Signal, "SIGSEGV", "DataLoader worker", "", 1,
+     "Unexpected segmentation fault encountered in worker.", "",
+     "death report@DataLoader worker, death report@DataLoader worker"},
+    {"torch213/loader_worker_raise.txt", F::IndexError, "", "DataLoader worker process 1", "", 15,
+     "list index out of range", "loader_raise.py:10 in __getitem__", ""},
+    {"torch213/spawn_raise.txt", F::IndexError, "", "process 1", "cross_entropy", 15, kTarget4,
+     "spawn_raise.py:8 in step", ""},
+    {"torch213/spawn_raise_other.txt", F::ValueError, "", "process 1", "cross_entropy", 16, kBatch,
+     "spawn_raise_other.py:7 in step", ""},
+    {"torch213/spawn_segv.txt", F::Signal, "SIGSEGV", "process 1", "", 2, "process 1 terminated with signal SIGSEGV",
+     "spawn_segv.py:9 in <module>", ""},
+    {"torch213/subprocess_segv.txt", F::Signal, "SIGSEGV", "", "", 1, "Command '['<tmp>/bin/python', 'segv.py']'",
+     "subprocess_segv.py:3 in <module>", ""},
+    // rank 1 raises; rank 0 times out in all_reduce and exits first, so
+    // torchrun's "Root Cause (first observed failure)" names rank 0.
+    {"torch213/torchrun_ranks_raise.txt", F::IndexError, "", "rank 1", "cross_entropy", 5, kTarget4,
+     "ranks_raise.py:11 in <module>", "collective timeout@rank 0, launcher summary@rank 0"},
+    // rank 1 dies of SIGSEGV without a word; rank 0 loses its connection.
+    {"torch213/torchrun_ranks_segv.txt", F::Signal, "SIGSEGV", "rank 1", "", 16,
+     "root cause (first observed failure): rank 1, killed by SIGSEGV", "", "lost connection@rank 0"},
+};
+
+std::string setAsideKinds(const std::vector<SetAside>& set_aside) {
+  std::string text;
+  for (const SetAside& other : set_aside) text += (text.empty() ? "" : ", ") + other.kind + "@" + other.where;
+  return text;
+}
+
+class JobLog : public ::testing::TestWithParam<LogCase> {};
+
+TEST_P(JobLog, TriageNamesTheFirstErrorWhereItHappenedAndWhatWasSetAside) {
+  const LogCase& c = GetParam();
+  const Triage t = triageText(readLogFixture(c.file));
+  EXPECT_EQ(familyName(t.signature.family), familyName(c.family));
+  EXPECT_EQ(t.signature.signal_name, c.signal);
+  EXPECT_EQ(t.where, c.where);
+  EXPECT_EQ(t.signature.op, c.op);
+  EXPECT_EQ(t.first_line, c.line);
+  EXPECT_EQ(t.signature.message.substr(0, c.message.size()), c.message);
+  if (c.user_frame.empty()) EXPECT_EQ(t.user_frame, "");
+  else EXPECT_TRUE(endsWith(t.user_frame, c.user_frame)) << t.user_frame;
+  EXPECT_EQ(setAsideKinds(t.set_aside), c.set_aside);
+}
+
+// A trial whose output is the log (the job exited 1, or died of the signal
+// the log reports) has the log's first error as its signature.
+TEST_P(JobLog, ATrialsSignatureIsTheInnerError) {
+  const LogCase& c = GetParam();
+  TrialOutcome outcome;
+  outcome.end = TrialEnd::Exited;
+  outcome.exit_code = 1;
+  outcome.stderr_text = readLogFixture(c.file);
+  const FailureSignature s = classify(outcome);
+  EXPECT_EQ(familyName(s.family), familyName(c.family));
+  EXPECT_EQ(s.signal_name, c.signal);
+  EXPECT_EQ(s.op, c.op);
+}
+
+std::string logName(const ::testing::TestParamInfo<LogCase>& info) {
+  std::string name = info.param.file.substr(0, info.param.file.find('.'));
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Logs, JobLog, ::testing::ValuesIn(kLogs), logName);
+
+// Two different errors behind the same wrapper are two signatures: the
+// wrapper's own text ("-- Process 1 terminated with the following error:")
+// would have made them one.
+TEST(JobLogSignature, TwoInnerErrorsOfOneWrapperDoNotMatch) {
+  for (const std::string version : {"torch113", "torch213"}) {
+    const FailureSignature target4 = classifyText(readLogFixture(version + "/spawn_raise.txt"));
+    const FailureSignature batch = classifyText(readLogFixture(version + "/spawn_raise_other.txt"));
+    EXPECT_EQ(target4.message, kTarget4);
+    EXPECT_FALSE(matchSignature(target4, batch, {}).matches) << version;
+    EXPECT_TRUE(matchSignature(target4, target4, {}).matches) << version;
+  }
+}
+
+// The ranks' lines interleaved one by one, rank 0's timeout first: each
+// rank's lines are read as its own stream and the timeout stays a consequence.
+TEST(JobLogSignature, InterleavedRanksAreReadRankByRank) {
+  std::istringstream in(readLogFixture("torch213/torchrun_ranks_raise.txt"));
+  std::vector<std::string> rank0, rank1, rest;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("[rank0]:", 0) == 0) rank0.push_back(line);
+    else if (line.rfind("[rank1]:", 0) == 0) rank1.push_back(line);
+    else rest.push_back(line);
+  }
+  ASSERT_FALSE(rank0.empty());
+  ASSERT_FALSE(rank1.empty());
+  std::string text;
+  for (std::size_t i = 0; i < std::max(rank0.size(), rank1.size()); ++i) {
+    if (i < rank0.size()) text += rank0[i] + "\n";
+    if (i < rank1.size()) text += rank1[i] + "\n";
+  }
+  for (const auto& line : rest) text += line + "\n";
+  const Triage t = triageText(text);
+  EXPECT_EQ(t.signature.family, F::IndexError);
+  EXPECT_EQ(t.signature.message, kTarget4);
+  EXPECT_EQ(t.where, "rank 1");
+  EXPECT_EQ(t.first_line, 2u);  // rank 1's traceback header, second line of the log
+  EXPECT_EQ(setAsideKinds(t.set_aside), "collective timeout@rank 0, launcher summary@rank 0");
+}
+
+// A process that died of a signal and printed only its peers' timeouts died
+// of the signal.
+TEST(JobLogSignature, ASignalledTrialWithOnlyWaitsInItsOutputIsASignal) {
+  TrialOutcome outcome;
+  outcome.end = TrialEnd::Signaled;
+  outcome.signal = 11;
+  outcome.stderr_text = "RuntimeError: [gloo/transport/tcp/pair.cc:598] Connection closed by peer [127.0.0.1]:4321\n";
+  const FailureSignature s = classify(outcome);
+  EXPECT_EQ(s.family, F::Signal);
+  EXPECT_EQ(s.signal_name, "SIGSEGV");
+}
+
+TEST(JobLogTriage, RenderShowsTheRankTheFrameAndWhyTheRootCauseIsNotIt) {
+  const std::string out =
+      renderTriage(triageText(readLogFixture("torch213/torchrun_ranks_raise.txt")), "train.log");
+  EXPECT_NE(out.find("in:                  rank 1\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("open first:          "), std::string::npos) << out;
+  EXPECT_NE(out.find("ranks_raise.py:11 in <module>\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("set aside:           2 read as consequences of the first error: 1 collective timeout "
+                     "(rank 0), 1 launcher summary (rank 0)"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("  train.log:13 (rank 0): collective timeout: runtime-error: "), std::string::npos) << out;
+  EXPECT_NE(out.find("names rank 0, the first process to exit; the first error happened in rank 1"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("next: fix the error of rank 1 first"), std::string::npos) << out;
+}
+
+TEST(JobLogTriage, ASignalInAWorkerPointsAtTheDataset) {
+  const std::string out = renderTriage(triageText(readLogFixture("torch113/loader_worker_segv.txt")), "x.log");
+  EXPECT_NE(out.find("signal:              SIGSEGV\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("in:                  DataLoader worker\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("the dataset's __getitem__"), std::string::npos) << out;
+  EXPECT_NE(out.find("PYTHONFAULTHANDLER=1"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace minrepro
