@@ -2,7 +2,7 @@
 # Archives that reproduce on their own: minrepro shrink on every bundled
 # example and every fidelity case (tests/fixtures/fidelity: files beside the
 # script, a SIGSEGV, views into a shared storage, a failure that forked
-# trials hide), then, independently of shrink's own self-check, the archive
+# trials hide, an mp.spawn job), then, independently of shrink's own self-check, the archive
 # extracted into an empty directory and run there as a plain
 # `/usr/bin/python3 repro.py` (its exit as the shell sees it) and by
 # `minrepro verify --runs 3`. Whole processes, no fork server in the check.

@@ -1,9 +1,10 @@
-// Whole-binary tier: the archive reproduces on its own. Four real failure
+// Whole-binary tier: the archive reproduces on its own. Five real failure
 // classes (tests/fixtures/fidelity/make_cases.py, each the user's own step
 // script as the trial): a script that loads files beside it, a real SIGSEGV,
-// strided views into one shared storage read as if contiguous, and a trial
-// whose culprit fails alone only in a fresh process (a preloaded module's
-// import draws from torch's generator). Each must shrink to its one culprit
+// strided views into one shared storage read as if contiguous, a trial whose
+// culprit fails alone only in a fresh process (a preloaded module's import
+// draws from torch's generator), and a torch.multiprocessing job whose
+// wrapper hides two different errors. Each must shrink to its one culprit
 // sample, and its archive, extracted into an empty directory elsewhere, must
 // fail the same way with plain `python3 repro.py` and pass `minrepro verify`.
 #include <gtest/gtest.h>
@@ -174,6 +175,29 @@ TEST_F(Fidelity, ResultOfForkedTrialsIsCheckedForOneMinimalityInPlainProcesses) 
   EXPECT_NE(repro.find("IndexError: Target 6 is out of bounds."), std::string::npos) << repro;
   EXPECT_EQ(verify(&repro), 0) << repro;
   EXPECT_NE(readFile(dir / "REPORT.md").find("- 1-minimality checked in plain processes: "), std::string::npos);
+}
+
+// A torch.multiprocessing.spawn job: every error reaches the launcher as the
+// same ProcessRaisedException. The half the search tries first fails with a
+// different inner error (a ValueError from a NaN sample): read by the
+// wrapper's words it would have been accepted and the search would have
+// slid to the NaN; read by the inner error it is kept apart.
+TEST_F(Fidelity, MultiProcessJobIsReducedByItsInnerError) {
+  std::string output;
+  const fs::path dir = shrinkAndExtract(caseFile("spawn_job"), &output);
+  EXPECT_NE(output.find("original reproduces: index-error in cross_entropy: Target 4 is out of bounds."),
+            std::string::npos) << output;
+  EXPECT_NE(output.find("reduced 8 -> 1 samples (ids [5007])"), std::string::npos) << output;
+  const std::string log = readFile(work_.path() / "work" / "minrepro.log");
+  EXPECT_NE(log.find("found a different failure (kept apart, not accepted): value-error: non-finite features"),
+            std::string::npos) << log;
+  const std::string signature = readFile(dir / "signature.txt");
+  EXPECT_NE(signature.find("family: index-error\noperator: cross_entropy\n"), std::string::npos) << signature;
+  std::string repro;
+  EXPECT_EQ(runRepro(dir, &repro), 1) << repro;
+  EXPECT_NE(repro.find("ProcessRaisedException"), std::string::npos) << repro;
+  EXPECT_NE(repro.find("IndexError: Target 4 is out of bounds."), std::string::npos) << repro;
+  EXPECT_EQ(verify(&repro), 0) << repro;
 }
 
 }  // namespace
