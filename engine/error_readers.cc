@@ -611,7 +611,7 @@ std::string consequenceKind(const RawError& error) {
   return {};
 }
 
-std::vector<RawError> readErrors(const Lines& lines) {
+std::vector<RawError> readErrors(const Lines& lines, AfterFirstRaised after_first_raised) {
   std::vector<RawError> errors;
   for (std::size_t i = 0; i < lines.size();) {
     auto error = readAt(lines, i);
@@ -622,7 +622,9 @@ std::vector<RawError> readErrors(const Lines& lines) {
     error->end = std::max({error->end, error->line + 1, i + 1});
     markRole(*error);
     i = error->end;
+    const bool raised = error->role == ErrorRole::Raised;
     errors.push_back(std::move(*error));
+    if (raised && after_first_raised == AfterFirstRaised::Stop) break;
   }
   return errors;
 }

@@ -44,9 +44,13 @@ struct RawError {
   std::size_t end = 0;      // one past its last line
 };
 
-// Every error in the lines, in order, each block read once (a traceback's
-// exception line is not read again as a bare line).
-std::vector<RawError> readErrors(const text::Lines& lines);
+// The errors in the lines, in order, each block read once (a traceback's
+// exception line is not read again as a bare line). Reading stops after the
+// first error a process raised when `after_first_raised` is Stop: nothing
+// after it in this stream can be the first error (a trial's signature needs
+// no more); Continue reads them all, for what triage sets aside.
+enum class AfterFirstRaised { Stop, Continue };
+std::vector<RawError> readErrors(const text::Lines& lines, AfterFirstRaised after_first_raised);
 
 // "collective timeout" or "lost connection" when the error is one
 // that a failure elsewhere causes (gloo, NCCL, the TCP store); else empty.

@@ -107,10 +107,10 @@ struct OutputReading {
 // stderr first: that is where Python and std::terminate report. A device
 // assert's kernel line may sit in the other stream (device printf goes to
 // stdout); it names the kernel, so it is fetched from wherever it is.
-OutputReading readOutput(const std::string& primary, const std::string& secondary) {
+OutputReading readOutput(const std::string& primary, const std::string& secondary, bool list_set_aside) {
   OutputReading reading;
-  reading.choice = chooseFirstError(primary);
-  if (!reading.choice.first && !secondary.empty()) reading.choice = chooseFirstError(secondary);
+  reading.choice = chooseFirstError(primary, list_set_aside);
+  if (!reading.choice.first && !secondary.empty()) reading.choice = chooseFirstError(secondary, list_set_aside);
   const Lines primary_lines = splitLines(primary), secondary_lines = splitLines(secondary);
   auto& first = reading.choice.first;
   if (first && !first->error.kernel_assert && familyOf(first->error) == FailureFamily::DeviceAssert) {
@@ -258,6 +258,20 @@ std::optional<std::string> messageMismatch(const FailureSignature& original,
   return "message does not match /" + pattern + "/";
 }
 
+LogReading readLogText(const std::string& text, bool list_set_aside) {
+  LogReading log;
+  const OutputReading reading = readOutput(text, "", list_set_aside);
+  if (!reading.choice.first) return log;
+  const LoggedError& first = *reading.choice.first;
+  fillFromError(log.signature, first.error);
+  if (!reading.harness_op.empty()) log.signature.op = reading.harness_op;
+  log.first_line = first.log_line + 1;
+  log.where = first.where();
+  log.user_frame = first.error.user_frame;
+  for (const LoggedError& other : reading.choice.set_aside) log.set_aside.push_back(describeSetAside(other));
+  return log;
+}
+
 }  // namespace
 
 std::string familyName(FailureFamily family) { return std::string(infoOf(family).name); }
@@ -300,21 +314,9 @@ std::string FailureSignature::summary() const {
   return line;
 }
 
-LogReading readLog(const std::string& text) {
-  LogReading log;
-  const OutputReading reading = readOutput(text, "");
-  if (!reading.choice.first) return log;
-  const LoggedError& first = *reading.choice.first;
-  fillFromError(log.signature, first.error);
-  if (!reading.harness_op.empty()) log.signature.op = reading.harness_op;
-  log.first_line = first.log_line + 1;
-  log.where = first.where();
-  log.user_frame = first.error.user_frame;
-  for (const LoggedError& other : reading.choice.set_aside) log.set_aside.push_back(describeSetAside(other));
-  return log;
-}
+LogReading readLog(const std::string& text) { return readLogText(text, true); }
 
-FailureSignature classifyText(const std::string& text) { return readLog(text).signature; }
+FailureSignature classifyText(const std::string& text) { return readLogText(text, false).signature; }
 
 FailureSignature classify(const TrialOutcome& outcome) {
   FailureSignature signature;
@@ -324,7 +326,7 @@ FailureSignature classify(const TrialOutcome& outcome) {
     return signature;
   }
   if (outcome.passed()) return signature;  // an exit 0 is a pass, whatever was printed
-  const OutputReading reading = readOutput(outcome.stderr_text, outcome.stdout_text);
+  const OutputReading reading = readOutput(outcome.stderr_text, outcome.stdout_text, false);
   if (outcome.end == TrialEnd::Signaled) signature.signal_name = signalName(outcome.signal);
   const auto& first = reading.choice.first;
   // A process killed by a signal whose output holds only the timeouts and

@@ -82,10 +82,11 @@ std::string setAsideKind(const RawError& error) {
   return "later error";
 }
 
-FirstErrorChoice chooseFirstError(const std::string& text) {
+FirstErrorChoice chooseFirstError(const std::string& text, bool list_set_aside) {
+  const AfterFirstRaised after = list_set_aside ? AfterFirstRaised::Continue : AfterFirstRaised::Stop;
   std::vector<LoggedError> errors;
   for (const Stream& stream : splitStreams(splitLines(text))) {
-    for (RawError& error : readErrors(stream.lines)) {
+    for (RawError& error : readErrors(stream.lines, after)) {
       const std::size_t log_line = stream.log_line[std::min(error.line, stream.log_line.size() - 1)];
       errors.push_back(LoggedError{std::move(error), log_line, stream.name});
     }
@@ -99,7 +100,7 @@ FirstErrorChoice chooseFirstError(const std::string& text) {
   });
   choice.first = std::move(*first);
   errors.erase(first);
-  choice.set_aside = std::move(errors);
+  if (list_set_aside) choice.set_aside = std::move(errors);
   return choice;
 }
 

@@ -39,7 +39,9 @@ struct FirstErrorChoice {
   std::vector<LoggedError> set_aside;  // every other error, in the order of the log
 };
 
-FirstErrorChoice chooseFirstError(const std::string& text);
+// `set_aside` is filled only when `list_set_aside` (triage); a trial's
+// signature needs the first error alone, and its output may be long.
+FirstErrorChoice chooseFirstError(const std::string& text, bool list_set_aside);
 
 // "collective timeout", "lost connection", "launcher summary",
 // "death report" or "later error": why an error was set aside.

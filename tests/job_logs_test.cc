@@ -53,6 +53,11 @@ const std::vector<LogCase> kLogs = {
      "Fatal Python error: Floating point exception", "fpe.py:5 in shuffle", ""},
     {"torch113/faulthandler_double_free.txt", F::Signal, "SIGABRT", "", "", 1,
      "free(): double free detected in tcache 2", "double_free.py:5 in <module>", ""},
+    {"torch113/faulthandler_sigbus.txt", F::Signal, "SIGBUS", "", "", 1, "Fatal Python error: Bus error",
+     "bus.py:8 in read_shard", ""},
+    {"torch113/loader_worker_sigbus.txt", F::Signal, "SIGBUS", "DataLoader worker", "", 1,
+     "Unexpected bus error encountered in worker.", "",
+     "death report@DataLoader worker, death report@DataLoader worker"},
     {"torch113/shell_sigsegv.txt", F::Signal, "SIGSEGV", "", "", 1, "bash: line 1: ", "", ""},
     {"torch113/loader_worker_segv.txt", F::Signal, "SIGSEGV", "DataLoader worker", "", 1,
      "Unexpected segmentation fault encountered in worker.", "",
@@ -71,6 +76,11 @@ const std::vector<LogCase> kLogs = {
      "segv.py:5 in decode", ""},
     {"torch213/faulthandler_double_free.txt", F::Signal, "SIGSEGV", "", "", 1,
      "Fatal Python error: Segmentation fault", "double_free.py:4 in <module>", ""},
+    {"torch213/faulthandler_sigbus.txt", F::Signal, "SIGBUS", "", "", 1, "Fatal Python error: Bus error",
+     "bus.py:8 in read_shard", ""},
+    {"torch213/loader_worker_sigbus.txt", F::Signal, "SIGBUS", "DataLoader worker", "", 1,
+     "Unexpected bus error encountered in worker.", "",
+     "death report@DataLoader worker, death report@DataLoader worker"},
     {"torch213/shell_sigsegv.txt", F::Signal, "SIGSEGV", "", "", 1, "bash: line 1: ", "", ""},
     {"torch213/loader_worker_segv.txt", F::Signal, "SIGSEGV", "DataLoader worker", "", 1,
      "Unexpected segmentation fault encountered in worker.", "",
@@ -211,6 +221,9 @@ TEST(JobLogTriage, ASignalInAWorkerPointsAtTheDataset) {
   EXPECT_NE(out.find("in:                  DataLoader worker\n"), std::string::npos) << out;
   EXPECT_NE(out.find("the dataset's __getitem__"), std::string::npos) << out;
   EXPECT_NE(out.find("PYTHONFAULTHANDLER=1"), std::string::npos) << out;
+  const std::string bus = renderTriage(triageText(readLogFixture("torch213/loader_worker_sigbus.txt")), "x.log");
+  EXPECT_NE(bus.find("signal:              SIGBUS\n"), std::string::npos) << bus;
+  EXPECT_NE(bus.find("/dev/shm"), std::string::npos) << bus;
 }
 
 }  // namespace

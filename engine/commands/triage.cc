@@ -48,8 +48,8 @@ std::vector<std::string> signalSteps(const Triage& t) {
   if (t.signature.family != FailureFamily::Signal) return steps;
   const bool in_worker = t.where.find("DataLoader worker") != std::string::npos;
   if (in_worker && t.signature.signal_name == "SIGBUS")
-    steps.push_back("a bus error in a DataLoader worker is most often shared memory running out: check the size of "
-                    "/dev/shm (docker run --shm-size)");
+    steps.push_back("a bus error in a DataLoader worker is most often shared memory running out (check the size of "
+                    "/dev/shm; docker run --shm-size) or a memory-mapped file shrinking while it is read");
   if (in_worker)
     steps.push_back("the crash is in a DataLoader worker: check the dataset's __getitem__ and the native code it "
                     "calls (decoders, extensions) for the sample it was loading; rerun with num_workers=0 to get the "
