@@ -310,6 +310,8 @@ std::optional<RawError> readKernelAssert(const std::string& line) {
 // terminate called after throwing an instance of 'c10::IndexError'
 //   what():  Target 4 is out of bounds.
 // Exception raised from nll_loss_out_frame at ./aten/src/ATen/native/LossNLL.cpp:226 (...)
+bool startsAnotherForm(const std::string& line);
+
 RawError readTerminate(const Lines& lines, std::size_t at) {
   static const std::regex re(R"(terminate called after throwing an instance of '([^']+)')");
   std::smatch m;
@@ -318,8 +320,7 @@ RawError readTerminate(const Lines& lines, std::size_t at) {
   if (std::regex_search(lines[at], m, re)) error.type = m[1].str();
   std::size_t end = at + 1;
   while (end < lines.size() && !startsWith(lines[end], "Exception raised from ") &&
-         !startsWith(lines[end], "frame #") && !startsWith(lines[end], "terminate called") &&
-         !isTracebackHeader(lines[end]))
+         !startsWith(lines[end], "frame #") && !isTracebackHeader(lines[end]) && !startsAnotherForm(lines[end]))
     ++end;
   const std::size_t what = at + 1;
   if (what < end && startsWith(lines[what], "  what():")) {
@@ -327,7 +328,11 @@ RawError readTerminate(const Lines& lines, std::size_t at) {
     fillEmptyMessage(error, lines, what + 1, end);
   }
   error.op = raisedFromOp(lines, what, std::min(end + 1, lines.size()));
-  error.end = std::max(end, unwrapTorchScript(error, lines, what, end) + 1);
+  end = std::max(end, unwrapTorchScript(error, lines, what, end) + 1);
+  // LibTorch's origin and C++ frames belong to this error, not to a next one.
+  while (end < lines.size() && (startsWith(lines[end], "Exception raised from ") || startsWith(lines[end], "frame #")))
+    ++end;
+  error.end = std::min(end, lines.size());
   return error;
 }
 
@@ -405,7 +410,9 @@ RawError readPythonTraceback(const Lines& lines, std::size_t at) {
   if (line == lines.size()) return error;  // cut off before the exception line
   splitTracebackExceptionLine(lines[line], error);
   std::size_t end = line + 1;
-  while (end < lines.size() && !isChainMarker(lines[end]) && !isTracebackHeader(lines[end])) ++end;
+  while (end < lines.size() && !isChainMarker(lines[end]) && !isTracebackHeader(lines[end]) &&
+         !startsAnotherForm(lines[end]))
+    ++end;
   error.end = end;
   fillEmptyMessage(error, lines, line + 1, end);
   // TORCH_SHOW_CPP_STACKTRACES=1 appends LibTorch's "Exception raised from".
@@ -492,8 +499,10 @@ std::optional<RawError> readShellReport(const std::string& line) {
   if (!containsAny(line, kWords)) return std::nullopt;
   static const std::regex bare(
       R"(^(Segmentation fault|Floating point exception|Aborted|Bus error|Illegal instruction|Killed)(?: \(core dumped\))?\s*$)");
+  // bash pads the status to 24 columns before the command: the words are
+  // followed by two spaces, "(core dumped)", the command itself, or nothing.
   static const std::regex job(
-      R"(^\S+: (?:line \d+: )?\s*\d+ (Segmentation fault|Floating point exception|Aborted|Bus error|Illegal instruction|Killed))");
+      R"(^\S+: (?:line \d+: )?\s*\d+ (Segmentation fault|Floating point exception|Aborted|Bus error|Illegal instruction|Killed)(?:\s{2,}|\s*\(core dumped\)|\s*$|[^\s]))");
   std::smatch m;
   if (!std::regex_search(line, m, bare) && !std::regex_search(line, m, job)) return std::nullopt;
   RawError error;
@@ -501,6 +510,17 @@ std::optional<RawError> readShellReport(const std::string& line) {
   error.signal_name = signalFromWords(m[1].str());
   error.role = ErrorRole::DeathReport;
   return error;
+}
+
+// A line where another process's report begins (a fault dump, a glibc or
+// DataLoader abort line, a shell's report, an uncaught C++ exception, a
+// kernel assertion): it ends the block of the error before it, whose message
+// may otherwise run on to the next traceback. Bare "SomeError:" lines do not
+// end a block: a wrapped error (TorchScript, a DataLoader worker's original
+// traceback) prints them inside it.
+bool startsAnotherForm(const std::string& line) {
+  return startsWith(line, "Fatal Python error: ") || startsWith(line, "terminate called after throwing") ||
+         isAbortMessage(line) || readWorkerSignal(line) || readShellReport(line) || readKernelAssert(line);
 }
 
 // A line that is an error by itself: "RuntimeError: ..." from a log or a
@@ -527,7 +547,7 @@ std::optional<RawError> readBareLine(const std::string& line) {
 
 // A caught LibTorch error printed with what(): the message, then its origin.
 // The error starts at the message's line.
-RawError readBareLibTorchError(const Lines& lines, std::size_t at) {
+std::optional<RawError> readBareLibTorchError(const Lines& lines, std::size_t at) {
   RawError error;
   error.type = "c10::Error";
   error.line = at;
@@ -535,6 +555,8 @@ RawError readBareLibTorchError(const Lines& lines, std::size_t at) {
     error.message = trim(lines[i]);
     error.line = i;
   }
+  // After another error's C++ frames the line above is a frame, not a message.
+  if (startsWith(error.message, "frame #")) return std::nullopt;
   error.op = opFromRaisedFrom(lines[at]);
   error.end = at + 1;
   return error;
@@ -573,6 +595,7 @@ void markRole(RawError& error) {
     return;
   }
   error.role = ErrorRole::DeathReport;
+  error.user_frame.clear();  // the frame that waited for the process (mp.spawn, subprocess.run), not the crash's
 }
 
 // The error whose form begins at line i, if one does. Readers of one line
@@ -602,10 +625,10 @@ std::string consequenceKind(const RawError& error) {
   static const std::array<std::string_view, 7> kTimeouts = {
       "Timed out waiting", "Watchdog caught collective operation timeout", "before timing out",
       "Socket Timeout", "timed out after", "Wait timeout", "DistStoreError: Timed out"};
-  static const std::array<std::string_view, 9> kLostPeers = {
+  static const std::array<std::string_view, 11> kLostPeers = {
       "Connection closed by peer", "Connection reset by peer", "Broken pipe", "Connection refused",
       "NCCL communicator was aborted", "recvValue failed", "recvVector failed", "failed to recv, got 0 bytes",
-      "connection closed by remote"};
+      "connection closed by remote", "remote process exited or there was a network error", "ncclRemoteError"};
   if (containsAny(error.message, kTimeouts)) return "collective timeout";
   if (containsAny(error.message, kLostPeers)) return "lost connection";
   return {};

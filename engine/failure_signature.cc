@@ -338,6 +338,8 @@ FailureSignature classify(const TrialOutcome& outcome) {
     fillFromError(signature, first->error);
   } else if (outcome.end == TrialEnd::Signaled) {
     signature.family = FailureFamily::Signal;
+    // the wait it printed tells one such death from another
+    if (only_waits) signature.message = normalizeMessage(first->error.message);
   } else {
     signature.family = FailureFamily::NonzeroExit;
     signature.message = "exit status " + std::to_string(outcome.exit_code);

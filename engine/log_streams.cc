@@ -29,14 +29,20 @@ bool hasSrunLabels(const Lines& lines) {
 
 // The stream a line belongs to and where its own text begins.
 std::pair<std::string, std::size_t> linePrefix(const std::string& line, bool srun_labels) {
-  static const std::regex torchrun(R"(^\[(rank|default)(\d+)\]: ?)");
-  static const std::regex open_mpi(R"(^\[\d+,(\d+)\]<std(?:out|err)>: ?)");
+  static const std::regex torchrun(R"(^\[(rank|default)(\d+)\]:)");
+  static const std::regex open_mpi(R"(^\[\d+,(\d+)\]<std(?:out|err)>:)");
   static const std::regex srun(R"(^(\d+): )");
   std::smatch m;
   if (line.empty()) return {"", 0};
   if (line[0] == '[') {
-    if (std::regex_search(line, m, torchrun))
-      return {(m[1].str() == "rank" ? "rank " : "local rank ") + m[2].str(), m.length(0)};
+    // torch 2.x writes "[rank1]: " (the space is the prefix's); torchrun's
+    // --tee writes "[default1]:" and Open MPI "[1,0]<stderr>:" with none.
+    if (std::regex_search(line, m, torchrun)) {
+      const bool rank = m[1].str() == "rank";
+      const auto length = static_cast<std::size_t>(m.length(0));
+      const bool space = rank && length < line.size() && line[length] == ' ';
+      return {(rank ? "rank " : "local rank ") + m[2].str(), length + (space ? 1 : 0)};
+    }
     if (std::regex_search(line, m, open_mpi)) return {"rank " + m[1].str(), m.length(0)};
   } else if (srun_labels && std::isdigit(static_cast<unsigned char>(line[0])) && std::regex_search(line, m, srun)) {
     return {"rank " + m[1].str(), m.length(0)};
@@ -98,6 +104,15 @@ FirstErrorChoice chooseFirstError(const std::string& text, bool list_set_aside) 
   auto first = std::min_element(errors.begin(), errors.end(), [](const LoggedError& a, const LoggedError& b) {
     return rank(a.error) < rank(b.error);
   });
+  // A report of a death (torchrun's root cause) stands in only for a process
+  // that printed nothing: when that rank's own lines hold an error, even a
+  // timeout, that error is what happened there.
+  if (first->error.role == ErrorRole::DeathReport && !first->where().empty()) {
+    const std::string dead = first->where();
+    auto own = std::find_if(errors.begin(), errors.end(),
+                            [&](const LoggedError& e) { return e.stream == dead && e.error.role != ErrorRole::DeathReport; });
+    if (own != errors.end()) first = own;
+  }
   choice.first = std::move(*first);
   errors.erase(first);
   if (list_set_aside) choice.set_aside = std::move(errors);

@@ -69,9 +69,9 @@ const std::vector<LogCase> kLogs = {
     {"torch113/spawn_raise_other.txt", F::ValueError, "", "process 1", "cross_entropy", 15, kBatch,
      "spawn_raise_other.py:7 in step", ""},
     {"torch113/spawn_segv.txt", F::Signal, "SIGSEGV", "process 1", "", 1, "process 1 terminated with signal SIGSEGV",
-     "spawn_segv.py:9 in <module>", ""},
+     "", ""},
     {"torch113/subprocess_segv.txt", F::Signal, "SIGSEGV", "", "", 1, "Command '['/usr/bin/python3', 'segv.py']'",
-     "subprocess_segv.py:3 in <module>", ""},
+     "", ""},
     {"torch213/faulthandler_sigsegv.txt", F::Signal, "SIGSEGV", "", "", 1, "Fatal Python error: Segmentation fault",
      "segv.py:5 in decode", ""},
     {"torch213/faulthandler_double_free.txt", F::Signal, "SIGSEGV", "", "", 1,
@@ -92,9 +92,9 @@ const std::vector<LogCase> kLogs = {
     {"torch213/spawn_raise_other.txt", F::ValueError, "", "process 1", "cross_entropy", 16, kBatch,
      "spawn_raise_other.py:7 in step", ""},
     {"torch213/spawn_segv.txt", F::Signal, "SIGSEGV", "process 1", "", 2, "process 1 terminated with signal SIGSEGV",
-     "spawn_segv.py:9 in <module>", ""},
+     "", ""},
     {"torch213/subprocess_segv.txt", F::Signal, "SIGSEGV", "", "", 1, "Command '['<tmp>/bin/python', 'segv.py']'",
-     "subprocess_segv.py:3 in <module>", ""},
+     "", ""},
     // rank 1 raises; rank 0 times out in all_reduce and exits first, so
     // torchrun's "Root Cause (first observed failure)" names rank 0.
     {"torch213/torchrun_ranks_raise.txt", F::IndexError, "", "rank 1", "cross_entropy", 5, kTarget4,
@@ -198,6 +198,94 @@ TEST(JobLogSignature, ASignalledTrialWithOnlyWaitsInItsOutputIsASignal) {
   const FailureSignature s = classify(outcome);
   EXPECT_EQ(s.family, F::Signal);
   EXPECT_EQ(s.signal_name, "SIGSEGV");
+}
+
+// Small texts in the forms of the fixtures, for what the real logs above do
+// not happen to contain.
+
+// A traceback's block ends where another process's report begins: a fault
+// dump after a peer's lost connection is still read, and wins.
+TEST(JobLogForms, AFaultDumpAfterATracebackIsReadAndWins) {
+  const LogReading log = readLog(
+      "Traceback (most recent call last):\n"
+      "  File \"/src/train.py\", line 8, in <module>\n"
+      "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer [127.0.0.1]:1234\n"
+      "Fatal Python error: Segmentation fault\n"
+      "\n"
+      "Current thread 0x00007f (most recent call first):\n"
+      "  File \"/src/train.py\", line 5 in decode\n");
+  EXPECT_EQ(log.signature.family, F::Signal);
+  EXPECT_EQ(log.first_line, 4u);
+  EXPECT_EQ(log.user_frame, "/src/train.py:5 in decode");
+  EXPECT_EQ(setAsideKinds(log.set_aside), "lost connection@");
+}
+
+// torchrun --tee's "[default1]:" carries no space: the frames keep their indent.
+TEST(JobLogForms, TeePrefixesKeepTheFramesIndent) {
+  const LogReading log = readLog(
+      "[default1]:Fatal Python error: Segmentation fault\n"
+      "[default1]:\n"
+      "[default1]:Current thread 0x00007f (most recent call first):\n"
+      "[default1]:  File \"/src/train.py\", line 5 in decode\n"
+      "[default0]:RuntimeError: Connection closed by peer\n");
+  EXPECT_EQ(log.signature.signal_name, "SIGSEGV");
+  EXPECT_EQ(log.where, "local rank 1");
+  EXPECT_EQ(log.user_frame, "/src/train.py:5 in decode");
+}
+
+TEST(JobLogForms, OnlyAShellsOwnReportIsADeath) {
+  EXPECT_EQ(classifyText("stats: 3 Killed jobs requeued\n").family, F::None);
+  EXPECT_EQ(classifyText("Aborted: the user cancelled\n").family, F::None);
+  EXPECT_EQ(classifyText("Segmentation fault (core dumped)\n").signal_name, "SIGSEGV");
+  EXPECT_EQ(classifyText("./run.sh: line 3: 4242 Killed                  python train.py\n").signal_name,
+            "SIGKILL");
+}
+
+// A rank whose own lines hold an error is read by it, not by the launcher's
+// report of its death: an NCCL timeout that ends in the watchdog's abort is
+// a timeout.
+TEST(JobLogForms, ARanksOwnErrorBeatsTheReportOfItsDeath) {
+  const LogReading log = readLog(
+      "[rank1]: terminate called after throwing an instance of 'c10::DistBackendError'\n"
+      "[rank1]:   what():  [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, "
+      "OpType=ALLREDUCE) ran for 600047 milliseconds before timing out.\n"
+      "[rank1]: Exception raised from checkTimeout at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:525\n"
+      "[rank1]: frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x57 (0x7f in /x/libc10.so)\n"
+      "[rank1]: frame #1: clone + 0x43 (0x7f in /lib/x86_64-linux-gnu/libc.so.6)\n"
+      "[rank1]: Exception raised from ncclCommWatchdog at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1320\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/usr/bin/torchrun\", line 8, in <module>\n"
+      "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+      "Root Cause (first observed failure):\n"
+      "[0]:\n"
+      "  rank      : 1 (local_rank: 1)\n"
+      "  exitcode  : -6 (pid: 12)\n"
+      "============================================================\n");
+  EXPECT_EQ(log.signature.family, F::RuntimeError);
+  EXPECT_NE(log.signature.message.find("Watchdog caught collective operation timeout"), std::string::npos);
+  EXPECT_EQ(log.where, "rank 1");
+  EXPECT_EQ(setAsideKinds(log.set_aside), "launcher summary@rank 1");  // no error read from a C++ frame
+}
+
+// NCCL's word for a peer that died is a lost connection: the launcher's
+// root cause (rank 1, SIGSEGV) is the first error.
+TEST(JobLogForms, NcclRemoteErrorIsALostConnection) {
+  const LogReading log = readLog(
+      "[rank0]: Traceback (most recent call last):\n"
+      "[rank0]:   File \"/src/train.py\", line 8, in <module>\n"
+      "[rank0]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, "
+      "remote process exited or there was a network error, NCCL version 2.20.5\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/usr/bin/torchrun\", line 8, in <module>\n"
+      "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+      "Root Cause (first observed failure):\n"
+      "[0]:\n"
+      "  rank      : 1 (local_rank: 1)\n"
+      "  exitcode  : -11 (pid: 12)\n"
+      "============================================================\n");
+  EXPECT_EQ(log.signature.signal_name, "SIGSEGV");
+  EXPECT_EQ(log.where, "rank 1");
+  EXPECT_EQ(setAsideKinds(log.set_aside), "lost connection@rank 0");
 }
 
 TEST(JobLogTriage, RenderShowsTheRankTheFrameAndWhyTheRootCauseIsNotIt) {
