@@ -54,10 +54,11 @@ std::vector<Stream> splitStreams(const Lines& lines) {
   const bool srun_labels = hasSrunLabels(lines);
   std::vector<Stream> streams;
   for (std::size_t i = 0; i < lines.size(); ++i) {
-    auto [name, text_start] = linePrefix(lines[i], srun_labels);
+    const auto prefix = linePrefix(lines[i], srun_labels);  // (stream name, where the text starts)
+    const std::string& name = prefix.first;
     auto stream = std::find_if(streams.begin(), streams.end(), [&](const Stream& s) { return s.name == name; });
     if (stream == streams.end()) stream = streams.insert(streams.end(), Stream{name, {}, {}});
-    stream->lines.push_back(lines[i].substr(text_start));
+    stream->lines.push_back(lines[i].substr(prefix.second));
     stream->log_line.push_back(i);
   }
   return streams;

@@ -29,7 +29,7 @@ for target in case_config classify journal manifest archive; do
   mkdir -p "$corpus"
   [ -d tests/fuzz/corpus/$target ] && cp -n tests/fuzz/corpus/$target/* "$corpus"/
   extra=()
-  [ "$target" = classify ] && extra=(tests/fixtures/outputs)
+  [ "$target" = classify ] && extra=(tests/fixtures/outputs tests/fixtures/logs/torch113 tests/fixtures/logs/torch213)
   echo "fuzz: $target for ${seconds} s"
   mkdir -p "$seeds/tmp-$target"
   if ! TMPDIR="$seeds/tmp-$target" build-fuzz/fuzz_$target -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
