@@ -27,30 +27,51 @@ bool hasSrunLabels(const Lines& lines) {
   return false;
 }
 
+// Reads the decimal number at `at`; npos when there is none. (Prefixes are
+// read by hand: a training log has millions of lines, and most start with '['.)
+std::size_t readNumber(std::string_view line, std::size_t at, std::string* number) {
+  std::size_t end = at;
+  while (end < line.size() && std::isdigit(static_cast<unsigned char>(line[end]))) ++end;
+  if (end == at || end - at > 9) return std::string_view::npos;
+  *number = std::string(line.substr(at, end - at));
+  return end;
+}
+
+// "[rank1]: " (torch 2.x; the space is the prefix's), "[default1]:"
+// (torchrun --tee) or "[3,1]<stderr>:" (Open MPI: job, rank).
+std::pair<std::string, std::size_t> bracketPrefix(std::string_view line) {
+  std::string number;
+  for (const auto& [tag, name] : {std::pair<std::string_view, std::string_view>{"[rank", "rank "},
+                                  {"[default", "local rank "}}) {
+    if (line.substr(0, tag.size()) != tag) continue;
+    const std::size_t end = readNumber(line, tag.size(), &number);
+    if (end == std::string_view::npos || line.substr(end, 2) != "]:") return {"", 0};
+    const bool space = tag == "[rank" && end + 2 < line.size() && line[end + 2] == ' ';
+    return {std::string(name) + number, end + 2 + (space ? 1 : 0)};
+  }
+  std::size_t end = readNumber(line, 1, &number);
+  if (end == std::string_view::npos || end >= line.size() || line[end] != ',') return {"", 0};
+  end = readNumber(line, end + 1, &number);
+  if (end == std::string_view::npos) return {"", 0};
+  for (std::string_view tail : {"]<stdout>:", "]<stderr>:"})
+    if (line.substr(end, tail.size()) == tail) return {"rank " + number, end + tail.size()};
+  return {"", 0};
+}
+
 // The stream a line belongs to and where its own text begins.
 std::pair<std::string, std::size_t> linePrefix(const std::string& line, bool srun_labels) {
-  static const std::regex torchrun(R"(^\[(rank|default)(\d+)\]:)");
-  static const std::regex open_mpi(R"(^\[\d+,(\d+)\]<std(?:out|err)>:)");
-  static const std::regex srun(R"(^(\d+): )");
-  std::smatch m;
   if (line.empty()) return {"", 0};
-  if (line[0] == '[') {
-    // torch 2.x writes "[rank1]: " (the space is the prefix's); torchrun's
-    // --tee writes "[default1]:" and Open MPI "[1,0]<stderr>:" with none.
-    if (std::regex_search(line, m, torchrun)) {
-      const bool rank = m[1].str() == "rank";
-      const auto length = static_cast<std::size_t>(m.length(0));
-      const bool space = rank && length < line.size() && line[length] == ' ';
-      return {(rank ? "rank " : "local rank ") + m[2].str(), length + (space ? 1 : 0)};
-    }
-    if (std::regex_search(line, m, open_mpi)) return {"rank " + m[1].str(), m.length(0)};
-  } else if (srun_labels && std::isdigit(static_cast<unsigned char>(line[0])) && std::regex_search(line, m, srun)) {
-    return {"rank " + m[1].str(), m.length(0)};
+  if (line[0] == '[') return bracketPrefix(line);
+  std::string number;
+  if (srun_labels) {
+    const std::size_t end = readNumber(line, 0, &number);
+    if (end != std::string_view::npos && line.compare(end, 2, ": ") == 0) return {"rank " + number, end + 2};
   }
   return {"", 0};
 }
 
-std::vector<Stream> splitStreams(const Lines& lines) {
+// The log's lines are moved into their streams, without their prefixes.
+std::vector<Stream> splitStreams(Lines lines) {
   const bool srun_labels = hasSrunLabels(lines);
   std::vector<Stream> streams;
   for (std::size_t i = 0; i < lines.size(); ++i) {
@@ -58,7 +79,8 @@ std::vector<Stream> splitStreams(const Lines& lines) {
     const std::string& name = prefix.first;
     auto stream = std::find_if(streams.begin(), streams.end(), [&](const Stream& s) { return s.name == name; });
     if (stream == streams.end()) stream = streams.insert(streams.end(), Stream{name, {}, {}});
-    stream->lines.push_back(lines[i].substr(prefix.second));
+    lines[i].erase(0, prefix.second);
+    stream->lines.push_back(std::move(lines[i]));
     stream->log_line.push_back(i);
   }
   return streams;

@@ -13,12 +13,14 @@
 namespace minrepro {
 namespace {
 
-// Offsets where each line starts; a line ends at the next '\n'.
-std::vector<std::size_t> lineStarts(const std::string& text) {
-  std::vector<std::size_t> starts{0};
-  for (auto at = text.find('\n'); at != std::string::npos && at + 1 < text.size(); at = text.find('\n', at + 1))
-    starts.push_back(at + 1);
-  return starts;
+// Where the 1-based line `number` starts; a line ends at the next '\n'.
+std::size_t lineStart(const std::string& text, std::size_t number) {
+  std::size_t start = 0;
+  for (std::size_t line = 1; line < number && start != std::string::npos; ++line) {
+    start = text.find('\n', start);
+    if (start != std::string::npos) ++start;
+  }
+  return start == std::string::npos ? text.size() : start;
 }
 
 std::string lineAt(const std::string& text, std::size_t start) {
@@ -152,7 +154,7 @@ Triage triageText(const std::string& text) {
   Triage t;
   static_cast<LogReading&>(t) = readLog(text);
   t.backend = detectBackend(text);
-  if (t.signature.failed()) t.first_line_text = lineAt(text, lineStarts(text)[t.first_line - 1]);
+  if (t.signature.failed()) t.first_line_text = lineAt(text, lineStart(text, t.first_line));
   return t;
 }
 
@@ -182,17 +184,19 @@ std::string renderTriage(const Triage& t, const std::string& source) {
 }
 
 int runTriage(const std::string& path, std::istream& in, std::ostream& out) {
-  std::ostringstream text;
+  // One copy of the log in memory (a training log may be gigabytes).
+  std::ostringstream read;
   if (path == "-") {
-    text << in.rdbuf();
+    read << in.rdbuf();
   } else {
     std::ifstream file(path, std::ios::binary);
     if (!file || std::filesystem::is_directory(path))
       throw BadInputError("cannot read " + path + ": no such file or not readable; give a log file, or '-' to "
                           "read standard input");
-    text << file.rdbuf();
+    read << file.rdbuf();
   }
-  const Triage t = triageText(text.str());
+  const std::string text = std::move(read).str();
+  const Triage t = triageText(text);
   out << renderTriage(t, path == "-" ? "stdin" : path);
   return t.signature.failed() ? 0 : 1;
 }
