@@ -396,6 +396,28 @@ void readLauncherSummary(RawError& error, const Lines& lines, std::size_t from, 
                   (code < 0 ? "killed by " + error.signal_name : "exit code " + code_text);
 }
 
+// torch.compile's errors (torch._dynamo.exc.*, torch._inductor.exc.*) name
+// the stage that failed: a backend that raised ("backend='inductor'
+// raised:" then the backend's own error), Inductor itself, or Dynamo's
+// tracing (a graph break under fullgraph=True, an unsupported construct).
+// The stage goes where an operator would: it is what the failure is "in".
+void readCompileError(RawError& error, const Lines& lines, std::size_t exception_line, std::size_t to) {
+  if (!startsWith(error.type, "torch._dynamo.exc.") && !startsWith(error.type, "torch._inductor.exc.")) return;
+  static const std::regex backend(R"(^backend='([^']+)' raised:)");
+  std::smatch m;
+  if (std::regex_search(error.message, m, backend)) {
+    error.op = m[1].str();
+    for (std::size_t i = exception_line + 1; i < to; ++i) {
+      if (isBlank(lines[i])) continue;
+      RawError inner;
+      error.message = splitStrictExceptionLine(lines[i], inner) ? inner.type + ": " + inner.message : trim(lines[i]);
+      break;
+    }
+    return;
+  }
+  error.op = startsWith(error.type, "torch._inductor.") ? "inductor" : "dynamo";
+}
+
 // A Python traceback: indented frames, then the exception line at column 0;
 // its block ends where a chained exception or another traceback begins.
 RawError readPythonTraceback(const Lines& lines, std::size_t at) {
@@ -418,6 +440,7 @@ RawError readPythonTraceback(const Lines& lines, std::size_t at) {
   // TORCH_SHOW_CPP_STACKTRACES=1 appends LibTorch's "Exception raised from".
   if (auto op = raisedFromOp(lines, line, end); !op.empty()) error.op = op;
   unwrapTorchScript(error, lines, line, end);
+  readCompileError(error, lines, line, end);
   readLauncherSummary(error, lines, line, end);
   unwrapDataLoaderWorker(error, lines, line, end);
   unwrapSpawnedProcess(error, lines, line, end);

@@ -75,10 +75,11 @@ bool looksLikeIndexError(const std::string& message) {
 }
 
 bool looksLikeValueError(const std::string& message) {
-  static const std::array<std::string_view, 9> kPhrases = {
+  static const std::array<std::string_view, 11> kPhrases = {
       "shapes cannot be multiplied",   "expected scalar type",     "to match target batch_size",
       "size mismatch",                 "is invalid for input of size", "must match the size of tensor",
-      "doesn't match the broadcast shape", "Found dtype",           "should be the same"};
+      "doesn't match the broadcast shape", "Found dtype",           "should be the same",
+      "dtype to be",                   "must have same reduction dim"};
   return containsAny(message, kPhrases);
 }
 
@@ -87,6 +88,8 @@ FailureFamily familyOf(const RawError& error) {
   const std::string& message = error.message;
   if (!error.signal_name.empty() && !error.kernel_assert) return FailureFamily::Signal;
   if (error.kernel_assert || contains(message, "device-side assert")) return FailureFamily::DeviceAssert;
+  if (startsWith(type, "torch._dynamo.exc.") || startsWith(type, "torch._inductor.exc."))
+    return FailureFamily::CompileError;
   if (isOutOfMemory(error)) return FailureFamily::OutOfMemory;
   if (isOpUnavailable(error)) return FailureFamily::OpUnavailable;
   if (isDeviceMismatch(message)) return FailureFamily::DeviceMismatch;
@@ -169,6 +172,34 @@ std::string replaceTempRoot(const std::string& s, std::string root) {
     pos = after;
   }
   return out.append(s, pos);
+}
+
+// Content hashes in the paths of generated code (Inductor's cache:
+// ".../torchinductor_root/la/cladpiod5cmp2....main.cpp") change with the
+// graph: a run of 32 or more lower-case letters and digits, with both, is
+// "<hash>". (A loop, not a regex: the message may be 2 KiB of one run.)
+std::string maskContentHashes(const std::string& s) {
+  std::string out;
+  std::size_t at = 0;
+  while (at < s.size()) {
+    const auto alnum = [&](std::size_t i) {
+      return std::islower(static_cast<unsigned char>(s[i])) || std::isdigit(static_cast<unsigned char>(s[i]));
+    };
+    if (!alnum(at)) {
+      out += s[at++];
+      continue;
+    }
+    std::size_t end = at;
+    bool letter = false, digit = false;
+    for (; end < s.size() && alnum(end); ++end)
+      (std::isdigit(static_cast<unsigned char>(s[end])) ? digit : letter) = true;
+    const auto word_char = [&](std::size_t i) { return std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_'; };
+    const bool word_edge = (at == 0 || !word_char(at - 1)) && (end == s.size() || !word_char(end));
+    if (end - at >= 32 && letter && digit && word_edge) out += "<hash>";
+    else out.append(s, at, end - at);
+    at = end;
+  }
+  return out;
 }
 
 std::string collapseWhitespace(const std::string& s) {
@@ -356,6 +387,7 @@ std::string normalizeMessage(const std::string& message) {
   static const std::regex pid(R"(\bpid\s*[=:]?\s*\d+)", std::regex::ECMAScript | std::regex::icase);
   static const std::regex process(R"(\bProcess \d+ has)");
   static const std::regex source_line(R"(\.(cpp|cc|cxx|c|h|hpp|cu|cuh|hip):\d+)");
+
   std::string s = std::regex_replace(message.substr(0, kMaxLine), ansi, "");
   if (contains(s, "minrepro-work/")) s = std::regex_replace(s, trial_dir, "<tmp>");
   if (const char* tmpdir = std::getenv("TMPDIR"); tmpdir != nullptr) s = replaceTempRoot(s, tmpdir);
@@ -364,6 +396,7 @@ std::string normalizeMessage(const std::string& message) {
   s = std::regex_replace(s, pid, "pid ?");
   s = std::regex_replace(s, process, "Process ? has");
   s = std::regex_replace(s, source_line, ".$1:?");
+  s = maskContentHashes(s);
   return collapseWhitespace(s);
 }
 

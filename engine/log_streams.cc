@@ -70,6 +70,25 @@ std::pair<std::string, std::size_t> linePrefix(const std::string& line, bool sru
   return {"", 0};
 }
 
+// Python's logging in torch 2.x writes an error as "E1203 22:44:53.698000
+// 14708 torch/_subclasses/fake_tensor.py:3090] [0/0] " and then the text,
+// a traceback among them (Dynamo logs the error its fake tensors met before
+// it raises its own). The length of that prefix, for E and F lines; 0 else.
+std::size_t loggingPrefix(std::string_view line) {
+  if (line.size() < 24 || (line[0] != 'E' && line[0] != 'F')) return 0;
+  for (std::size_t i = 1; i <= 4; ++i)
+    if (!std::isdigit(static_cast<unsigned char>(line[i]))) return 0;
+  if (line[5] != ' ' || line[8] != ':' || line[11] != ':') return 0;
+  std::size_t end = line.find("] ", 12);
+  if (end == std::string_view::npos) return 0;
+  end += 2;
+  if (line.substr(end, 1) == "[") {  // Dynamo's frame id: "[0/0] "
+    const std::size_t close = line.find("] ", end);
+    if (close != std::string_view::npos && close - end < 16) end = close + 2;
+  }
+  return end;
+}
+
 // The log's lines are moved into their streams, without their prefixes.
 std::vector<Stream> splitStreams(Lines lines) {
   const bool srun_labels = hasSrunLabels(lines);
@@ -80,6 +99,7 @@ std::vector<Stream> splitStreams(Lines lines) {
     auto stream = std::find_if(streams.begin(), streams.end(), [&](const Stream& s) { return s.name == name; });
     if (stream == streams.end()) stream = streams.insert(streams.end(), Stream{name, {}, {}});
     lines[i].erase(0, prefix.second);
+    lines[i].erase(0, loggingPrefix(lines[i]));
     stream->lines.push_back(std::move(lines[i]));
     stream->log_line.push_back(i);
   }

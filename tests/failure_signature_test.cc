@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -154,6 +156,70 @@ std::string fixtureTestName(const ::testing::TestParamInfo<FixtureCase>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(FailureSignature, FixtureTest, ::testing::ValuesIn(kFixtureCases), fixtureTestName);
+
+// The same scripts and C++ program run with PyTorch 2.13 from pip (and the
+// LibTorch its wheel carries): capture.sh VENV/bin/python torch213. 2.13
+// words some errors differently (an int32 target: "expected target dtype to
+// be Long or Byte, but got Int"; half addmm now runs on the CPU and is not
+// captured) and adds torch.compile's errors: a graph break under
+// fullgraph=True, a backend that raises, Inductor without a C++ compiler
+// (compile-error, the stage as the operator), a shape error met by Dynamo's
+// fake tensors (logged by torch's logging before Dynamo raises its own), and
+// a bad target inside an Inductor kernel (whose path holds a content hash).
+const std::vector<FixtureCase> kTorch213Cases = {
+    {"torch213/py_cross_entropy_target4.txt", kExit, 1, F::IndexError, "cross_entropy", "Target 4 is out of bounds."},
+    {"torch213/py_chained_exception.txt", kExit, 1, F::IndexError, "cross_entropy", "Target 4 is out of bounds."},
+    {"torch213/py_linear_mat1_mat2.txt", kExit, 1, F::ValueError, "",
+     "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"},
+    {"torch213/py_scalar_type_long_int.txt", kExit, 1, F::ValueError, "nll_loss",
+     "expected target dtype to be Long or Byte, but got Int"},
+    {"torch213/py_batch_size_mismatch.txt", kExit, 1, F::ValueError, "cross_entropy",
+     "Expected input batch_size (2) to match target batch_size (3)."},
+    {"torch213/py_embedding_index.txt", kExit, 1, F::IndexError, "embedding", "index out of range in self"},
+    {"torch213/py_view_shape_invalid.txt", kExit, 1, F::ValueError, "", "shape '[4, 2]' is invalid for input of size 6"},
+    {"torch213/py_script_cross_entropy.txt", kExit, 1, F::IndexError, "cross_entropy", "Target 4 is out of bounds."},
+    {"torch213/py_cpu_oom.txt", kExit, 1, F::OutOfMemory, "", kCpuOom},
+    {"torch213/py_sparse_view_not_implemented.txt", kExit, 1, F::OpUnavailable, "view",
+     "Could not run 'aten::view' with arguments from the 'SparseCPU' backend. This could be", true},
+    {"torch213/py_typeerror_cat.txt", kExit, 1, F::ValueError, "",
+     "cat(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor"},
+    {"torch213/py_file_not_found_tmp.txt", kExit, 1, F::RuntimeError, "",
+     "[Errno 2] No such file or directory: '<tmp>/batch.pt'"},
+    {"torch213/py_jit_load_unknown_op.txt", kExit, 1, F::OpUnavailable, "frobnicate",
+     "Unknown builtin op: aten::frobnicate."},
+    {"torch213/py_segfault.txt", kSignal, kSigsegv, F::Signal, "", ""},
+    {"torch213/py_segfault_faulthandler.txt", kSignal, kSigsegv, F::Signal, "", "Fatal Python error: Segmentation fault"},
+    {"torch213/cpp_nll_loss_terminate.txt", kSignal, kSigabrt, F::IndexError, "nll_loss", "Target 4 is out of bounds."},
+    {"torch213/cpp_script_cross_entropy_terminate.txt", kSignal, kSigabrt, F::IndexError, "cross_entropy",
+     "Target 4 is out of bounds."},
+    {"torch213/cpp_jit_load_unknown_op_terminate.txt", kSignal, kSigabrt, F::OpUnavailable, "frobnicate",
+     "Unknown builtin op: aten::frobnicate."},
+    {"torch213/cpp_cpu_oom_terminate.txt", kSignal, kSigabrt, F::OutOfMemory, "", kCpuOom},
+    {"torch213/py_compile_unsupported.txt", kExit, 1, F::CompileError, "dynamo", "Data-dependent branching"},
+    {"torch213/py_compile_backend.txt", kExit, 1, F::CompileError, "my_backend",
+     "RuntimeError: my_backend cannot lower aten.mul"},
+    {"torch213/py_compile_inductor_no_compiler.txt", kExit, 1, F::CompileError, "inductor",
+     "InvalidCxxCompiler: No working C++ compiler found in torch._inductor.config.cpp.cxx: (None, '/usr/bin/false')"},
+    {"torch213/py_compile_fake_shape.txt", kExit, 1, F::ValueError, "",
+     "a and b must have same reduction dim, but got [2, 3] X [4, 5]."},
+    {"torch213/py_compile_target4.txt", kExit, 1, F::IndexError, "",
+     "kernel, <tmp>/la/<hash>.main.cpp:?, index out of bounds: 0 <= tmp18 < 4L"},
+};
+
+INSTANTIATE_TEST_SUITE_P(FailureSignatureTorch213, FixtureTest, ::testing::ValuesIn(kTorch213Cases), fixtureTestName);
+
+// Where both versions ran the same script, they fall in the same family and
+// name the same operator.
+TEST(FailureSignatureFixtures, BothVersionsAgreeOnFamilyAndOperator) {
+  for (const FixtureCase& c213 : kTorch213Cases) {
+    const std::string name = c213.file.substr(std::string("torch213/").size());
+    const auto c113 = std::find_if(kFixtureCases.begin(), kFixtureCases.end(),
+                                   [&](const FixtureCase& c) { return c.file == name; });
+    if (c113 == kFixtureCases.end()) continue;
+    EXPECT_EQ(familyName(c113->family), familyName(c213.family)) << name;
+    EXPECT_EQ(c113->op, c213.op) << name;
+  }
+}
 
 TEST(FailureSignatureFixtures, ClassifyTextReadsALogAlone) {
   const FailureSignature s = classifyText(readOutputFixture("cpp_nll_loss_terminate.txt"));

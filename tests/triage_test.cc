@@ -116,6 +116,19 @@ TEST(Triage, BareLibTorchErrorStartsAtItsMessageLine) {
   EXPECT_EQ(t.first_line_text, "Target 4 is out of bounds.");
 }
 
+// torch 2.13's torch.compile errors (tests/fixtures/outputs/torch213): the
+// stage that failed, and advice about the stages.
+TEST(Triage, CompileErrorsNameTheStage) {
+  const std::string backend = renderTriage(triageText(readFixture("torch213/py_compile_backend.txt")), "x.log");
+  EXPECT_NE(backend.find("family:              compile-error\n"), std::string::npos) << backend;
+  EXPECT_NE(backend.find("compiler stage:      my_backend\n"), std::string::npos) << backend;
+  EXPECT_NE(backend.find("first message:       RuntimeError: my_backend cannot lower aten.mul"), std::string::npos);
+  EXPECT_NE(backend.find("aot_eager"), std::string::npos) << backend;
+  const std::string inductor =
+      renderTriage(triageText(readFixture("torch213/py_compile_inductor_no_compiler.txt")), "x.log");
+  EXPECT_NE(inductor.find("compiler stage:      inductor\n"), std::string::npos) << inductor;
+}
+
 TEST(Triage, CleanLogHasNoError) {
   const Triage t = triageText(preamble(20));
   EXPECT_FALSE(t.signature.failed());

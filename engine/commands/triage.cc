@@ -171,7 +171,9 @@ std::string renderTriage(const Triage& t, const std::string& source) {
   out << "family:              " << familyName(t.signature.family) << "\n";
   if (t.signature.family == FailureFamily::Signal && !t.signature.signal_name.empty())
     out << "signal:              " << t.signature.signal_name << "\n";
-  out << "suspect operator:    " << (t.signature.op.empty() ? "(not named by the log)" : t.signature.op) << "\n"
+  // torch.compile's errors name the stage that failed where others name an operator.
+  out << (t.signature.family == FailureFamily::CompileError ? "compiler stage:      " : "suspect operator:    ")
+      << (t.signature.op.empty() ? "(not named by the log)" : t.signature.op) << "\n"
       << "first message:       " << t.signature.message << "\n"
       << "open first:          " << (t.user_frame.empty() ? "(no frame of your code in the log)" : t.user_frame)
       << "\n"
