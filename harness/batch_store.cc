@@ -1,6 +1,8 @@
 // Reading, checking and cutting failing batches (LibTorch inside).
 #include "harness/batch_store.h"
 
+#include "engine/build_info.h"
+
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -573,6 +575,7 @@ namespace minrepro {
 std::vector<std::pair<std::string, std::string>> libtorchEnvironment() {
   return {
       {"LibTorch", TORCH_VERSION},
+      {"LibTorch from", kTorchSource},
       {"LibTorch CUDA build", at::hasCUDA() ? "yes" : "no"},
       {"LibTorch HIP build", at::hasHIP() ? "yes" : "no"},
       {"Compiler", std::string("g++ ") + __VERSION__},

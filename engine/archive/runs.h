@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/build_info.h"
 #include "engine/errors.h"
 #include "engine/failure_signature.h"
 #include "engine/archive/manifest.h"
@@ -27,7 +28,7 @@ struct VerifyOptions {
   const std::atomic<bool>* cancel = nullptr;  // set: the running repro.py is killed (shrink's SIGINT)
   int runs = 3;
   Expect expect = Expect::Fail;
-  std::string python = "/usr/bin/python3";
+  std::string python = kDefaultPython;
   std::chrono::milliseconds timeout{600'000};
   std::size_t max_entry_bytes = std::size_t{1} << 30;
   std::uint64_t max_total_bytes = std::uint64_t{4} << 30;  // all entries together, streamed to disk

@@ -2,9 +2,11 @@
 // lets engine/commands/run_command.h turn whatever it throws into the
 // documented exit status.
 #include <malloc.h>
+#include <unistd.h>
 
 #include <boost/program_options.hpp>
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 
 #include "engine/commands/compare.h"
@@ -13,6 +15,7 @@
 #include "engine/commands/shrink.h"
 #include "engine/commands/triage.h"
 #include "engine/commands/verify.h"
+#include "harness/batch_store.h"
 #include "engine/executors/containment.h"
 #include "engine/trial_executors.h"
 #include "harness/contract.h"
@@ -62,14 +65,14 @@ int parseSubcommand(const std::string& name, const po::options_description& opts
 
 int shrinkCommand(const std::vector<std::string>& args) {
   po::options_description opts("minrepro shrink options");
-  std::string config, output, work_dir, trial_binary, python = "/usr/bin/python3", add_to, name;
+  std::string config, output, work_dir, trial_binary, python = minrepro::kDefaultPython, add_to, name;
   opts.add_options()("help,h", "show this help")
       ("config,c", po::value(&config)->required(), "the case file (case.yaml)")
       ("output,o", po::value(&output), "archive to write (default: case.yaml's output)")
       ("work-dir", po::value(&work_dir), "directory for trials and the log (default: case.yaml's work_dir)")
       ("trial-binary", po::value(&trial_binary), "minrepro-trial to use (default: next to minrepro)")
       ("python", po::value(&python), "Python with PyTorch, for the environment record and the archive's "
-                                     "self-check (default /usr/bin/python3)")
+                                     "self-check (default: the one this build's torch came from)")
       ("no-self-check", "do not run the archive's repro.py on its own before finishing (e.g. it needs a GPU "
                         "this machine lacks); REPORT.md then says it was not checked")
       ("quiet,q", "only print errors")
@@ -121,7 +124,7 @@ int verifyCommand(const std::vector<std::string>& args) {
       ("runs", po::value(&o.runs)->default_value(3), "how many fresh runs")
       ("expect", po::value(&expect)->default_value("fail"),
        "fail: every run fails as recorded; pass: every run exits 0 and processes every sample")
-      ("python", po::value(&o.python)->default_value("/usr/bin/python3"), "Python with PyTorch")
+      ("python", po::value(&o.python)->default_value(std::string(minrepro::kDefaultPython)), "Python with PyTorch")
       ("timeout", po::value(&timeout)->default_value(600), "seconds per run")
       ("max-size", po::value<std::uint64_t>()->default_value(4096),
        "MiB the archive may expand to in all; a larger one is refused (exit 2) before it fills the disk");
@@ -165,7 +168,7 @@ int regressCommand(const std::vector<std::string>& args) {
   opts.add_options()("help,h", "show this help")
       ("dir", po::value(&dir)->required(), "the regression set (NAME.tar.gz and NAME.expect files)")
       ("runs", po::value(&o.runs)->default_value(1), "fresh runs per case")
-      ("python", po::value(&o.python)->default_value("/usr/bin/python3"), "Python with PyTorch");
+      ("python", po::value(&o.python)->default_value(std::string(minrepro::kDefaultPython)), "Python with PyTorch");
   po::positional_options_description positional;
   positional.add("dir", 1);
   po::variables_map vm;
@@ -243,7 +246,13 @@ int main(int argc, char** argv) {
     return status;
   }
   if (command == "--version" || command == "version") {
+    // What the archive's REPORT.md records too: LibTorch (built in) and the
+    // PyTorch of the Python that runs Python trials by default.
     std::cout << "minrepro " << MINREPRO_VERSION << "\n";
+    const auto scratch = std::filesystem::temp_directory_path() / ("minrepro-version-" + std::to_string(getpid()));
+    auto record = minrepro::libtorchEnvironment();
+    for (auto& entry : minrepro::pythonTorchVersions(minrepro::kDefaultPython, scratch)) record.push_back(entry);
+    for (const auto& [key, value] : record) std::cout << key << ": " << value << "\n";
     return 0;
   }
   if (command == "--help" || command == "-h" || command == "help") {

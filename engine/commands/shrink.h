@@ -5,7 +5,10 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "engine/build_info.h"
 #include "engine/errors.h"
 #include "engine/executors/executor_config.h"
 #include "engine/executors/process.h"
@@ -17,7 +20,7 @@ struct ShrinkOptions {
   std::optional<std::filesystem::path> output;    // overrides case.yaml's output
   std::optional<std::filesystem::path> work_dir;  // overrides case.yaml's work_dir
   std::string trial_binary;                       // minrepro-trial; default beside minrepro
-  std::string python = "/usr/bin/python3";        // for the environment record
+  std::string python = kDefaultPython;            // for the environment record and the self-check
   bool quiet = false;
   bool resume = false;           // continue from the journal in the work directory
   bool materialize_best = false;  // only write work_dir/best/ from the journal, run nothing
@@ -33,5 +36,11 @@ struct ShrinkOptions {
 // that cannot start are thrown (engine/errors.h). `executor` null: the
 // executors of the case's executor kind (engine/trial_executors.h).
 ExitStatus runShrink(const ShrinkOptions& options, Executor* executor = nullptr);
+
+// The Python and PyTorch versions of `python` (its torch imported once, in
+// `scratch`, a directory made and removed), and which interpreter it was:
+// REPORT.md's environment and `minrepro --version`.
+std::vector<std::pair<std::string, std::string>> pythonTorchVersions(const std::string& python,
+                                                                     const std::filesystem::path& scratch);
 
 }  // namespace minrepro
