@@ -26,6 +26,7 @@ with case.yaml, batch.pt and (for the built-in harness) model.pt.
   augment  a pad-to-520 augmentation overruns a 512-position table; normalize
            and noise are not needed -> only the pad branch stays on
 """
+import json
 import os
 import sys
 
@@ -73,8 +74,10 @@ def class4_batch(gen):
 
 
 def write_case(path, text):
+    # Command trials run with the Python that made the case (the one whose
+    # torch wrote batch.pt): /usr/bin/python3 for Debian's 1.13, a venv's for 2.x.
     with open(path, "w") as f:
-        f.write(text)
+        f.write(text.replace('"/usr/bin/python3"', json.dumps(sys.executable)))
 
 
 def make_class4(out):
