@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 #include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/api/include/torch/version.h>
 #include <gtest/gtest.h>
 
 #include "harness/batch_io.h"
@@ -158,7 +159,8 @@ TEST_F(BatchFixture, UnchangedViewsIntoOneStorageStaySharedInEveryCandidate) {
   std::string output;
   ASSERT_EQ(testing::runCommand(
                 testing::python() + " -c \"import torch; b = torch.load('" + out.string() + "', weights_only=True); "
-                "print([(b[k].stride(), b[k].storage_offset(), b[k].storage().data_ptr() == b['w'].storage().data_ptr()) "
+                "s = lambda t: (t.untyped_storage() if hasattr(t, 'untyped_storage') else t.storage()).data_ptr(); "
+                "print([(b[k].stride(), b[k].storage_offset(), s(b[k]) == s(b['w'])) "
                 "for k in 'wbc'], b['b'].tolist()[:2], tuple(b['x'].shape))\"", &output), 0) << output;
   EXPECT_EQ(output, "[((3,), 0, True), ((3,), 1, True), ((3,), 2, True)] [1.0, 4.0] (1, 2)\n");
 }
@@ -233,12 +235,17 @@ TEST_F(BatchFixture, UnreadableOrNonDictFilesAreBadInput) {
   EXPECT_NE(openError().find("cannot read the batch file"), std::string::npos) << openError();
 }
 
-TEST_F(BatchFixture, OneEntryDictFromPythonGetsAnExplanation) {
+// LibTorch 1.13's unpickler cannot read a dict with exactly one entry: the
+// error says so and what to do. LibTorch 2.x reads it.
+TEST_F(BatchFixture, OneEntryDictFromPythonGetsAnExplanationWhereLibTorchCannotReadIt) {
   std::string output;
   ASSERT_EQ(testing::runCommand(testing::python() + " -c \"import torch; torch.save({'input': torch.zeros(2)}, '" +
                                     config.batch.string() + "')\"", &output), 0) << output;
   config.sample_axes = {{"input", 0}};
-  EXPECT_NE(openError().find("exactly one entry"), std::string::npos) << openError();
+  if (TORCH_VERSION_MAJOR < 2)
+    EXPECT_NE(openError().find("exactly one entry"), std::string::npos) << openError();
+  else
+    EXPECT_EQ(openError(), "");
 }
 
 

@@ -30,10 +30,13 @@ inline bool extractInto(const fs::path& archive, const fs::path& dir) {
 }
 
 // Evaluates a Python expression on a batch file, loaded as `b` the way an
-// archive's tensors must load: torch.load(..., weights_only=True).
+// archive's tensors must load: torch.load(..., weights_only=True). `S(t)` is
+// the tensor's storage on every version (untyped_storage() since 2.0, where
+// storage() warns that TypedStorage is deprecated).
 inline std::string pyEvalOnBatch(const fs::path& batch, const std::string& expr) {
   std::string output;
-  runCommand(python() + " -c \"import torch; b = torch.load('" + batch.string() + "', weights_only=True); print(" +
+  runCommand(python() + " -c \"import torch; b = torch.load('" + batch.string() + "', weights_only=True); " +
+                 "S = lambda t: t.untyped_storage() if hasattr(t, 'untyped_storage') else t.storage(); print(" +
                  expr + ")\"", &output);
   return output;
 }

@@ -150,8 +150,8 @@ TEST_F(Fidelity, StridedViewsIntoASharedStorageAreWrittenAsTheyWere) {
   EXPECT_NE(output.find("reduced 16 -> 1 samples (ids [3035])"), std::string::npos) << output;
   EXPECT_EQ(testing::pyEvalOnBatch(dir / "batch.pt",
                                    "[(b[k].stride(), b[k].storage_offset()) for k in 'wbc'], "
-                                   "b['w'].storage().data_ptr() == b['b'].storage().data_ptr() == "
-                                   "b['c'].storage().data_ptr(), b['sample_id'].tolist()"),
+                                   "S(b['w']).data_ptr() == S(b['b']).data_ptr() == "
+                                   "S(b['c']).data_ptr(), b['sample_id'].tolist()"),
             "[((3,), 0), ((3,), 1), ((3,), 2)] True [3035]\n");
   std::string repro;
   EXPECT_EQ(runRepro(dir, &repro), 1) << repro;
