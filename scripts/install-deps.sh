@@ -6,6 +6,7 @@ set -euo pipefail
 PACKAGES=(
   cmake g++ make pkg-config
   libtorch-dev python3-torch          # LibTorch 1.13 (C++) and the same PyTorch for /usr/bin/python3
+  python3-pip python3-setuptools python3-wheel  # pip install of minrepro_capture (harness/python/pyproject.toml)
   libboost-dev libboost-program-options-dev
   libyaml-cpp-dev libarchive-dev
   zlib1g-dev                          # CRC-32 of the candidate files minrepro streams (harness/stored_zip.cc)
