@@ -17,6 +17,7 @@ std::string renderManifest(const Manifest& m) {
   if (!m.signature.signal_name.empty()) out << "signal: " << m.signature.signal_name << "\n";
   if (!m.message_pattern.empty()) out << "message-pattern: " << m.message_pattern << "\n";
   if (m.processed) out << "processed: " << *m.processed << "\n";
+  if (!m.op_repro.empty()) out << "op-repro: " << m.op_repro << "\n";
   // neighbour: NAME FILE [processed=N] ids=ID,ID,...
   for (const auto& n : m.neighbours) {
     out << "neighbour: " << n.name << " " << n.file;
@@ -88,6 +89,10 @@ void setManifestKey(Manifest& m, const std::string& key, const std::string& valu
     m.signature.signal_name = value;  // a fatal signal's name: the same signal must end every run
   } else if (key == "processed") {
     m.processed = parseCount(value, where);
+  } else if (key == "op-repro") {
+    if (value.empty() || value[0] == '/' || value.find("..") != std::string::npos)
+      throw BadInputError(where + ": op-repro: expected a path inside the archive, found '" + value + "'");
+    m.op_repro = value;
   } else if (key == "neighbour") {
     m.neighbours.push_back(parseNeighbour(value, where));
   } else if (key == "neighbour-skipped") {

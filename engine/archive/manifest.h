@@ -28,6 +28,10 @@ struct Manifest {
   // Samples a correct run must process (targets that are not ignore_index);
   // absent when the archive cannot know (a trial command, no target).
   std::optional<std::int64_t> processed;
+  // The op-level reproducer (engine/archive/op_repro.h), "op/repro_op.py",
+  // when the archive has one: it must fail like the case too, the operator
+  // aside (it is called directly, not from the program).
+  std::string op_repro;
   // Neighbour batches (docs/method.md, "Neighbour cases") that --expect pass also runs, each with
   // its own expected count; and the neighbours that could not be made, why.
   std::vector<NeighbourCase> neighbours;

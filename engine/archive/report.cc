@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "engine/archive/scrub.h"
+#include "engine/text_lines.h"
 
 namespace minrepro {
 
@@ -33,6 +34,42 @@ std::string statsLine(const OracleStats& s) {
   return out.str();
 }
 
+// First, when there is one: what a PyTorch maintainer runs before anything else.
+void writeOpRepro(std::ostream& out, const OpRepro& op) {
+  if (op.status != OpReproStatus::Made) return;
+  const OpCall& call = op.reduced ? *op.reduced : *op.found;
+  out << "## The failing operator alone (`op/repro_op.py`)\n\n"
+      << "`" << call.op << "`, the " << (call.phase == "unknown" ? "" : call.phase + " ") << "call number "
+      << op.found->index << " of its process, " << op.alone << ":\n\n";
+  for (const std::string& line : text::splitLines(op.script)) out << (line.empty() ? "" : "    ") << line << "\n";
+  out << "\nArguments:\n\n";
+  for (const OpTensor& t : call.tensors) out << "- `" << t.describe() << "`\n";
+  const auto shown = [](const OpCall& c) {
+    std::string all;
+    for (const OpTensor& t : c.tensors) all += t.describe() + "\n";
+    return all;
+  };
+  if (op.reduced && shown(*op.found) != shown(*op.reduced)) {
+    out << "\nAs recorded, before the inputs were reduced:\n\n";
+    for (const OpTensor& t : op.found->tensors) out << "- `" << t.describe() << "`\n";
+  }
+  out << "\nRun it with `python3 op/repro_op.py` (it reads `op/inputs.pt` beside it, with `weights_only=True`, for "
+         "the tensors it does not spell out). The batch-level reproducer below is the whole story.\n\n";
+}
+
+// Where no single call was kept: which one was found, and why it does not stand alone.
+std::string opReproLine(const OpRepro& op) {
+  switch (op.status) {
+    case OpReproStatus::Made:
+      return "`op/repro_op.py` calls `" + op.found->op + "` alone (see the top of this report)";
+    case OpReproStatus::NotIsolated:
+      return std::string("none kept") + (op.found ? ": the call found was `" + op.found->op + "`" : "") + "; " + op.why;
+    case OpReproStatus::NotTried:
+      return "not tried (" + op.why + ")";
+  }
+  return "";
+}
+
 void writeSignature(std::ostream& out, const ReductionSummary& s) {
   const auto [check, avoid] = familyAdvice(s.signature.family);
   out << "## Failure\n\n"
@@ -40,6 +77,7 @@ void writeSignature(std::ostream& out, const ReductionSummary& s) {
       << "- Family: " << familyName(s.signature.family) << "\n"
       << "- Operator: " << (s.signature.op.empty() ? "(not named by the output)" : "`" + s.signature.op + "`") << "\n"
       << "- Trial ended: " << s.exit_description << "\n"
+      << "- Operator call alone: " << opReproLine(s.op) << "\n"
       << "- First check: " << check << "\n"
       << "- Conclusion to avoid: " << avoid << "\n\n";
 }
@@ -105,6 +143,8 @@ void writeReduction(std::ostream& out, const ReductionSummary& s) {
                                 std::to_string(s.flaky.alpha) + " chance of hiding a real failure"
                           : "flaky handling off: one trial decided each candidate")
       << "\n"
+      << "- Op step (the failing operator call alone): " << s.op.processes << " runs of repro.py and repro_op.py, "
+      << s.op.reduction_trials << " trials reducing the call's inputs\n"
       << "- Seed: " << s.seed << "\n"
       << "- Time: " << std::fixed << std::setprecision(1) << s.seconds << " s\n";
   if (!s.stats.other_bugs.empty()) {
@@ -120,6 +160,7 @@ std::string renderReport(const CaseConfig& config, const ReductionSummary& s) {
   out << "# Reproducer: " << s.signature.summary() << "\n\n"
       << "Made by minrepro " << MINREPRO_VERSION << ". The batch below is the smallest found that still fails the "
       << "same way (same family, operator and first message) as the original.\n\n";
+  writeOpRepro(out, s.op);
   writeSignature(out, s);
   writeMinimal(out, s);
   writeReproduce(out, config, s);

@@ -11,6 +11,7 @@
 #include "engine/failure_signature.h"
 #include "engine/flaky.h"
 #include "engine/oracle.h"
+#include "engine/archive/op_repro.h"
 #include "engine/archive/self_check.h"
 #include "harness/batch_store.h"
 
@@ -43,6 +44,7 @@ struct ReductionSummary {
   std::vector<std::string> bundled_from_outside;  // of those, read from outside the case directory (with where)
   std::vector<std::string> left_out;              // traced but not bundled, with why
   SelfCheck self_check;          // the archive run on its own (engine/archive/self_check.h)
+  OpRepro op;                    // the failing operator call alone (engine/archive/op_repro.h)
 };
 
 std::string renderReport(const CaseConfig& config, const ReductionSummary& summary);

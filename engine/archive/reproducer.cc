@@ -38,8 +38,9 @@ std::optional<std::int64_t> expectedProcessed(const CaseConfig& config, const fs
 }
 
 ArchiveEntry manifestEntry(const CaseConfig& config, const fs::path& minimal_batch, const FailureSignature& signature,
-                           const NeighbourPlan& neighbours) {
+                           const NeighbourPlan& neighbours, const OpRepro& op) {
   Manifest m;
+  if (op.status == OpReproStatus::Made) m.op_repro = "op/repro_op.py";
   m.signature = signature;
   // As the trials compared: the operator only for a trial command (see
   // Manifest) whose case did not relax invariants.operator.
@@ -92,7 +93,11 @@ std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::pat
   entries.push_back({"REPORT.md", renderReport(config, summary)});
   entries.push_back({"repro.py", renderReproPy(config, signature), true});
   entries.push_back({"case.yaml", renderCase(shown, config.base_dir, "batch.pt", "model.pt")});
-  entries.push_back(manifestEntry(config, minimal_batch, signature, neighbours));  // for minrepro verify
+  entries.push_back(manifestEntry(config, minimal_batch, signature, neighbours, summary.op));  // for minrepro verify
+  if (summary.op.status == OpReproStatus::Made) {
+    entries.push_back({"op/repro_op.py", summary.op.script, true});
+    entries.push_back(fileEntry("op/inputs.pt", summary.op.dir / "inputs.pt"));
+  }
   entries.push_back(fileEntry("batch.pt", minimal_batch));
   for (const auto& n : neighbours.cases) entries.push_back(fileEntry(n.file, config.work_dir / n.file));
   if (config.harness) {
@@ -158,6 +163,30 @@ BundlePlan traceBundle(const CaseConfig& config, TrialOracle& oracle, const Sele
   }
 }
 
+
+// The op step on the archive just written (engine/archive/op_repro.h), for a
+// run that ended reduced and was not stopped; true when it found a call that
+// fails alone (the archive is to be written again with op/).
+bool addOpRepro(const fs::path& archive, const ArchiveJob& job, ExitStatus status, ReductionSummary& summary,
+                Log& log) {
+  if (!job.op_step) {
+    summary.op.why = job.skip_op_step;
+    return false;
+  }
+  if (status != ExitStatus::Reduced || (job.stop && job.stop->load())) {
+    summary.op.why = status == ExitStatus::BudgetSpent ? "the budget was spent" : "the run was interrupted";
+    return false;
+  }
+  log.info("locating the failing operator call: repro.py once more with the op recorder");
+  summary.op = job.op_step(archive);
+  if (summary.op.status == OpReproStatus::Made)
+    log.info("op-level reproducer: op/repro_op.py calls " + summary.op.found->op + " alone and " + summary.op.alone +
+             " (" + std::to_string(summary.op.reduction_trials) + " trials reduced its inputs)");
+  else
+    log.info("op-level reproducer: " + std::string(summary.op.found ? summary.op.found->op + ": " : "") + "none kept (" +
+             summary.op.why + ")");
+  return summary.op.status == OpReproStatus::Made;
+}
 
 }  // namespace
 
@@ -229,6 +258,10 @@ ExitStatus writeAndCheckArchive(const CaseConfig& config, TrialOracle& oracle, c
   const CaseConfig archived = withBundledPaths(bakeBranches(config, best.branches_off), bundle);
   std::vector<ArchiveEntry> entries = archiveEntries(archived, minimal_batch, summary, neighbours, bundle);
   writeTarGz(config.output, entries);
+  if (addOpRepro(config.output, job, status, summary, log)) {
+    entries = archiveEntries(archived, minimal_batch, summary, neighbours, bundle);
+    writeTarGz(config.output, entries);
+  }
   log.info(std::string(summary.incomplete.empty() ? "reduced " : "stopped at ") + std::to_string(summary.original_samples) +
            " -> " + std::to_string(best.samples.size()) + " samples (ids " + formatList(summary.kept_ids) + ") in " +
            std::to_string(summary.stats.trials + summary.stats.replayed) + " trials; archive: " + config.output.string());

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "engine/case_config.h"
@@ -39,6 +40,10 @@ struct ArchiveJob {
   std::string python;            // runs repro.py in the self-check
   std::string skip_self_check;   // why the archive is not run on its own ("": it is)
   const std::atomic<bool>* stop = nullptr;  // set on SIGINT/SIGTERM: the trace and the self-check stop
+  // The failing operator call alone (engine/archive/op_repro.h), run on the
+  // archive just written; null: not tried, for `skip_op_step`'s reason.
+  std::function<OpRepro(const std::filesystem::path& archive)> op_step;
+  std::string skip_op_step = "--no-op-repro";
 };
 
 // Writes the archive to config.output and checks it on its own unless the

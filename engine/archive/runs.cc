@@ -22,6 +22,12 @@ int VerifyResult::asExpected() const {
   return n;
 }
 
+int VerifyResult::opAsExpected() const {
+  int n = 0;
+  for (const auto& r : op_runs) n += r.as_expected;
+  return n;
+}
+
 int VerifyResult::neighboursAsExpected() const {
   int n = 0;
   for (const auto& r : neighbour_runs) n += r.as_expected;
@@ -46,6 +52,8 @@ Manifest readManifest(const fs::path& dir, const std::vector<std::string>& names
     throw BadInputError(name + ": the archive records no expected result (it was made with a trial command or without "
                       "integer targets), so --expect pass could only check that nothing failed; compare the "
                       "program's output yourself");
+  if (!m.op_repro.empty() && !has(m.op_repro))
+    throw BadInputError(name + ": signature.txt names the op-level reproducer '" + m.op_repro + "', which the archive lacks");
   for (const auto& n : m.neighbours) {
     if (!has(n.file))
       throw BadInputError(name + ": signature.txt names the neighbour batch '" + n.file + "', which the archive lacks");
@@ -158,6 +166,37 @@ RunResult runOnce(const fs::path& dir, int index, const VerifyOptions& o, const 
   return r;
 }
 
+// op/repro_op.py once: the call alone fails like the case, the operator
+// aside (it is called directly, not from the program); after a fix it exits 0.
+RunResult runOpOnce(const fs::path& dir, int index, const VerifyOptions& o, const Manifest& m, Executor& executor) {
+  TrialSpec spec;
+  spec.argv = {o.python, (dir / fs::path(m.op_repro).lexically_normal()).string()};
+  spec.env_unset = diagnosticVariables();
+  spec.work_dir = dir.parent_path() / ("op-run-" + std::to_string(index));
+  spec.timeout = o.timeout;
+  spec.cancel = o.cancel;
+  RunResult r;
+  r.neighbour = m.op_repro;
+  r.outcome = executor.run(spec);
+  r.signature = classify(r.outcome);
+  if (o.expect == Expect::Pass) {
+    r.as_expected = r.outcome.passed();
+    r.detail = r.as_expected ? "passed" : "still fails: " + r.signature.summary() + " (" + describe(r.outcome) + ")";
+    return r;
+  }
+  Manifest op_manifest = m;
+  op_manifest.compare_operator = false;
+  judgeFail(r, op_manifest);
+  r.detail = m.op_repro + " " + r.detail;
+  return r;
+}
+
+void printRun(std::ostream* progress, const std::string& what, const RunResult& r) {
+  if (!progress) return;
+  *progress << "  " << what << ": " << r.detail << " in " << std::fixed << std::setprecision(1)
+            << r.outcome.duration.count() / 1000.0 << " s\n" << std::flush;
+}
+
 }  // namespace
 
 VerifyResult verifyArchive(const VerifyOptions& o, std::ostream* progress, Executor* executor) {
@@ -175,10 +214,11 @@ VerifyResult verifyArchive(const VerifyOptions& o, std::ostream* progress, Execu
   LocalExecutor local;
   for (int i = 1; i <= o.runs && !(o.cancel && o.cancel->load()); ++i) {
     result.runs.push_back(runOnce(dir, i, o, result.manifest, executor ? *executor : local));
-    if (progress)
-      *progress << "  run " << i << "/" << o.runs << ": " << result.runs.back().detail << " in " << std::fixed
-                << std::setprecision(1) << result.runs.back().outcome.duration.count() / 1000.0 << " s\n"
-                << std::flush;
+    printRun(progress, "run " + std::to_string(i) + "/" + std::to_string(o.runs), result.runs.back());
+    if (result.manifest.op_repro.empty()) continue;
+    result.op_runs.push_back(runOpOnce(dir, i, o, result.manifest, executor ? *executor : local));
+    printRun(progress, result.manifest.op_repro + " " + std::to_string(i) + "/" + std::to_string(o.runs),
+             result.op_runs.back());
   }
   // After a fix, the neighbour batches must pass too (docs/method.md, "Neighbour cases"): one
   // fresh run each, with the count recorded for that batch.

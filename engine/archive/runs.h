@@ -46,11 +46,16 @@ struct VerifyResult {
   Manifest manifest;
   std::vector<RunResult> runs;
   std::vector<RunResult> neighbour_runs;  // --expect pass: one run per neighbour
+  // op/repro_op.py, one run beside each of repro.py's when the archive has
+  // one: it fails like the case (the operator aside), or passes after a fix.
+  std::vector<RunResult> op_runs;
   int asExpected() const;
   int neighboursAsExpected() const;
+  int opAsExpected() const;
   bool allAsExpected() const {
     return !runs.empty() && asExpected() == static_cast<int>(runs.size()) &&
-           neighboursAsExpected() == static_cast<int>(neighbour_runs.size());
+           neighboursAsExpected() == static_cast<int>(neighbour_runs.size()) &&
+           opAsExpected() == static_cast<int>(op_runs.size());
   }
 };
 

@@ -9,7 +9,8 @@ namespace minrepro {
 
 bool SelfCheck::passed() const {
   if (!ran || !error.empty() || runs == 0) return false;
-  return require_every_run ? reproduced == runs : reproduced > 0;
+  const bool op_ok = require_every_run ? op_reproduced == op_runs : op_runs == 0 || op_reproduced > 0;
+  return op_ok && (require_every_run ? reproduced == runs : reproduced > 0);
 }
 
 bool SelfCheck::failed() const {
@@ -25,6 +26,9 @@ std::string SelfCheck::describe() const {
                      "variables; " + (require_every_run ? "every run must fail" : "a flaky failure: at least one") + ")";
   if (!failed() && !passed())
     text += "; inconclusive: a failure this rare can pass 30 runs of a faithful archive";
+  if (op_runs > 0)
+    text += "; op/repro_op.py failed like the case in " + std::to_string(op_reproduced) + " of " +
+            std::to_string(op_runs) + " runs";
   if (!first_difference.empty()) text += "; first run that did not: " + first_difference;
   if (!missing_file.empty()) text += "; it could not find " + missing_file + " (add it with trial.files)";
   return text;
@@ -82,7 +86,11 @@ SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfChec
     }
     check.runs = static_cast<int>(result.runs.size());
     check.reproduced = result.asExpected();
-    for (const RunResult& run : result.runs) {
+    check.op_runs = static_cast<int>(result.op_runs.size());
+    check.op_reproduced = result.opAsExpected();
+    std::vector<RunResult> all = result.runs;
+    all.insert(all.end(), result.op_runs.begin(), result.op_runs.end());
+    for (const RunResult& run : all) {
       if (run.as_expected) continue;
       // The Python that runs repro.py lacks torch: no verdict on the archive.
       if (run.outcome.stderr_text.find("No module named 'torch'") != std::string::npos) {

@@ -75,6 +75,8 @@ int shrinkCommand(const std::vector<std::string>& args) {
                                      "self-check (default: the one this build's torch came from)")
       ("no-self-check", "do not run the archive's repro.py on its own before finishing (e.g. it needs a GPU "
                         "this machine lacks); REPORT.md then says it was not checked")
+      ("no-op-repro", "do not look for the failing operator call alone (op/repro_op.py: a run of repro.py with the "
+                      "op recorder, runs of the call alone and a reduction of its inputs)")
       ("quiet,q", "only print errors")
       ("resume", "continue an interrupted run from the journal in the work directory")
       ("materialize-best", "run nothing: write the best case so far of the run whose journal is in the work "
@@ -98,6 +100,7 @@ int shrinkCommand(const std::vector<std::string>& args) {
   options.python = python;
   options.quiet = vm.count("quiet") > 0;
   options.self_check = vm.count("no-self-check") == 0;
+  options.op_repro = vm.count("no-op-repro") == 0;
   options.resume = vm.count("resume") > 0;
   options.materialize_best = vm.count("materialize-best") > 0;
   options.jobs = std::max<std::size_t>(1, vm["jobs"].as<std::size_t>());

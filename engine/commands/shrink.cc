@@ -26,6 +26,7 @@
 #include "engine/oracle.h"
 #include "engine/pipeline.h"
 #include "engine/archive/reproducer.h"
+#include "engine/commands/op_step.h"
 #include "engine/trial_spec.h"
 #include "reducers/selection_text.h"
 #include "harness/trial_main.h"
@@ -94,6 +95,32 @@ std::string selfCheckSkipped(const ShrinkOptions& options, const CaseConfig& con
 namespace {
 
 std::atomic<bool> g_stop{false};
+
+// Why the failing operator call is not looked for, or "" when it is.
+std::string opStepSkipped(const ShrinkOptions& options, const CaseConfig& config) {
+  if (!options.op_repro) return "--no-op-repro";
+  if (effectiveExecutor(config, options.executor).kind == ExecutorKind::Slurm)
+    return "the trials ran as Slurm jobs; the op step runs repro.py on this machine";
+  return "";
+}
+
+std::function<OpRepro(const fs::path&)> opStepFor(const ShrinkOptions& options, const CaseConfig& config,
+                                                  const FailureSignature& signature, const SelfCheckPlan& plan) {
+  OpStep step;
+  step.work = config.work_dir;
+  step.python = options.python;
+  step.signature = signature;
+  step.message_regex = config.expected.message_regex;
+  step.plan = plan;
+  step.timeout = config.timeout;
+  step.stop = &g_stop;
+  step.reduce = opReducer(options);
+  return [step](const fs::path& archive) {
+    OpStep with_archive = step;
+    with_archive.archive = archive;
+    return makeOpRepro(with_archive);
+  };
+}
 
 // SIGUSR1: write the best case so far to work_dir/best/ after the current round.
 std::atomic<bool> g_materialize{false};
@@ -342,8 +369,14 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   summary.incomplete = incomplete;
   summary.processes = processes;
   summary.fresh_minimality = fresh_minimality.describe();
-  const ArchiveJob job{minimal_batch, neighbours, plain_passes, options.python, selfCheckSkipped(options, config), &g_stop};
-  return writeAndCheckArchive(config, oracle, best, job, summary, status, log);
+  ArchiveJob job{minimal_batch, neighbours, plain_passes, options.python, selfCheckSkipped(options, config), &g_stop};
+  job.skip_op_step = opStepSkipped(options, config);
+  if (job.skip_op_step.empty())
+    job.op_step = opStepFor(options, config, oracle.reference(),
+                            planSelfCheck(oracle.rate(), config.flaky, plain_passes, best.samples.size()));
+  status = writeAndCheckArchive(config, oracle, best, job, summary, status, log);
+  if (options.tally) options.tally->trials = summary.stats.trials + summary.stats.replayed;
+  return status;
 }
 
 KeyValues pythonTorchVersions(const std::string& python, const fs::path& scratch) {

@@ -15,6 +15,11 @@
 
 namespace minrepro {
 
+// What a run did, for a caller that runs shrink itself (the op step).
+struct ShrinkTally {
+  std::size_t trials = 0;  // trials run, replayed ones included
+};
+
 struct ShrinkOptions {
   std::filesystem::path config;
   std::optional<std::filesystem::path> output;    // overrides case.yaml's output
@@ -29,6 +34,8 @@ struct ShrinkOptions {
   std::size_t max_trials = 0;    // 0: no budget
   double max_seconds = 0;        // 0: no budget
   ExecutorOverrides executor;    // --executor, --devices, --trials-per-device
+  bool op_repro = true;          // locate the failing operator call (engine/archive/op_repro.h); --no-op-repro
+  ShrinkTally* tally = nullptr;  // set: filled when the run ends
 };
 
 // Runs the whole job and returns how it ended (Reduced, DoesNotReproduce,

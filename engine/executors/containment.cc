@@ -80,6 +80,11 @@ void killAndReap(pid_t pid) {
 
 void adoptOrphans() { ::prctl(PR_SET_CHILD_SUBREAPER, 1); }
 
+std::string trialScope() {
+  std::lock_guard<std::mutex> lock(g_scope_mutex);
+  return g_scope;
+}
+
 void setTrialScope(const std::string& scope) {
   std::lock_guard<std::mutex> lock(g_scope_mutex);
   g_scope = scope;

@@ -37,6 +37,7 @@ void adoptOrphans();
 // The scope of the tags this process gives from now on: the run's work
 // directory. Until set: "pid-<pid>", which no later run looks for.
 void setTrialScope(const std::string& scope);
+std::string trialScope();  // "" until set
 
 // A tag no other trial has: "<scope>/<pid>.<n>".
 std::string newTrialTag();

@@ -1,0 +1,367 @@
+#include "engine/archive/op_repro.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "engine/archive/tar_gz.h"
+#include "engine/diagnostics.h"
+#include "engine/executors/process.h"
+#include "engine/text_lines.h"
+
+namespace fs = std::filesystem;
+
+namespace minrepro {
+
+namespace {
+
+// "[3,4]" -> {3, 4}; "[]" -> {}.
+std::vector<std::int64_t> parseSizes(const std::string& text) {
+  std::vector<std::int64_t> sizes;
+  std::string digits;
+  for (char c : text + ",") {
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      digits += c;
+    } else if (!digits.empty()) {
+      sizes.push_back(std::stoll(digits));
+      digits.clear();
+    }
+  }
+  return sizes;
+}
+
+// "self float32 [3,4] stride [4,1] offset 0 cpu storage own"
+std::optional<OpTensor> parseTensorLine(const std::string& value) {
+  std::istringstream words(value);
+  OpTensor t;
+  std::string shape, stride_word, stride, offset_word, offset, storage_word;
+  if (!(words >> t.name >> t.dtype >> shape >> stride_word >> stride >> offset_word >> offset >> t.device >>
+        storage_word))
+    return std::nullopt;
+  t.shape = parseSizes(shape);
+  t.layout = "stride " + stride + " offset " + offset;
+  std::getline(words, t.storage);
+  t.storage = text::trim(t.storage);
+  return t;
+}
+
+void readCallField(OpCall& call, const std::string& key, const std::string& value) {
+  if (key == "op") call.op = value;
+  else if (key == "call") call.call = value;
+  else if (key == "phase") call.phase = value;
+  else if (key == "error") call.error = value;
+  else if (key == "unsupported") call.unsupported = value;
+  else if (key == "arg") call.args.push_back(value);
+  else if (key == "kwarg") call.args.push_back(value);
+  else if (key == "index") call.index = std::strtoull(value.c_str(), nullptr, 10);
+  else if (key == "tensor") {
+    if (auto t = parseTensorLine(value)) call.tensors.push_back(std::move(*t));
+  }
+}
+
+// What the op recorder is given: its directory first on PYTHONPATH (its
+// sitecustomize.py loads it) and where to write.
+std::map<std::string, std::string> recorderEnvironment(const fs::path& record_dir) {
+  std::string path = opRecorderDir();
+  if (const char* inherited = std::getenv("PYTHONPATH"); inherited && *inherited) path += std::string(":") + inherited;
+  return {{"PYTHONPATH", path}, {"MINREPRO_OP_RECORD", record_dir.string()}};
+}
+
+TrialOutcome runPython(const OpStep& step, std::vector<std::string> args, const fs::path& cwd,
+                       std::map<std::string, std::string> env = {}) {
+  TrialSpec spec;
+  spec.argv = {step.python};
+  for (auto& a : args) spec.argv.push_back(std::move(a));
+  spec.env_set = std::move(env);
+  spec.env_unset = diagnosticVariables();
+  spec.work_dir = cwd;
+  spec.timeout = step.timeout;
+  spec.cancel = step.stop;
+  return LocalExecutor().run(spec);
+}
+
+// The case's signature as a single call must show it: the call is not the
+// program, so the operator the traceback names is not compared.
+SignatureMatch matchesCase(const OpStep& step, const FailureSignature& seen) {
+  FailureSignature wanted = step.signature;
+  wanted.op.clear();
+  ExpectedFailure expected;
+  expected.message_regex = step.message_regex;
+  expected.require_original_op = false;
+  return matchSignature(wanted, seen, expected);
+}
+
+// Directories under `dir` whose names start with `prefix`, oldest first.
+std::vector<fs::path> recordsIn(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::pair<fs::file_time_type, fs::path>> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (text::startsWith(entry.path().filename().string(), prefix)) found.emplace_back(entry.last_write_time(ec), entry.path());
+  std::sort(found.begin(), found.end());
+  std::vector<fs::path> paths;
+  for (auto& [time, path] : found) paths.push_back(path);
+  return paths;
+}
+
+// Of the calls that raised, the last whose error reads like the case's
+// (errors caught by the program came before); else the last one.
+std::optional<fs::path> raisingCall(const fs::path& record_dir, const OpStep& step) {
+  const std::vector<fs::path> raised = recordsIn(record_dir, "raised-");
+  for (auto it = raised.rbegin(); it != raised.rend(); ++it) {
+    const auto call = readOpCall(*it / "call.txt");
+    if (call && classifyText(call->error + "\n").failed() && matchesCase(step, classifyText(call->error + "\n")).matches)
+      return *it;
+  }
+  if (!raised.empty()) return raised.back();
+  return std::nullopt;
+}
+
+// A fatal signal: the call a process died in (its last-op file outlived it),
+// saved by a second run just before it runs. Counts that run.
+std::optional<fs::path> callBeforeSignal(const fs::path& record_dir, const fs::path& repro_dir, const OpStep& step,
+                                         OpRepro& result) {
+  const std::vector<fs::path> left = recordsIn(record_dir, "last-op-");
+  if (left.empty()) return std::nullopt;
+  const std::string last = text::trim(readFileBytes(left.back()));  // "42 _ctc_loss.Tensor"
+  const auto space = last.find(' ');
+  if (space == std::string::npos) return std::nullopt;
+  const fs::path again = step.work / "op-record-before";
+  fs::remove_all(again);
+  fs::create_directories(again);
+  auto env = recorderEnvironment(again);
+  env["MINREPRO_OP_SAVE_AT"] = last.substr(0, space) + ":" + last.substr(space + 1);
+  runPython(step, {(repro_dir / "repro.py").string()}, step.work / "op-run", env);
+  ++result.processes;
+  const std::vector<fs::path> saved = recordsIn(again, "before-");
+  if (saved.empty()) return std::nullopt;
+  return saved.front();
+}
+
+// Runs repro.py with the recorder: the call that raised the case's error or
+// died of its signal, or why there is none.
+std::optional<fs::path> locateCall(const fs::path& repro_dir, const OpStep& step, OpRepro& result) {
+  const fs::path record_dir = step.work / "op-record";
+  fs::remove_all(record_dir);
+  fs::create_directories(record_dir);
+  const TrialOutcome outcome =
+      runPython(step, {(repro_dir / "repro.py").string()}, step.work / "op-run", recorderEnvironment(record_dir));
+  ++result.processes;
+  const FailureSignature seen = classify(outcome);
+  if (const SignatureMatch match = matchesCase(step, seen); !match.matches) {
+    result.why = "the case did not fail the same way while its operator calls were recorded (" + match.why_not +
+                 "; " + describe(outcome) + ")";
+    return std::nullopt;
+  }
+  const auto call = outcome.end == TrialEnd::Signaled ? callBeforeSignal(record_dir, repro_dir, step, result)
+                                                      : raisingCall(record_dir, step);
+  if (!call)
+    result.why = outcome.end == TrialEnd::Signaled
+                     ? "the process died outside any ATen operator call (in the program's own native code: a "
+                       "C extension, ctypes)"
+                     : "no ATen operator raised this error: the program's own code (or autograd) raised it after "
+                       "the operators it ran had returned, e.g. on a wrong value computed upstream";
+  return call;
+}
+
+// repro_op.py in `dir` (which holds inputs.pt) for the call in `call_dir`.
+bool renderScript(const OpStep& step, const fs::path& call_dir, const fs::path& dir, bool literal, OpRepro& result) {
+  std::vector<std::string> args{(fs::path(opRecorderDir()) / "minrepro_op.py").string(), "render", call_dir.string(),
+                                dir.string()};
+  if (literal) args.push_back("--literal");
+  const TrialOutcome out = runPython(step, args, step.work / "op-run");
+  if (out.passed()) return true;
+  const text::Lines lines = text::splitLines(text::trim(out.stderr_text));
+  result.why = "repro_op.py could not be written: " + (lines.empty() ? describe(out) : lines.back());
+  return false;
+}
+
+// The call in `call_dir` extracted into `dir` (inputs.pt as recorded, then repro_op.py).
+bool extractCall(const OpStep& step, const fs::path& call_dir, const fs::path& dir, OpRepro& result) {
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(call_dir / "inputs.pt", dir / "inputs.pt");
+  return renderScript(step, call_dir, dir, false, result);
+}
+
+// Shrinks the call's inputs in op-reduce/; the reduced inputs.pt when it worked.
+std::optional<fs::path> reduceCall(const OpStep& step, const fs::path& op_dir, const OpCall& call, OpRepro& result) {
+  const auto axes = sharedSampleAxes(call.tensors);
+  if (!step.reduce || axes.empty()) return std::nullopt;
+  const fs::path dir = step.work / "op-reduce";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* name : {"repro_op.py", "inputs.pt"}) fs::copy_file(op_dir / name, dir / name);
+  std::ofstream(dir / "case.yaml") << renderOpCase(step.python, axes, step.signature, step.timeout);
+  const OpReduction reduction = step.reduce(dir / "case.yaml");
+  result.reduction_trials = reduction.trials;
+  if (reduction.inputs.empty()) return std::nullopt;
+  return reduction.inputs;
+}
+
+// Runs repro_op.py in `dir` alone; false, with why, when it does not fail like the case.
+bool standsAlone(const OpStep& step, const fs::path& dir, const std::string& op, OpRepro& result) {
+  const OpAlone alone = runOpAlone(dir, step, step.plan);
+  result.processes += static_cast<std::size_t>(alone.runs);
+  result.alone = "failed alone like the case in " + std::to_string(alone.failed_alike) + " of " +
+                 std::to_string(alone.runs) + " runs (fresh processes, an empty directory)";
+  if (alone.passed(step.plan)) return true;
+  result.why = op + " called alone with the recorded inputs does not fail like the case (" + alone.first_difference +
+               "): the failure needs what earlier calls did (a value or state they left, a race), so the batch-level "
+               "reproducer is the one to run";
+  return false;
+}
+
+// Locate, extract, check alone, reduce, render with literals, check again.
+void buildOpRepro(const OpStep& step, OpRepro& result) {
+  ScratchDir tree("minrepro-op-locate");
+  const fs::path repro = tree.path() / "repro";
+  extractArchive(step.archive, repro, std::size_t{1} << 34, std::uint64_t{1} << 36);
+  fs::create_directories(step.work / "op-run");
+  result.status = OpReproStatus::NotIsolated;
+  const auto call_dir = locateCall(repro, step, result);
+  if (!call_dir) return;
+  result.found = readOpCall(*call_dir / "call.txt");
+  if (!result.found) {
+    result.why = "the op recorder's record of the call cannot be read (" + (*call_dir / "call.txt").string() + ")";
+    return;
+  }
+  const std::string& op = result.found->op;
+  if (!result.found->unsupported.empty()) {
+    result.why = op + " was called with " + result.found->unsupported + ", which a script cannot rebuild";
+    return;
+  }
+  const fs::path op_dir = step.work / "op";
+  if (!extractCall(step, *call_dir, op_dir, result) || !standsAlone(step, op_dir, op, result)) return;
+  const fs::path recorded = step.work / "op-recorded-inputs.pt";
+  fs::copy_file(op_dir / "inputs.pt", recorded, fs::copy_options::overwrite_existing);
+  const auto reduced = reduceCall(step, op_dir, *result.found, result);
+  if (reduced) fs::copy_file(*reduced, op_dir / "inputs.pt", fs::copy_options::overwrite_existing);
+  bool alone = renderScript(step, *call_dir, op_dir, true, result) && standsAlone(step, op_dir, op, result);
+  if (!alone && reduced) {  // the reduction's result must stand alone too; else the recorded inputs
+    fs::copy_file(recorded, op_dir / "inputs.pt", fs::copy_options::overwrite_existing);
+    alone = renderScript(step, *call_dir, op_dir, true, result) && standsAlone(step, op_dir, op, result);
+  }
+  if (!alone) return;
+  result.why.clear();
+  result.reduced = readOpCall(op_dir / "call.txt");
+  result.script = readFileBytes(op_dir / "repro_op.py");
+  result.dir = op_dir;
+  result.status = OpReproStatus::Made;
+}
+
+}  // namespace
+
+std::string OpTensor::describe() const {
+  std::string text = name + " " + dtype + " [";
+  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "] " + layout + " " + device + (storage == "own" ? "" : ", " + storage);
+}
+
+std::optional<OpCall> readOpCall(const fs::path& file) {
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) return std::nullopt;
+  OpCall call;
+  for (const std::string& line : text::splitLines(readFileBytes(file))) {
+    const auto colon = line.find(": ");
+    if (colon != std::string::npos) readCallField(call, line.substr(0, colon), line.substr(colon + 2));
+  }
+  if (call.op.empty() || call.call.empty()) return std::nullopt;
+  return call;
+}
+
+std::map<std::string, int> sharedSampleAxes(const std::vector<OpTensor>& tensors) {
+  std::map<std::int64_t, int> holders;  // size -> tensors with an axis of that size
+  for (const auto& t : tensors) {
+    std::vector<std::int64_t> sizes(t.shape);
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    for (auto s : sizes) holders[s] += s > 1;
+  }
+  std::int64_t chosen = 0;
+  int most = 1;
+  // The first tensor's first axis wins a tie (a loss's input before its target's class axis).
+  if (!tensors.empty() && !tensors.front().shape.empty() && tensors.front().shape[0] > 1) {
+    chosen = tensors.front().shape[0];
+    most = holders[chosen];
+  }
+  for (const auto& [size, count] : holders)
+    if (count > most) chosen = size, most = count;
+  std::map<std::string, int> axes;
+  if (chosen == 0) {
+    // Nothing to cut (one sample, one tensor of length 1): the first tensor
+    // with an axis carries the case, for the values pass alone.
+    for (const auto& t : tensors)
+      if (!t.shape.empty()) return {{t.name, 0}};
+    return axes;
+  }
+  for (const auto& t : tensors) {
+    const auto at = std::find(t.shape.begin(), t.shape.end(), chosen);
+    if (at != t.shape.end()) axes[t.name] = static_cast<int>(at - t.shape.begin());
+  }
+  return axes;
+}
+
+std::string renderOpCase(const std::string& python, const std::map<std::string, int>& axes,
+                         const FailureSignature& signature, std::chrono::milliseconds timeout) {
+  std::ostringstream yaml;
+  yaml << "# The failing operator call's inputs, reduced by minrepro's op step.\nbatch: inputs.pt\nsamples:\n"
+          "  tensors: {";
+  bool first = true;
+  for (const auto& [name, axis] : axes) yaml << (first ? "" : ", ") << '"' << name << "\": " << axis, first = false;
+  yaml << "}\ntrial:\n  command: [\"" << python << "\", \"{case_dir}/repro_op.py\", \"{batch}\"]\n"
+       << "  timeout: " << std::max<long long>(1, timeout.count() / 1000) << "\nfailure:\n  family: "
+       << familyName(signature.family) << "\nreducers: [samples, values]\nwork_dir: work\noutput: op.tar.gz\n";
+  return yaml.str();
+}
+
+bool OpAlone::passed(const SelfCheckPlan& plan) const {
+  return runs > 0 && (plan.require_every_run ? failed_alike == runs : failed_alike > 0);
+}
+
+OpAlone runOpAlone(const fs::path& dir, const OpStep& step, const SelfCheckPlan& plan) {
+  ScratchDir scratch("minrepro-op");
+  const fs::path alone = scratch.path() / "op";
+  fs::create_directories(alone);
+  for (const char* name : {"repro_op.py", "inputs.pt"})
+    if (fs::exists(dir / name)) fs::copy_file(dir / name, alone / name);
+  OpAlone result;
+  for (int i = 1; i <= plan.runs && !(step.stop && step.stop->load()); ++i) {
+    const TrialOutcome out =
+        runPython(step, {(alone / "repro_op.py").string()}, scratch.path() / ("run-" + std::to_string(i)));
+    ++result.runs;
+    const SignatureMatch match = matchesCase(step, classify(out));
+    if (match.matches) ++result.failed_alike;
+    else if (result.first_difference.empty())
+      result.first_difference = match.why_not + " (" + describe(out) + ")";
+  }
+  return result;
+}
+
+std::string opRecorderDir() {
+  const std::string script =
+      ownFile("op_recorder/minrepro_op.py", fs::path(MINREPRO_SOURCE_DIR) / "harness/python/op_recorder/minrepro_op.py");
+  return script.empty() ? "" : fs::path(script).parent_path().string();
+}
+
+OpRepro makeOpRepro(const OpStep& step) {
+  OpRepro result;
+  if (opRecorderDir().empty()) {
+    result.why = "the op recorder (op_recorder/ beside minrepro) was not found; reinstall minrepro";
+    return result;
+  }
+  try {
+    buildOpRepro(step, result);
+  } catch (const std::exception& e) {
+    // The op step is a help beside the archive, never the run's result.
+    result.status = result.status == OpReproStatus::Made ? OpReproStatus::NotIsolated : result.status;
+    result.why = std::string("the op step failed: ") + e.what();
+  }
+  if (step.stop && step.stop->load() && result.status != OpReproStatus::Made) {
+    result.status = OpReproStatus::NotTried;
+    result.why = "the run was interrupted";
+  }
+  return result;
+}
+
+}  // namespace minrepro

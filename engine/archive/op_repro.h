@@ -1,0 +1,137 @@
+// The op-level reproducer: the one ATen operator call that fails, with its
+// inputs, runnable without the user's model, data pipeline or code
+// (docs/method.md, "The failing operator").
+//
+// After the archive is written, its repro.py runs once more, extracted into
+// an empty directory, with the op recorder loaded into every Python process
+// (harness/python/op_recorder: a TorchDispatchMode, so forward and backward
+// calls, from Python and from TorchScript alike). An exception names the call
+// that raised it; a fatal signal leaves the number of the call it died in,
+// and a second run saves that call's inputs just before it runs. The call
+// becomes op/repro_op.py and op/inputs.pt, kept only when it fails alone in
+// fresh processes the way the case does (family, message shape, signal).
+// A failure that needs what earlier calls did (a wrong value the program
+// checks itself, a race, global state) is not kept: REPORT.md says which call
+// was found and why it does not stand alone.
+//
+// The call's tensors then form a case of their own that the same engine
+// shrinks (the caller supplies the reduction: engine/commands/op_step.h), along
+// the axis they share, then their values; small plain tensors end up written
+// into the script itself.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/archive/self_check.h"
+#include "engine/failure_signature.h"
+
+namespace minrepro {
+
+// One tensor argument of the call, as call.txt describes it.
+struct OpTensor {
+  std::string name;  // the schema's argument name ("self", "target"), numbered inside lists
+  std::string dtype;
+  std::vector<std::int64_t> shape;
+  std::string layout;   // "stride [4,1] offset 0"
+  std::string device;
+  std::string storage;  // "own" or "shared with mat2"
+
+  std::string describe() const;  // "self float32 [3,4] stride [4,1] offset 0 cpu, own storage"
+};
+
+// call.txt, written by harness/python/op_recorder/minrepro_op.py.
+struct OpCall {
+  std::string op;     // "aten::nll_loss_forward.default"
+  std::string call;   // "torch.ops.aten.nll_loss_forward.default"
+  std::string phase;  // "forward", "backward", "unknown" (torch 1.13 cannot tell for most calls)
+  std::size_t index = 0;  // its place among the process's operator calls, from 1
+  std::string error;      // "IndexError: Target 4 is out of bounds."; empty for a fatal signal
+  std::vector<std::string> args;  // Python source, tensors as T['name']
+  std::vector<OpTensor> tensors;
+  std::string unsupported;  // an argument that cannot be written as source; empty when none
+};
+
+// Reads call.txt; nullopt when the file is missing or names no operator.
+std::optional<OpCall> readOpCall(const std::filesystem::path& file);
+
+// The axis each tensor is cut along when the call's inputs are reduced: the
+// size most tensors share (the batch of a loss's input and target, the N of
+// CTC's [T, N, C] log_probs and [N, S] targets), the first axis of that size
+// in each tensor that has one. When no axis longer than 1 is shared, nor is
+// the first tensor's first axis longer than 1: the first axis of the first
+// tensor that has one (the values pass still has work). Empty when every
+// tensor is a scalar.
+std::map<std::string, int> sharedSampleAxes(const std::vector<OpTensor>& tensors);
+
+// case.yaml for reducing the call's inputs (`axes` from sharedSampleAxes):
+// repro_op.py run on each candidate, samples then values.
+std::string renderOpCase(const std::string& python, const std::map<std::string, int>& axes,
+                         const FailureSignature& signature, std::chrono::milliseconds timeout);
+
+enum class OpReproStatus {
+  Made,         // op/repro_op.py fails alone like the case
+  NotIsolated,  // no call fails alone like the case: `why`
+  NotTried,     // --no-op-repro, an interrupted run, a case that no longer failed: `why`
+};
+
+struct OpRepro {
+  OpReproStatus status = OpReproStatus::NotTried;
+  std::string why;
+  std::optional<OpCall> found;    // the call as recorded
+  std::optional<OpCall> reduced;  // the call repro_op.py makes (Made)
+  std::string script;             // repro_op.py (Made)
+  std::filesystem::path dir;      // holds repro_op.py and inputs.pt (Made)
+  std::size_t processes = 0;      // runs of the step besides the reduction's trials
+  std::size_t reduction_trials = 0;
+  std::string alone;  // "failed alone in 3 of 3 runs"
+};
+
+// What the reduction of the call's inputs gives back.
+struct OpReduction {
+  std::filesystem::path inputs;  // the reduced inputs.pt; empty: not reduced
+  std::size_t trials = 0;
+  std::string why_not;  // when not reduced
+};
+
+struct OpStep {
+  std::filesystem::path archive;  // just written
+  std::filesystem::path work;     // the run's work directory (op/ and op-*/ go there)
+  std::string python;
+  FailureSignature signature;   // the case's
+  std::string message_regex;    // case.yaml's failure.message, compared as the trials did
+  SelfCheckPlan plan;           // runs of repro_op.py that must fail (3; more when flaky)
+  std::chrono::milliseconds timeout{60'000};
+  const std::atomic<bool>* stop = nullptr;
+  // Shrinks the case in the directory given (case.yaml, repro_op.py,
+  // inputs.pt); null: the call's inputs are kept as recorded.
+  std::function<OpReduction(const std::filesystem::path& case_file)> reduce;
+};
+
+// Locates, extracts, checks and reduces the failing call; never throws for
+// what the case does (a call that cannot be isolated is an outcome).
+OpRepro makeOpRepro(const OpStep& step);
+
+// Whether repro_op.py in `dir` (with its inputs.pt) fails like `signature`
+// in `plan.runs` fresh processes in an empty directory; `detail` gets the
+// first run that did not.
+struct OpAlone {
+  int runs = 0;
+  int failed_alike = 0;
+  std::string first_difference;
+  bool passed(const SelfCheckPlan& plan) const;
+};
+OpAlone runOpAlone(const std::filesystem::path& dir, const OpStep& step, const SelfCheckPlan& plan);
+
+// The op recorder's directory (harness/python/op_recorder, copied beside the
+// binaries by the build); "" when neither copy exists.
+std::string opRecorderDir();
+
+}  // namespace minrepro

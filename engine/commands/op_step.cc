@@ -1,0 +1,39 @@
+#include "engine/commands/op_step.h"
+
+#include "engine/executors/containment.h"
+
+namespace fs = std::filesystem;
+
+namespace minrepro {
+
+std::function<OpReduction(const fs::path& case_file)> opReducer(const ShrinkOptions& outer) {
+  return [outer](const fs::path& case_file) {
+    ShrinkOptions inner;
+    inner.config = case_file;
+    inner.python = outer.python;
+    inner.trial_binary = outer.trial_binary;
+    inner.quiet = true;
+    inner.self_check = false;
+    inner.op_repro = false;
+    inner.jobs = outer.jobs;
+    ShrinkTally tally;
+    inner.tally = &tally;
+    // The nested run tags its trials with its own work directory; the
+    // outer run's tags resume afterwards.
+    const std::string scope = trialScope();
+    OpReduction reduction;
+    try {
+      const ExitStatus status = runShrink(inner);
+      const fs::path best = case_file.parent_path() / "work" / "best" / "batch.pt";
+      if (status == ExitStatus::Reduced && fs::exists(best)) reduction.inputs = best;
+      else reduction.why_not = "the reduction ended with exit status " + std::to_string(static_cast<int>(status));
+    } catch (const std::exception& e) {
+      reduction.why_not = e.what();
+    }
+    setTrialScope(scope);
+    reduction.trials = tally.trials;
+    return reduction;
+  };
+}
+
+}  // namespace minrepro

@@ -1,0 +1,309 @@
+"""The failing ATen operator of a run, and a reproducer that calls only it.
+
+Recording (install(), from the sitecustomize.py beside this file, when
+MINREPRO_OP_RECORD names a directory DIR): a TorchDispatchMode sees every
+ATen operator call of the process, forward and backward, below the Python
+functionals and TorchScript alike.
+- Before each call, its number and name are written to DIR/last-op-PID.txt
+  (overwritten; removed when the process exits normally), so a process a
+  signal kills leaves the call it died in.
+- A call that raises leaves DIR/raised-PID-K/ (at most 8 per process): its
+  tensors in inputs.pt, saved together so that views stay views of one
+  storage, and call.txt (the operator, every argument as Python source, the
+  error, the call's number and phase).
+- MINREPRO_OP_SAVE_AT=N:NAME saves call N the same way before it runs, into
+  DIR/before-PID/: the call a signal ended, found by a first run.
+
+Rendering: `python minrepro_op.py render CALL_DIR OUT_DIR [--literal]`
+writes OUT_DIR/repro_op.py and OUT_DIR/call.txt for CALL_DIR's call with the
+inputs in OUT_DIR/inputs.pt. With --literal, small plain tensors are written
+into the script; the others are loaded from inputs.pt with weights_only=True.
+
+call.txt is `key: value` lines, read by minrepro (engine/archive/op_repro.cc):
+op, call, phase, index, error, then one `arg:` per argument and one
+`tensor:` per tensor (name, dtype, shape, stride, offset, device, storage).
+Standard library and torch only; runs on torch 1.13 and 2.x.
+"""
+import atexit
+import math
+import os
+import re
+import sys
+
+_MAX_RAISED = 8
+_LITERAL_MAX_ELEMENTS = 64
+
+
+class Unsupported(Exception):
+    """An argument that cannot be written as Python source."""
+
+
+# ---------------------------------------------------------------- arguments
+
+def _tensor_key(name, tensors):
+    key, n = name, 2
+    while key in tensors:
+        key, n = "%s_%d" % (name, n), n + 1
+    return key
+
+
+def _float_source(value):
+    return repr(value) if math.isfinite(value) else "float(%r)" % repr(value)
+
+
+def argument_source(value, name, tensors):
+    """Python source for `value`; tensors go into `tensors` under a free name."""
+    import torch
+    if isinstance(value, torch.Tensor):
+        if type(value) is not torch.Tensor and not isinstance(value, torch.nn.Parameter):
+            raise Unsupported("a tensor subclass (%s)" % type(value).__name__)
+        key = _tensor_key(name, tensors)
+        tensors[key] = value
+        return "T[%r]" % key
+    if value is None or isinstance(value, (bool, int, str)):
+        return repr(value)
+    if isinstance(value, float):
+        return _float_source(value)
+    if isinstance(value, complex):
+        return "complex(%s, %s)" % (_float_source(value.real), _float_source(value.imag))
+    if isinstance(value, (list, tuple)):
+        items = [argument_source(v, "%s%d" % (name, i), tensors) for i, v in enumerate(value)]
+        if isinstance(value, list):
+            return "[%s]" % ", ".join(items)
+        return "(%s)" % (items[0] + "," if len(items) == 1 else ", ".join(items))
+    if isinstance(value, (torch.dtype, torch.layout, torch.memory_format)):
+        return str(value)
+    if isinstance(value, torch.device):
+        return "torch.device(%r)" % str(value)
+    raise Unsupported("an argument of type %s" % type(value).__name__)
+
+
+def describe_tensors(tensors):
+    """One `tensor:` line per tensor; tensors sharing a storage name each other."""
+    storages = {}
+    for key, t in tensors.items():
+        storages.setdefault(_storage_key(t), []).append(key)
+    lines = []
+    for key, t in tensors.items():
+        others = [k for k in storages[_storage_key(t)] if k != key]
+        lines.append("tensor: %s %s %s stride %s offset %d %s storage %s" % (
+            key, str(t.dtype).replace("torch.", ""), _list(t.shape), _strides(t), _offset(t), t.device,
+            "shared with " + ",".join(others) if others else "own"))
+    return lines
+
+
+def _list(values):
+    return "[" + ",".join(str(int(v)) for v in values) + "]"
+
+
+def _strides(t):
+    try:
+        return _list(t.stride())
+    except RuntimeError:  # sparse and other layouts without strides
+        return "-"
+
+
+def _offset(t):
+    try:
+        return int(t.storage_offset())
+    except RuntimeError:
+        return 0
+
+
+def _storage_key(t):
+    try:
+        storage = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+        return (str(t.device), storage.data_ptr())
+    except RuntimeError:
+        return ("own", id(t))
+
+
+# ---------------------------------------------------------------- recording
+
+def _phase(func):
+    import torch
+    current = getattr(torch._C, "_current_autograd_node", None)
+    if current is not None:
+        return "backward" if current() is not None else "forward"
+    # torch 1.13 has no way to ask; its backward kernels say so in their names.
+    return "backward" if "backward" in func.__name__ else "unknown"
+
+
+def save_call(directory, func, args, kwargs, index, error=None):
+    """inputs.pt and call.txt for one call; False when an argument cannot be written."""
+    import torch
+    tensors = {}
+    schema = func._schema.arguments
+    try:
+        arg_lines = ["arg: %s" % argument_source(v, schema[i].name if i < len(schema) else "arg%d" % i, tensors)
+                     for i, v in enumerate(args)]
+        arg_lines += ["kwarg: %s=%s" % (k, argument_source(v, k, tensors)) for k, v in kwargs.items()]
+    except Unsupported as why:
+        arg_lines, tensors = ["unsupported: %s" % why], {}
+    os.makedirs(directory, exist_ok=True)
+    torch.save({k: t.detach() for k, t in tensors.items()}, os.path.join(directory, "inputs.pt"))
+    name = func.__name__  # "nll_loss_forward.default"
+    packet, _, overload = name.rpartition(".")
+    lines = ["op: aten::%s.%s" % (packet, overload) if func.namespace == "aten" else "op: %s::%s" % (func.namespace, name),
+             "call: torch.ops.%s.%s.%s" % (func.namespace, packet, overload),
+             "phase: %s" % _phase(func), "index: %d" % index, "pid: %d" % os.getpid()]
+    if error is not None:
+        lines.append("error: %s: %s" % (type(error).__name__, (str(error).strip().splitlines() or [""])[0]))
+    lines += arg_lines + describe_tensors(tensors)
+    with open(os.path.join(directory, "call.txt"), "w") as out:
+        out.write("\n".join(lines) + "\n")
+
+
+class _Recorder:
+    def __init__(self, directory):
+        self.directory = directory
+        self.index = 0
+        self.raised = 0
+        self.busy = False
+        self.last_op = None
+        save_at = os.environ.get("MINREPRO_OP_SAVE_AT", "")
+        index, _, name = save_at.partition(":")
+        self.save_at = (int(index), name) if index.isdigit() else None
+
+    def _note(self, func):
+        pid = os.getpid()
+        if self.last_op is None or self.last_op[0] != pid:  # first call, or a forked child
+            path = os.path.join(self.directory, "last-op-%d.txt" % pid)
+            self.last_op = (pid, os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), path)
+        line = ("%d %s\n" % (self.index, func.__name__)).encode()
+        os.pwrite(self.last_op[1], line, 0)
+        os.ftruncate(self.last_op[1], len(line))
+
+    def forget(self):
+        if self.last_op is not None and self.last_op[0] == os.getpid():
+            os.close(self.last_op[1])
+            os.unlink(self.last_op[2])
+            self.last_op = None
+
+    def call(self, func, args, kwargs):
+        if self.busy:
+            return func(*args, **kwargs)
+        self.busy = True
+        try:
+            self.index += 1
+            self._note(func)
+            if self.save_at == (self.index, func.__name__):
+                save_call(os.path.join(self.directory, "before-%d" % os.getpid()), func, args, kwargs, self.index)
+        finally:
+            self.busy = False
+        try:
+            return func(*args, **kwargs)
+        except Exception as error:
+            if self.raised < _MAX_RAISED and not self.busy:
+                self.raised += 1
+                self.busy = True
+                try:
+                    save_call(os.path.join(self.directory, "raised-%d-%d" % (os.getpid(), self.raised)),
+                              func, args, kwargs, self.index, error)
+                finally:
+                    self.busy = False
+            raise
+
+
+def install():
+    """Records this process's operator calls into $MINREPRO_OP_RECORD."""
+    try:
+        import torch
+        from torch.utils._python_dispatch import TorchDispatchMode
+    except ImportError:
+        return  # a Python without torch runs no operator
+    recorder = _Recorder(os.environ["MINREPRO_OP_RECORD"])
+
+    class _RecordCalls(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return recorder.call(func, args, kwargs or {})
+
+    _RecordCalls().__enter__()  # for the whole process: never left
+    atexit.register(recorder.forget)
+
+
+# ---------------------------------------------------------------- rendering
+
+def read_call(path):
+    fields = {}
+    with open(path) as lines:
+        for line in lines:
+            key, _, value = line.rstrip("\n").partition(": ")
+            fields.setdefault(key, []).append(value)
+    return fields
+
+
+def literal_source(t):
+    """`torch.tensor(...)` for a small plain tensor, else None."""
+    import torch
+    plain = (t.layout == torch.strided and t.device.type == "cpu" and t.numel() <= _LITERAL_MAX_ELEMENTS
+             and t.is_contiguous() and t.storage_offset() == 0 and not t.is_complex()
+             and t.dtype not in (torch.qint8, torch.quint8, torch.qint32))
+    if not plain:
+        return None
+    if _storage_bytes(t) != t.numel() * t.element_size():
+        return None  # a view of a larger storage: its layout may matter
+    if t.numel() == 0:
+        return "torch.empty(%s, dtype=%s)" % (tuple(t.shape), t.dtype)
+    return "torch.tensor(%r, dtype=%s)" % (t.tolist(), t.dtype)
+
+
+def _storage_bytes(t):
+    if hasattr(t, "untyped_storage"):
+        return t.untyped_storage().nbytes()
+    return t.storage().size() * t.element_size()  # torch 1.13
+
+
+def render(call_dir, out_dir, literal):
+    import torch
+    fields = read_call(os.path.join(call_dir, "call.txt"))
+    if "unsupported" in fields:
+        raise SystemExit("cannot write this call: %s" % fields["unsupported"][0])
+    inputs_path = os.path.join(out_dir, "inputs.pt")
+    tensors = torch.load(inputs_path, weights_only=True)
+    args = fields.get("arg", []) + ["%s" % kw for kw in fields.get("kwarg", [])]
+    literals = {}
+    if literal:
+        owners = {}
+        for key, t in tensors.items():
+            owners.setdefault(_storage_key(t), []).append(key)
+        for key, t in tensors.items():
+            source = literal_source(t) if len(owners[_storage_key(t)]) == 1 else None
+            if source is not None and key.isidentifier():
+                literals[key] = source
+    call = "%s(%s)" % (fields["call"][0], ", ".join(args))
+    for key in literals:
+        call = call.replace("T[%r]" % key, key)
+    loaded = [k for k in tensors if k not in literals]
+    needs_inf_nan = any(re.search(r"\b(nan|inf)\b", s) for s in literals.values())
+    lines = ['"""%s fails alone: %s' % (fields["op"][0], fields.get("error", ["(a fatal signal)"])[0]),
+             "", "Made by minrepro from the failing case; needs only PyTorch. Run: python3 repro_op.py",
+             '"""']
+    if loaded:
+        lines += ["import os", "import sys", ""]
+    if needs_inf_nan:
+        lines += ["from math import inf, nan", ""] if not loaded else ["from math import inf, nan"]
+    lines += ["import torch", ""]
+    if loaded:
+        lines += ['HERE = os.path.dirname(os.path.abspath(__file__))',
+                  'T = torch.load(sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "inputs.pt"), '
+                  'weights_only=True)']
+    lines += ["%s = %s" % (key, source) for key, source in literals.items()]
+    lines += [call]
+    with open(os.path.join(out_dir, "repro_op.py"), "w") as out:
+        out.write("\n".join(lines) + "\n")
+    kept = [l for l in open(os.path.join(call_dir, "call.txt")).read().splitlines() if not l.startswith("tensor: ")]
+    with open(os.path.join(out_dir, "call.txt"), "w") as out:
+        out.write("\n".join(kept + describe_tensors(tensors)) + "\n")
+
+
+def main(argv):
+    if len(argv) >= 3 and argv[0] == "render":
+        render(argv[1], argv[2], "--literal" in argv[3:])
+        return 0
+    sys.stderr.write("usage: minrepro_op.py render CALL_DIR OUT_DIR [--literal]\n")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
