@@ -6,6 +6,9 @@
 # extracted into an empty directory and run there as a plain
 # `/usr/bin/python3 repro.py` (its exit as the shell sees it) and by
 # `minrepro verify --runs 3`. Whole processes, no fork server in the check.
+# The op step's outcome (engine/archive/op_repro.h) beside it: the call kept
+# in op/repro_op.py, its runs and reduction trials, and the exit of a plain
+# `python3 op/repro_op.py` in the empty directory; or why none was kept.
 # Usage: bench/bench_fidelity.sh [BUILD_DIR]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -14,9 +17,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 /usr/bin/python3 "$here/../configs/examples/make_examples.py" "$work/examples" >/dev/null
 /usr/bin/python3 "$here/../tests/fixtures/fidelity/make_cases.py" "$work/fidelity" >/dev/null
-echo "| case | shrink exit | kept ids | trials | self-check | plain repro.py exit | verify |"
-echo "|---|---|---|---|---|---|---|"
-alone=0 total=0
+echo "| case | shrink exit | kept ids | trials | self-check | plain repro.py exit | verify | op step | op runs + reduction trials | plain repro_op.py exit |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+alone=0 total=0 op_made=0
 for case_yaml in "$work"/examples/*/case.yaml "$work"/fidelity/*/case.yaml; do
   dir=$(dirname "$case_yaml")
   name=$(basename "$(dirname "$dir")")/$(basename "$dir")
@@ -33,11 +36,18 @@ for case_yaml in "$work"/examples/*/case.yaml "$work"/fidelity/*/case.yaml; do
   # The shell's own "Segmentation fault" line goes to /dev/null with the rest.
   repro=$( (cd / && ulimit -c 0 && /usr/bin/python3 "$out/empty/repro.py" >/dev/null 2>&1); echo $? ) 2>/dev/null
   verify=$("$build/minrepro" verify "$out/repro.tar.gz" --runs 3 2>&1 | grep -o "reproduced in [0-9]* of [0-9]*" || true)
+  op=$(grep -o "op-level reproducer: .*" "$out/log" | sed 's/op-level reproducer: //; s/op\/repro_op.py calls //; s/ alone and failed alone like the case in .*//' | cut -c1-160)
+  op_cost=$(grep -o "Op step (the failing operator call alone): .*" "$out/empty/REPORT.md" | grep -o "[0-9]* runs.*, [0-9]* trials" | sed 's/ runs of repro.py and repro_op.py,/ +/; s/ trials//')
+  op_exit=-
+  [ -f "$out/empty/op/repro_op.py" ] && op_exit=$( (cd / && ulimit -c 0 && /usr/bin/python3 "$out/empty/op/repro_op.py" >/dev/null 2>&1); echo $? ) 2>/dev/null
+  made=$([ -f "$out/empty/op/repro_op.py" ] && echo yes || echo no)
+  [ "$made" = yes ] && op_made=$((op_made + 1))
   total=$((total + 1))
   # Alone: shrink's own check passed (exit 0) and an independent verify saw
   # the failure (every run for a deterministic case, as the self-check asks).
   if [ "$status" = 0 ] && [ -n "$verify" ] && [ "${verify#reproduced in 0 }" = "$verify" ]; then alone=$((alone + 1)); fi
-  echo "| $name | $status | $ids | $trials | $check | $repro | ${verify:-error} |"
+  echo "| $name | $status | $ids | $trials | $check | $repro | ${verify:-error} | ${op:--} | ${op_cost:--} | $op_exit |"
 done
 echo
 echo "archives that reproduced on their own (shrink's self-check passed and verify saw the failure): $alone of $total"
+echo "archives with an op-level reproducer (op/repro_op.py): $op_made of $total"

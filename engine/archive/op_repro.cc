@@ -105,15 +105,15 @@ std::vector<fs::path> recordsIn(const fs::path& dir, const std::string& prefix) 
 }
 
 // Of the calls that raised, the last whose error reads like the case's
-// (errors caught by the program came before); else the last one.
-std::optional<fs::path> raisingCall(const fs::path& record_dir, const OpStep& step) {
+// (errors the program caught came before it); when none does, the last one,
+// but only if the recorded run itself failed like the case (`run_matched`).
+std::optional<fs::path> raisingCall(const fs::path& record_dir, const OpStep& step, bool run_matched) {
   const std::vector<fs::path> raised = recordsIn(record_dir, "raised-");
   for (auto it = raised.rbegin(); it != raised.rend(); ++it) {
     const auto call = readOpCall(*it / "call.txt");
-    if (call && classifyText(call->error + "\n").failed() && matchesCase(step, classifyText(call->error + "\n")).matches)
-      return *it;
+    if (call && matchesCase(step, classifyText(call->error + "\n")).matches) return *it;
   }
-  if (!raised.empty()) return raised.back();
+  if (run_matched && !raised.empty()) return raised.back();
   return std::nullopt;
 }
 
@@ -139,7 +139,9 @@ std::optional<fs::path> callBeforeSignal(const fs::path& record_dir, const fs::p
 }
 
 // Runs repro.py with the recorder: the call that raised the case's error or
-// died of its signal, or why there is none.
+// died of its signal, or why there is none. The run itself may end another
+// way: TorchScript re-raises an error that passed through the recorder with
+// an empty message, so the recorded call's own error is what must match.
 std::optional<fs::path> locateCall(const fs::path& repro_dir, const OpStep& step, OpRepro& result) {
   const fs::path record_dir = step.work / "op-record";
   fs::remove_all(record_dir);
@@ -147,20 +149,24 @@ std::optional<fs::path> locateCall(const fs::path& repro_dir, const OpStep& step
   const TrialOutcome outcome =
       runPython(step, {(repro_dir / "repro.py").string()}, step.work / "op-run", recorderEnvironment(record_dir));
   ++result.processes;
-  const FailureSignature seen = classify(outcome);
-  if (const SignatureMatch match = matchesCase(step, seen); !match.matches) {
-    result.why = "the case did not fail the same way while its operator calls were recorded (" + match.why_not +
-                 "; " + describe(outcome) + ")";
+  const SignatureMatch run_match = matchesCase(step, classify(outcome));
+  if (outcome.passed()) {
+    result.why = "the case passed while its operator calls were recorded (" + describe(outcome) + ")";
     return std::nullopt;
   }
-  const auto call = outcome.end == TrialEnd::Signaled ? callBeforeSignal(record_dir, repro_dir, step, result)
-                                                      : raisingCall(record_dir, step);
-  if (!call)
-    result.why = outcome.end == TrialEnd::Signaled
-                     ? "the process died outside any ATen operator call (in the program's own native code: a "
-                       "C extension, ctypes)"
-                     : "no ATen operator raised this error: the program's own code (or autograd) raised it after "
-                       "the operators it ran had returned, e.g. on a wrong value computed upstream";
+  if (outcome.end == TrialEnd::Signaled) {
+    auto call = callBeforeSignal(record_dir, repro_dir, step, result);
+    if (!call) result.why = "the process died outside any ATen operator call (in the program's own native code: "
+                            "a C extension, ctypes)";
+    return call;
+  }
+  auto call = raisingCall(record_dir, step, run_match.matches);
+  if (!call && run_match.matches)
+    result.why = "no ATen operator raised this error: the program's own code (or autograd) raised it after the "
+                 "operators it ran had returned, e.g. on a wrong value computed upstream";
+  else if (!call)
+    result.why = "while its operator calls were recorded the case failed differently (" + run_match.why_not + "; " +
+                 describe(outcome) + ") and no call raised the case's error";
   return call;
 }
 
@@ -186,8 +192,11 @@ bool extractCall(const OpStep& step, const fs::path& call_dir, const fs::path& d
 
 // Shrinks the call's inputs in op-reduce/; the reduced inputs.pt when it worked.
 std::optional<fs::path> reduceCall(const OpStep& step, const fs::path& op_dir, const OpCall& call, OpRepro& result) {
-  const auto axes = sharedSampleAxes(call.tensors);
-  if (!step.reduce || axes.empty()) return std::nullopt;
+  const OpCaseAxes axes = sharedSampleAxes(call.tensors);
+  if (!step.reduce || axes.axes.empty()) {
+    result.not_reduced = step.reduce ? "every argument is a scalar" : "no reduction was asked for";
+    return std::nullopt;
+  }
   const fs::path dir = step.work / "op-reduce";
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -195,6 +204,7 @@ std::optional<fs::path> reduceCall(const OpStep& step, const fs::path& op_dir, c
   std::ofstream(dir / "case.yaml") << renderOpCase(step.python, axes, step.signature, step.timeout);
   const OpReduction reduction = step.reduce(dir / "case.yaml");
   result.reduction_trials = reduction.trials;
+  result.not_reduced = reduction.why_not;
   if (reduction.inputs.empty()) return std::nullopt;
   return reduction.inputs;
 }
@@ -239,6 +249,7 @@ void buildOpRepro(const OpStep& step, OpRepro& result) {
   if (reduced) fs::copy_file(*reduced, op_dir / "inputs.pt", fs::copy_options::overwrite_existing);
   bool alone = renderScript(step, *call_dir, op_dir, true, result) && standsAlone(step, op_dir, op, result);
   if (!alone && reduced) {  // the reduction's result must stand alone too; else the recorded inputs
+    result.not_reduced = "the reduced inputs did not fail alone like the case (" + result.why + ")";
     fs::copy_file(recorded, op_dir / "inputs.pt", fs::copy_options::overwrite_existing);
     alone = renderScript(step, *call_dir, op_dir, true, result) && standsAlone(step, op_dir, op, result);
   }
@@ -270,40 +281,40 @@ std::optional<OpCall> readOpCall(const fs::path& file) {
   return call;
 }
 
-std::map<std::string, int> sharedSampleAxes(const std::vector<OpTensor>& tensors) {
-  std::map<std::int64_t, int> holders;  // size -> tensors with an axis of that size
-  for (const auto& t : tensors) {
-    std::vector<std::int64_t> sizes(t.shape);
-    std::sort(sizes.begin(), sizes.end());
-    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-    for (auto s : sizes) holders[s] += s > 1;
-  }
+OpCaseAxes sharedSampleAxes(const std::vector<OpTensor>& tensors) {
+  std::map<std::int64_t, int> leading;  // size > 1 -> tensors whose first axis has it
+  for (const auto& t : tensors)
+    if (!t.shape.empty() && t.shape[0] > 1) ++leading[t.shape[0]];
   std::int64_t chosen = 0;
   int most = 1;
-  // The first tensor's first axis wins a tie (a loss's input before its target's class axis).
-  if (!tensors.empty() && !tensors.front().shape.empty() && tensors.front().shape[0] > 1) {
+  // The first tensor's first axis wins a tie (a loss's input before its target).
+  if (!tensors.empty() && !tensors.front().shape.empty() && leading[tensors.front().shape[0]] > 1) {
     chosen = tensors.front().shape[0];
-    most = holders[chosen];
+    most = leading[chosen];
   }
-  for (const auto& [size, count] : holders)
+  for (const auto& [size, count] : leading)
     if (count > most) chosen = size, most = count;
-  std::map<std::string, int> axes;
-  if (chosen == 0) {
-    // Nothing to cut (one sample, one tensor of length 1): the first tensor
-    // with an axis carries the case, for the values pass alone.
+  OpCaseAxes result;
+  if (chosen != 0) {
+    result.cut = true;
+    for (const auto& t : tensors) {
+      const auto at = std::find(t.shape.begin(), t.shape.end(), chosen);
+      if (at != t.shape.end()) result.axes[t.name] = static_cast<int>(at - t.shape.begin());
+    }
+    return result;
+  }
+  // Nothing to cut: one axis carries the case for the values pass, an axis of
+  // length 1 where there is one (one unit, nothing for a minimality check to try).
+  for (int want_one = 1; want_one >= 0; --want_one)
     for (const auto& t : tensors)
-      if (!t.shape.empty()) return {{t.name, 0}};
-    return axes;
-  }
-  for (const auto& t : tensors) {
-    const auto at = std::find(t.shape.begin(), t.shape.end(), chosen);
-    if (at != t.shape.end()) axes[t.name] = static_cast<int>(at - t.shape.begin());
-  }
-  return axes;
+      for (std::size_t axis = 0; axis < t.shape.size(); ++axis)
+        if (!want_one || t.shape[axis] == 1) return {{{t.name, static_cast<int>(axis)}}, false};
+  return result;
 }
 
-std::string renderOpCase(const std::string& python, const std::map<std::string, int>& axes,
-                         const FailureSignature& signature, std::chrono::milliseconds timeout) {
+std::string renderOpCase(const std::string& python, const OpCaseAxes& case_axes, const FailureSignature& signature,
+                         std::chrono::milliseconds timeout) {
+  const auto& axes = case_axes.axes;
   std::ostringstream yaml;
   yaml << "# The failing operator call's inputs, reduced by minrepro's op step.\nbatch: inputs.pt\nsamples:\n"
           "  tensors: {";
@@ -311,7 +322,8 @@ std::string renderOpCase(const std::string& python, const std::map<std::string, 
   for (const auto& [name, axis] : axes) yaml << (first ? "" : ", ") << '"' << name << "\": " << axis, first = false;
   yaml << "}\ntrial:\n  command: [\"" << python << "\", \"{case_dir}/repro_op.py\", \"{batch}\"]\n"
        << "  timeout: " << std::max<long long>(1, timeout.count() / 1000) << "\nfailure:\n  family: "
-       << familyName(signature.family) << "\nreducers: [samples, values]\nwork_dir: work\noutput: op.tar.gz\n";
+       << familyName(signature.family) << "\nreducers: [" << (case_axes.cut ? "samples, values" : "values")
+       << "]\nwork_dir: work\noutput: op.tar.gz\n";
   return yaml.str();
 }
 

@@ -62,19 +62,23 @@ struct OpCall {
 // Reads call.txt; nullopt when the file is missing or names no operator.
 std::optional<OpCall> readOpCall(const std::filesystem::path& file);
 
-// The axis each tensor is cut along when the call's inputs are reduced: the
-// size most tensors share (the batch of a loss's input and target, the N of
-// CTC's [T, N, C] log_probs and [N, S] targets), the first axis of that size
-// in each tensor that has one. When no axis longer than 1 is shared, nor is
-// the first tensor's first axis longer than 1: the first axis of the first
-// tensor that has one (the values pass still has work). Empty when every
-// tensor is a scalar.
-std::map<std::string, int> sharedSampleAxes(const std::vector<OpTensor>& tensors);
+// How the call's inputs are reduced: the axis each tensor is cut along, and
+// whether there is anything to cut. Cut: the length that most tensors have
+// as their first axis, when two or more do (the batch of a loss's input and
+// target; CTC's targets and lengths, with log_probs [T, N, C] cut along N),
+// each tensor along its first axis of that length. Otherwise only the values
+// pass runs, on one axis that carries the case (of length 1 where one
+// exists). Empty `axes` when every tensor is a scalar.
+struct OpCaseAxes {
+  std::map<std::string, int> axes;
+  bool cut = false;
+};
+OpCaseAxes sharedSampleAxes(const std::vector<OpTensor>& tensors);
 
-// case.yaml for reducing the call's inputs (`axes` from sharedSampleAxes):
-// repro_op.py run on each candidate, samples then values.
-std::string renderOpCase(const std::string& python, const std::map<std::string, int>& axes,
-                         const FailureSignature& signature, std::chrono::milliseconds timeout);
+// case.yaml for reducing the call's inputs: repro_op.py run on each
+// candidate; the samples pass when there is an axis to cut, then values.
+std::string renderOpCase(const std::string& python, const OpCaseAxes& axes, const FailureSignature& signature,
+                         std::chrono::milliseconds timeout);
 
 enum class OpReproStatus {
   Made,         // op/repro_op.py fails alone like the case
@@ -91,6 +95,7 @@ struct OpRepro {
   std::filesystem::path dir;      // holds repro_op.py and inputs.pt (Made)
   std::size_t processes = 0;      // runs of the step besides the reduction's trials
   std::size_t reduction_trials = 0;
+  std::string not_reduced;  // why the call's inputs stayed as recorded; empty when reduced
   std::string alone;  // "failed alone in 3 of 3 runs"
 };
 

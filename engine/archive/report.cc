@@ -49,6 +49,7 @@ void writeOpRepro(std::ostream& out, const OpRepro& op) {
     for (const OpTensor& t : c.tensors) all += t.describe() + "\n";
     return all;
   };
+  if (!op.not_reduced.empty()) out << "\nThe inputs are as recorded (not reduced: " << op.not_reduced << ").\n";
   if (op.reduced && shown(*op.found) != shown(*op.reduced)) {
     out << "\nAs recorded, before the inputs were reduced:\n\n";
     for (const OpTensor& t : op.found->tensors) out << "- `" << t.describe() << "`\n";

@@ -6,6 +6,10 @@ namespace fs = std::filesystem;
 
 namespace minrepro {
 
+namespace {
+constexpr std::size_t kOpReductionTrials = 300;
+}  // namespace
+
 std::function<OpReduction(const fs::path& case_file)> opReducer(const ShrinkOptions& outer) {
   return [outer](const fs::path& case_file) {
     ShrinkOptions inner;
@@ -16,6 +20,9 @@ std::function<OpReduction(const fs::path& case_file)> opReducer(const ShrinkOpti
     inner.self_check = false;
     inner.op_repro = false;
     inner.jobs = outer.jobs;
+    // A bound on what a help beside the archive may cost; a spent budget
+    // still leaves its best case so far.
+    inner.max_trials = kOpReductionTrials;
     ShrinkTally tally;
     inner.tally = &tally;
     // The nested run tags its trials with its own work directory; the
@@ -25,7 +32,8 @@ std::function<OpReduction(const fs::path& case_file)> opReducer(const ShrinkOpti
     try {
       const ExitStatus status = runShrink(inner);
       const fs::path best = case_file.parent_path() / "work" / "best" / "batch.pt";
-      if (status == ExitStatus::Reduced && fs::exists(best)) reduction.inputs = best;
+      const bool ended = status == ExitStatus::Reduced || status == ExitStatus::BudgetSpent;
+      if (ended && fs::exists(best)) reduction.inputs = best;
       else reduction.why_not = "the reduction ended with exit status " + std::to_string(static_cast<int>(status));
     } catch (const std::exception& e) {
       reduction.why_not = e.what();

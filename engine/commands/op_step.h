@@ -12,8 +12,8 @@
 
 namespace minrepro {
 
-// A reducer for OpStep::reduce that runs shrink with `outer`'s Python,
-// jobs and budget on the case file it is given.
+// A reducer for OpStep::reduce that runs shrink with `outer`'s Python and
+// jobs, at most 300 trials, on the case file it is given.
 std::function<OpReduction(const std::filesystem::path& case_file)> opReducer(const ShrinkOptions& outer);
 
 }  // namespace minrepro

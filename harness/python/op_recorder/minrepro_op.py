@@ -32,6 +32,7 @@ import sys
 
 _MAX_RAISED = 8
 _LITERAL_MAX_ELEMENTS = 64
+_PAD_KEY = "_minrepro_unused"
 
 
 class Unsupported(Exception):
@@ -85,6 +86,8 @@ def describe_tensors(tensors):
         storages.setdefault(_storage_key(t), []).append(key)
     lines = []
     for key, t in tensors.items():
+        if key == _PAD_KEY:
+            continue
         others = [k for k in storages[_storage_key(t)] if k != key]
         lines.append("tensor: %s %s %s stride %s offset %d %s storage %s" % (
             key, str(t.dtype).replace("torch.", ""), _list(t.shape), _strides(t), _offset(t), t.device,
@@ -141,7 +144,10 @@ def save_call(directory, func, args, kwargs, index, error=None):
     except Unsupported as why:
         arg_lines, tensors = ["unsupported: %s" % why], {}
     os.makedirs(directory, exist_ok=True)
-    torch.save({k: t.detach() for k, t in tensors.items()}, os.path.join(directory, "inputs.pt"))
+    saved = {k: t.detach() for k, t in tensors.items()}
+    if len(saved) == 1:
+        saved[_PAD_KEY] = torch.zeros(0)  # LibTorch 1.13 cannot read a dict of one entry; never used
+    torch.save(saved, os.path.join(directory, "inputs.pt"))
     name = func.__name__  # "nll_loss_forward.default"
     packet, _, overload = name.rpartition(".")
     lines = ["op: aten::%s.%s" % (packet, overload) if func.namespace == "aten" else "op: %s::%s" % (func.namespace, name),
@@ -234,18 +240,23 @@ def read_call(path):
 
 
 def literal_source(t):
-    """`torch.tensor(...)` for a small plain tensor, else None."""
+    """Source that makes a plain tensor as it is: `torch.tensor([...])` when it
+    is small, `torch.full(...)` when every element is the same; else None."""
     import torch
-    plain = (t.layout == torch.strided and t.device.type == "cpu" and t.numel() <= _LITERAL_MAX_ELEMENTS
-             and t.is_contiguous() and t.storage_offset() == 0 and not t.is_complex()
-             and t.dtype not in (torch.qint8, torch.quint8, torch.qint32))
+    plain = (t.layout == torch.strided and t.device.type == "cpu" and t.is_contiguous()
+             and t.storage_offset() == 0 and not t.is_complex() and not t.is_quantized
+             and _storage_bytes(t) == t.numel() * t.element_size())
     if not plain:
-        return None
-    if _storage_bytes(t) != t.numel() * t.element_size():
-        return None  # a view of a larger storage: its layout may matter
+        return None  # a view into a larger storage, a device, a layout: inputs.pt keeps it as it is
     if t.numel() == 0:
         return "torch.empty(%s, dtype=%s)" % (tuple(t.shape), t.dtype)
-    return "torch.tensor(%r, dtype=%s)" % (t.tolist(), t.dtype)
+    first = t.reshape(-1)[0]
+    same = bool((t == first).all()) or (t.is_floating_point() and bool(torch.isnan(t).all()))
+    if same and t.numel() > 1:
+        return "torch.full(%s, %r, dtype=%s)" % (tuple(t.shape), first.item(), t.dtype)
+    if t.numel() <= _LITERAL_MAX_ELEMENTS:
+        return "torch.tensor(%r, dtype=%s)" % (t.tolist(), t.dtype)
+    return None
 
 
 def _storage_bytes(t):
@@ -262,6 +273,7 @@ def render(call_dir, out_dir, literal):
     inputs_path = os.path.join(out_dir, "inputs.pt")
     tensors = torch.load(inputs_path, weights_only=True)
     args = fields.get("arg", []) + ["%s" % kw for kw in fields.get("kwarg", [])]
+    call = "%s(%s)" % (fields["call"][0], ", ".join(args))
     literals = {}
     if literal:
         owners = {}
@@ -269,12 +281,11 @@ def render(call_dir, out_dir, literal):
             owners.setdefault(_storage_key(t), []).append(key)
         for key, t in tensors.items():
             source = literal_source(t) if len(owners[_storage_key(t)]) == 1 else None
-            if source is not None and key.isidentifier():
+            if source is not None and key.isidentifier() and "T[%r]" % key in call:
                 literals[key] = source
-    call = "%s(%s)" % (fields["call"][0], ", ".join(args))
     for key in literals:
         call = call.replace("T[%r]" % key, key)
-    loaded = [k for k in tensors if k not in literals]
+    loaded = [k for k in tensors if k not in literals and "T[%r]" % k in call]
     needs_inf_nan = any(re.search(r"\b(nan|inf)\b", s) for s in literals.values())
     lines = ['"""%s fails alone: %s' % (fields["op"][0], fields.get("error", ["(a fatal signal)"])[0]),
              "", "Made by minrepro from the failing case; needs only PyTorch. Run: python3 repro_op.py",
