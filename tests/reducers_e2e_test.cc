@@ -59,7 +59,11 @@ TEST_F(ReducerEndToEnd, HalfPrecisionFailureKeepsItsDtype) {
   const fs::path dir = shrinkExample("half");
   EXPECT_EQ(pyBatch(dir, "tuple(b['input'].shape), b['input'].dtype, int(b['input'].count_nonzero())"),
             "(1, 8) torch.float16 0\n");
-  EXPECT_TRUE(has(readFile(dir / "REPORT.md"), "# Reproducer: op-unavailable in addmm")) << log_;
+  EXPECT_TRUE(has(readFile(dir / "REPORT.md"), "# Reproducer: op-unavailable in cholesky")) << log_;
+  // The call alone, with its float16 input spelled out.
+  EXPECT_TRUE(has(readFile(dir / "op" / "repro_op.py"),
+                  "self = torch.full((8, 8), 0.0, dtype=torch.float16)\n"
+                  "torch.ops.aten.linalg_cholesky_ex.default(self)\n")) << readFile(dir / "op" / "repro_op.py");
 }
 
 TEST_F(ReducerEndToEnd, OnlyTheAugmentationThatTriggersStaysOnAndTheReproducerAppliesIt) {

@@ -303,7 +303,12 @@ TEST(Verify, ManifestRoundTrips) {
   m.signature.message = "k: Assertion `t >= 0 && t < n_classes` failed.";
   m.compare_operator = true;
   m.processed = 7;
+  m.op_repro = "op/repro_op.py";
   const Manifest back = parseManifest(renderManifest(m), "x");
+  EXPECT_EQ(back.op_repro, "op/repro_op.py");
+  // The op-level reproducer is a path inside the archive, never outside it.
+  for (const char* outside : {"op-repro: /etc/passwd\n", "op-repro: ../x.py\n", "op-repro:\n"})
+    EXPECT_THROW(parseManifest(std::string("family: index-error\n") + outside, "x"), BadInputError) << outside;
   EXPECT_EQ(back.signature.family, m.signature.family);
   EXPECT_EQ(back.signature.op, m.signature.op);
   EXPECT_EQ(back.signature.message, m.signature.message);

@@ -21,8 +21,9 @@ with case.yaml, batch.pt and (for the built-in harness) model.pt.
            exactly length 300 -> the length stays 300, values trivial
   strided  view() on a non-contiguous (transposed) input -> 1 sample, window
            2 (at length 1 the input would be contiguous: rejected without a trial)
-  half     a float16 Linear on CPU ("addmm_impl_cpu_" not implemented for
-           'Half') -> 1 sample, still float16, values 0
+  half     a float16 whitening layer on CPU: its Cholesky factor has no Half
+           kernel there ("cholesky_cpu" not implemented for 'Half', torch 1.13
+           and 2.x alike) -> 1 sample, still float16, values 0
   augment  a pad-to-520 augmentation overruns a 512-position table; normalize
            and noise are not needed -> only the pad branch stays on
 """
@@ -260,6 +261,17 @@ class Flatten(torch.nn.Module):
         return x.view(x.size(0), -1).sum(1, keepdim=True)
 
 
+class HalfWhitening(torch.nn.Module):
+    """Whitens float16 features with the Cholesky factor of their second
+    moment: elementwise float16 works on the CPU, the factorisation does not."""
+
+    def forward(self, x):
+        moment = (x.unsqueeze(2) * x.unsqueeze(1)).mean(0)
+        moment = moment + torch.eye(x.shape[1], dtype=x.dtype)
+        factor = torch.linalg.cholesky(moment)
+        return (x.unsqueeze(1) * factor).sum(2)
+
+
 class PositionTable(torch.nn.Module):
     """Adds a fixed 512-position table: a longer sequence does not broadcast."""
 
@@ -334,8 +346,8 @@ def make_half(out):
     gen = torch.Generator().manual_seed(10)
     torch.manual_seed(10)
     batch = {"input": torch.randn(32, FEATURES, generator=gen).half(), "sample_id": torch.arange(32) + 70000}
-    save_case(out, torch.nn.Linear(FEATURES, CLASSES).half(), batch,
-              "A float16 Linear layer on CPU: LibTorch 1.13 has no Half addmm kernel there.",
+    save_case(out, HalfWhitening(), batch,
+              "A float16 whitening layer on CPU: no Half kernel for its Cholesky factor there.",
               "{input: 0}", "input", extra="failure:\n  family: op-unavailable\n")
 
 

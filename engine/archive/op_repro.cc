@@ -117,13 +117,32 @@ std::optional<fs::path> raisingCall(const fs::path& record_dir, const OpStep& st
   return std::nullopt;
 }
 
-// A fatal signal: the call a process died in (its last-op file outlived it),
-// saved by a second run just before it runs. Counts that run.
-std::optional<fs::path> callBeforeSignal(const fs::path& record_dir, const fs::path& repro_dir, const OpStep& step,
-                                         OpRepro& result) {
+// The last-op file of the process a fatal signal ended: the run's first
+// Python process when the run itself died of it (repro.py execs the command,
+// so that is the main process); else (a DataLoader worker died and the main
+// process reported it; the main process became a shell) the most recent
+// file of another process.
+// (Files of processes that ended normally are gone; children that leave by
+// os._exit keep theirs, which the check alone then sorts out.)
+std::optional<fs::path> lastCallFile(const fs::path& record_dir, bool main_died) {
   const std::vector<fs::path> left = recordsIn(record_dir, "last-op-");
+  const std::vector<fs::path> loaded = recordsIn(record_dir, "loaded-");
   if (left.empty()) return std::nullopt;
-  const std::string last = text::trim(readFileBytes(left.back()));  // "42 _ctc_loss.Tensor"
+  const std::string main_pid = loaded.empty() ? "" : loaded.front().filename().string().substr(7);
+  const fs::path main_file = record_dir / ("last-op-" + main_pid + ".txt");
+  if (main_died && fs::exists(main_file)) return main_file;
+  for (auto it = left.rbegin(); it != left.rend(); ++it)
+    if (*it != main_file) return *it;  // a worker, or Python under a shell the main process became
+  return std::nullopt;
+}
+
+// A fatal signal: the call a process died in, saved by a second run just
+// before it runs. Counts that run.
+std::optional<fs::path> callBeforeSignal(const fs::path& record_dir, const fs::path& repro_dir, const OpStep& step,
+                                         bool main_died, OpRepro& result) {
+  const auto file = lastCallFile(record_dir, main_died);
+  if (!file) return std::nullopt;
+  const std::string last = text::trim(readFileBytes(*file));  // "42 _ctc_loss.Tensor"
   const auto space = last.find(' ');
   if (space == std::string::npos) return std::nullopt;
   const fs::path again = step.work / "op-record-before";
@@ -150,12 +169,17 @@ std::optional<fs::path> locateCall(const fs::path& repro_dir, const OpStep& step
       runPython(step, {(repro_dir / "repro.py").string()}, step.work / "op-run", recorderEnvironment(record_dir));
   ++result.processes;
   const SignatureMatch run_match = matchesCase(step, classify(outcome));
+  if (recordsIn(record_dir, "loaded-").empty()) {
+    result.why = "no process of the run loaded the op recorder: the trial runs no Python with torch, or runs it "
+                 "with -I, -E or -S (which skip sitecustomize); the call alone is found only in Python processes";
+    return std::nullopt;
+  }
   if (outcome.passed()) {
     result.why = "the case passed while its operator calls were recorded (" + describe(outcome) + ")";
     return std::nullopt;
   }
-  if (outcome.end == TrialEnd::Signaled) {
-    auto call = callBeforeSignal(record_dir, repro_dir, step, result);
+  if (outcome.end == TrialEnd::Signaled || step.signature.family == FailureFamily::Signal) {
+    auto call = callBeforeSignal(record_dir, repro_dir, step, outcome.end == TrialEnd::Signaled, result);
     if (!call) result.why = "the process died outside any ATen operator call (in the program's own native code: "
                             "a C extension, ctypes)";
     return call;
@@ -201,7 +225,8 @@ std::optional<fs::path> reduceCall(const OpStep& step, const fs::path& op_dir, c
   fs::remove_all(dir);
   fs::create_directories(dir);
   for (const char* name : {"repro_op.py", "inputs.pt"}) fs::copy_file(op_dir / name, dir / name);
-  std::ofstream(dir / "case.yaml") << renderOpCase(step.python, axes, step.signature, step.timeout);
+  std::ofstream(dir / "case.yaml") << renderOpCase(step.python, axes, step.signature, step.timeout,
+                                                   !step.plan.require_every_run);
   const OpReduction reduction = step.reduce(dir / "case.yaml");
   result.reduction_trials = reduction.trials;
   result.not_reduced = reduction.why_not;
@@ -209,13 +234,15 @@ std::optional<fs::path> reduceCall(const OpStep& step, const fs::path& op_dir, c
   return reduction.inputs;
 }
 
-// Runs repro_op.py in `dir` alone; false, with why, when it does not fail like the case.
-bool standsAlone(const OpStep& step, const fs::path& dir, const std::string& op, OpRepro& result) {
-  const OpAlone alone = runOpAlone(dir, step, step.plan);
+// Runs repro_op.py in `dir` alone `plan.runs` times; false, with why, when it
+// does not fail like the case.
+bool standsAlone(const OpStep& step, const SelfCheckPlan& plan, const fs::path& dir, const std::string& op,
+                 OpRepro& result) {
+  const OpAlone alone = runOpAlone(dir, step, plan);
   result.processes += static_cast<std::size_t>(alone.runs);
   result.alone = "failed alone like the case in " + std::to_string(alone.failed_alike) + " of " +
                  std::to_string(alone.runs) + " runs (fresh processes, an empty directory)";
-  if (alone.passed(step.plan)) return true;
+  if (alone.passed(plan)) return true;
   result.why = op + " called alone with the recorded inputs does not fail like the case (" + alone.first_difference +
                "): the failure needs what earlier calls did (a value or state they left, a race), so the batch-level "
                "reproducer is the one to run";
@@ -242,16 +269,20 @@ void buildOpRepro(const OpStep& step, OpRepro& result) {
     return;
   }
   const fs::path op_dir = step.work / "op";
-  if (!extractCall(step, *call_dir, op_dir, result) || !standsAlone(step, op_dir, op, result)) return;
+  // One run decides whether the call is worth reducing; the final script
+  // then runs as often as the self-check would.
+  SelfCheckPlan once = step.plan;
+  if (once.require_every_run) once.runs = 1;
+  if (!extractCall(step, *call_dir, op_dir, result) || !standsAlone(step, once, op_dir, op, result)) return;
   const fs::path recorded = step.work / "op-recorded-inputs.pt";
   fs::copy_file(op_dir / "inputs.pt", recorded, fs::copy_options::overwrite_existing);
   const auto reduced = reduceCall(step, op_dir, *result.found, result);
   if (reduced) fs::copy_file(*reduced, op_dir / "inputs.pt", fs::copy_options::overwrite_existing);
-  bool alone = renderScript(step, *call_dir, op_dir, true, result) && standsAlone(step, op_dir, op, result);
+  bool alone = renderScript(step, *call_dir, op_dir, true, result) && standsAlone(step, step.plan, op_dir, op, result);
   if (!alone && reduced) {  // the reduction's result must stand alone too; else the recorded inputs
     result.not_reduced = "the reduced inputs did not fail alone like the case (" + result.why + ")";
     fs::copy_file(recorded, op_dir / "inputs.pt", fs::copy_options::overwrite_existing);
-    alone = renderScript(step, *call_dir, op_dir, true, result) && standsAlone(step, op_dir, op, result);
+    alone = renderScript(step, *call_dir, op_dir, true, result) && standsAlone(step, step.plan, op_dir, op, result);
   }
   if (!alone) return;
   result.why.clear();
@@ -313,16 +344,18 @@ OpCaseAxes sharedSampleAxes(const std::vector<OpTensor>& tensors) {
 }
 
 std::string renderOpCase(const std::string& python, const OpCaseAxes& case_axes, const FailureSignature& signature,
-                         std::chrono::milliseconds timeout) {
+                         std::chrono::milliseconds timeout, bool flaky) {
   const auto& axes = case_axes.axes;
   std::ostringstream yaml;
   yaml << "# The failing operator call's inputs, reduced by minrepro's op step.\nbatch: inputs.pt\nsamples:\n"
           "  tensors: {";
   bool first = true;
   for (const auto& [name, axis] : axes) yaml << (first ? "" : ", ") << '"' << name << "\": " << axis, first = false;
+  // Nothing to cut: a few trials of the values pass, cheaper as plain
+  // processes than a fork server checked against them.
   yaml << "}\ntrial:\n  command: [\"" << python << "\", \"{case_dir}/repro_op.py\", \"{batch}\"]\n"
-       << "  timeout: " << std::max<long long>(1, timeout.count() / 1000) << "\nfailure:\n  family: "
-       << familyName(signature.family) << "\nreducers: [" << (case_axes.cut ? "samples, values" : "values")
+       << (case_axes.cut ? "" : "  fork_server: false\n") << "  timeout: " << std::max<long long>(1, timeout.count() / 1000) << "\nfailure:\n  family: "
+       << familyName(signature.family) << (flaky ? "" : "\nflaky:\n  enabled: false") << "\nreducers: [" << (case_axes.cut ? "samples, values" : "values")
        << "]\nwork_dir: work\noutput: op.tar.gz\n";
   return yaml.str();
 }

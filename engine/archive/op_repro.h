@@ -76,9 +76,10 @@ struct OpCaseAxes {
 OpCaseAxes sharedSampleAxes(const std::vector<OpTensor>& tensors);
 
 // case.yaml for reducing the call's inputs: repro_op.py run on each
-// candidate; the samples pass when there is an axis to cut, then values.
+// candidate; the samples pass when there is an axis to cut, then values;
+// flaky handling only for a `flaky` failure.
 std::string renderOpCase(const std::string& python, const OpCaseAxes& axes, const FailureSignature& signature,
-                         std::chrono::milliseconds timeout);
+                         std::chrono::milliseconds timeout, bool flaky);
 
 enum class OpReproStatus {
   Made,         // op/repro_op.py fails alone like the case

@@ -75,6 +75,7 @@ SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfChec
   VerifyOptions options;
   options.archive = archive;
   options.runs = plan.runs;
+  options.op_runs = 1;  // the op step has just run it as often as repro.py runs here
   options.python = python;
   options.timeout = timeout;
   options.cancel = cancel;

@@ -19,6 +19,7 @@ std::function<OpReduction(const fs::path& case_file)> opReducer(const ShrinkOpti
     inner.quiet = true;
     inner.self_check = false;
     inner.op_repro = false;
+    inner.archive = false;  // only its best case is wanted: no trace, neighbours or archive
     inner.jobs = outer.jobs;
     // A bound on what a help beside the archive may cost; a spent budget
     // still leaves its best case so far.

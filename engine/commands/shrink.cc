@@ -302,7 +302,8 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   // The environment record imports torch in a Python process (~2 s here):
   // started now, it runs beside the trials instead of after them.
   std::future<KeyValues> environment =
-      std::async(std::launch::async, [options, config] { return probeEnvironment(options, config); });
+      options.archive ? std::async(std::launch::async, [options, config] { return probeEnvironment(options, config); })
+                      : std::async(std::launch::deferred, [] { return KeyValues{}; });
   log.info("case " + config.case_file.filename().string() + ": " + std::to_string(batch->sampleCount()) +
            " samples; reducers:" + [&] { std::string r; for (auto& n : config.reducers) r += " " + n; return r; }() +
            (options.resume ? "; resuming from " + std::to_string(journal.loadedTrials()) + " journaled trials" : ""));
@@ -358,6 +359,11 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   }
 
   const fs::path minimal_batch = writeBestSoFar(config, *batch, best);
+  if (!options.archive) {
+    if (options.tally) options.tally->trials = oracle.stats().trials + oracle.stats().replayed;
+    log.info("best case written to " + minimal_batch.string() + " (no archive asked for)");
+    return status;
+  }
   const NeighbourPlan neighbours = writeNeighbours(config, *batch, best);
   ReductionSummary summary = summarize(environment.get(), config, *batch, oracle, best, minimal_batch);
   for (const auto& n : neighbours.cases)

@@ -35,6 +35,7 @@ struct ShrinkOptions {
   double max_seconds = 0;        // 0: no budget
   ExecutorOverrides executor;    // --executor, --devices, --trials-per-device
   bool op_repro = true;          // locate the failing operator call (engine/archive/op_repro.h); --no-op-repro
+  bool archive = true;           // false: end at work_dir/best/ (the op step's reduction of a call's inputs)
   ShrinkTally* tally = nullptr;  // set: filled when the run ends
 };
 

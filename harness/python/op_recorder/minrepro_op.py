@@ -11,6 +11,7 @@ functionals and TorchScript alike.
   tensors in inputs.pt, saved together so that views stay views of one
   storage, and call.txt (the operator, every argument as Python source, the
   error, the call's number and phase).
+- DIR/loaded-PID says that the process had the recorder.
 - MINREPRO_OP_SAVE_AT=N:NAME saves call N the same way before it runs, into
   DIR/before-PID/: the call a signal ended, found by a first run.
 
@@ -219,6 +220,9 @@ def install():
     except ImportError:
         return  # a Python without torch runs no operator
     recorder = _Recorder(os.environ["MINREPRO_OP_RECORD"])
+    # Tells minrepro that a Python of the run had the recorder (a trial that
+    # is not Python, or runs it with -I, -E or -S, has none).
+    open(os.path.join(recorder.directory, "loaded-%d" % os.getpid()), "w").close()
 
     class _RecordCalls(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -265,47 +269,62 @@ def _storage_bytes(t):
     return t.storage().size() * t.element_size()  # torch 1.13
 
 
-def render(call_dir, out_dir, literal):
-    import torch
-    fields = read_call(os.path.join(call_dir, "call.txt"))
-    if "unsupported" in fields:
-        raise SystemExit("cannot write this call: %s" % fields["unsupported"][0])
-    inputs_path = os.path.join(out_dir, "inputs.pt")
-    tensors = torch.load(inputs_path, weights_only=True)
-    args = fields.get("arg", []) + ["%s" % kw for kw in fields.get("kwarg", [])]
-    call = "%s(%s)" % (fields["call"][0], ", ".join(args))
+def _literals(tensors, call):
+    """Source for each tensor the call uses that a script can spell out."""
+    owners = {}
+    for key, t in tensors.items():
+        owners.setdefault(_storage_key(t), []).append(key)
     literals = {}
-    if literal:
-        owners = {}
-        for key, t in tensors.items():
-            owners.setdefault(_storage_key(t), []).append(key)
-        for key, t in tensors.items():
-            source = literal_source(t) if len(owners[_storage_key(t)]) == 1 else None
-            if source is not None and key.isidentifier() and "T[%r]" % key in call:
-                literals[key] = source
+    for key, t in tensors.items():
+        source = literal_source(t) if len(owners[_storage_key(t)]) == 1 else None
+        if source is not None and key.isidentifier() and "T[%r]" % key in call:
+            literals[key] = source
+    return literals
+
+
+def script_text(fields, call, literals):
+    """repro_op.py: the tensors `literals` spells out, the others loaded."""
     for key in literals:
         call = call.replace("T[%r]" % key, key)
-    loaded = [k for k in tensors if k not in literals and "T[%r]" % k in call]
-    needs_inf_nan = any(re.search(r"\b(nan|inf)\b", s) for s in literals.values())
+    loaded = re.findall(r"T\['([^']*)'\]", call)
     lines = ['"""%s fails alone: %s' % (fields["op"][0], fields.get("error", ["(a fatal signal)"])[0]),
              "", "Made by minrepro from the failing case; needs only PyTorch. Run: python3 repro_op.py",
              '"""']
     if loaded:
         lines += ["import os", "import sys", ""]
-    if needs_inf_nan:
-        lines += ["from math import inf, nan", ""] if not loaded else ["from math import inf, nan"]
+    if any(re.search(r"\b(nan|inf)\b", source) for source in literals.values()):
+        lines += ["from math import inf, nan"] + ([] if loaded else [""])
     lines += ["import torch", ""]
     if loaded:
         lines += ['HERE = os.path.dirname(os.path.abspath(__file__))',
                   'T = torch.load(sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "inputs.pt"), '
                   'weights_only=True)']
     lines += ["%s = %s" % (key, source) for key, source in literals.items()]
-    lines += [call]
+    return "\n".join(lines + [call]) + "\n"
+
+
+def render(call_dir, out_dir, literal):
+    """OUT_DIR/repro_op.py and call.txt for the call in CALL_DIR with the
+    inputs in OUT_DIR/inputs.pt; without `literal`, torch is not imported."""
+    fields = read_call(os.path.join(call_dir, "call.txt"))
+    if "unsupported" in fields:
+        raise SystemExit("cannot write this call: %s" % fields["unsupported"][0])
+    args = fields.get("arg", []) + fields.get("kwarg", [])
+    call = "%s(%s)" % (fields["call"][0], ", ".join(args))
+    described = [line for line in open(os.path.join(call_dir, "call.txt")).read().splitlines()
+                 if not line.startswith("tensor: ")]
+    literals = {}
+    if literal:
+        import torch
+        tensors = torch.load(os.path.join(out_dir, "inputs.pt"), weights_only=True)
+        literals = _literals(tensors, call)
+        described += describe_tensors(tensors)
+    else:
+        described += ["tensor: " + t for t in fields.get("tensor", [])]
     with open(os.path.join(out_dir, "repro_op.py"), "w") as out:
-        out.write("\n".join(lines) + "\n")
-    kept = [l for l in open(os.path.join(call_dir, "call.txt")).read().splitlines() if not l.startswith("tensor: ")]
+        out.write(script_text(fields, call, literals))
     with open(os.path.join(out_dir, "call.txt"), "w") as out:
-        out.write("\n".join(kept + describe_tensors(tensors)) + "\n")
+        out.write("\n".join(described) + "\n")
 
 
 def main(argv):
