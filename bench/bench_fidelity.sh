@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Archives that reproduce on their own: minrepro shrink on every bundled
-# example and every fidelity case (tests/fixtures/fidelity: files beside the
+# example, every fidelity case (tests/fixtures/fidelity: files beside the
 # script, a SIGSEGV, views into a shared storage, a failure that forked
-# trials hide, an mp.spawn job), then, independently of shrink's own self-check, the archive
+# trials hide, an mp.spawn job) and every op case (tests/fixtures/op_cases:
+# bmm on bool, a CTC read out of bounds, a view in backward, a NaN the step
+# checks itself), then, independently of shrink's own self-check, the archive
 # extracted into an empty directory and run there as a plain
 # `/usr/bin/python3 repro.py` (its exit as the shell sees it) and by
 # `minrepro verify --runs 3`. Whole processes, no fork server in the check.
@@ -17,10 +19,11 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 /usr/bin/python3 "$here/../configs/examples/make_examples.py" "$work/examples" >/dev/null
 /usr/bin/python3 "$here/../tests/fixtures/fidelity/make_cases.py" "$work/fidelity" >/dev/null
+/usr/bin/python3 "$here/../tests/fixtures/op_cases/make_cases.py" "$work/op_cases" >/dev/null
 echo "| case | shrink exit | kept ids | trials | self-check | plain repro.py exit | verify | op step | op runs + reduction trials | plain repro_op.py exit |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 alone=0 total=0 op_made=0
-for case_yaml in "$work"/examples/*/case.yaml "$work"/fidelity/*/case.yaml; do
+for case_yaml in "$work"/examples/*/case.yaml "$work"/fidelity/*/case.yaml "$work"/op_cases/*/case.yaml; do
   dir=$(dirname "$case_yaml")
   name=$(basename "$(dirname "$dir")")/$(basename "$dir")
   out="$work/out/$(basename "$dir")-$(basename "$(dirname "$dir")")"

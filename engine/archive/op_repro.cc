@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "engine/archive/tar_gz.h"
@@ -61,22 +62,35 @@ void readCallField(OpCall& call, const std::string& key, const std::string& valu
 }
 
 // What the op recorder is given: its directory first on PYTHONPATH (its
-// sitecustomize.py loads it) and where to write.
-std::map<std::string, std::string> recorderEnvironment(const fs::path& record_dir) {
+// sitecustomize.py loads it), where to write, and whether to note each call
+// before it runs (only a fatal signal needs it: a write per call).
+std::map<std::string, std::string> recorderEnvironment(const fs::path& record_dir, bool note_calls) {
   std::string path = opRecorderDir();
   if (const char* inherited = std::getenv("PYTHONPATH"); inherited && *inherited) path += std::string(":") + inherited;
-  return {{"PYTHONPATH", path}, {"MINREPRO_OP_RECORD", record_dir.string()}};
+  std::map<std::string, std::string> env{{"PYTHONPATH", path}, {"MINREPRO_OP_RECORD", record_dir.string()}};
+  if (note_calls) env["MINREPRO_OP_NOTE_CALLS"] = "1";
+  return env;
 }
 
-TrialOutcome runPython(const OpStep& step, std::vector<std::string> args, const fs::path& cwd,
-                       std::map<std::string, std::string> env = {}) {
+fs::path freshDir(const fs::path& dir) {
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// One Python process of the step, in a directory of its own made afresh
+// (what an earlier run left there must not change this one's calls).
+TrialOutcome runPython(const OpStep& step, std::vector<std::string> args, std::map<std::string, std::string> env = {},
+                       std::chrono::milliseconds timeout = std::chrono::milliseconds{0}) {
+  static std::size_t runs = 0;
   TrialSpec spec;
   spec.argv = {step.python};
   for (auto& a : args) spec.argv.push_back(std::move(a));
   spec.env_set = std::move(env);
   spec.env_unset = diagnosticVariables();
-  spec.work_dir = cwd;
-  spec.timeout = step.timeout;
+  spec.work_dir = step.work / "op-runs" / std::to_string(++runs);
+  fs::remove_all(spec.work_dir);
+  spec.timeout = timeout.count() > 0 ? timeout : step.timeout;
   spec.cancel = step.stop;
   return LocalExecutor().run(spec);
 }
@@ -117,44 +131,84 @@ std::optional<fs::path> raisingCall(const fs::path& record_dir, const OpStep& st
   return std::nullopt;
 }
 
-// The last-op file of the process a fatal signal ended: the run's first
-// Python process when the run itself died of it (repro.py execs the command,
-// so that is the main process); else (a DataLoader worker died and the main
-// process reported it; the main process became a shell) the most recent
-// file of another process.
-// (Files of processes that ended normally are gone; children that leave by
-// os._exit keep theirs, which the check alone then sorts out.)
+// The pid in a recorder file's name ("last-op-4242.txt" -> "4242").
+std::string pidOf(const fs::path& file, const std::string& prefix) {
+  std::string name = file.filename().string().substr(prefix.size());
+  return name.substr(0, name.find('.'));
+}
+
+// Whether the process `pid` of `dir` died of a fatal signal: faulthandler
+// wrote its fault file.
+bool diedOfSignal(const fs::path& dir, const std::string& pid) {
+  std::error_code ec;
+  const auto size = fs::file_size(dir / ("fault-" + pid + ".txt"), ec);
+  return !ec && size > 0;
+}
+
+// The last-op file of the process a fatal signal ended: the one whose fault
+// file faulthandler wrote; else the run's first Python process when the run
+// itself died (repro.py execs the command); else the newest of another
+// process (a worker, Python under a shell the main process became).
 std::optional<fs::path> lastCallFile(const fs::path& record_dir, bool main_died) {
   const std::vector<fs::path> left = recordsIn(record_dir, "last-op-");
-  const std::vector<fs::path> loaded = recordsIn(record_dir, "loaded-");
   if (left.empty()) return std::nullopt;
-  const std::string main_pid = loaded.empty() ? "" : loaded.front().filename().string().substr(7);
-  const fs::path main_file = record_dir / ("last-op-" + main_pid + ".txt");
+  for (const auto& file : left)
+    if (diedOfSignal(record_dir, pidOf(file, "last-op-"))) return file;
+  const std::vector<fs::path> loaded = recordsIn(record_dir, "loaded-");
+  const fs::path main_file =
+      record_dir / ("last-op-" + (loaded.empty() ? std::string() : pidOf(loaded.front(), "loaded-")) + ".txt");
   if (main_died && fs::exists(main_file)) return main_file;
   for (auto it = left.rbegin(); it != left.rend(); ++it)
-    if (*it != main_file) return *it;  // a worker, or Python under a shell the main process became
+    if (*it != main_file) return *it;
   return std::nullopt;
 }
 
 // A fatal signal: the call a process died in, saved by a second run just
-// before it runs. Counts that run.
+// before it runs (the saved process that then died, when several reached it).
 std::optional<fs::path> callBeforeSignal(const fs::path& record_dir, const fs::path& repro_dir, const OpStep& step,
                                          bool main_died, OpRepro& result) {
   const auto file = lastCallFile(record_dir, main_died);
-  if (!file) return std::nullopt;
+  if (!file) {
+    result.why = "the process died outside any ATen operator call (in the program's own native code: a C "
+                 "extension, ctypes)";
+    return std::nullopt;
+  }
   const std::string last = text::trim(readFileBytes(*file));  // "42 _ctc_loss.Tensor"
   const auto space = last.find(' ');
   if (space == std::string::npos) return std::nullopt;
-  const fs::path again = step.work / "op-record-before";
-  fs::remove_all(again);
-  fs::create_directories(again);
-  auto env = recorderEnvironment(again);
+  const fs::path again = freshDir(step.work / "op-record-before");
+  auto env = recorderEnvironment(again, true);
   env["MINREPRO_OP_SAVE_AT"] = last.substr(0, space) + ":" + last.substr(space + 1);
-  runPython(step, {(repro_dir / "repro.py").string()}, step.work / "op-run", env);
+  runPython(step, {(repro_dir / "repro.py").string()}, env, 2 * step.timeout);
   ++result.processes;
   const std::vector<fs::path> saved = recordsIn(again, "before-");
-  if (saved.empty()) return std::nullopt;
-  return saved.front();
+  for (const auto& dir : saved)
+    if (diedOfSignal(again, pidOf(dir, "before-"))) return dir;
+  if (!saved.empty()) return saved.front();
+  result.why = "a second run did not reach call " + last + " again (the calls before it differ from run to run)";
+  return std::nullopt;
+}
+
+// Why the call alone is not looked for in a failure of this family, or "".
+std::string familyOutOfReach(FailureFamily family) {
+  switch (family) {
+    case FailureFamily::Timeout: return "a hang or a timeout is no call that fails";
+    case FailureFamily::NonzeroExit: return "the program exited with a status of its own; no error was raised";
+    case FailureFamily::CompileError:
+      return "a torch.compile failure is the compiler's, not an ATen call's (PyTorch's own minifier reduces its "
+             "graph: TORCHDYNAMO_REPRO_AFTER)";
+    case FailureFamily::None:
+    case FailureFamily::StartFailure: return "the case did not fail";
+    case FailureFamily::DeviceAssert:
+    case FailureFamily::OutOfMemory:
+    case FailureFamily::OpUnavailable:
+    case FailureFamily::DeviceMismatch:
+    case FailureFamily::IndexError:
+    case FailureFamily::ValueError:
+    case FailureFamily::RuntimeError:
+    case FailureFamily::Signal: return "";
+  }
+  return "";
 }
 
 // Runs repro.py with the recorder: the call that raised the case's error or
@@ -162,28 +216,24 @@ std::optional<fs::path> callBeforeSignal(const fs::path& record_dir, const fs::p
 // way: TorchScript re-raises an error that passed through the recorder with
 // an empty message, so the recorded call's own error is what must match.
 std::optional<fs::path> locateCall(const fs::path& repro_dir, const OpStep& step, OpRepro& result) {
-  const fs::path record_dir = step.work / "op-record";
-  fs::remove_all(record_dir);
-  fs::create_directories(record_dir);
+  const fs::path record_dir = freshDir(step.work / "op-record");
+  const bool signal = step.signature.family == FailureFamily::Signal;
+  // The recorder's own work (a write per call for a signal) must not turn the run into a timeout.
   const TrialOutcome outcome =
-      runPython(step, {(repro_dir / "repro.py").string()}, step.work / "op-run", recorderEnvironment(record_dir));
+      runPython(step, {(repro_dir / "repro.py").string()}, recorderEnvironment(record_dir, signal), 2 * step.timeout);
   ++result.processes;
   const SignatureMatch run_match = matchesCase(step, classify(outcome));
   if (recordsIn(record_dir, "loaded-").empty()) {
-    result.why = "no process of the run loaded the op recorder: the trial runs no Python with torch, or runs it "
-                 "with -I, -E or -S (which skip sitecustomize); the call alone is found only in Python processes";
+    result.why = "no process of the run loaded the op recorder: the trial runs no Python that imports torch, runs "
+                 "it with -I, -E or -S (which skip sitecustomize), or sets PYTHONPATH itself (case.yaml's "
+                 "trial.env); the call alone is found only in Python processes";
     return std::nullopt;
   }
   if (outcome.passed()) {
     result.why = "the case passed while its operator calls were recorded (" + describe(outcome) + ")";
     return std::nullopt;
   }
-  if (outcome.end == TrialEnd::Signaled || step.signature.family == FailureFamily::Signal) {
-    auto call = callBeforeSignal(record_dir, repro_dir, step, outcome.end == TrialEnd::Signaled, result);
-    if (!call) result.why = "the process died outside any ATen operator call (in the program's own native code: "
-                            "a C extension, ctypes)";
-    return call;
-  }
+  if (signal) return callBeforeSignal(record_dir, repro_dir, step, outcome.end == TrialEnd::Signaled, result);
   auto call = raisingCall(record_dir, step, run_match.matches);
   if (!call && run_match.matches)
     result.why = "no ATen operator raised this error: the program's own code (or autograd) raised it after the "
@@ -199,7 +249,7 @@ bool renderScript(const OpStep& step, const fs::path& call_dir, const fs::path& 
   std::vector<std::string> args{(fs::path(opRecorderDir()) / "minrepro_op.py").string(), "render", call_dir.string(),
                                 dir.string()};
   if (literal) args.push_back("--literal");
-  const TrialOutcome out = runPython(step, args, step.work / "op-run");
+  const TrialOutcome out = runPython(step, args);
   if (out.passed()) return true;
   const text::Lines lines = text::splitLines(text::trim(out.stderr_text));
   result.why = "repro_op.py could not be written: " + (lines.empty() ? describe(out) : lines.back());
@@ -208,22 +258,20 @@ bool renderScript(const OpStep& step, const fs::path& call_dir, const fs::path& 
 
 // The call in `call_dir` extracted into `dir` (inputs.pt as recorded, then repro_op.py).
 bool extractCall(const OpStep& step, const fs::path& call_dir, const fs::path& dir, OpRepro& result) {
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  freshDir(dir);
   fs::copy_file(call_dir / "inputs.pt", dir / "inputs.pt");
   return renderScript(step, call_dir, dir, false, result);
 }
 
 // Shrinks the call's inputs in op-reduce/; the reduced inputs.pt when it worked.
 std::optional<fs::path> reduceCall(const OpStep& step, const fs::path& op_dir, const OpCall& call, OpRepro& result) {
-  const OpCaseAxes axes = sharedSampleAxes(call.tensors);
+  const OpCaseAxes axes = sharedSampleAxes(call.tensors, call.args);
   if (!step.reduce || axes.axes.empty()) {
     result.not_reduced = step.reduce ? "every argument is a scalar" : "no reduction was asked for";
     return std::nullopt;
   }
-  const fs::path dir = step.work / "op-reduce";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  if (step.stop && step.stop->load()) return std::nullopt;
+  const fs::path dir = freshDir(step.work / "op-reduce");
   for (const char* name : {"repro_op.py", "inputs.pt"}) fs::copy_file(op_dir / name, dir / name);
   std::ofstream(dir / "case.yaml") << renderOpCase(step.python, axes, step.signature, step.timeout,
                                                    !step.plan.require_every_run);
@@ -249,12 +297,22 @@ bool standsAlone(const OpStep& step, const SelfCheckPlan& plan, const fs::path& 
   return false;
 }
 
-// Locate, extract, check alone, reduce, render with literals, check again.
+// repro_op.py in `op_dir` for its inputs.pt, checked alone: with its small
+// tensors spelled out, else (a literal that does not behave as the tensor
+// did) every tensor loaded from inputs.pt.
+bool renderAndCheck(const OpStep& step, const fs::path& call_dir, const fs::path& op_dir, const std::string& op,
+                    OpRepro& result) {
+  for (bool literal : {true, false})
+    if (renderScript(step, call_dir, op_dir, literal, result) && standsAlone(step, step.plan, op_dir, op, result))
+      return true;
+  return false;
+}
+
+// Locate, extract, check alone, reduce, render, check again.
 void buildOpRepro(const OpStep& step, OpRepro& result) {
   ScratchDir tree("minrepro-op-locate");
   const fs::path repro = tree.path() / "repro";
   extractArchive(step.archive, repro, std::size_t{1} << 34, std::uint64_t{1} << 36);
-  fs::create_directories(step.work / "op-run");
   result.status = OpReproStatus::NotIsolated;
   const auto call_dir = locateCall(repro, step, result);
   if (!call_dir) return;
@@ -269,8 +327,8 @@ void buildOpRepro(const OpStep& step, OpRepro& result) {
     return;
   }
   const fs::path op_dir = step.work / "op";
-  // One run decides whether the call is worth reducing; the final script
-  // then runs as often as the self-check would.
+  // One run decides whether the call is worth reducing (all runs of a flaky
+  // plan); the final script then runs as often as the self-check would.
   SelfCheckPlan once = step.plan;
   if (once.require_every_run) once.runs = 1;
   if (!extractCall(step, *call_dir, op_dir, result) || !standsAlone(step, once, op_dir, op, result)) return;
@@ -278,11 +336,11 @@ void buildOpRepro(const OpStep& step, OpRepro& result) {
   fs::copy_file(op_dir / "inputs.pt", recorded, fs::copy_options::overwrite_existing);
   const auto reduced = reduceCall(step, op_dir, *result.found, result);
   if (reduced) fs::copy_file(*reduced, op_dir / "inputs.pt", fs::copy_options::overwrite_existing);
-  bool alone = renderScript(step, *call_dir, op_dir, true, result) && standsAlone(step, step.plan, op_dir, op, result);
+  bool alone = renderAndCheck(step, *call_dir, op_dir, op, result);
   if (!alone && reduced) {  // the reduction's result must stand alone too; else the recorded inputs
     result.not_reduced = "the reduced inputs did not fail alone like the case (" + result.why + ")";
     fs::copy_file(recorded, op_dir / "inputs.pt", fs::copy_options::overwrite_existing);
-    alone = renderScript(step, *call_dir, op_dir, true, result) && standsAlone(step, step.plan, op_dir, op, result);
+    alone = renderAndCheck(step, *call_dir, op_dir, op, result);
   }
   if (!alone) return;
   result.why.clear();
@@ -312,7 +370,21 @@ std::optional<OpCall> readOpCall(const fs::path& file) {
   return call;
 }
 
-OpCaseAxes sharedSampleAxes(const std::vector<OpTensor>& tensors) {
+namespace {
+
+// Whether `size` is written in a non-tensor argument (a view's shape, a
+// narrow's length): cutting along it would make a size error of its own.
+bool sizeInArguments(std::int64_t size, const std::vector<std::string>& args) {
+  const std::regex tensor(R"(T\['[^']*'\])");
+  const std::regex number("(^|[^0-9A-Za-z_.])" + std::to_string(size) + "($|[^0-9A-Za-z_.])");
+  for (const auto& arg : args)
+    if (std::regex_search(std::regex_replace(arg, tensor, "T"), number)) return true;
+  return false;
+}
+
+// The length most tensors have as their first axis, when two or more do and
+// no tensor has it on two axes; 0 when none.
+std::int64_t sharedLeadingLength(const std::vector<OpTensor>& tensors) {
   std::map<std::int64_t, int> leading;  // size > 1 -> tensors whose first axis has it
   for (const auto& t : tensors)
     if (!t.shape.empty() && t.shape[0] > 1) ++leading[t.shape[0]];
@@ -325,8 +397,17 @@ OpCaseAxes sharedSampleAxes(const std::vector<OpTensor>& tensors) {
   }
   for (const auto& [size, count] : leading)
     if (count > most) chosen = size, most = count;
+  for (const auto& t : tensors)
+    if (std::count(t.shape.begin(), t.shape.end(), chosen) > 1) return 0;  // a square matrix: which axis?
+  return chosen;
+}
+
+}  // namespace
+
+OpCaseAxes sharedSampleAxes(const std::vector<OpTensor>& tensors, const std::vector<std::string>& args) {
   OpCaseAxes result;
-  if (chosen != 0) {
+  const std::int64_t chosen = sharedLeadingLength(tensors);
+  if (chosen != 0 && !sizeInArguments(chosen, args)) {
     result.cut = true;
     for (const auto& t : tensors) {
       const auto at = std::find(t.shape.begin(), t.shape.end(), chosen);
@@ -353,7 +434,9 @@ std::string renderOpCase(const std::string& python, const OpCaseAxes& case_axes,
   for (const auto& [name, axis] : axes) yaml << (first ? "" : ", ") << '"' << name << "\": " << axis, first = false;
   // Nothing to cut: a few trials of the values pass, cheaper as plain
   // processes than a fork server checked against them.
-  yaml << "}\ntrial:\n  command: [\"" << python << "\", \"{case_dir}/repro_op.py\", \"{batch}\"]\n"
+  std::string quoted;  // a YAML double-quoted scalar
+  for (char c : python) quoted += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+  yaml << "}\ntrial:\n  command: [\"" << quoted << "\", \"{case_dir}/repro_op.py\", \"{batch}\"]\n"
        << (case_axes.cut ? "" : "  fork_server: false\n") << "  timeout: " << std::max<long long>(1, timeout.count() / 1000) << "\nfailure:\n  family: "
        << familyName(signature.family) << (flaky ? "" : "\nflaky:\n  enabled: false") << "\nreducers: [" << (case_axes.cut ? "samples, values" : "values")
        << "]\nwork_dir: work\noutput: op.tar.gz\n";
@@ -372,8 +455,7 @@ OpAlone runOpAlone(const fs::path& dir, const OpStep& step, const SelfCheckPlan&
     if (fs::exists(dir / name)) fs::copy_file(dir / name, alone / name);
   OpAlone result;
   for (int i = 1; i <= plan.runs && !(step.stop && step.stop->load()); ++i) {
-    const TrialOutcome out =
-        runPython(step, {(alone / "repro_op.py").string()}, scratch.path() / ("run-" + std::to_string(i)));
+    const TrialOutcome out = runPython(step, {(alone / "repro_op.py").string()});
     ++result.runs;
     const SignatureMatch match = matchesCase(step, classify(out));
     if (match.matches) ++result.failed_alike;
@@ -393,6 +475,10 @@ OpRepro makeOpRepro(const OpStep& step) {
   OpRepro result;
   if (opRecorderDir().empty()) {
     result.why = "the op recorder (op_recorder/ beside minrepro) was not found; reinstall minrepro";
+    return result;
+  }
+  if (const std::string why = familyOutOfReach(step.signature.family); !why.empty()) {
+    result.why = why;
     return result;
   }
   try {

@@ -66,14 +66,17 @@ std::optional<OpCall> readOpCall(const std::filesystem::path& file);
 // whether there is anything to cut. Cut: the length that most tensors have
 // as their first axis, when two or more do (the batch of a loss's input and
 // target; CTC's targets and lengths, with log_probs [T, N, C] cut along N),
-// each tensor along its first axis of that length. Otherwise only the values
-// pass runs, on one axis that carries the case (of length 1 where one
-// exists). Empty `axes` when every tensor is a scalar.
+// each tensor along its first axis of that length; never when a tensor has
+// that length on two axes (which one is the batch?) or a non-tensor
+// argument names it (a view's shape: the cut would make a size error of its
+// own). Otherwise only the values pass runs, on one axis that carries the
+// case (of length 1 where one exists). Empty `axes` when every tensor is a
+// scalar.
 struct OpCaseAxes {
   std::map<std::string, int> axes;
   bool cut = false;
 };
-OpCaseAxes sharedSampleAxes(const std::vector<OpTensor>& tensors);
+OpCaseAxes sharedSampleAxes(const std::vector<OpTensor>& tensors, const std::vector<std::string>& args = {});
 
 // case.yaml for reducing the call's inputs: repro_op.py run on each
 // candidate; the samples pass when there is an axis to cut, then values;
@@ -84,7 +87,7 @@ std::string renderOpCase(const std::string& python, const OpCaseAxes& axes, cons
 enum class OpReproStatus {
   Made,         // op/repro_op.py fails alone like the case
   NotIsolated,  // no call fails alone like the case: `why`
-  NotTried,     // --no-op-repro, an interrupted run, a case that no longer failed: `why`
+  NotTried,     // --no-op-repro, an interrupted run, a family no call explains (a timeout): `why`
 };
 
 struct OpRepro {
@@ -126,8 +129,8 @@ struct OpStep {
 OpRepro makeOpRepro(const OpStep& step);
 
 // Whether repro_op.py in `dir` (with its inputs.pt) fails like `signature`
-// in `plan.runs` fresh processes in an empty directory; `detail` gets the
-// first run that did not.
+// in `plan.runs` fresh processes in an empty directory; `first_difference`
+// gets the first run that did not.
 struct OpAlone {
   int runs = 0;
   int failed_alike = 0;

@@ -11,6 +11,7 @@
 #include "engine/archive/what_sets_apart.h"
 #include "engine/archive/repro_cpp.h"
 #include "engine/archive/scrub.h"
+#include "engine/text_lines.h"
 
 namespace fs = std::filesystem;
 
@@ -77,6 +78,15 @@ std::vector<SampleValues> perSampleIntegers(const CaseConfig& config, const Batc
 
 
 
+// The script's comments quote the error message: scrubbed like repro.py's
+// (its code is tensors and a call, which scrubbing must not touch).
+std::string scrubComments(const std::string& script, const ScrubContext& scrub) {
+  std::string out;
+  for (const std::string& line : text::splitLines(script))
+    out += (line.rfind("# ", 0) == 0 ? scrubText(line, scrub) : line) + "\n";
+  return out;
+}
+
 std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::path& minimal_batch,
                                          const ReductionSummary& summary, const NeighbourPlan& neighbours,
                                          const BundlePlan& bundle) {
@@ -95,7 +105,7 @@ std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::pat
   entries.push_back({"case.yaml", renderCase(shown, config.base_dir, "batch.pt", "model.pt")});
   entries.push_back(manifestEntry(config, minimal_batch, signature, neighbours, summary.op));  // for minrepro verify
   if (summary.op.status == OpReproStatus::Made) {
-    entries.push_back({"op/repro_op.py", summary.op.script, true});
+    entries.push_back({"op/repro_op.py", scrubComments(summary.op.script, scrub), true});
     entries.push_back(fileEntry("op/inputs.pt", summary.op.dir / "inputs.pt"));
   }
   entries.push_back(fileEntry("batch.pt", minimal_batch));
@@ -164,19 +174,17 @@ BundlePlan traceBundle(const CaseConfig& config, TrialOracle& oracle, const Sele
 }
 
 
-// The op step on the archive just written (engine/archive/op_repro.h), for a
-// run that ended reduced and was not stopped; true when it found a call that
-// fails alone (the archive is to be written again with op/).
-bool addOpRepro(const fs::path& archive, const ArchiveJob& job, ExitStatus status, ReductionSummary& summary,
-                Log& log) {
-  if (!job.op_step) {
-    summary.op.why = job.skip_op_step;
-    return false;
-  }
-  if (status != ExitStatus::Reduced || (job.stop && job.stop->load())) {
-    summary.op.why = status == ExitStatus::BudgetSpent ? "the budget was spent" : "the run was interrupted";
-    return false;
-  }
+// Why the op step (engine/archive/op_repro.h) does not run on this archive,
+// or "" when it does: not asked for, or a run that did not end reduced.
+std::string opStepSkipped(const ArchiveJob& job, ExitStatus status) {
+  if (!job.op_step) return job.skip_op_step;
+  if (job.stop && job.stop->load()) return "the run was interrupted";
+  if (status == ExitStatus::BudgetSpent) return "the budget was spent";
+  if (status != ExitStatus::Reduced) return "the run was interrupted";
+  return "";
+}
+
+void runOpStep(const fs::path& archive, const ArchiveJob& job, ReductionSummary& summary, Log& log) {
   log.info("locating the failing operator call: repro.py once more with the op recorder");
   summary.op = job.op_step(archive);
   if (summary.op.status == OpReproStatus::Made)
@@ -185,7 +193,6 @@ bool addOpRepro(const fs::path& archive, const ArchiveJob& job, ExitStatus statu
   else
     log.info("op-level reproducer: " + std::string(summary.op.found ? summary.op.found->op + ": " : "") + "none kept (" +
              summary.op.why + ")");
-  return summary.op.status == OpReproStatus::Made;
 }
 
 }  // namespace
@@ -256,9 +263,12 @@ ExitStatus writeAndCheckArchive(const CaseConfig& config, TrialOracle& oracle, c
                                                                    : job.skip_self_check;
   summary.seconds = log.elapsedSeconds();
   const CaseConfig archived = withBundledPaths(bakeBranches(config, best.branches_off), bundle);
+  summary.op.why = opStepSkipped(job, status);
   std::vector<ArchiveEntry> entries = archiveEntries(archived, minimal_batch, summary, neighbours, bundle);
   writeTarGz(config.output, entries);
-  if (addOpRepro(config.output, job, status, summary, log)) {
+  if (summary.op.why.empty()) {  // it runs on the archive just written; REPORT.md then says what came of it
+    runOpStep(config.output, job, summary, log);
+    if (stopped()) status = ExitStatus::Interrupted;
     entries = archiveEntries(archived, minimal_batch, summary, neighbours, bundle);
     writeTarGz(config.output, entries);
   }

@@ -75,7 +75,10 @@ SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfChec
   VerifyOptions options;
   options.archive = archive;
   options.runs = plan.runs;
-  options.op_runs = 1;  // the op step has just run it as often as repro.py runs here
+  // The op step has just run op/repro_op.py as often as repro.py runs here:
+  // once shows the archived copy is the one checked; a flaky call, whose one
+  // run may pass, is not judged again.
+  options.op_runs = plan.require_every_run ? 1 : 0;
   options.python = python;
   options.timeout = timeout;
   options.cancel = cancel;

@@ -26,7 +26,7 @@ struct SelfCheck {
   std::string skipped = "the run was interrupted";  // why it did not run
   int runs = 0;
   int reproduced = 0;
-  int op_runs = 0;        // runs of op/repro_op.py (engine/archive/op_repro.h), one beside each of repro.py's
+  int op_runs = 0;        // runs of op/repro_op.py (engine/archive/op_repro.h): 1, none for a flaky call
   int op_reproduced = 0;  // of those, failed like the case (operator aside)
   bool require_every_run = true;
   std::string first_difference;  // the first run that did not reproduce, in one line

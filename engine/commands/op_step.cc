@@ -8,6 +8,21 @@ namespace minrepro {
 
 namespace {
 constexpr std::size_t kOpReductionTrials = 300;
+constexpr double kOpReductionSeconds = 600;
+
+std::string statusName(ExitStatus status) {
+  switch (status) {
+    case ExitStatus::Reduced: return "reduced";
+    case ExitStatus::DoesNotReproduce: return "the recorded inputs did not fail in the reduction's own check";
+    case ExitStatus::BudgetSpent: return "the budget was spent";
+    case ExitStatus::Interrupted: return "interrupted";
+    case ExitStatus::ArchiveDoesNotReproduce: return "its result did not reproduce";
+    case ExitStatus::InternalError: return "an internal error";
+    case ExitStatus::BadInput: return "its case was refused";
+    case ExitStatus::TrialsCannotStart: return "its trials could not start";
+  }
+  return "exit status " + std::to_string(static_cast<int>(status));
+}
 }  // namespace
 
 std::function<OpReduction(const fs::path& case_file)> opReducer(const ShrinkOptions& outer) {
@@ -24,6 +39,7 @@ std::function<OpReduction(const fs::path& case_file)> opReducer(const ShrinkOpti
     // A bound on what a help beside the archive may cost; a spent budget
     // still leaves its best case so far.
     inner.max_trials = kOpReductionTrials;
+    inner.max_seconds = kOpReductionSeconds;
     ShrinkTally tally;
     inner.tally = &tally;
     // The nested run tags its trials with its own work directory; the
@@ -35,7 +51,7 @@ std::function<OpReduction(const fs::path& case_file)> opReducer(const ShrinkOpti
       const fs::path best = case_file.parent_path() / "work" / "best" / "batch.pt";
       const bool ended = status == ExitStatus::Reduced || status == ExitStatus::BudgetSpent;
       if (ended && fs::exists(best)) reduction.inputs = best;
-      else reduction.why_not = "the reduction ended with exit status " + std::to_string(static_cast<int>(status));
+      else reduction.why_not = "the reduction ended: " + statusName(status);
     } catch (const std::exception& e) {
       reduction.why_not = e.what();
     }

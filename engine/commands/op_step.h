@@ -13,7 +13,7 @@
 namespace minrepro {
 
 // A reducer for OpStep::reduce that runs shrink with `outer`'s Python and
-// jobs, at most 300 trials, on the case file it is given.
+// jobs, at most 300 trials or 10 minutes, on the case file it is given.
 std::function<OpReduction(const std::filesystem::path& case_file)> opReducer(const ShrinkOptions& outer);
 
 }  // namespace minrepro

@@ -139,7 +139,8 @@ extern "C" void requestBest(int) { g_materialize.store(true); }
 class StopOnSignals {
  public:
   StopOnSignals() {
-    g_stop.store(false);
+    // A run inside a run (the op step's reduction) keeps a stop asked of the outer one.
+    if (depth_++ == 0) g_stop.store(false);
     struct sigaction stop{}, carry_on{}, best{};
     stop.sa_handler = requestStop;
     carry_on.sa_handler = carryOn;
@@ -152,11 +153,13 @@ class StopOnSignals {
   }
   ~StopOnSignals() {
     for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
+    --depth_;
   }
 
  private:
   static constexpr std::array<int, 5> kSignals{SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGUSR1};
   std::array<struct sigaction, 5> old_{};
+  static inline int depth_ = 0;
 };
 
 // What would otherwise fail only after the whole reduction, or be reduced as
@@ -312,6 +315,14 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   oracle.setDiagnosticEnvironment(diagnostic.env);
   log.info("diagnostic variables for the trials: " + diagnostic.describe() +
            "; the final confirmation runs without them");
+  // The trials a caller that runs shrink itself is told of, however the run ends.
+  struct TallyOnReturn {
+    ShrinkTally* tally;
+    const TrialOracle& oracle;
+    ~TallyOnReturn() {
+      if (tally) tally->trials = oracle.stats().trials + oracle.stats().replayed;
+    }
+  } tally_on_return{options.tally, oracle};
   const Selection all = fullSelection(*batch);
   Selection best = all;
   oracle.onBetter([&](const Selection& s) { best = s; });
@@ -360,7 +371,6 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
 
   const fs::path minimal_batch = writeBestSoFar(config, *batch, best);
   if (!options.archive) {
-    if (options.tally) options.tally->trials = oracle.stats().trials + oracle.stats().replayed;
     log.info("best case written to " + minimal_batch.string() + " (no archive asked for)");
     return status;
   }
@@ -380,9 +390,7 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   if (job.skip_op_step.empty())
     job.op_step = opStepFor(options, config, oracle.reference(),
                             planSelfCheck(oracle.rate(), config.flaky, plain_passes, best.samples.size()));
-  status = writeAndCheckArchive(config, oracle, best, job, summary, status, log);
-  if (options.tally) options.tally->trials = summary.stats.trials + summary.stats.replayed;
-  return status;
+  return writeAndCheckArchive(config, oracle, best, job, summary, status, log);
 }
 
 KeyValues pythonTorchVersions(const std::string& python, const fs::path& scratch) {

@@ -1,13 +1,14 @@
 """The failing ATen operator of a run, and a reproducer that calls only it.
 
-Recording (install(), from the sitecustomize.py beside this file, when
-MINREPRO_OP_RECORD names a directory DIR): a TorchDispatchMode sees every
-ATen operator call of the process, forward and backward, below the Python
-functionals and TorchScript alike.
+Recording (install_on_torch_import(), from the sitecustomize.py beside this
+file, when MINREPRO_OP_RECORD names a directory DIR): once the program
+imports torch, a TorchDispatchMode sees every ATen operator call of the
+process's main thread, forward and backward (the CPU autograd engine runs
+it there), below the Python functionals and TorchScript alike.
 - Before each call, its number and name are written to DIR/last-op-PID.txt
   (overwritten; removed when the process exits normally), so a process a
   signal kills leaves the call it died in.
-- A call that raises leaves DIR/raised-PID-K/ (at most 8 per process): its
+- A call that raises leaves DIR/raised-PID-K/ (the last 8 of a process): its
   tensors in inputs.pt, saved together so that views stay views of one
   storage, and call.txt (the operator, every argument as Python source, the
   error, the call's number and phase).
@@ -21,11 +22,12 @@ inputs in OUT_DIR/inputs.pt. With --literal, small plain tensors are written
 into the script; the others are loaded from inputs.pt with weights_only=True.
 
 call.txt is `key: value` lines, read by minrepro (engine/archive/op_repro.cc):
-op, call, phase, index, error, then one `arg:` per argument and one
+op, call, phase, index, pid, error, then one `arg:` per argument and one
 `tensor:` per tensor (name, dtype, shape, stride, offset, device, storage).
 Standard library and torch only; runs on torch 1.13 and 2.x.
 """
 import atexit
+import keyword
 import math
 import os
 import re
@@ -34,6 +36,14 @@ import sys
 _MAX_RAISED = 8
 _LITERAL_MAX_ELEMENTS = 64
 _PAD_KEY = "_minrepro_unused"
+# Names a spelled-out tensor cannot take: the script's own.
+_RESERVED = {"T", "HERE", "torch", "os", "sys", "inf", "nan"}
+
+
+def _literal_dtypes():
+    import torch
+    return {torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
+            torch.int8, torch.uint8, torch.bool}
 
 
 class Unsupported(Exception):
@@ -115,8 +125,11 @@ def _offset(t):
 
 
 def _storage_key(t):
+    """Tensors with the same key share a storage; empty storages share none."""
     try:
         storage = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+        if storage.data_ptr() == 0:
+            return ("empty", id(t))
         return (str(t.device), storage.data_ptr())
     except RuntimeError:
         return ("own", id(t))
@@ -162,17 +175,30 @@ def save_call(directory, func, args, kwargs, index, error=None):
 
 
 class _Recorder:
+    """Never changes what the program sees: a failure of the recorder itself
+    (a full disk, an argument torch.save refuses) leaves a save-failed-PID
+    note and the call goes on, its own error re-raised unchanged."""
+
     def __init__(self, directory):
         self.directory = directory
         self.index = 0
         self.raised = 0
         self.busy = False
         self.last_op = None
+        self.note_calls = os.environ.get("MINREPRO_OP_NOTE_CALLS") == "1"
         save_at = os.environ.get("MINREPRO_OP_SAVE_AT", "")
         index, _, name = save_at.partition(":")
         self.save_at = (int(index), name) if index.isdigit() else None
 
+    def _failed(self, what):
+        try:
+            with open(os.path.join(self.directory, "save-failed-%d" % os.getpid()), "a") as out:
+                out.write("%s: %s\n" % (what, sys.exc_info()[1]))
+        except OSError:
+            pass
+
     def _note(self, func):
+        """The call's number and name, before it runs (for a fatal signal)."""
         pid = os.getpid()
         if self.last_op is None or self.last_op[0] != pid:  # first call, or a forked child
             path = os.path.join(self.directory, "last-op-%d.txt" % pid)
@@ -182,47 +208,69 @@ class _Recorder:
         os.ftruncate(self.last_op[1], len(line))
 
     def forget(self):
-        if self.last_op is not None and self.last_op[0] == os.getpid():
-            os.close(self.last_op[1])
-            os.unlink(self.last_op[2])
-            self.last_op = None
+        """At a normal exit: this process did not die in a call."""
+        try:
+            if self.last_op is not None and self.last_op[0] == os.getpid():
+                os.close(self.last_op[1])
+                os.unlink(self.last_op[2])
+                self.last_op = None
+        except OSError:
+            pass
+
+    def _before(self, func, args, kwargs):
+        self.index += 1
+        if self.note_calls:
+            self._note(func)
+        if self.save_at == (self.index, func.__name__):
+            save_call(os.path.join(self.directory, "before-%d" % os.getpid()), func, args, kwargs, self.index)
+
+    def _raised(self, func, args, kwargs, error):
+        # The last 8 of the process, oldest overwritten: errors a program
+        # catches early must not crowd out the one that ends it.
+        slot = self.raised % _MAX_RAISED
+        self.raised += 1
+        save_call(os.path.join(self.directory, "raised-%d-%d" % (os.getpid(), slot)), func, args, kwargs,
+                  self.index, error)
 
     def call(self, func, args, kwargs):
         if self.busy:
             return func(*args, **kwargs)
         self.busy = True
         try:
-            self.index += 1
-            self._note(func)
-            if self.save_at == (self.index, func.__name__):
-                save_call(os.path.join(self.directory, "before-%d" % os.getpid()), func, args, kwargs, self.index)
+            self._before(func, args, kwargs)
+        except Exception:
+            self._failed("before %s" % func.__name__)
         finally:
             self.busy = False
         try:
             return func(*args, **kwargs)
         except Exception as error:
-            if self.raised < _MAX_RAISED and not self.busy:
-                self.raised += 1
-                self.busy = True
-                try:
-                    save_call(os.path.join(self.directory, "raised-%d-%d" % (os.getpid(), self.raised)),
-                              func, args, kwargs, self.index, error)
-                finally:
-                    self.busy = False
+            self.busy = True
+            try:
+                self._raised(func, args, kwargs, error)
+            except Exception:
+                self._failed("raised %s" % func.__name__)
+            finally:
+                self.busy = False
             raise
 
 
 def install():
-    """Records this process's operator calls into $MINREPRO_OP_RECORD."""
-    try:
-        import torch
-        from torch.utils._python_dispatch import TorchDispatchMode
-    except ImportError:
-        return  # a Python without torch runs no operator
+    """Records this process's operator calls into $MINREPRO_OP_RECORD, from
+    the moment torch is imported (in the main thread: a dispatch mode is
+    per thread)."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    import faulthandler
     recorder = _Recorder(os.environ["MINREPRO_OP_RECORD"])
-    # Tells minrepro that a Python of the run had the recorder (a trial that
-    # is not Python, or runs it with -I, -E or -S, has none).
-    open(os.path.join(recorder.directory, "loaded-%d" % os.getpid()), "w").close()
+    pid = os.getpid()
+    # Tells minrepro that this process had the recorder (a trial that is not
+    # Python, or runs it with -I, -E or -S, has none), and which process a
+    # fatal signal ended: its fault file is the one that is not empty.
+    open(os.path.join(recorder.directory, "loaded-%d" % pid), "w").close()
+    if recorder.note_calls:
+        recorder.fault_file = open(os.path.join(recorder.directory, "fault-%d.txt" % pid), "w")
+        faulthandler.enable(file=recorder.fault_file)
 
     class _RecordCalls(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -230,6 +278,40 @@ def install():
 
     _RecordCalls().__enter__()  # for the whole process: never left
     atexit.register(recorder.forget)
+
+
+class _InstallAfterTorch:
+    """A meta-path finder that installs the recorder once `torch` is
+    imported, so that a program's own settings before `import torch`
+    (threads, environment) take effect as they would without it."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)
+        import importlib.util
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_then_install(module):
+            exec_module(module)
+            sys.modules[name] = module
+            try:
+                install()
+            except Exception:
+                pass  # no recorder: minrepro sees no loaded-PID and says so
+
+        spec.loader.exec_module = exec_then_install
+        return spec
+
+
+def install_on_torch_import():
+    if "torch" in sys.modules:
+        install()
+    else:
+        sys.meta_path.insert(0, _InstallAfterTorch())
 
 
 # ---------------------------------------------------------------- rendering
@@ -247,8 +329,8 @@ def literal_source(t):
     """Source that makes a plain tensor as it is: `torch.tensor([...])` when it
     is small, `torch.full(...)` when every element is the same; else None."""
     import torch
-    plain = (t.layout == torch.strided and t.device.type == "cpu" and t.is_contiguous()
-             and t.storage_offset() == 0 and not t.is_complex() and not t.is_quantized
+    plain = (t.layout == torch.strided and t.device.type == "cpu" and t.dtype in _literal_dtypes()
+             and list(t.stride()) == _contiguous_strides(t.shape) and t.storage_offset() == 0
              and _storage_bytes(t) == t.numel() * t.element_size())
     if not plain:
         return None  # a view into a larger storage, a device, a layout: inputs.pt keeps it as it is
@@ -256,11 +338,21 @@ def literal_source(t):
         return "torch.empty(%s, dtype=%s)" % (tuple(t.shape), t.dtype)
     first = t.reshape(-1)[0]
     same = bool((t == first).all()) or (t.is_floating_point() and bool(torch.isnan(t).all()))
+    if same and t.is_floating_point():  # -0.0 == 0.0: the sign must agree too
+        same = bool((torch.signbit(t) == torch.signbit(first)).all())
     if same and t.numel() > 1:
         return "torch.full(%s, %r, dtype=%s)" % (tuple(t.shape), first.item(), t.dtype)
     if t.numel() <= _LITERAL_MAX_ELEMENTS:
         return "torch.tensor(%r, dtype=%s)" % (t.tolist(), t.dtype)
     return None
+
+
+def _contiguous_strides(shape):
+    strides, step = [], 1
+    for size in reversed(list(shape)):
+        strides.insert(0, step)
+        step *= max(int(size), 1)
+    return strides
 
 
 def _storage_bytes(t):
@@ -277,7 +369,8 @@ def _literals(tensors, call):
     literals = {}
     for key, t in tensors.items():
         source = literal_source(t) if len(owners[_storage_key(t)]) == 1 else None
-        if source is not None and key.isidentifier() and "T[%r]" % key in call:
+        usable = key.isidentifier() and not keyword.iskeyword(key) and key not in _RESERVED
+        if source is not None and usable and "T[%r]" % key in call:
             literals[key] = source
     return literals
 
@@ -287,9 +380,10 @@ def script_text(fields, call, literals):
     for key in literals:
         call = call.replace("T[%r]" % key, key)
     loaded = re.findall(r"T\['([^']*)'\]", call)
-    lines = ['"""%s fails alone: %s' % (fields["op"][0], fields.get("error", ["(a fatal signal)"])[0]),
-             "", "Made by minrepro from the failing case; needs only PyTorch. Run: python3 repro_op.py",
-             '"""']
+    error = fields.get("error", ["a fatal signal"])[0]
+    lines = ['"""%s, called alone as the failing case called it.' % fields["op"][0],
+             "", "Made by minrepro; needs only PyTorch. Run: python3 repro_op.py", '"""',
+             "# Fails with: %s" % "".join(c if c.isprintable() else "?" for c in error)]
     if loaded:
         lines += ["import os", "import sys", ""]
     if any(re.search(r"\b(nan|inf)\b", source) for source in literals.values()):
@@ -311,8 +405,8 @@ def render(call_dir, out_dir, literal):
         raise SystemExit("cannot write this call: %s" % fields["unsupported"][0])
     args = fields.get("arg", []) + fields.get("kwarg", [])
     call = "%s(%s)" % (fields["call"][0], ", ".join(args))
-    described = [line for line in open(os.path.join(call_dir, "call.txt")).read().splitlines()
-                 if not line.startswith("tensor: ")]
+    with open(os.path.join(call_dir, "call.txt")) as recorded:
+        described = [line for line in recorded.read().splitlines() if not line.startswith("tensor: ")]
     literals = {}
     if literal:
         import torch
