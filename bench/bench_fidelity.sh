@@ -33,7 +33,7 @@ for case_yaml in "$work"/examples/*/case.yaml "$work"/fidelity/*/case.yaml "$wor
     >"$out/log" 2>&1 || status=$?
   ids=$(grep -o "samples (ids \[[^]]*\])" "$out/log" | tail -1 | sed 's/samples (ids //; s/)$//')
   trials=$(grep -o "in [0-9]* trials; archive" "$out/log" | grep -o "[0-9]*" || echo "-")
-  check=$(grep -o "self-check: the archive .* in [0-9]* of [0-9]* runs" "$out/log" | sed 's/self-check: the archive //')
+  check=$(grep -o "self-check: the archive [A-Za-z ]* in [0-9]* of [0-9]* runs" "$out/log" | sed 's/self-check: the archive //')
   mkdir -p "$out/empty"
   tar xzf "$out/repro.tar.gz" -C "$out/empty"
   # The shell's own "Segmentation fault" line goes to /dev/null with the rest.

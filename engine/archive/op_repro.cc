@@ -176,6 +176,12 @@ std::optional<fs::path> callBeforeSignal(const fs::path& record_dir, const fs::p
   const std::string last = text::trim(readFileBytes(*file));  // "42 _ctc_loss.Tensor"
   const auto space = last.find(' ');
   if (space == std::string::npos) return std::nullopt;
+  if (text::endsWith(last, " returned")) {
+    result.why = "the process died outside any ATen operator call, after call " +
+                 last.substr(0, last.size() - 9) + " had returned (in the program's own native code: a C extension, "
+                 "ctypes)";
+    return std::nullopt;
+  }
   const fs::path again = freshDir(step.work / "op-record-before");
   auto env = recorderEnvironment(again, true);
   env["MINREPRO_OP_SAVE_AT"] = last.substr(0, space) + ":" + last.substr(space + 1);
@@ -216,12 +222,19 @@ std::string familyOutOfReach(FailureFamily family) {
 // way: TorchScript re-raises an error that passed through the recorder with
 // an empty message, so the recorded call's own error is what must match.
 std::optional<fs::path> locateCall(const fs::path& repro_dir, const OpStep& step, OpRepro& result) {
-  const fs::path record_dir = freshDir(step.work / "op-record");
+  const fs::path record_dir = step.work / "op-record";
   const bool signal = step.signature.family == FailureFamily::Signal;
-  // The recorder's own work (a write per call for a signal) must not turn the run into a timeout.
-  const TrialOutcome outcome =
-      runPython(step, {(repro_dir / "repro.py").string()}, recorderEnvironment(record_dir, signal), 2 * step.timeout);
-  ++result.processes;
+  // A flaky failure is run until it fails, at most as often as the self-check would.
+  const int attempts = step.plan.require_every_run ? 1 : std::min(step.plan.runs, 10);
+  TrialOutcome outcome;
+  for (int i = 0; i < attempts && !(step.stop && step.stop->load()); ++i) {
+    freshDir(record_dir);
+    // The recorder's own work (a write per call for a signal) must not turn the run into a timeout.
+    outcome = runPython(step, {(repro_dir / "repro.py").string()}, recorderEnvironment(record_dir, signal),
+                        2 * step.timeout);
+    ++result.processes;
+    if (!outcome.passed()) break;
+  }
   const SignatureMatch run_match = matchesCase(step, classify(outcome));
   if (recordsIn(record_dir, "loaded-").empty()) {
     result.why = "no process of the run loaded the op recorder: the trial runs no Python that imports torch, runs "
@@ -331,6 +344,7 @@ void buildOpRepro(const OpStep& step, OpRepro& result) {
   // plan); the final script then runs as often as the self-check would.
   SelfCheckPlan once = step.plan;
   if (once.require_every_run) once.runs = 1;
+  once.enough_after_one = true;
   if (!extractCall(step, *call_dir, op_dir, result) || !standsAlone(step, once, op_dir, op, result)) return;
   const fs::path recorded = step.work / "op-recorded-inputs.pt";
   fs::copy_file(op_dir / "inputs.pt", recorded, fs::copy_options::overwrite_existing);
@@ -459,6 +473,7 @@ OpAlone runOpAlone(const fs::path& dir, const OpStep& step, const SelfCheckPlan&
     ++result.runs;
     const SignatureMatch match = matchesCase(step, classify(out));
     if (match.matches) ++result.failed_alike;
+    if (match.matches && !plan.require_every_run && plan.enough_after_one) break;
     else if (result.first_difference.empty())
       result.first_difference = match.why_not + " (" + describe(out) + ")";
   }

@@ -47,6 +47,9 @@ struct SelfCheckPlan {
   int runs = 3;
   bool require_every_run = true;
   bool conclusive = true;
+  // A flaky failure's runs stop at the first that fails alike (the op step's
+  // first check of a call: it only decides whether to go on).
+  bool enough_after_one = false;
 };
 
 // Runs and rule for a case of `size` samples whose trials failed at `rate`

@@ -197,13 +197,14 @@ class _Recorder:
         except OSError:
             pass
 
-    def _note(self, func):
-        """The call's number and name, before it runs (for a fatal signal)."""
+    def _note(self, func, returned=False):
+        """The call's number and name before it runs, and again with
+        " returned" after (for a fatal signal: in the call, or after it)."""
         pid = os.getpid()
         if self.last_op is None or self.last_op[0] != pid:  # first call, or a forked child
             path = os.path.join(self.directory, "last-op-%d.txt" % pid)
             self.last_op = (pid, os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), path)
-        line = ("%d %s\n" % (self.index, func.__name__)).encode()
+        line = ("%d %s%s\n" % (self.index, func.__name__, " returned" if returned else "")).encode()
         os.pwrite(self.last_op[1], line, 0)
         os.ftruncate(self.last_op[1], len(line))
 
@@ -243,7 +244,10 @@ class _Recorder:
         finally:
             self.busy = False
         try:
-            return func(*args, **kwargs)
+            result = func(*args, **kwargs)
+            if self.note_calls:
+                self._note(func, returned=True)
+            return result
         except Exception as error:
             self.busy = True
             try:
