@@ -107,6 +107,7 @@ std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::pat
   if (summary.op.status == OpReproStatus::Made) {
     entries.push_back({"op/repro_op.py", scrubComments(summary.op.script, scrub), true});
     entries.push_back(fileEntry("op/inputs.pt", summary.op.dir / "inputs.pt"));
+    entries.push_back({"op/call.txt", scrubText(readFileBytes(summary.op.dir / "call.txt"), scrub)});
   }
   entries.push_back(fileEntry("batch.pt", minimal_batch));
   for (const auto& n : neighbours.cases) entries.push_back(fileEntry(n.file, config.work_dir / n.file));

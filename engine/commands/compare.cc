@@ -1,5 +1,8 @@
 #include "engine/commands/compare.h"
 
+#include "engine/archive/op_repro.h"
+#include "engine/build_info.h"
+
 #include <stdlib.h>
 
 #include <fstream>
@@ -218,6 +221,30 @@ void printProgress(std::ostream* progress, const VariantResult& r) {
             << r.different << " failed differently, " << r.passed << " passed\n" << std::flush;
 }
 
+// The op-level reproducer of an extracted archive as a case of its own, in
+// `scratch`: the call rendered to load every tensor from its batch (the
+// archived script spells small ones out, which a float32 variant could not
+// cast), its inputs.pt the batch. Empty when the archive has none.
+fs::path opCaseOf(const fs::path& extracted, const fs::path& scratch, FailureFamily family) {
+  const fs::path op = extracted / "op";
+  const auto call = readOpCall(op / "call.txt");
+  if (!call || !fs::is_regular_file(op / "inputs.pt") || opRecorderDir().empty()) return {};
+  const OpCaseAxes axes = sharedSampleAxes(call->tensors, call->args);
+  if (axes.axes.empty()) return {};
+  const fs::path dir = scratch / "op-case";
+  fs::create_directories(dir);
+  fs::copy_file(op / "inputs.pt", dir / "inputs.pt");
+  TrialSpec render;
+  render.argv = {kDefaultPython, (fs::path(opRecorderDir()) / "minrepro_op.py").string(), "render", op.string(),
+                 dir.string()};
+  render.work_dir = scratch / "op-render";
+  if (!LocalExecutor().run(render).passed()) return {};
+  FailureSignature signature;
+  signature.family = family;
+  std::ofstream(dir / "case.yaml") << renderOpCase(kDefaultPython, axes, signature, std::chrono::seconds(600), false);
+  return dir / "case.yaml";
+}
+
 }  // namespace
 
 CompareResult compareVariants(const CompareOptions& options, std::ostream* progress, Executor* executor) {
@@ -238,6 +265,16 @@ CompareResult compareVariants(const CompareOptions& options, std::ostream* progr
     result.results.push_back(v.applies() ? runner.runVariant(v) : skipped);
     printProgress(progress, result.results.back());
     if (v.name == "as-is" && !result.reproduces()) break;  // nothing to compare with
+  }
+  const fs::path op_case = result.reproduces() && !result.recorded.empty()
+                               ? opCaseOf(scratch->path() / "case", scratch->path(), result.reference.family)
+                               : fs::path();
+  if (!op_case.empty()) {
+    if (progress) *progress << "op/repro_op.py, the failing call alone, under the same variants:\n";
+    CompareOptions op_options = options;
+    op_options.input = op_case;
+    result.op = std::make_shared<CompareResult>(compareVariants(op_options, progress, executor));
+    result.op_call = readOpCall(scratch->path() / "case" / "op" / "call.txt")->op;
   }
   return result;
 }
@@ -293,6 +330,12 @@ std::string renderComparison(const CompareResult& result) {
     out << "- " << r.variant.name << ": " << reading(r) << "\n";
     for (const auto& [summary, count] : r.other_failures) out << "  - failed differently " << count << "x: " << summary << "\n";
     for (const auto& line : r.cast) out << "  - cast " << line << "\n";
+  }
+  if (result.op) {
+    out << "\nThe failing call alone (op/repro_op.py, `" << result.op_call << "`):\n";
+    std::string op_text = renderComparison(*result.op);
+    op_text.erase(op_text.rfind("\nA CPU success"));  // said once, below
+    out << op_text;
   }
   out << "\nA CPU success is a hint, not a validation: the CPU runs other kernels, so a case that passes on the "
          "CPU can still be a bug of the accelerator path, and a fix must be checked on the accelerator.\n";

@@ -2,7 +2,8 @@
 // §5). The minimal case runs as is and under variants, each alone and each
 // run a fresh process with the diagnostic variables removed: the CPU instead
 // of the accelerator, float32 instead of half precision, deterministic
-// algorithms on, and each optional branch off. Changing several things at
+// algorithms on, and each optional branch off. An archive's op/repro_op.py
+// (the failing call alone) runs under the same variants too. Changing several things at
 // once would blur invalid data, an operator's contract and the binary
 // environment; one change per variant keeps them apart.
 #pragma once
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <iosfwd>
 #include <map>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -54,6 +56,11 @@ struct CompareResult {
   std::string recorded;  // an archive's signature.txt failure, "" for a case.yaml
   FailureSignature reference;  // the first failure of the case as is
   std::vector<VariantResult> results;
+  // An archive's op-level reproducer (engine/archive/op_repro.h), compared
+  // the same way: its call, and its own results (the call's tensors are the
+  // batch; its as-is failure is its reference). Null when there is none.
+  std::string op_call;
+  std::shared_ptr<CompareResult> op;
   bool reproduces() const { return reference.failed(); }
 };
 

@@ -379,8 +379,10 @@ def _literals(tensors, call):
     return literals
 
 
-def script_text(fields, call, literals):
-    """repro_op.py: the tensors `literals` spells out, the others loaded."""
+def script_text(fields, call, literals, variants=False):
+    """repro_op.py: the tensors `literals` spells out, the others loaded;
+    with `variants`, honouring compare's MINREPRO_DETERMINISTIC as a
+    program must (the script the reduction and compare run)."""
     for key in literals:
         call = call.replace("T[%r]" % key, key)
     loaded = re.findall(r"T\['([^']*)'\]", call)
@@ -397,6 +399,9 @@ def script_text(fields, call, literals):
         lines += ['HERE = os.path.dirname(os.path.abspath(__file__))',
                   'T = torch.load(sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "inputs.pt"), '
                   'weights_only=True)']
+    if variants and loaded:
+        lines += ['if os.environ.get("MINREPRO_DETERMINISTIC") == "1":',
+                  "    torch.use_deterministic_algorithms(True)"]
     lines += ["%s = %s" % (key, source) for key, source in literals.items()]
     return "\n".join(lines + [call]) + "\n"
 
@@ -420,7 +425,7 @@ def render(call_dir, out_dir, literal):
     else:
         described += ["tensor: " + t for t in fields.get("tensor", [])]
     with open(os.path.join(out_dir, "repro_op.py"), "w") as out:
-        out.write(script_text(fields, call, literals))
+        out.write(script_text(fields, call, literals, variants=not literal))
     with open(os.path.join(out_dir, "call.txt"), "w") as out:
         out.write("\n".join(described) + "\n")
 
