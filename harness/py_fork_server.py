@@ -533,9 +533,21 @@ def main():
     script_dir, preload, hooks = parse_args(sys.argv[1:])
     # Imports resolve as the scripts' would: their directory first on sys.path.
     sys.path[0] = os.path.realpath(script_dir)
+    # numpy's OpenBLAS, which torch 2.x imports, starts a thread per core at
+    # import, and a process with threads is not safe to fork (send_ready
+    # counts them). The server keeps BLAS on its own thread unless the
+    # trials' environment says otherwise: children then run BLAS on one
+    # thread where a fresh process would use several, a difference the
+    # check of forked against fresh trials (engine/fresh_check.h) would show.
+    # Each child gets the trial's own environment back (_set_environment).
+    blas_threads = "OPENBLAS_NUM_THREADS" in os.environ
+    if not blas_threads:
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
     for name in preload:
         __import__(name)
         _record_torch_seed()  # once, at the import that brought torch in, before a later module reseeds it
+    if not blas_threads:
+        del os.environ["OPENBLAS_NUM_THREADS"]
     load_hooks(hooks)
     gc.collect()
     gc.freeze()  # children then copy fewer pages when they touch the parent's objects
