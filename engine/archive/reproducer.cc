@@ -177,7 +177,7 @@ BundlePlan traceBundle(const CaseConfig& config, TrialOracle& oracle, const Sele
 
 // Why the op step (engine/archive/op_repro.h) does not run on this archive,
 // or "" when it does: not asked for, or a run that did not end reduced.
-std::string opStepSkipped(const ArchiveJob& job, ExitStatus status) {
+std::string opStepNotRun(const ArchiveJob& job, ExitStatus status) {
   if (!job.op_step) return job.skip_op_step;
   if (job.stop && job.stop->load()) return "the run was interrupted";
   if (status == ExitStatus::BudgetSpent) return "the budget was spent";
@@ -264,7 +264,7 @@ ExitStatus writeAndCheckArchive(const CaseConfig& config, TrialOracle& oracle, c
                                                                    : job.skip_self_check;
   summary.seconds = log.elapsedSeconds();
   const CaseConfig archived = withBundledPaths(bakeBranches(config, best.branches_off), bundle);
-  summary.op.why = opStepSkipped(job, status);
+  summary.op.why = opStepNotRun(job, status);
   std::vector<ArchiveEntry> entries = archiveEntries(archived, minimal_batch, summary, neighbours, bundle);
   writeTarGz(config.output, entries);
   if (summary.op.why.empty()) {  // it runs on the archive just written; REPORT.md then says what came of it

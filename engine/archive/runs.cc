@@ -143,23 +143,33 @@ void judgeFail(RunResult& r, const Manifest& m) {
              r.signature.summary() + " (" + describe(r.outcome) + ")";
 }
 
+// One plain run of a script of the extracted archive with `o.python`, the
+// diagnostic variables removed, in a directory of its own beside it.
+TrialOutcome runScript(const VerifyOptions& o, Executor& executor, std::vector<std::string> script_and_args,
+                       const fs::path& work_dir) {
+  TrialSpec spec;
+  spec.argv = {o.python};
+  for (auto& a : script_and_args) spec.argv.push_back(std::move(a));
+  spec.env_unset = diagnosticVariables();
+  spec.work_dir = work_dir;
+  spec.timeout = o.timeout;
+  spec.cancel = o.cancel;
+  TrialOutcome outcome = executor.run(spec);
+  if (outcome.end == TrialEnd::FailedToStart)
+    throw BadInputError("cannot start " + o.python + ": " + outcome.start_error + "; give a Python with PyTorch "
+                      "with --python");
+  return outcome;
+}
+
 // `neighbour` null: the minimal batch (repro.py's default); else repro.py
 // is given the neighbour's batch and judged against its own count.
 RunResult runOnce(const fs::path& dir, int index, const VerifyOptions& o, const Manifest& m, Executor& executor,
                   const NeighbourCase* neighbour = nullptr) {
-  TrialSpec spec;
-  spec.argv = {o.python, (dir / "repro.py").string()};
-  if (neighbour) spec.argv.push_back((dir / fs::path(neighbour->file).lexically_normal()).string());
-  spec.env_unset = diagnosticVariables();
-  spec.work_dir = dir.parent_path() / ("run-" + std::to_string(index));
-  spec.timeout = o.timeout;
-  spec.cancel = o.cancel;
+  std::vector<std::string> args{(dir / "repro.py").string()};
+  if (neighbour) args.push_back((dir / fs::path(neighbour->file).lexically_normal()).string());
   RunResult r;
   if (neighbour) r.neighbour = neighbour->name;
-  r.outcome = executor.run(spec);
-  if (r.outcome.end == TrialEnd::FailedToStart)
-    throw BadInputError("cannot start " + o.python + ": " + r.outcome.start_error + "; give a Python with PyTorch "
-                      "with --python");
+  r.outcome = runScript(o, executor, std::move(args), dir.parent_path() / ("run-" + std::to_string(index)));
   r.signature = classify(r.outcome);
   if (o.expect == Expect::Pass) judgePass(r, neighbour ? *neighbour->processed : *m.processed);
   else judgeFail(r, m);
@@ -169,15 +179,10 @@ RunResult runOnce(const fs::path& dir, int index, const VerifyOptions& o, const 
 // op/repro_op.py once: the call alone fails like the case, the operator
 // aside (it is called directly, not from the program); after a fix it exits 0.
 RunResult runOpOnce(const fs::path& dir, int index, const VerifyOptions& o, const Manifest& m, Executor& executor) {
-  TrialSpec spec;
-  spec.argv = {o.python, (dir / fs::path(m.op_repro).lexically_normal()).string()};
-  spec.env_unset = diagnosticVariables();
-  spec.work_dir = dir.parent_path() / ("op-run-" + std::to_string(index));
-  spec.timeout = o.timeout;
-  spec.cancel = o.cancel;
   RunResult r;
   r.neighbour = m.op_repro;
-  r.outcome = executor.run(spec);
+  r.outcome = runScript(o, executor, {(dir / fs::path(m.op_repro).lexically_normal()).string()},
+                        dir.parent_path() / ("op-run-" + std::to_string(index)));
   r.signature = classify(r.outcome);
   if (o.expect == Expect::Pass) {
     r.as_expected = r.outcome.passed();

@@ -83,10 +83,13 @@ KeyValues probeEnvironment(const ShrinkOptions& options, const CaseConfig& confi
 
 // Why the archive is not to be checked on its own, or "" when it is (an
 // interruption or a spent budget skip it too: engine/archive/reproducer.h).
+bool slurmTrials(const ShrinkOptions& options, const CaseConfig& config) {
+  return effectiveExecutor(config, options.executor).kind == ExecutorKind::Slurm;
+}
+
 std::string selfCheckSkipped(const ShrinkOptions& options, const CaseConfig& config) {
   if (!options.self_check) return "--no-self-check";
-  if (effectiveExecutor(config, options.executor).kind == ExecutorKind::Slurm)
-    return "the trials ran as Slurm jobs; repro.py may need the nodes' devices";
+  if (slurmTrials(options, config)) return "the trials ran as Slurm jobs; repro.py may need the nodes' devices";
   return "";
 }
 
@@ -99,8 +102,7 @@ std::atomic<bool> g_stop{false};
 // Why the failing operator call is not looked for, or "" when it is.
 std::string opStepSkipped(const ShrinkOptions& options, const CaseConfig& config) {
   if (!options.op_repro) return "--no-op-repro";
-  if (effectiveExecutor(config, options.executor).kind == ExecutorKind::Slurm)
-    return "the trials ran as Slurm jobs; the op step runs repro.py on this machine";
+  if (slurmTrials(options, config)) return "the trials ran as Slurm jobs; the op step runs repro.py on this machine";
   return "";
 }
 
