@@ -301,8 +301,12 @@ class SlurmEndToEnd : public ::testing::Test {
   // check a local run's forked trials against fresh ones (Slurm jobs are
   // never forked; engine/fresh_check.h).
   static std::string resultLine(const std::string& output) {
-    const auto at = output.find("reduced ");
-    return at == std::string::npos ? "" : output.substr(at, output.find(" in ", at) - at);
+    // The run's last word, not the op step's "(N trials reduced its inputs)" before it.
+    const std::string summary = "minrepro: reduced ";
+    const auto at = output.rfind(summary);
+    if (at == std::string::npos) return "";
+    const auto from = at + summary.size() - std::string("reduced ").size();
+    return output.substr(from, output.find(" in ", from) - from);
   }
 
   static testing::TempDir* examples_;
