@@ -13,10 +13,14 @@ std::string rateOf(const OriginalEstimate& e) {
 
 }  // namespace
 
+std::string ForkComparison::counts() const {
+  return "the original failed the same way in " + rateOf(forked) + " forked runs and " + rateOf(plain) +
+         " plain processes";
+}
+
 std::string ForkComparison::describe() const {
   std::ostringstream out;
-  const std::string counts = "the original failed the same way in " + rateOf(forked) + " forked runs and " +
-                             rateOf(plain) + " plain processes";
+  const std::string counts = this->counts();
   switch (verdict) {
     case ForkVerdict::Agree:
       out << "forked children of a fork server (" << counts << ")";

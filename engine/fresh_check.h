@@ -33,6 +33,7 @@ struct ForkComparison {
   OriginalEstimate forked, plain;
   double p_value = 1;
   std::string describe() const;  // one line for the log and REPORT.md
+  std::string counts() const;    // "the original failed the same way in F of N forked runs and ..."
 };
 
 // Runs the original as plain processes (as many runs as `forked` had; when

@@ -258,11 +258,57 @@ def _end_descendants():
                 pass
 
 
+# ------------------------------------------------------------ thread pools
+
+# The variables that size the thread pools libraries start at load.
+_POOL_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+_fresh_threads = None  # torch.get_num_threads() of a fresh process, when the server pinned the pools
+
+
+def _probe_fresh_threads():
+    """Forks, before the server imports anything, a child that imports torch
+    as a fresh process would and reports its intra-op thread count; the pid
+    and the pipe's read end, or None. It runs while the server preloads."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        os.close(SOCK)  # the client sees the server's end of file, not this child's
+        try:
+            import torch
+            os.write(write_end, str(torch.get_num_threads()).encode())
+        except BaseException:
+            pass
+        os._exit(0)
+    os.close(write_end)
+    return pid, read_end
+
+
+def _read_fresh_threads(probe):
+    global _fresh_threads
+    if probe is None:
+        return
+    pid, read_end = probe
+    with os.fdopen(read_end, "rb") as f:
+        text = f.read().decode()
+    os.waitpid(pid, 0)
+    _fresh_threads = int(text) if text.isdigit() and "torch" in sys.modules else None
+
+
+def _restore_threads():
+    """The child gets torch's intra-op thread count of a fresh process back
+    (the server pinned the pools to 1; the probe imported torch with the
+    trials' environment, so its count is the fresh one whatever that says)."""
+    if _fresh_threads is not None:
+        sys.modules["torch"].set_num_threads(_fresh_threads)
+
+
 def become_trial(message, fds):
     """The prepared child becomes the trial and runs it; returns its exit status."""
     _redirect(fds)
     os.chdir(values(message, "dir")[0])
     _set_environment(message)
+    _restore_threads()
     if _skip_cpp_stack_traces is not None and os.environ.get("TORCH_SHOW_CPP_STACKTRACES") != "1":
         _skip_cpp_stack_traces()  # torch prints that stack only when the variable is 1
     _set_limits(message)
@@ -533,21 +579,26 @@ def main():
     script_dir, preload, hooks = parse_args(sys.argv[1:])
     # Imports resolve as the scripts' would: their directory first on sys.path.
     sys.path[0] = os.path.realpath(script_dir)
-    # numpy's OpenBLAS, which torch 2.x imports, starts a thread per core at
-    # import, and a process with threads is not safe to fork (send_ready
-    # counts them). The server keeps BLAS on its own thread unless the
-    # trials' environment says otherwise: children then run BLAS on one
+    # Thread pools started at import would make the server unsafe to fork
+    # (send_ready counts threads): numpy's OpenBLAS, which torch 2.x
+    # imports, starts one per core; a preloaded module that runs a parallel
+    # op at import (torch.linalg.qr of a random matrix) starts OpenMP's or
+    # MKL's. The server imports with these pools at one thread, unless the
+    # trials' environment sizes them, and each child then sets torch's
+    # intra-op threads to what a fresh process has (_probe_fresh_threads).
+    # OpenBLAS's count is fixed at load: children run numpy's BLAS on one
     # thread where a fresh process would use several, a difference the
     # check of forked against fresh trials (engine/fresh_check.h) would show.
-    # Each child gets the trial's own environment back (_set_environment).
-    blas_threads = "OPENBLAS_NUM_THREADS" in os.environ
-    if not blas_threads:
-        os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    pinned = [name for name in _POOL_VARIABLES if name not in os.environ]
+    probe = _probe_fresh_threads() if pinned else None
+    for name in pinned:
+        os.environ[name] = "1"
     for name in preload:
         __import__(name)
         _record_torch_seed()  # once, at the import that brought torch in, before a later module reseeds it
-    if not blas_threads:
-        del os.environ["OPENBLAS_NUM_THREADS"]
+    for name in pinned:
+        del os.environ[name]
+    _read_fresh_threads(probe)
     load_hooks(hooks)
     gc.collect()
     gc.freeze()  # children then copy fewer pages when they touch the parent's objects

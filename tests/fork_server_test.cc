@@ -569,6 +569,22 @@ TEST_F(ForkServerTest, ServerThatCannotStartFallsBackToPlainProcesses) {
   EXPECT_NE(testing::readFile(c.work_dir / "fork-server.log").find("not used"), std::string::npos);
 }
 
+// A preloaded module that runs a parallel op at import (torch 2.x's CPU
+// build starts OpenMP's pool for it) would leave the server with threads,
+// unsafe to fork from. The server imports with the pools at one thread; its
+// children get a fresh process's intra-op thread count back.
+TEST_F(ForkServerTest, PreloadThatStartsAThreadPoolStillForksWithTheFreshThreadCount) {
+  testing::writeFile(dir_.path() / "parallel_at_import.py",
+                     "import torch\nBASIS, _ = torch.linalg.qr(torch.randn(256, 256))\n");
+  CaseConfig c = pythonCase();
+  c.preload = {"parallel_at_import"};
+  auto fork = forked(c);
+  const TrialSpec spec = scriptTrial("import torch, parallel_at_import\nprint(torch.get_num_threads())\n");
+  expectSameBothWays(*fork, spec);
+  EXPECT_EQ(fork->counts().forked, 1u) << testing::readFile(c.work_dir / "fork-server.log");
+  EXPECT_EQ(fork->counts().plain, 0u);
+}
+
 TEST_F(ForkServerTest, CaseCanOptOut) {
   CaseConfig c = pythonCase();
   c.fork_server = false;

@@ -354,6 +354,11 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
       const ForkComparison comparison = compareForkedWithFresh(all, original, oracle, streak);
       plain_passes = comparison.plain.runs - comparison.plain.failures;
       processes = comparison.describe();
+      // A server that refused to fork (threads, CUDA) leaves its trials to
+      // plain processes: say so rather than claim children that never were.
+      if (const ForkServerCounts counts = forked->counts(); counts.forked == 0 && counts.plain > 0)
+        processes = "plain processes: the fork server could not be used (" + (config.work_dir / "fork-server.log").string() +
+                    " says why); " + comparison.counts();
       log.info("trial processes: " + processes);
       if (comparison.verdict == ForkVerdict::FailsOnlyForked) return ExitStatus::DoesNotReproduce;
     }
