@@ -51,7 +51,7 @@ TEST_F(Capture, TrainingLoopFailureIsCapturedAndShrinksToTheMislabelledSample) {
                            "  branches: \"augment=off\"", "  model: \"torch.jit.script (training mode)\""})
     EXPECT_TRUE(has(case_yaml, line)) << line << "\n" << case_yaml;
   EXPECT_TRUE(has(case_yaml, "  revision: \"")) << case_yaml;
-  EXPECT_TRUE(has(case_yaml, "  pytorch: \"1.13")) << case_yaml;
+  EXPECT_TRUE(has(case_yaml, "  pytorch: \"" + testing::torchVersion() + "\"")) << case_yaml;
   EXPECT_EQ(pyBatch("sorted(b), b['sample_id'][:3].tolist(), b['target'].tolist().count(4), b['input'].requires_grad"),
             "['input', 'sample_id', 'target'] [9128, 9129, 9130] 1 False\n");
 
@@ -102,6 +102,40 @@ TEST_F(Capture, ModelThatCannotBeExportedFallsBackToTheUsersCommand) {
   EXPECT_TRUE(has(case_yaml, "  command: [\"/usr/bin/python3\", \"{case_dir}/step.py\", \"{batch}\"]")) << case_yaml;
   EXPECT_FALSE(has(case_yaml, "harness:")) << case_yaml;
   EXPECT_FALSE(has(case_yaml, "family:")) << case_yaml;
+}
+
+// A model TorchScript cannot compile (a ModuleDict indexed by a Python list
+// of names). torch 2.x: exported with torch.export, run by the capture's own
+// step script as the trial; 1.13 (no torch.export): traced. Either way the
+// case shrinks to the mislabelled sample and the archive carries what the
+// trial reads.
+TEST_F(Capture, ModelThatCannotBeScriptedIsExportedWithTorch2ElseTraced) {
+  std::string output;
+  ASSERT_EQ(train("blocks", &output), 1) << output;
+  const std::string case_yaml = readFile(case_dir_ / "case.yaml");
+  EXPECT_TRUE(has(case_yaml, "  family: index-error")) << case_yaml;
+  const bool torch2 = testing::torchVersion().rfind("1.", 0) != 0;
+  if (torch2) {
+    EXPECT_TRUE(fs::exists(case_dir_ / "model.pt2"));
+    EXPECT_FALSE(fs::exists(case_dir_ / "model.pt"));
+    EXPECT_TRUE(has(case_yaml, "  command: [\"" + testing::python() + "\", \"-u\", \"{case_dir}/exported_step.py\", \"{batch}\"]"))
+        << case_yaml;
+    EXPECT_TRUE(has(case_yaml, "  model: \"torch.export (script failed: RuntimeError: ")) << case_yaml;
+  } else {
+    EXPECT_TRUE(fs::exists(case_dir_ / "model.pt"));
+    EXPECT_TRUE(has(case_yaml, "    model: model.pt")) << case_yaml;
+    EXPECT_TRUE(has(case_yaml, "  model: \"torch.jit.trace (script failed: RuntimeError: ")) << case_yaml;
+  }
+  const fs::path archive = work_.path() / "repro.tar.gz";
+  ASSERT_EQ(testing::shrinkCase(case_dir_ / "case.yaml", archive, work_.path() / "work", &output), 0) << output;
+  EXPECT_TRUE(has(output, "reduced 32 -> 1 samples (ids [9137])")) << output;
+  const fs::path dir = work_.path() / "extracted";
+  ASSERT_TRUE(testing::extractInto(archive, dir));
+  EXPECT_EQ(fs::exists(dir / "model.pt2"), torch2);
+  EXPECT_EQ(fs::exists(dir / "exported_step.py"), torch2);
+  std::string repro;
+  EXPECT_EQ(runCommand("cd / && " + testing::python() + " " + (dir / "repro.py").string(), &repro), 1) << repro;
+  EXPECT_TRUE(has(repro, "IndexError: Target 4 is out of bounds.")) << repro;
 }
 
 }  // namespace

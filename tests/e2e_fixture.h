@@ -41,6 +41,13 @@ inline std::string pyEvalOnBatch(const fs::path& batch, const std::string& expr)
   return output;
 }
 
+// The version of the tests' torch (MINREPRO_PYTHON's), e.g. "2.13.0+cpu".
+inline std::string torchVersion() {
+  std::string output;
+  runCommand(python() + " -c \"import torch; print(torch.__version__)\"", &output);
+  return output.substr(0, output.find('\n'));
+}
+
 // The capture tests' common end (tests/capture/train_loop.py and .cc: 32
 // samples, sample 9137 mislabelled at step 4): the captured case shrinks with
 // the real minrepro to that one sample. Returns the archive's REPORT.md.

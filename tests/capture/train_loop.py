@@ -5,7 +5,8 @@ MODE: "plain" (default: DataLoader over 256 samples, batch 32, sample 137 has
 target 4 in a 4-class problem -> IndexError at step 4), "decorator" (the same
 with the decorator form), "device-assert" (simulated CUDA device-side assert at
 step 2), "unscriptable" (a model that can be neither scripted nor traced),
-"unscriptable-command" (the same with command=[...]).
+"unscriptable-command" (the same with command=[...]), "blocks" (a model that
+cannot be scripted but can be traced and, with torch 2.x, exported).
 """
 import sys
 
@@ -44,6 +45,24 @@ class Odd(torch.nn.Module):
         return self.lin(xs[0]), "tag"
 
 
+class Blocks(torch.nn.Module):
+    """Not scriptable: its forward walks a Python list of block names, and
+    TorchScript indexes a ModuleDict only with literals. Traceable, and
+    exportable with torch 2.x (one tensor out)."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.ModuleDict({"inp": torch.nn.Linear(FEATURES, 16), "out": torch.nn.Linear(16, CLASSES)})
+        self.order = ["inp", "out"]
+
+    def forward(self, x):
+        for name in self.order:
+            x = self.blocks[name](x)
+            if name != "out":
+                x = torch.relu(x)
+        return x
+
+
 def main():
     out, mode = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else "plain")
     torch.manual_seed(0)
@@ -51,6 +70,8 @@ def main():
     model = torch.nn.Sequential(torch.nn.Linear(FEATURES, 16), torch.nn.ReLU(), torch.nn.Linear(16, CLASSES))
     if mode.startswith("unscriptable"):
         model = Odd()
+    if mode == "blocks":
+        model = Blocks()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     command = ["/usr/bin/python3", "{case_dir}/step.py", "{batch}"] if mode == "unscriptable-command" else None
 

@@ -15,7 +15,10 @@ On the first exception inside the block, the case directory gets:
 - batch.pt   the batch dict, every tensor detached and on the CPU, plus
              `sample_id` (the ids given, or the positions 0..n-1);
 - model.pt   torch.jit.script of the model (or of `submodule`), else
-             torch.jit.trace on the input;
+             torch.jit.trace on the input; with torch 2.x, when the model
+             cannot be scripted, first torch.export: model.pt2 and
+             exported_step.py, the harness's step in Python, as the trial
+             command;
 - case.yaml  in configs/README.md's format: the built-in harness with the loss
              settings (or `command=[...]` when the model cannot be exported),
              samples.tensors (every tensor whose first dimension is the batch
@@ -52,6 +55,32 @@ _state = {"captured": False, "last_completed_step": None}
 
 _DEVICE_ASSERT_MARKERS = ("device-side assert", "hipErrorAssert", "cudaErrorAssert",
                           "device-side assertion")
+
+
+# The trial of a model captured with torch.export: what the built-in harness
+# does with model.pt (harness/trial_main.cc), in Python.
+_EXPORTED_STEP = '''"""minrepro_capture's trial for the model exported with torch.export
+(model.pt2 beside this file): the model in eval mode without gradients on
+the batch's input, then the loss against its target, as minrepro's built-in
+harness runs a TorchScript model."""
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+INPUT, TARGET, LOSS, IGNORE_INDEX = @INPUT@, @TARGET@, @LOSS@, @IGNORE_INDEX@
+
+batch = torch.load(sys.argv[1], map_location="cpu", weights_only=True)
+model = torch.export.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), "model.pt2")).module()
+with torch.no_grad():
+    output = model(batch[INPUT])
+    print("exported_step: forward ok, output", output.dtype, list(output.shape))
+    if LOSS == "cross_entropy":
+        print("exported_step: cross_entropy loss", F.cross_entropy(output, batch[TARGET], ignore_index=IGNORE_INDEX).item())
+    elif LOSS == "nll":
+        print("exported_step: nll loss", F.nll_loss(output, batch[TARGET], ignore_index=IGNORE_INDEX).item())
+'''
 
 
 class CaptureInfo:
@@ -342,46 +371,84 @@ class capture:
         return last_capture
 
     def _trial(self, out_dir, tensors, problems):
-        """The trial section's lines (None when none can be written) and a note for the context."""
-        model_ok = False
-        note = "none given"
-        if self.model is not None:
-            module = self.model
-            if self.submodule:
-                module = self.model.get_submodule(self.submodule)
-            note = "not exported"
+        """The trial section's lines (None when none can be written) and a note for the context.
+
+        The model slice, in order: torch.jit.script (model.pt, the built-in
+        harness); with torch 2.x, torch.export (model.pt2 and a Python step,
+        see _export_trial); torch.jit.trace (model.pt); the user's command."""
+        if self.model is None:
+            return self._command_trial(problems, "none given")
+        module = self.model
+        if self.submodule:
+            module = self.model.get_submodule(self.submodule)
+        if _device_of(module) != "cpu":
+            # A CPU copy: scripting shares parameters, and .cpu() on it would move the user's model.
+            module = copy.deepcopy(module).cpu()
+        mode = "training" if module.training else "eval"
+        failed = []  # (what was tried, why it failed), for the note and CAPTURE-ERROR.txt
+
+        def why(error):
+            return "%s: %s" % (type(error).__name__, _first_message(error))
+        try:
+            torch.jit.save(torch.jit.script(module), os.path.join(out_dir, "model.pt"))
+            return self._harness_trial(tensors), "torch.jit.script (%s mode)" % mode
+        except Exception as error:
+            failed.append(("script", why(error)))
+        if hasattr(torch, "export") and hasattr(torch.export, "Dim"):
             try:
-                if _device_of(module) != "cpu":
-                    # A CPU copy: scripting shares parameters, and .cpu() on it would move the user's model.
-                    module = copy.deepcopy(module).cpu()
-                try:
-                    exported = torch.jit.script(module)
-                    note = "torch.jit.script"
-                except Exception as script_error:
-                    try:
-                        exported = torch.jit.trace(module, tensors[self.input_key])
-                        note = "torch.jit.trace (script failed: %s)" % _first_message(script_error)
-                    except Exception as trace_error:
-                        raise RuntimeError("the model could not be scripted (%s: %s) nor traced (%s: %s)"
-                                           % (type(script_error).__name__, _first_message(script_error),
-                                              type(trace_error).__name__, _first_message(trace_error)))
-                torch.jit.save(exported, os.path.join(out_dir, "model.pt"))
-                note += " (%s mode)" % ("training" if module.training else "eval")
-                model_ok = True
+                lines = self._export_trial(out_dir, module, tensors)
+                return lines, "torch.export (script failed: %s) (run in eval mode, as the harness runs)" % failed[0][1]
             except Exception as error:
-                problems.append("model.pt not written: %s" % error)
-                note = "not exported"
-        if model_ok:
-            lines = ["trial:", "  harness:", "    model: model.pt", "    input: %s" % _yaml_str(self.input_key)]
-            if self.loss != "none" and self.target_key in tensors:
-                lines += ["    target: %s" % _yaml_str(self.target_key), "    loss: %s" % self.loss,
-                          "    ignore_index: %d" % self.ignore_index]
-            lines += ["  timeout: %s" % self.timeout]
-            return lines, note
+                failed.append(("export", why(error)))
+        try:
+            torch.jit.save(torch.jit.trace(module, tensors[self.input_key]), os.path.join(out_dir, "model.pt"))
+            return self._harness_trial(tensors), "torch.jit.trace (%s) (%s mode)" % (
+                "; ".join("%s failed: %s" % f for f in failed), mode)
+        except Exception as error:
+            failed.append(("trace", why(error)))
+        participle = {"script": "scripted", "export": "exported", "trace": "traced"}
+        problems.append("model.pt not written: the model could not be %s" % ", nor ".join(
+            "%s (%s)" % (participle[what], reason) for what, reason in failed))
+        return self._command_trial(problems, "not exported")
+
+    def _harness_trial(self, tensors):
+        lines = ["trial:", "  harness:", "    model: model.pt", "    input: %s" % _yaml_str(self.input_key)]
+        if self.loss != "none" and self.target_key in tensors:
+            lines += ["    target: %s" % _yaml_str(self.target_key), "    loss: %s" % self.loss,
+                      "    ignore_index: %d" % self.ignore_index]
+        return lines + ["  timeout: %s" % self.timeout]
+
+    def _export_trial(self, out_dir, module, tensors):
+        """torch 2.x: the model as a torch.export program (model.pt2) and
+        exported_step.py, the built-in harness's step in Python (eval mode,
+        no gradients, the loss against the target), as the trial command.
+        Why before trace: trace keeps one path through the Python code
+        silently, for the example's values; export refuses data-dependent
+        branches and turns shape-dependent ones into guards that fail loudly
+        on a batch that would take another path. Every dimension of the input
+        is exported as Dim.AUTO, so the reducers' smaller batches and shorter
+        sequences run the same program."""
+        x = tensors[self.input_key]
+        model = copy.deepcopy(module).eval()
+        auto = {d: torch.export.Dim.AUTO for d in range(x.dim())}
+        program = torch.export.export(model, (x,), dynamic_shapes=(auto,))
+        outputs = program.graph_signature.user_outputs
+        if len(outputs) != 1 or not program.call_spec.out_spec.is_leaf():
+            raise TypeError("the exported model returns %d values, not one tensor" % len(outputs))
+        torch.export.save(program, os.path.join(out_dir, "model.pt2"))
+        loss = self.loss if self.loss != "none" and self.target_key in tensors else "none"
+        with open(os.path.join(out_dir, "exported_step.py"), "w") as f:
+            f.write(_EXPORTED_STEP.replace("@INPUT@", repr(self.input_key))
+                    .replace("@TARGET@", repr(self.target_key)).replace("@LOSS@", repr(loss))
+                    .replace("@IGNORE_INDEX@", str(int(self.ignore_index))))
+        return ["trial:", "  command: [%s, \"-u\", \"{case_dir}/exported_step.py\", \"{batch}\"]"
+                % _yaml_str(sys.executable), "  timeout: %s" % self.timeout]
+
+    def _command_trial(self, problems, note):
         if self.command is not None:
             return (["trial:", "  command: [%s]" % ", ".join(_yaml_str(c) for c in self.command),
                      "  timeout: %s" % self.timeout], note + "; the user's command is the trial")
-        problems.append("the model could not be scripted or traced%s and no command=[...] was given, so "
+        problems.append("the model could not be scripted, exported or traced%s and no command=[...] was given, so "
                         "case.yaml has no trial: pass command=[python, script, '{batch}'] to capture() or "
                         "fill in the trial in case.yaml.draft and rename it to case.yaml"
                         % ("" if self.model is not None else " (no model was given)"))
@@ -389,9 +456,11 @@ class capture:
 
     def _family(self, exc, devices, trial_lines):
         """failure.family only when the trial will fail the same way for certain: the built-in
-        harness (a command may fail its own way) and a batch that
-        ran on the CPU (a CUDA device assert becomes an IndexError on the CPU harness)."""
-        if trial_lines is None or trial_lines[1] != "  harness:" or any(d != "cpu" for d in devices.values()):
+        harness or the exported model's step, which runs the same way (a user's command may
+        fail its own way), and a batch that ran on the CPU (a CUDA device assert becomes an
+        IndexError on the CPU harness)."""
+        ours = trial_lines is not None and (trial_lines[1] == "  harness:" or "/exported_step.py" in trial_lines[1])
+        if not ours or any(d != "cpu" for d in devices.values()):
             return None
         name = type(exc).__name__
         if name == "IndexError":
