@@ -6,7 +6,7 @@
 # bmm on bool, a CTC read out of bounds, a view in backward, a NaN the step
 # checks itself), then, independently of shrink's own self-check, the archive
 # extracted into an empty directory and run there as a plain
-# `/usr/bin/python3 repro.py` (its exit as the shell sees it) and by
+# `python repro.py` with the build's Python (its exit as the shell sees it) and by
 # `minrepro verify --runs 3`. Whole processes, no fork server in the check.
 # The op step's outcome (engine/archive/op_repro.h) beside it: the call kept
 # in op/repro_op.py, its runs and reduction trials, and the exit of a plain
@@ -15,11 +15,13 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../build}
+# The Python whose torch the build is against makes the cases and runs the archives.
+py=$("$build/minrepro" --version | sed -n 's/^PyTorch from: //p')
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-/usr/bin/python3 "$here/../configs/examples/make_examples.py" "$work/examples" >/dev/null
-/usr/bin/python3 "$here/../tests/fixtures/fidelity/make_cases.py" "$work/fidelity" >/dev/null
-/usr/bin/python3 "$here/../tests/fixtures/op_cases/make_cases.py" "$work/op_cases" >/dev/null
+"$py" "$here/../configs/examples/make_examples.py" "$work/examples" >/dev/null
+"$py" "$here/../tests/fixtures/fidelity/make_cases.py" "$work/fidelity" >/dev/null
+"$py" "$here/../tests/fixtures/op_cases/make_cases.py" "$work/op_cases" >/dev/null
 echo "| case | shrink exit | kept ids | trials | self-check | plain repro.py exit | verify | op step | op runs + reduction trials | plain repro_op.py exit |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 alone=0 total=0 op_made=0
@@ -37,12 +39,12 @@ for case_yaml in "$work"/examples/*/case.yaml "$work"/fidelity/*/case.yaml "$wor
   mkdir -p "$out/empty"
   tar xzf "$out/repro.tar.gz" -C "$out/empty"
   # The shell's own "Segmentation fault" line goes to /dev/null with the rest.
-  repro=$( (cd / && ulimit -c 0 && /usr/bin/python3 "$out/empty/repro.py" >/dev/null 2>&1); echo $? ) 2>/dev/null
+  repro=$( (cd / && ulimit -c 0 && "$py" "$out/empty/repro.py" >/dev/null 2>&1); echo $? ) 2>/dev/null
   verify=$("$build/minrepro" verify "$out/repro.tar.gz" --runs 3 2>&1 | grep -o "reproduced in [0-9]* of [0-9]*" || true)
   op=$(grep -o "op-level reproducer: .*" "$out/log" | sed 's/op-level reproducer: //; s/op\/repro_op.py calls //; s/ alone and failed alone like the case in .*//' | cut -c1-160)
   op_cost=$(grep -o "Op step (the failing operator call alone): .*" "$out/empty/REPORT.md" | grep -o "[0-9]* runs.*, [0-9]* trials" | sed 's/ runs of repro.py and repro_op.py,/ +/; s/ trials//')
   op_exit=-
-  [ -f "$out/empty/op/repro_op.py" ] && op_exit=$( (cd / && ulimit -c 0 && /usr/bin/python3 "$out/empty/op/repro_op.py" >/dev/null 2>&1); echo $? ) 2>/dev/null
+  [ -f "$out/empty/op/repro_op.py" ] && op_exit=$( (cd / && ulimit -c 0 && "$py" "$out/empty/op/repro_op.py" >/dev/null 2>&1); echo $? ) 2>/dev/null
   made=$([ -f "$out/empty/op/repro_op.py" ] && echo yes || echo no)
   [ "$made" = yes ] && op_made=$((op_made + 1))
   total=$((total + 1))

@@ -5,17 +5,19 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../build}
+# The Python whose torch the build is against makes the cases and runs the archives.
+py=$("$build/minrepro" --version | sed -n 's/^PyTorch from: //p')
 sleep_s=${2:-0.5}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-/usr/bin/python3 "$here/../configs/examples/make_examples.py" "$work" >/dev/null
+"$py" "$here/../configs/examples/make_examples.py" "$work" >/dev/null
 cp "$here/sleepy_step.py" "$work/class4/"
 for mode in true false; do
   cat > "$work/class4/sleepy.yaml" <<YAML
 batch: batch.pt
 samples: {tensors: {input: 0, target: 0}, ids: sample_id}
 trial:
-  command: [/usr/bin/python3, "{case_dir}/sleepy_step.py", "{batch}", "10313", "$sleep_s"]
+  command: [$py, "{case_dir}/sleepy_step.py", "{batch}", "10313", "$sleep_s"]
 flaky: {enabled: $mode}
 reducers: [samples]
 YAML

@@ -7,9 +7,11 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../build}
+# The Python whose torch the build is against makes the cases and runs the archives.
+py=$("$build/minrepro" --version | sed -n 's/^PyTorch from: //p')
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-/usr/bin/python3 "$here/../configs/examples/make_examples.py" "$work" >/dev/null
+"$py" "$here/../configs/examples/make_examples.py" "$work" >/dev/null
 echo "| example | samples | branches | lengths | values | trials in all | rejected by invariants | minimal case |"
 echo "|---|---|---|---|---|---|---|---|"
 for ex in class4 pair seqlen exactlen strided half augment; do

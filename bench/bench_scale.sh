@@ -12,6 +12,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../build}
+# The Python whose torch the build is against makes the cases and runs the archives.
+py=$("$build/minrepro" --version | sed -n 's/^PyTorch from: //p')
 shift || true
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(1000 10000 100000 1000000)
@@ -19,7 +21,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 printf "%-9s %-8s %-4s %9s %7s %8s %9s %10s %12s %16s %s\n" N mode jobs batch_MB wall_s trials trials_s selfchk_s minrepro_MB largest_proc_MB result
 for n in "${sizes[@]}"; do
-  /usr/bin/python3 "$here/make_scale_case.py" "$n" "$work/case" >/dev/null
+  "$py" "$here/make_scale_case.py" "$n" "$work/case" >/dev/null
   batch_mb=$(echo "$(stat -c %s "$work/case/batch.pt") / 1000000" | bc -l)
   for mode in harness command; do
     for jobs in 1 2; do

@@ -12,6 +12,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../build}
+# The Python whose torch the build is against makes the cases and runs the archives.
+py=$("$build/minrepro" --version | sed -n 's/^PyTorch from: //p')
 trials=${2:-20}
 export MINREPRO_SLURM_DIR=${MINREPRO_SLURM_DIR:-/tmp/minrepro-slurm}
 export SLURM_CONF="$MINREPRO_SLURM_DIR/slurm.conf"
@@ -46,7 +48,7 @@ echo "2. executors:"
 "$build/bench/bench_slurm" "$trials" | sed 's/^/   /'
 
 echo "3. minrepro shrink class4, --jobs 2:"
-/usr/bin/python3 "$here/../configs/examples/make_examples.py" "$work" >/dev/null
+"$py" "$here/../configs/examples/make_examples.py" "$work" >/dev/null
 declare -A secs result
 for executor in local slurm; do
   start=$(now)

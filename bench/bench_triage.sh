@@ -7,10 +7,12 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../build}
+# The Python whose torch the build is against makes the cases and runs the archives.
+py=$("$build/minrepro" --version | sed -n 's/^PyTorch from: //p')
 lines=${2:-3000000}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-/usr/bin/python3 - "$work/train.log" "$lines" "$here/../tests/fixtures/logs/torch213/torchrun_ranks_raise.txt" <<'P'
+"$py" - "$work/train.log" "$lines" "$here/../tests/fixtures/logs/torch213/torchrun_ranks_raise.txt" <<'P'
 import sys
 path, lines, tail = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 with open(path, "w") as f:

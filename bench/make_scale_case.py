@@ -2,11 +2,12 @@
 """A large case for bench/bench_scale.sh: N samples of F float32 features, a
 4-class classifier, one target 4 among valid ones (the class4 bug at scale).
 
-Usage: /usr/bin/python3 bench/make_scale_case.py N OUT_DIR [FEATURES]
+Usage: PYTHON bench/make_scale_case.py N OUT_DIR [FEATURES]
 Writes OUT_DIR/batch.pt, model.pt (TorchScript), step.py (the same step as a
 Python command), harness.yaml and command.yaml (flaky handling off: one run
 per candidate, so trial counts are exact and comparable across N).
 """
+import json
 import os
 import sys
 
@@ -56,7 +57,7 @@ output: harness.tar.gz
 """)
 with open(os.path.join(out, "command.yaml"), "w") as f:
     f.write(common + """trial:
-  command: [/usr/bin/python3, "{case_dir}/step.py", "{batch}", "{case_dir}/model.pt"]
+  command: [PYTHON, "{case_dir}/step.py", "{batch}", "{case_dir}/model.pt"]
   timeout: 600
 output: command.tar.gz
-""")
+""".replace("PYTHON", json.dumps(sys.executable)))

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Installs missing Debian packages, then configures and builds into build/.
+# Installs missing Debian packages, then configures and builds into
+# $MINREPRO_BUILD_DIR (build/ by default) against the torch that
+# scripts/torch-env.sh picks: PyTorch 2.13 from pip in .venv/ unless
+# MINREPRO_TORCH=debian or MINREPRO_PYTHON=/path/to/python say otherwise
+# (README, "Which torch").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+source scripts/torch-env.sh
 scripts/install-python-capture.sh   # import minrepro_capture (harness/python)
-# MINREPRO_PYTHON=/path/to/python: build against that interpreter's torch
-# (README, "Which torch"); unset: Debian's libtorch-dev and /usr/bin/python3.
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo ${MINREPRO_PYTHON:+-DMINREPRO_PYTHON="$MINREPRO_PYTHON"} >/dev/null
-cmake --build build -j "$(nproc)"
+cmake -S . -B "$MINREPRO_BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMINREPRO_PYTHON="$MINREPRO_PYTHON" >/dev/null
+cmake --build "$MINREPRO_BUILD_DIR" -j "$(nproc)"

@@ -7,6 +7,7 @@ PACKAGES=(
   cmake g++ make pkg-config
   libtorch-dev python3-torch          # LibTorch 1.13 (C++) and the same PyTorch for /usr/bin/python3
   python3-pip python3-setuptools python3-wheel  # pip install of minrepro_capture (harness/python/pyproject.toml)
+  python3-venv                        # .venv/ with PyTorch 2.13 from pip (scripts/torch-env.sh)
   libboost-dev libboost-program-options-dev
   libyaml-cpp-dev libarchive-dev
   zlib1g-dev                          # CRC-32 of the candidate files minrepro streams (harness/stored_zip.cc)

@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# Fresh Debian 12 to a green test suite: install, build, start the Slurm test
-# cluster, run ctest, then the fuzz targets for a bounded time.
+# Fresh Debian 12 to a green test suite, on both torches minrepro supports:
+#  1. build/ against PyTorch 2.13 from pip (.venv/, the default; or the torch
+#     MINREPRO_PYTHON names) and the whole suite, the Slurm tests on the
+#     one-node test cluster;
+#  2. build-debian/ against Debian's 1.13 and the end-to-end tests (ctest
+#     label e2e: the real binary on real cases) unless MINREPRO_SECOND_TORCH=0;
+#  3. the fuzz targets for a bounded time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
@@ -12,7 +17,11 @@ if { [ "${CI:-}" = "true" ] || [ "$(id -u)" -eq 0 ]; } && ! scripts/slurm-up.sh 
   trap 'scripts/slurm-down.sh' EXIT
   scripts/slurm-up.sh
 fi
-ctest --test-dir build --output-on-failure -j "$(nproc)"
+ctest --test-dir "${MINREPRO_BUILD_DIR:-build}" --output-on-failure -j "$(nproc)"
+if [ "${MINREPRO_SECOND_TORCH:-1}" != 0 ]; then
+  MINREPRO_TORCH=debian MINREPRO_PYTHON="" MINREPRO_BUILD_DIR=build-debian scripts/build.sh
+  ctest --test-dir build-debian --output-on-failure -j "$(nproc)" -L e2e
+fi
 # The LibTorch-free tests under AddressSanitizer and UndefinedBehaviorSanitizer,
 # and the parsers that read what users and strangers write fuzzed under them
 # (tests/fuzz/), bounded: MINREPRO_FUZZ_SECONDS per target (60 by default; 0
