@@ -9,5 +9,8 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 source scripts/torch-env.sh
 scripts/install-python-capture.sh   # import minrepro_capture (harness/python)
-cmake -S . -B "$MINREPRO_BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMINREPRO_PYTHON="$MINREPRO_PYTHON" >/dev/null
+# MINREPRO_CMAKE_ARGS: more -D options (run-tests.sh's second build leaves out the benchmarks).
+# shellcheck disable=SC2086
+cmake -S . -B "$MINREPRO_BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMINREPRO_PYTHON="$MINREPRO_PYTHON" \
+  ${MINREPRO_CMAKE_ARGS:-} >/dev/null
 cmake --build "$MINREPRO_BUILD_DIR" -j "$(nproc)"
