@@ -11,6 +11,7 @@
 
 #include "harness/batch_io.h"
 #include "harness/precision.h"
+#include "tests/e2e_fixture.h"
 #include "tests/fake_trials.h"
 #include "tests/test_util.h"
 
@@ -164,16 +165,10 @@ std::string compare(const std::string& args, int* status) {
 }
 
 TEST(CompareBinary, Class4ArchiveFailsTheSameWayUnderEveryApplicableVariant) {
-  testing::TempDir dir;
-  std::string output;
-  ASSERT_EQ(runCommand(python() + " " MINREPRO_SOURCE_DIR "/configs/examples/make_examples.py " + dir.path().string(),
-                       &output), 0) << output;
-  const fs::path archive = dir.path() / "class4.tar.gz";
-  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink -q --config " + (dir.path() / "class4/case.yaml").string() +
-                           " --output " + archive.string() + " --work-dir " + (dir.path() / "work").string(), &output), 0)
-      << output;
+  const testing::ShrunkExample run = testing::shrunkExample("class4");
+  ASSERT_EQ(run.status, 0) << run.output;
   int status = -1;
-  output = compare(archive.string() + " --runs 2", &status);
+  std::string output = compare(run.archive.string() + " --runs 2", &status);
   ASSERT_EQ(status, 0) << output;
   for (const char* line : {"Reference, the case as is: index-error in nll_loss: Target 4 is out of bounds.",
                            "Recorded in the archive: index-error in nll_loss: Target 4 is out of bounds.",

@@ -23,11 +23,10 @@ using testing::runCommand;
 using EndToEnd = testing::ExampleCases;
 
 TEST_F(EndToEnd, Class4ShrinksToTheOneBadSampleAndReproducesWithoutMinrepro) {
-  const fs::path archive = work_.path() / "repro.tar.gz";
-  std::string output;
-  ASSERT_EQ(shrink(example("class4") / "case.yaml", archive, &output), 0) << output;
-  EXPECT_NE(output.find("reduced 512 -> 1 samples (ids [10313])"), std::string::npos) << output;
-  const fs::path dir = extract(archive);
+  const testing::ShrunkExample run = testing::shrunkExample("class4");
+  ASSERT_EQ(run.status, 0) << run.output;
+  EXPECT_NE(run.output.find("reduced 512 -> 1 samples (ids [10313])"), std::string::npos) << run.output;
+  const fs::path dir = extract(run.archive);
   for (const char* f : {"REPORT.md", "repro.py", "case.yaml", "batch.pt", "model.pt"})
     EXPECT_TRUE(fs::exists(dir / f)) << f;
   EXPECT_EQ(pyBatch(dir, "b['target'].tolist(), b['sample_id'].tolist(), tuple(b['input'].shape), b['input'].dtype"),
@@ -44,8 +43,8 @@ TEST_F(EndToEnd, Class4ShrinksToTheOneBadSampleAndReproducesWithoutMinrepro) {
   EXPECT_NE(report.find("`target` = [4]"), std::string::npos);
   EXPECT_NE(report.find("- Backend of the trials: CPU (the built-in harness runs on the CPU)"), std::string::npos)
       << report;
-  EXPECT_EQ(report.find(work_.path().string()), std::string::npos) << "report leaks a local path";
-  EXPECT_EQ(report.find(examples_->path().string()), std::string::npos) << "report leaks a local path";
+  EXPECT_EQ(report.find(run.archive.parent_path().string()), std::string::npos) << "report leaks a local path";
+  EXPECT_EQ(report.find(run.examples.string()), std::string::npos) << "report leaks a local path";
 }
 
 // The real binary, its stdout and stderr a pipe whose reader is gone at
@@ -65,19 +64,18 @@ TEST_F(EndToEnd, ClosedOutputPipeDoesNotStopTheRun) {
 }
 
 TEST_F(EndToEnd, ExtractedCaseRunsAgainWithMinrepro) {
-  const fs::path archive = work_.path() / "repro.tar.gz";
+  const testing::ShrunkExample run = testing::shrunkExample("class4");
+  ASSERT_EQ(run.status, 0) << run.output;
+  const fs::path dir = extract(run.archive);
   std::string output;
-  ASSERT_EQ(shrink(example("class4") / "case.yaml", archive, &output), 0) << output;
-  const fs::path dir = extract(archive);
   ASSERT_EQ(shrink(dir / "case.yaml", work_.path() / "again.tar.gz", &output), 0) << output;
   EXPECT_NE(output.find("reduced 1 -> 1 samples (ids [10313])"), std::string::npos) << output;
 }
 
 TEST_F(EndToEnd, PairShrinksToExactlyTheTwoSamplesNeededTogether) {
-  const fs::path archive = work_.path() / "repro.tar.gz";
-  std::string output;
-  ASSERT_EQ(shrink(example("pair") / "case.yaml", archive, &output), 0) << output;
-  const fs::path dir = extract(archive);
+  const testing::ShrunkExample run = testing::shrunkExample("pair");
+  ASSERT_EQ(run.status, 0) << run.output;
+  const fs::path dir = extract(run.archive);
   EXPECT_EQ(pyBatch(dir, "b['sample_id'].tolist()"), "[20077, 20402]\n");
   std::string repro;
   EXPECT_NE(runCommand("cd " + dir.string() + " && " + python() + " repro.py", &repro), 0);
@@ -85,10 +83,9 @@ TEST_F(EndToEnd, PairShrinksToExactlyTheTwoSamplesNeededTogether) {
 }
 
 TEST_F(EndToEnd, UserCommandShrinksToo) {
-  const fs::path archive = work_.path() / "repro.tar.gz";
-  std::string output;
-  ASSERT_EQ(shrink(example("command") / "case.yaml", archive, &output), 0) << output;
-  const fs::path dir = extract(archive);
+  const testing::ShrunkExample run = testing::shrunkExample("command");
+  ASSERT_EQ(run.status, 0) << run.output;
+  const fs::path dir = extract(run.archive);
   EXPECT_TRUE(fs::exists(dir / "step.py"));
   EXPECT_EQ(pyBatch(dir, "b['target'].tolist(), b['sample_id'].tolist()"), "[4] [10313]\n");
   std::string repro;

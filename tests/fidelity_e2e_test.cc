@@ -27,10 +27,7 @@ class Fidelity : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     cases_ = new TempDir("minrepro-fidelity");
-    std::string output;
-    ASSERT_EQ(runCommand(python() + " " + std::string(MINREPRO_SOURCE_DIR) +
-                             "/tests/fixtures/fidelity/make_cases.py " + cases_->path().string(), &output), 0)
-        << output;
+    ASSERT_EQ(testing::makeCases("tests/fixtures/fidelity/make_cases.py", cases_->path()), "");
   }
   static void TearDownTestSuite() {
     delete cases_;

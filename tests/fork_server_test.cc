@@ -70,9 +70,7 @@ class ForkServerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     examples_ = new testing::TempDir("minrepro-fork-examples");
-    std::string output;
-    ASSERT_EQ(testing::runCommand(testing::python() + " " MINREPRO_SOURCE_DIR "/configs/examples/make_examples.py " +
-                                      examples_->path().string(), &output), 0) << output;
+    ASSERT_EQ(testing::makeBundledExamples(examples_->path()), "");
   }
   static void TearDownTestSuite() {
     delete examples_;

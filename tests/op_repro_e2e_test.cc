@@ -25,13 +25,7 @@ class OpRepro : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     cases_ = new TempDir("minrepro-op-cases");
-    std::string output;
-    ASSERT_EQ(runCommand(python() + " " + std::string(MINREPRO_SOURCE_DIR) + "/tests/fixtures/op_cases/make_cases.py " +
-                             (cases_->path() / "op").string() + " && " + python() + " " + MINREPRO_SOURCE_DIR +
-                             "/configs/examples/make_examples.py " + (cases_->path() / "examples").string(),
-                         &output),
-              0)
-        << output;
+    ASSERT_EQ(testing::makeCases("tests/fixtures/op_cases/make_cases.py", cases_->path() / "op"), "");
   }
   static void TearDownTestSuite() {
     delete cases_;
@@ -40,10 +34,21 @@ class OpRepro : public ::testing::Test {
 
   // shrink, then the archive extracted into an empty directory elsewhere.
   fs::path shrinkAndExtract(const fs::path& case_file) {
-    const fs::path archive = work_.path() / "repro.tar.gz";
-    EXPECT_EQ(testing::shrinkCase(case_file, archive, work_.path() / "work", &log_), 0) << log_;
+    archive_ = work_.path() / "repro.tar.gz";
+    EXPECT_EQ(testing::shrinkCase(case_file, archive_, work_.path() / "work", &log_), 0) << log_;
+    return extractElsewhere();
+  }
+  // The same for a bundled example, whose run the tests share (tests/e2e_fixture.h).
+  fs::path shrinkExampleAndExtract(const std::string& name) {
+    const testing::ShrunkExample run = testing::shrunkExample(name);
+    EXPECT_EQ(run.status, 0) << run.output;
+    archive_ = run.archive;
+    log_ = run.output;
+    return extractElsewhere();
+  }
+  fs::path extractElsewhere() {
     const fs::path dir = elsewhere_.path() / "repro";
-    EXPECT_TRUE(testing::extractInto(archive, dir));
+    EXPECT_TRUE(testing::extractInto(archive_, dir));
     return dir;
   }
   // Plain `python3 op/repro_op.py` from another directory; its status as the shell reports it.
@@ -51,19 +56,20 @@ class OpRepro : public ::testing::Test {
     return runCommand("cd / && ulimit -c 0 && " + python() + " " + (dir / "op" / "repro_op.py").string(), output);
   }
   int verify(std::string* output) {
-    return runCommand(std::string(MINREPRO_BINARY) + " verify " + (work_.path() / "repro.tar.gz").string() +
+    return runCommand(std::string(MINREPRO_BINARY) + " verify " + archive_.string() +
                           " --runs 1", output);
   }
   static fs::path opCase(const std::string& name) { return cases_->path() / "op" / name / "case.yaml"; }
 
   static inline TempDir* cases_ = nullptr;
   std::string log_;
+  fs::path archive_;
   TempDir work_{"minrepro-op-work"};
   TempDir elsewhere_{"minrepro-op-elsewhere"};
 };
 
 TEST_F(OpRepro, IndexErrorInALossBecomesFiveLinesWithLiteralTensors) {
-  const fs::path dir = shrinkAndExtract(cases_->path() / "examples" / "class4" / "case.yaml");
+  const fs::path dir = shrinkExampleAndExtract("class4");
   const std::string script = readFile(dir / "op" / "repro_op.py");
   EXPECT_NE(script.find("torch.ops.aten.nll_loss_forward.default(self, target, None, 1, -100)"), std::string::npos)
       << script;

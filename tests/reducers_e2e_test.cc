@@ -81,7 +81,9 @@ TEST_F(ReducerEndToEnd, OnlyTheAugmentationThatTriggersStaysOnAndTheReproducerAp
 }
 
 TEST_F(ReducerEndToEnd, WorkedExampleKeepsTheOffendingTargetAndTrivialDataElsewhere) {
-  const fs::path dir = shrinkExample("class4");
+  const testing::ShrunkExample run = testing::shrunkExample("class4");
+  ASSERT_EQ(run.status, 0) << run.output;
+  const fs::path dir = extract(run.archive);
   EXPECT_EQ(pyBatch(dir, "b['target'].tolist(), b['sample_id'].tolist(), int(b['input'].count_nonzero())"),
             "[4] [10313] 0\n");
 }

@@ -94,8 +94,7 @@ TEST(Regress, ShrinkAddToThenRegress) {
   const fs::path examples = tmp.path() / "examples", case_dir = tmp.path() / "class4", set = tmp.path() / "checks";
   fs::create_directories(case_dir);
   std::string out;
-  ASSERT_EQ(runCommand(testing::python() + " " + std::string(MINREPRO_SOURCE_DIR) +
-                           "/configs/examples/make_examples.py " + examples.string(), &out), 0) << out;
+  ASSERT_EQ(testing::makeBundledExamples(examples), "");
   // 8 samples and the bad one keep the shrink short.
   ASSERT_EQ(runCommand(testing::python() + " -c \"import torch; b = torch.load('" +
                            (examples / "class4" / "batch.pt").string() + "'); i = list(range(8)) + [313]; "

@@ -76,8 +76,7 @@ TEST(ScrubReport, ReportOfACaseUnderAUsersHomeNamesNoOne) {
   const fs::path case_dir = home / "projects" / "run7";
   fs::create_directories(case_dir);
   std::string out;
-  ASSERT_EQ(testing::runCommand(testing::python() + " " + std::string(MINREPRO_SOURCE_DIR) +
-                                    "/configs/examples/make_examples.py " + examples.string(), &out), 0) << out;
+  ASSERT_EQ(testing::makeBundledExamples(examples), "");
   // A small batch (8 samples and the bad one) keeps the shrink short.
   ASSERT_EQ(testing::runCommand(testing::python() + " -c \"import torch; b = torch.load('" +
                                     (examples / "class4" / "batch.pt").string() + "'); i = list(range(8)) + [313]; "

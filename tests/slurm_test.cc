@@ -281,9 +281,7 @@ class SlurmEndToEnd : public ::testing::Test {
   static void SetUpTestSuite() {
     if (!slurmUnreachable().empty()) return;  // each test skips or fails in SetUp
     examples_ = new testing::TempDir("minrepro-slurm-examples");
-    std::string output;
-    ASSERT_EQ(runCommand(python() + " " + std::string(MINREPRO_SOURCE_DIR) + "/configs/examples/make_examples.py " +
-                             examples_->path().string(), &output), 0) << output;
+    ASSERT_EQ(testing::makeBundledExamples(examples_->path()), "");
   }
   static void TearDownTestSuite() {
     delete examples_;

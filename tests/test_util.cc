@@ -54,4 +54,23 @@ std::string python() {
   return p && *p ? p : "/usr/bin/python3";
 }
 
+fs::path sharedTestData() {
+  const char* p = std::getenv("MINREPRO_TEST_SHARED");
+  return p && *p ? fs::path(p) : fs::path();
+}
+
+std::string makeCases(const std::string& generator, const fs::path& dest) {
+  const fs::path shared = sharedTestData() / fs::path(generator).parent_path().filename();
+  if (!sharedTestData().empty() && fs::is_directory(shared)) {
+    std::error_code ec;
+    fs::create_directories(dest, ec);
+    if (!ec) fs::copy(shared, dest, fs::copy_options::recursive, ec);
+    return ec ? "copying " + shared.string() + " to " + dest.string() + ": " + ec.message() : "";
+  }
+  std::string output;
+  const int status =
+      runCommand(python() + " " + std::string(MINREPRO_SOURCE_DIR) + "/" + generator + " " + dest.string(), &output);
+  return status == 0 ? "" : generator + " exited with " + std::to_string(status) + ":\n" + output;
+}
+
 }  // namespace minrepro::testing

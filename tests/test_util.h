@@ -28,4 +28,21 @@ int runCommand(const std::string& command, std::string* output = nullptr);
 // The Python with PyTorch: $MINREPRO_PYTHON, default /usr/bin/python3.
 std::string python();
 
+// What the tests of one ctest run share ($MINREPRO_TEST_SHARED, made fresh by
+// the fixture test shared_test_data_setup, tests/CMakeLists.txt): the cases
+// each generator below makes, made once, and runs of the bundled examples
+// made on first use (tests/e2e_fixture.h). Empty when a test runs outside
+// ctest; the helpers then make their own.
+std::filesystem::path sharedTestData();
+
+// The cases a generator script makes (`generator` is its path in the source
+// tree: configs/examples/make_examples.py, tests/fixtures/fidelity/make_cases.py,
+// tests/fixtures/op_cases/make_cases.py) in `dest`: a copy of the ones ctest
+// made for the run, under the name of the generator's directory, else made
+// here. Returns "" or, when they could not be made, why.
+std::string makeCases(const std::string& generator, const std::filesystem::path& dest);
+inline std::string makeBundledExamples(const std::filesystem::path& dest) {
+  return makeCases("configs/examples/make_examples.py", dest);
+}
+
 }  // namespace minrepro::testing

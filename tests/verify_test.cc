@@ -13,6 +13,7 @@
 #include <set>
 
 #include "engine/archive/what_sets_apart.h"
+#include "tests/e2e_fixture.h"
 #include "tests/test_util.h"
 
 namespace minrepro {
@@ -32,26 +33,12 @@ int verifyStatus(const fs::path& archive, const std::string& flags, std::string*
 
 class VerifyExamples : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new testing::TempDir("minrepro-verify-examples");
-    std::string output;
-    ASSERT_EQ(runCommand(python() + " " + std::string(MINREPRO_SOURCE_DIR) + "/configs/examples/make_examples.py " +
-                             dir_->path().string(), &output), 0) << output;
-  }
-  static void TearDownTestSuite() {
-    delete dir_;
-    dir_ = nullptr;
-  }
-
-  // The example's archive, made once per suite by the real minrepro shrink.
+  // The example's archive, made by the real minrepro shrink (once per ctest
+  // run: tests/e2e_fixture.h).
   static fs::path archive(const std::string& example) {
-    const fs::path out = dir_->path() / (example + ".tar.gz");
-    if (fs::exists(out)) return out;
-    std::string output;
-    EXPECT_EQ(runCommand(minrepro() + " shrink -q --config " + (dir_->path() / example / "case.yaml").string() +
-                             " --output " + out.string() + " --work-dir " + (dir_->path() / ("work-" + example)).string(),
-                         &output), 0) << output;
-    return out;
+    const testing::ShrunkExample run = testing::shrunkExample(example);
+    EXPECT_EQ(run.status, 0) << run.output;
+    return run.archive;
   }
 
   // A copy of `source` whose batch.pt (and, with `neighbours_too`, every
@@ -74,11 +61,8 @@ class VerifyExamples : public ::testing::Test {
     return out;
   }
 
-  static testing::TempDir* dir_;
   testing::TempDir work_{"minrepro-verify"};
 };
-
-testing::TempDir* VerifyExamples::dir_ = nullptr;
 
 TEST_F(VerifyExamples, Class4ReproducesInEveryFreshRun) {
   std::string out;
