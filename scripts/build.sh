@@ -9,8 +9,18 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 source scripts/torch-env.sh
 scripts/install-python-capture.sh   # import minrepro_capture (harness/python)
+# ccache, when present, compiles each file once for all build directories:
+# the torch-free files (engine/, reducers/, most tests) come out the same for
+# either torch, so run-tests.sh's second build recompiles only what includes
+# LibTorch. Paths are hashed relative to the repository (CCACHE_BASEDIR) and
+# without the build directory (CCACHE_NOHASHDIR), which is what differs.
+launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER= -DCMAKE_C_COMPILER_LAUNCHER=)  # none, also in a build configured with one
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+fi
 # MINREPRO_CMAKE_ARGS: more -D options (run-tests.sh's second build leaves out the benchmarks).
 # shellcheck disable=SC2086
 cmake -S . -B "$MINREPRO_BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMINREPRO_PYTHON="$MINREPRO_PYTHON" \
-  ${MINREPRO_CMAKE_ARGS:-} >/dev/null
+  "${launcher[@]}" ${MINREPRO_CMAKE_ARGS:-} >/dev/null
 cmake --build "$MINREPRO_BUILD_DIR" -j "$(nproc)"

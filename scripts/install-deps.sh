@@ -5,6 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   cmake g++ make pkg-config
+  ccache                              # the second torch's build reuses the torch-free objects (build.sh)
   libtorch-dev python3-torch          # LibTorch 1.13 (C++) and the same PyTorch for /usr/bin/python3
   python3-pip python3-setuptools python3-wheel  # pip install of minrepro_capture (harness/python/pyproject.toml)
   python3-venv                        # .venv/ with PyTorch 2.13 from pip (scripts/torch-env.sh)
