@@ -9,14 +9,16 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 source scripts/torch-env.sh
 scripts/install-python-capture.sh   # import minrepro_capture (harness/python)
-# ccache, when present, compiles each file once for all build directories:
-# the torch-free files (engine/, reducers/, most tests) come out the same for
-# either torch, so run-tests.sh's second build recompiles only what includes
-# LibTorch. Paths are hashed relative to the repository (CCACHE_BASEDIR) and
-# without the build directory (CCACHE_NOHASHDIR), which is what differs.
+# ccache, when present, compiles a file once for all build directories:
+# what neither includes LibTorch nor is compiled with a path in the build
+# directory (the base and reducer libraries among them) comes out the same
+# for either torch, so run-tests.sh's second build takes it from the first.
+# The build directory is left out of the hash (CCACHE_NOHASHDIR: only the
+# debug info's compilation directory names it). No CCACHE_BASEDIR: it would
+# make __FILE__ relative, and capture reads its caller's source path.
 launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER= -DCMAKE_C_COMPILER_LAUNCHER=)  # none, also in a build configured with one
 if command -v ccache >/dev/null; then
-  export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
+  export CCACHE_NOHASHDIR=true
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
 # MINREPRO_CMAKE_ARGS: more -D options (run-tests.sh's second build leaves out the benchmarks).
