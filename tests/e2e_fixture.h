@@ -115,8 +115,7 @@ class ExampleCases : public ::testing::Test {
   // The bundled examples, made once per test binary run.
   static void SetUpTestSuite() {
     examples_ = new TempDir("minrepro-examples");
-    const std::string error = makeBundledExamples(examples_->path());
-    ASSERT_EQ(error, "");
+    ASSERT_EQ(makeBundledExamples(examples_->path()), "");
   }
   static void TearDownTestSuite() {
     delete examples_;

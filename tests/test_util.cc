@@ -60,8 +60,9 @@ fs::path sharedTestData() {
 }
 
 std::string makeCases(const std::string& generator, const fs::path& dest) {
-  const fs::path shared = sharedTestData() / fs::path(generator).parent_path().filename();
-  if (!sharedTestData().empty() && fs::is_directory(shared)) {
+  const fs::path root = sharedTestData();
+  const fs::path shared = root / fs::path(generator).parent_path().filename();
+  if (!root.empty() && fs::is_directory(shared)) {
     std::error_code ec;
     fs::create_directories(dest, ec);
     if (!ec) fs::copy(shared, dest, fs::copy_options::recursive, ec);
