@@ -1,5 +1,7 @@
 #include "engine/trial_spec.h"
 
+#include <regex>
+
 #include "engine/case_branches.h"
 #include "harness/trial_main.h"
 
@@ -41,6 +43,11 @@ TrialSpec trialSpecFor(const CaseConfig& config, const std::string& trial_binary
   spec.timeout = config.timeout;
   spec.address_space_limit_bytes = config.memory_limit_bytes;
   return spec;
+}
+
+bool isPythonProgram(const std::string& program) {
+  static const std::regex kPython("python[0-9.]*");
+  return std::regex_match(fs::path(program).filename().string(), kPython);
 }
 
 std::string defaultTrialBinary() { return besideSelf("minrepro-trial").string(); }

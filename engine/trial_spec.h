@@ -31,6 +31,12 @@ TrialSpec trialSpecFor(const CaseConfig& config, const std::string& trial_binary
 std::string substitutePlaceholders(std::string arg, const std::filesystem::path& batch,
                                    const std::filesystem::path& work_dir, const std::filesystem::path& case_dir);
 
+// Whether a program (argv[0]: a name or a path) is a Python interpreter
+// ("python", "python3", "/venv/bin/python3.11"): such a trial can run in
+// the Python fork server, and the archive's repro.py runs it as the Python
+// that runs repro.py (sys.executable), not as the reporter's path.
+bool isPythonProgram(const std::string& program);
+
 // The minrepro-trial beside the running executable.
 std::string defaultTrialBinary();
 

@@ -572,6 +572,8 @@ std::unique_ptr<BatchStore> BatchStore::open(const CaseConfig& config) {
 
 namespace minrepro {
 
+void writeEmptyBatch(const std::filesystem::path& file) { writeBatchFile(NamedTensors{}, file); }
+
 std::vector<std::pair<std::string, std::string>> libtorchEnvironment() {
   return {
       {"LibTorch", TORCH_VERSION},

@@ -69,6 +69,11 @@ class BatchStore : public CaseView {
 
 namespace minrepro {
 
+// A batch file that holds no tensor at all (an empty dict, as torch.save
+// writes it): the trial that fails the same way on it does not depend on
+// the batch (engine/batch_dependence.h).
+void writeEmptyBatch(const std::filesystem::path& file);
+
 // What the LibTorch build minrepro runs with: name/value pairs for reports
 // ("LibTorch", "1.13.0"), ("CUDA build", "no"), ...
 std::vector<std::pair<std::string, std::string>> libtorchEnvironment();

@@ -4,7 +4,10 @@
 #include <sstream>
 
 #include "engine/archive/scrub.h"
+#include "engine/trial_spec.h"
 #include "engine/text_lines.h"
+
+namespace fs = std::filesystem;
 
 namespace minrepro {
 
@@ -105,6 +108,11 @@ void writeReproduce(std::ostream& out, const CaseConfig& config, const Reduction
       << (config.command ? "repro.py runs the trial's command in its own place (exec), so it ends as the trial did: "
                            "the same exit status, or death by the same signal.\n\n"
                          : "")
+      << (config.command && isPythonProgram(config.command->argv.front())
+              ? "The trials ran the Python `" + config.command->argv.front() +
+                    "` (recorded for information): repro.py runs the command with the Python that runs repro.py, "
+                    "so any Python with PyTorch (and the script's own imports) will do.\n\n"
+              : "")
       << "Reduce again or check with minrepro, from this directory:\n\n    minrepro shrink --config case.yaml\n\n"
       << "- Checked on its own before this report was final: the archive " << s.self_check.describe() << "\n";
   if (!s.bundled.empty()) {
@@ -161,6 +169,11 @@ std::string renderReport(const CaseConfig& config, const ReductionSummary& s) {
   out << "# Reproducer: " << s.signature.summary() << "\n\n"
       << "Made by minrepro " << MINREPRO_VERSION << ". The batch below is the smallest found that still fails the "
       << "same way (same family, operator and first message) as the original.\n\n";
+  if (!s.warnings.empty()) {
+    out << "## Warnings\n\n";
+    for (const auto& w : s.warnings) out << "- " << w << "\n";
+    out << "\n";
+  }
   writeOpRepro(out, s.op);
   writeSignature(out, s);
   writeMinimal(out, s);
@@ -247,13 +260,22 @@ std::string reproHarness(const HarnessTrial& h) {
 std::string reproCommand(const CaseConfig& config) {
   const CommandTrial& c = *config.command;
   std::ostringstream py;
+  // A Python program runs as the Python that runs repro.py: the trials'
+  // interpreter is a path on the reporter's machine (a venv's), which a
+  // maintainer does not have. REPORT.md records it.
+  const bool python_program = isPythonProgram(c.argv.front());
+  if (python_program)
+    py << "# The trials ran " << pyQuote(fs::path(c.argv.front()).filename().string())
+       << "; this script runs the command with the Python that runs it.\n";
   py << "def fill(arg):\n"
      << "    return (arg.replace(\"{batch}\", BATCH)\n"
      << "               .replace(\"{case_dir}\", HERE).replace(\"{workdir}\", HERE))\n"
      << "argv = [fill(a) for a in [";
   // A file of the case is the archive's copy, never the user's original.
-  for (std::size_t i = 0; i < c.argv.size(); ++i) py << (i ? ", " : "") << pyQuote(caseRelativeArg(c.argv[i], config.base_dir));
-  py << "]]\nenv = dict(os.environ)\n";
+  for (std::size_t i = 0; i < c.argv.size(); ++i)
+    py << (i ? ", " : "") << (i == 0 && python_program ? "sys.executable" : pyQuote(caseRelativeArg(c.argv[i], config.base_dir)));
+  py << "]]\n";
+  py << "env = dict(os.environ)\n";
   // In the order a trial gets them: the case's variables, then the
   // determinism variables over them. Each trial had a number of its own (a
   // trial that wants a fresh seed per run reads it): so does each run here.

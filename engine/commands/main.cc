@@ -71,8 +71,9 @@ int shrinkCommand(const std::vector<std::string>& args) {
       ("output,o", po::value(&output), "archive to write (default: case.yaml's output)")
       ("work-dir", po::value(&work_dir), "directory for trials and the log (default: case.yaml's work_dir)")
       ("trial-binary", po::value(&trial_binary), "minrepro-trial to use (default: next to minrepro)")
-      ("python", po::value(&python), "Python with PyTorch, for the environment record and the archive's "
-                                     "self-check (default: the one this build's torch came from)")
+      ("python", po::value(&python), "Python with PyTorch, for the environment record, the archive's self-check "
+                                     "and the op step (default: the trial command's own Python when its program is "
+                                     "one, else the one this build's torch came from)")
       ("no-self-check", "do not run the archive's repro.py on its own before finishing (e.g. it needs a GPU "
                         "this machine lacks); REPORT.md then says it was not checked")
       ("no-op-repro", "do not look for the failing operator call alone (op/repro_op.py: a run of repro.py with the "
@@ -98,6 +99,7 @@ int shrinkCommand(const std::vector<std::string>& args) {
   if (!work_dir.empty()) options.work_dir = work_dir;
   options.trial_binary = trial_binary;
   options.python = python;
+  options.python_given = vm.count("python") > 0;
   options.quiet = vm.count("quiet") > 0;
   options.self_check = vm.count("no-self-check") == 0;
   options.op_repro = vm.count("no-op-repro") == 0;

@@ -16,6 +16,8 @@
 #include <cstring>
 
 #include "engine/archive/tar_gz.h"
+#include "engine/batch_dependence.h"
+#include "engine/torch_versions.h"
 #include "engine/case_branches.h"
 #include "engine/diagnostics.h"
 #include "engine/trial_executors.h"
@@ -61,6 +63,28 @@ ExitStatus checkOriginal(const CaseConfig& config, const CaseView& view, TrialOr
   return ExitStatus::Reduced;
 }
 
+// The torch versions that differ (engine/torch_versions.h), logged once as
+// warnings; REPORT.md lists them too.
+std::vector<std::string> logTorchMismatches(const CaseConfig& config, const KeyValues& environment, Log& log) {
+  const auto mismatches = torchVersionMismatches(config.context, environment, config.harness.has_value());
+  for (const auto& m : mismatches) log.info("warning: " + m);
+  return mismatches;
+}
+
+// A command that fails the same way on a batch with no tensor never reached
+// the data (engine/batch_dependence.h): exit 3 with what it is. Not for a
+// hang (the probe would cost a whole timeout) nor the built-in harness,
+// which reads the batch before anything else.
+ExitStatus checkDependsOnBatch(const CaseConfig& config, const TrialOracle& oracle, Executor& executor,
+                               const Selection& all, Log& log) {
+  if (!config.command || oracle.reference().family == FailureFamily::Timeout) return ExitStatus::Reduced;
+  const auto why = checkBatchDependence(config, oracle.specFor(all, config.work_dir / "trials" / "no-tensors"),
+                                        oracle.reference(), executor);
+  if (!why) return ExitStatus::Reduced;
+  log.info("error: nothing to reduce: " + *why);
+  return ExitStatus::DoesNotReproduce;
+}
+
 // Where the trials' tensors lived, as far as minrepro can know it: the
 // built-in harness runs on the CPU; a command chooses for itself, so the
 // report gives what it had to choose from and what the captured run used.
@@ -76,7 +100,8 @@ std::string trialBackend(const ShrinkOptions& options, const CaseConfig& config)
 
 KeyValues probeEnvironment(const ShrinkOptions& options, const CaseConfig& config) {
   KeyValues env = libtorchEnvironment();
-  for (auto& entry : pythonTorchVersions(options.python, config.work_dir / "probe")) env.push_back(std::move(entry));
+  for (auto& entry : pythonTorchVersions(trialPython(options, config), config.work_dir / "probe"))
+    env.push_back(std::move(entry));
   env.emplace_back("Backend of the trials", trialBackend(options, config));
   return env;
 }
@@ -110,7 +135,7 @@ std::function<OpRepro(const fs::path&)> opStepFor(const ShrinkOptions& options, 
                                                   const FailureSignature& signature, const SelfCheckPlan& plan) {
   OpStep step;
   step.work = config.work_dir;
-  step.python = options.python;
+  step.python = trialPython(options, config);
   step.signature = signature;
   step.message_regex = config.expected.message_regex;
   step.plan = plan;
@@ -172,6 +197,22 @@ void checkWorkDirAndModel(const CaseConfig& config) {
     throw BadInputError(config.work_dir.string() + ": the work directory (work_dir or --work-dir) is a file; give a "
                         "directory (made when missing)");
   if (config.harness) checkModelLoads(config.harness->model);
+}
+
+// A harness key that names no tensor of the batch would fail every trial
+// the same way, and be "reduced" as if it were the bug.
+void checkHarnessKeys(const CaseConfig& config, const BatchStore& batch) {
+  if (!config.harness) return;
+  std::set<std::string> names;
+  for (const auto& t : batch.describe()) names.insert(t.name);
+  std::string known;
+  for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+  const std::pair<const char*, std::string> keys[] = {{"input", config.harness->input},
+                                                      {"target", config.harness->target}};
+  for (const auto& [key, name] : keys)
+    if (!name.empty() && !names.count(name))
+      throw BadInputError(config.case_file.string() + ": trial.harness." + key + " names '" + name + "', which " +
+                          config.batch.string() + " does not hold (its tensors: " + known + ")");
 }
 
 // After the work directory is made (the archive may go into it).
@@ -291,6 +332,7 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
                            const ForkServerExecutor* forked) {
   const auto batch = BatchStore::open(config);
   checkWorkDirAndModel(config);
+  checkHarnessKeys(config, *batch);
   // Before anything is written: trial.diagnostic: on without a backend is bad input.
   const DiagnosticPlan diagnostic = planDiagnostics(config);
   fs::create_directories(config.work_dir);
@@ -306,9 +348,10 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   StopOnSignals stop_on_signals;
   // The environment record imports torch in a Python process (~2 s here):
   // started now, it runs beside the trials instead of after them.
-  std::future<KeyValues> environment =
-      options.archive ? std::async(std::launch::async, [options, config] { return probeEnvironment(options, config); })
-                      : std::async(std::launch::deferred, [] { return KeyValues{}; });
+  std::shared_future<KeyValues> environment =
+      std::async(options.archive ? std::launch::async : std::launch::deferred,
+                 [options, config] { return probeEnvironment(options, config); })
+          .share();
   log.info("case " + config.case_file.filename().string() + ": " + std::to_string(batch->sampleCount()) +
            " samples; reducers:" + [&] { std::string r; for (auto& n : config.reducers) r += " " + n; return r; }() +
            (options.resume ? "; resuming from " + std::to_string(journal.loadedTrials()) + " journaled trials" : ""));
@@ -345,7 +388,13 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   std::size_t plain_passes = 0;  // of the original, run as plain processes (the self-check's evidence)
   try {
     OriginalEstimate original;
-    if (ExitStatus s = checkOriginal(config, *batch, oracle, all, log, original); s != ExitStatus::Reduced) return s;
+    ExitStatus s = checkOriginal(config, *batch, oracle, all, log, original);
+    if (s == ExitStatus::Reduced) s = checkDependsOnBatch(config, oracle, executor, all, log);
+    if (s != ExitStatus::Reduced) {
+      if (!logTorchMismatches(config, environment.get(), log).empty())
+        log.info("note: the torch versions above differ; that may be why");
+      return s;
+    }
     if (!config.fork_server) processes = "plain processes (trial.fork_server: false)";
     plain_passes = original.runs - original.failures;
     if (forks) {
@@ -383,6 +432,7 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   }
   const NeighbourPlan neighbours = writeNeighbours(config, *batch, best);
   ReductionSummary summary = summarize(environment.get(), config, *batch, oracle, best, minimal_batch);
+  summary.warnings = logTorchMismatches(config, summary.environment, log);
   for (const auto& n : neighbours.cases)
     summary.neighbours.push_back("`" + n.file + "`: sample ids " + formatList(n.ids, 16) +
                                  (n.processed ? ", a correct run processes " + std::to_string(*n.processed) : ""));
@@ -392,12 +442,19 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   summary.incomplete = incomplete;
   summary.processes = processes;
   summary.fresh_minimality = fresh_minimality.describe();
-  ArchiveJob job{minimal_batch, neighbours, plain_passes, options.python, selfCheckSkipped(options, config), &g_stop};
+  ArchiveJob job{minimal_batch, neighbours,        plain_passes,
+                 trialPython(options, config), selfCheckSkipped(options, config), &g_stop};
   job.skip_op_step = opStepSkipped(options, config);
   if (job.skip_op_step.empty())
     job.op_step = opStepFor(options, config, oracle.reference(),
                             planSelfCheck(oracle.rate(), config.flaky, plain_passes, best.samples.size()));
   return writeAndCheckArchive(config, oracle, best, job, summary, status, log);
+}
+
+std::string trialPython(const ShrinkOptions& options, const CaseConfig& config) {
+  if (options.python_given || !config.command || !isPythonProgram(config.command->argv.front())) return options.python;
+  const std::string own = resolveProgram(config.command->argv.front());
+  return own.empty() ? options.python : own;
 }
 
 KeyValues pythonTorchVersions(const std::string& python, const fs::path& scratch) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/build_info.h"
+#include "engine/case_config.h"
 #include "engine/errors.h"
 #include "engine/executors/executor_config.h"
 #include "engine/executors/process.h"
@@ -26,6 +27,9 @@ struct ShrinkOptions {
   std::optional<std::filesystem::path> work_dir;  // overrides case.yaml's work_dir
   std::string trial_binary;                       // minrepro-trial; default beside minrepro
   std::string python = kDefaultPython;            // for the environment record and the self-check
+  // --python was given: it runs the self-check and the op step even when the
+  // trial's program is a Python of its own (else that one does: trialPython).
+  bool python_given = false;
   bool quiet = false;
   bool resume = false;           // continue from the journal in the work directory
   bool materialize_best = false;  // only write work_dir/best/ from the journal, run nothing
@@ -44,6 +48,13 @@ struct ShrinkOptions {
 // that cannot start are thrown (engine/errors.h). `executor` null: the
 // executors of the case's executor kind (engine/trial_executors.h).
 ExitStatus runShrink(const ShrinkOptions& options, Executor* executor = nullptr);
+
+// The Python that runs the archive's repro.py in the self-check, the op
+// step and the environment record: --python when given, else the trial
+// command's own interpreter when its program is a Python that exists (the
+// user's venv, with the user's packages: repro.py runs the command with
+// whatever Python runs it), else the build's default.
+std::string trialPython(const ShrinkOptions& options, const CaseConfig& config);
 
 // The Python and PyTorch versions of `python` (its torch imported once, in
 // `scratch`, a directory made and removed), and which interpreter it was:

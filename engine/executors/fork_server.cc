@@ -1,6 +1,7 @@
 // The client side of the fork servers (see engine/executors/fork_server.h) and the
 // routes that say which trials a server can run.
 #include "engine/executors/fork_server.h"
+#include "engine/trial_spec.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -83,6 +84,7 @@ struct Server {
   ::dup2(log_fd, 1);
   ::dup2(log_fd, 2);
   ::dup2(high, kForkServerFd);  // dup2 clears close-on-exec
+  closeOnExecFrom3(kForkServerFd);
   ::execve(argv[0], argv, envp);
   ::_exit(127);
 }
@@ -484,10 +486,9 @@ std::optional<ForkRoute> harnessForkRoute(const TrialSpec& spec, const std::stri
 
 std::optional<ForkRoute> pythonForkRoute(const TrialSpec& spec, const std::string& server_script,
                                          const std::vector<std::string>& preload) {
-  static const std::regex kPython("python[0-9.]*");
   if (server_script.empty() || spec.argv.size() < 2) return std::nullopt;
   const std::string python = resolveProgram(spec.argv[0]);
-  if (python.empty() || !std::regex_match(fs::path(python).filename().string(), kPython)) return std::nullopt;
+  if (python.empty() || !isPythonProgram(python)) return std::nullopt;
   const bool unbuffered = spec.argv[1] == "-u";
   const std::size_t script_at = unbuffered ? 2 : 1;
   if (script_at >= spec.argv.size()) return std::nullopt;

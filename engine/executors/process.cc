@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -85,6 +86,22 @@ void recordWaitStatus(int status, TrialOutcome& outcome) {
   }
 }
 
+void closeOnExecFrom3(int keep) {
+  // close_range(CLOSE_RANGE_CLOEXEC) where the kernel has it (5.11), else one fcntl per possible descriptor.
+  const auto mark = [](unsigned first, unsigned last) {
+    if (first > last) return;
+#ifdef SYS_close_range
+    if (::syscall(SYS_close_range, first, last, 4 /* CLOSE_RANGE_CLOEXEC */) == 0) return;
+#endif
+    struct rlimit files{};
+    const unsigned top = ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < 65536 ? files.rlim_cur : 65536;
+    for (unsigned fd = first; fd <= last && fd < top; ++fd) ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
+  };
+  if (keep < 3) return mark(3, ~0U);
+  mark(3, static_cast<unsigned>(keep) - 1);
+  mark(static_cast<unsigned>(keep) + 1, ~0U);
+}
+
 std::string resolveProgram(const std::string& name) {
   if (name.empty() || name.find('/') != std::string::npos) return name;
   const char* path = std::getenv("PATH");
@@ -155,6 +172,7 @@ struct ChildLimits {
   std::uint64_t address_space = 0;
   template <class Executor>
   void operator()(Executor&) const {
+    closeOnExecFrom3();  // boost's own error pipe is close-on-exec already
     // If minrepro itself is killed (kill -9), the trial goes too.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     struct rlimit no_core{0, 0};

@@ -112,6 +112,14 @@ std::string readHeadAndTail(const std::filesystem::path& file, std::size_t cap, 
 // file keeps its length; a file system without holes is left as it is.
 void boundOutputFile(const std::filesystem::path& file, std::uint64_t disk_cap);
 
+// In a child between fork and exec (async-signal-safe): every descriptor
+// from 3 up but `keep` closes at exec. minrepro is threaded: a file or pipe
+// that another thread opened without O_CLOEXEC a moment before this fork
+// would otherwise live on in the program (a fork server holding a probe's
+// pipe kept that probe's spawn waiting for ever). A trial starts with 0, 1
+// and 2 only, as from a shell.
+void closeOnExecFrom3(int keep = -1);
+
 // Resolves a program name the way execvp would (PATH search), without
 // boost_filesystem. Returns the input unchanged when it contains a '/'.
 std::string resolveProgram(const std::string& name);

@@ -1,0 +1,82 @@
+#include "engine/batch_dependence.h"
+
+#include <regex>
+
+#include "harness/batch_store.h"
+#include "engine/text_lines.h"
+
+namespace fs = std::filesystem;
+
+namespace minrepro {
+
+namespace {
+
+// The last line of a Python traceback: "ModuleNotFoundError: No module named 'x'".
+struct PythonError {
+  std::string type;
+  std::string line;
+};
+
+std::optional<PythonError> lastPythonError(const std::string& text) {
+  static const std::regex kError(R"(^([A-Za-z_][\w.]*(Error|Exception|Exit)): ?(.*)$)");
+  std::optional<PythonError> last;
+  for (const std::string& line : text::splitLines(text)) {
+    std::smatch m;
+    if (std::regex_match(line, m, kError)) {
+      std::string type = m[1].str();
+      if (const auto dot = type.rfind('.'); dot != std::string::npos) type = type.substr(dot + 1);
+      last = PythonError{type, line};
+    }
+  }
+  return last;
+}
+
+bool isUsageError(const TrialOutcome& outcome) {
+  static const std::regex kUsage(R"((^|\n)usage: .*\n(.*\n)*.*error: )");
+  return outcome.end == TrialEnd::Exited && outcome.exit_code == 2 && std::regex_search(outcome.stderr_text, kUsage);
+}
+
+}  // namespace
+
+std::string batchIndependentAdvice(const TrialOutcome& outcome, const CaseConfig& config) {
+  const std::string program = config.command ? config.command->argv.front() : std::string("minrepro-trial");
+  const std::string general =
+      "it fails the same way when its batch holds no tensor at all, so the failure is not in the data and reducing "
+      "would only keep an arbitrary sample";
+  if (isUsageError(outcome))
+    return "the trial's command line is wrong (its program printed a usage error); " + general +
+           ". Fix trial.command (a placeholder such as {batch} where the program expects its argument) and run again";
+  const auto error = lastPythonError(outcome.stderr_text);
+  if (!error) return "the failure does not depend on the batch: " + general + ". Fix the trial and run again";
+  const std::string& t = error->type;
+  if (t == "ModuleNotFoundError" || t == "ImportError")
+    return "an environment error, not the bug (" + error->line + "): " + general + ". Install what is missing into the "
+           "Python the trial runs (" + program + "), or make trial.command name the Python that has it";
+  if (t == "SyntaxError" || t == "IndentationError" || t == "TabError" || t == "NameError")
+    return "an error in the trial's script (" + error->line + "): " + general + ". Fix the script and run again";
+  if (t == "FileNotFoundError" || t == "PermissionError" || t == "IsADirectoryError" || t == "NotADirectoryError")
+    return "a file the trial needs cannot be opened (" + error->line + "): " + general + ". A relative path in "
+           "trial.command is relative to the trial's own directory: name your files as {case_dir}/NAME";
+  if (t == "TypeError" && error->line.find("argument") != std::string::npos)
+    return "the trial's code calls a function with the wrong arguments (" + error->line + "): " + general +
+           ". Fix the call and run again";
+  return "the failure does not depend on the batch (" + error->line + "): " + general + ". Fix the trial and run again";
+}
+
+std::optional<std::string> checkBatchDependence(const CaseConfig& config, TrialSpec spec,
+                                                const FailureSignature& reference, Executor& executor) {
+  const fs::path batch = spec.work_dir / "batch.pt";
+  fs::create_directories(spec.work_dir);
+  writeEmptyBatch(batch);
+  spec.batch_selection.clear();
+  spec.write_batch = nullptr;
+  const TrialOutcome outcome = executor.run(spec);
+  std::error_code ec;
+  fs::remove_all(spec.work_dir, ec);
+  if (outcome.end == TrialEnd::Cancelled || outcome.end == TrialEnd::FailedToStart) return std::nullopt;
+  const FailureSignature on_empty = classify(outcome);
+  if (!on_empty.failed() || !matchSignature(reference, on_empty, config.expected).matches) return std::nullopt;
+  return batchIndependentAdvice(outcome, config);
+}
+
+}  // namespace minrepro

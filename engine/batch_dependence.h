@@ -1,0 +1,34 @@
+// Does the failure depend on the batch at all?
+//
+// A step that raises ModuleNotFoundError, a SyntaxError in its own script, a
+// missing file or a wrong command line fails the same way whatever it is
+// given: reducing it "succeeds" by keeping one arbitrary sample, and the
+// archive reproduces an environment error, not a bug in the data. Before
+// reducing, one trial runs the command on a batch that holds no tensor at
+// all (an empty dict). A step that reads its batch then fails otherwise (a
+// KeyError, say); one that fails the same way never got as far as the data,
+// and the run stops with exit 3, saying what the error is and what to do.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "engine/case_config.h"
+#include "engine/executors/process.h"
+#include "engine/failure_signature.h"
+
+namespace minrepro {
+
+// What a batch-independent failure is and what to do about it, read from
+// the trial's output: an import error (environment), an error in the
+// trial's script, a file that cannot be opened, a wrong command line, or
+// (none of those recognised) the general case.
+std::string batchIndependentAdvice(const TrialOutcome& outcome, const CaseConfig& config);
+
+// The probe: a trial of the case with `spec` (a trial of the original, its
+// batch path replaced by an empty batch written in its directory). Returns
+// the reason to stop when it fails as the reference does, else nothing.
+std::optional<std::string> checkBatchDependence(const CaseConfig& config, TrialSpec spec,
+                                                const FailureSignature& reference, Executor& executor);
+
+}  // namespace minrepro
