@@ -30,7 +30,9 @@ std::string contextSection(const std::string& fixture) {
 std::vector<std::int64_t> sampleIds(const TrialSpec& spec) {
   for (const auto& arg : spec.argv) {
     if (!arg.ends_with("batch.pt")) continue;
-    const at::Tensor ids = readBatchFile(arg).find("sample_id")->contiguous();
+    const NamedTensors batch = readBatchFile(arg);
+    if (!batch.find("sample_id")) return {};  // the probe's empty batch (engine/batch_dependence.h)
+    const at::Tensor ids = batch.find("sample_id")->contiguous();
     return {ids.data_ptr<std::int64_t>(), ids.data_ptr<std::int64_t>() + ids.numel()};
   }
   return {};

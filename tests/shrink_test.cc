@@ -31,7 +31,12 @@ class IdExecutor : public Executor {
     std::vector<std::int64_t> ids;
     for (const auto& arg : spec.argv) {
       if (!arg.ends_with("batch.pt")) continue;
-      const at::Tensor t = readBatchFile(arg).find("sample_id")->contiguous();
+      const NamedTensors batch = readBatchFile(arg);
+      const at::Tensor* found = batch.find("sample_id");
+      // As a real step would: a batch without the tensor (the probe of
+      // engine/batch_dependence.h) fails otherwise.
+      if (!found) return testing::exitedWith(1, "KeyError: 'sample_id'");
+      const at::Tensor t = found->contiguous();
       ids.assign(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
     }
     std::uint64_t trial;
