@@ -886,10 +886,10 @@ YAML::Node parseText(const Loader& l, const std::string& text) {
 
 }  // namespace
 
-CaseConfig loadCase(const fs::path& case_file) {
+CaseConfig loadCase(const fs::path& case_file, const fs::path& base_dir) {
   CaseConfig c;
   c.case_file = fs::absolute(case_file).lexically_normal();
-  c.base_dir = c.case_file.parent_path();
+  c.base_dir = base_dir.empty() ? c.case_file.parent_path() : fs::absolute(base_dir).lexically_normal();
   const Loader l{case_file.string(), c.base_dir};
   const YAML::Node root = parseText(l, readText(l, case_file));
   // An empty document has no mark; point at the start of the file.

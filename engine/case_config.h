@@ -137,8 +137,11 @@ struct CaseConfig {
 const std::vector<std::string>& knownReducers();
 
 // Loads and validates case.yaml (file-level checks only: keys, types, files
-// exist). Batch contents are checked when the batch is opened.
-CaseConfig loadCase(const std::filesystem::path& case_file);
+// exist). Batch contents are checked when the batch is opened. `base_dir`
+// (default: the file's directory) is the case directory: the zero-config
+// start keeps its inferred case in the work directory but its case
+// directory is where the user ran it (engine/commands/init.h).
+CaseConfig loadCase(const std::filesystem::path& case_file, const std::filesystem::path& base_dir = {});
 
 // Writes a case.yaml equivalent to `config` with paths relative to `dir`
 // (used for the archive and the best-so-far case).

@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "engine/commands/compare.h"
+#include "engine/commands/init.h"
 #include "engine/commands/regress.h"
 #include "engine/commands/run_command.h"
 #include "engine/commands/shrink.h"
@@ -29,6 +30,10 @@ const char* kUsage =
     "usage: minrepro <command> [options]\n\n"
     "commands:\n"
     "  shrink --config case.yaml   reduce a failing batch to a minimal reproducer archive\n"
+    "  shrink --batch B.pt -- python step.py {batch}\n"
+    "                              the same without case.yaml: inferred from the batch and the command\n"
+    "  init --batch B.pt -- python step.py {batch}\n"
+    "                              write the case.yaml that shrink --batch would use, commented\n"
     "  reducers                    list the reducer passes\n"
     "  triage LOG|-                read a log's first error: family, operator, first check, what to avoid\n"
     "  verify ARCHIVE [--expect fail|pass] [--runs K]\n"
@@ -63,11 +68,45 @@ int parseSubcommand(const std::string& name, const po::options_description& opts
   return -1;
 }
 
-int shrinkCommand(const std::vector<std::string>& args) {
-  po::options_description opts("minrepro shrink options");
-  std::string config, output, work_dir, trial_binary, python = minrepro::kDefaultPython, add_to, name;
+// The trial command after "--" (as typed in a shell), and the options before it.
+std::pair<std::vector<std::string>, std::vector<std::string>> splitAtDashes(const std::vector<std::string>& args) {
+  const auto dashes = std::find(args.begin(), args.end(), "--");
+  if (dashes == args.end()) return {args, {}};
+  return {{args.begin(), dashes}, {dashes + 1, args.end()}};
+}
+
+minrepro::InitOptions initOptions(const std::string& batch, const std::vector<std::string>& command) {
+  minrepro::InitOptions o;
+  o.case_dir = std::filesystem::current_path();
+  o.batch = std::filesystem::absolute(batch);
+  if (!std::filesystem::is_regular_file(o.batch))
+    throw minrepro::BadInputError(batch + ": no such batch file (--batch: the failing batch, a torch.save'd dict of tensors)");
+  o.argv = command;
+  return o;
+}
+
+// minrepro init --batch B.pt -- CMD...: the case.yaml shrink --batch would use.
+int initCommand(const std::vector<std::string>& all_args) {
+  const auto [args, command] = splitAtDashes(all_args);
+  po::options_description opts("minrepro init --batch B.pt [options] -- COMMAND... {batch} ... (exit 0 written, 2 bad input)");
+  std::string batch, output = "case.yaml";
   opts.add_options()("help,h", "show this help")
-      ("config,c", po::value(&config)->required(), "the case file (case.yaml)")
+      ("batch,b", po::value(&batch)->required(), "the failing batch (a torch.save'd dict of tensors)")
+      ("output,o", po::value(&output), "the case file to write (default: case.yaml)")
+      ("force", "replace the case file when it exists");
+  po::variables_map vm;
+  if (const int status = parseSubcommand("init", opts, {}, args, vm); status >= 0) return status;
+  return minrepro::runInit(initOptions(batch, command), output, vm.count("force") > 0, std::cout);
+}
+
+int shrinkCommand(const std::vector<std::string>& all_args) {
+  const auto [args, command] = splitAtDashes(all_args);
+  po::options_description opts("minrepro shrink options");
+  std::string config, batch, output, work_dir, trial_binary, python = minrepro::kDefaultPython, add_to, name;
+  opts.add_options()("help,h", "show this help")
+      ("config,c", po::value(&config), "the case file (case.yaml)")
+      ("batch,b", po::value(&batch), "instead of --config: the failing batch, with the trial command after -- "
+                                     "(e.g. -- python step.py {batch}); the case is inferred (see minrepro init)")
       ("output,o", po::value(&output), "archive to write (default: case.yaml's output)")
       ("work-dir", po::value(&work_dir), "directory for trials and the log (default: case.yaml's work_dir)")
       ("trial-binary", po::value(&trial_binary), "minrepro-trial to use (default: next to minrepro)")
@@ -93,8 +132,21 @@ int shrinkCommand(const std::vector<std::string>& args) {
       ("name", po::value(&name), "the case's name in the regression set (default: the case directory's name)");
   po::variables_map vm;
   if (const int status = parseSubcommand("shrink", opts, {}, args, vm); status >= 0) return status;
+  if (config.empty() == batch.empty())
+    throw minrepro::BadInputError(config.empty() ? "give --config case.yaml, or --batch B.pt -- COMMAND ... {batch}"
+                                                 : "give --config or --batch, not both");
+  if (!config.empty() && !command.empty())
+    throw minrepro::BadInputError("a command after -- goes with --batch; with --config the command is case.yaml's");
   minrepro::ShrinkOptions options;
   options.config = config;
+  if (!batch.empty()) {
+    const minrepro::InitOptions init = initOptions(batch, command);
+    const std::filesystem::path dir = std::filesystem::absolute(work_dir.empty() ? "minrepro-work" : work_dir);
+    options.config = minrepro::writeZeroConfigCase(init, dir, vm.count("quiet") > 0, std::cout);
+    options.case_dir = init.case_dir;
+    if (work_dir.empty()) work_dir = dir.string();
+    config = options.config.string();
+  }
   if (!output.empty()) options.output = output;
   if (!work_dir.empty()) options.work_dir = work_dir;
   options.trial_binary = trial_binary;
@@ -224,6 +276,7 @@ struct Command {
 const Command kCommands[] = {
     {"shrink", shrinkCommand},   {"triage", triageCommand},   {"verify", verifyCommand}, {"check", checkCommand},
     {"regress", regressCommand}, {"compare", compareCommand}, {"reducers", reducersCommand},
+    {"init", initCommand},
 };
 
 }  // namespace

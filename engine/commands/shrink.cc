@@ -315,7 +315,7 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
                            const ForkServerExecutor* forked);
 
 ExitStatus runShrink(const ShrinkOptions& options, Executor* executor) {
-  CaseConfig config = loadCase(options.config);
+  CaseConfig config = loadCase(options.config, options.case_dir);
   if (options.output) config.output = fs::absolute(*options.output);
   if (options.work_dir) config.work_dir = fs::absolute(*options.work_dir);
   if (options.materialize_best) return materializeBest(config, options.quiet);

@@ -1,0 +1,180 @@
+#include "harness/case_inference.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <optional>
+#include <sstream>
+
+#include "engine/errors.h"
+#include "harness/batch_io.h"
+
+namespace fs = std::filesystem;
+
+namespace minrepro {
+
+namespace {
+
+bool isInteger(const at::Tensor& t) { return at::isIntegralType(t.scalar_type(), /*includeBool=*/false); }
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+std::string number(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+// The sample count: the most common size of dimension 0 (ties: the larger).
+std::int64_t sampleCount(const NamedTensors& batch, std::vector<std::string>& notes) {
+  std::map<std::int64_t, int> votes;
+  for (const auto& t : batch.tensors)
+    if (t.dim() >= 1) ++votes[t.size(0)];
+  if (votes.empty()) return -1;
+  auto best = votes.begin();
+  for (auto it = votes.begin(); it != votes.end(); ++it)
+    if (it->second >= best->second) best = it;
+  if (votes.size() > 1)
+    notes.push_back("tensors disagree on dimension 0; the samples are taken as its most common size, " +
+                    std::to_string(best->first) + " (edit samples.tensors if another is)");
+  return best->first;
+}
+
+// A 1-D integer tensor of one value per sample.
+bool perSampleInteger(const at::Tensor& t, std::int64_t n) { return t.dim() == 1 && t.size(0) == n && isInteger(t); }
+
+std::string findIds(const NamedTensors& batch, std::int64_t n, std::vector<std::string>& notes) {
+  static const std::vector<std::string> kNames = {"sample_id", "sample_ids", "ids", "id", "index", "indices",
+                                                  "idx", "sample_index", "dataset_index", "uid"};
+  for (const auto& wanted : kNames) {
+    for (std::size_t i = 0; i < batch.names.size(); ++i) {
+      if (lower(batch.names[i]) != wanted || !perSampleInteger(batch.tensors[i], n)) continue;
+      const at::Tensor values = std::get<0>(at::_unique(batch.tensors[i]));
+      if (values.numel() != n) {
+        notes.push_back("'" + batch.names[i] + "' is named like sample ids but repeats values: not taken as ids");
+        continue;
+      }
+      notes.push_back("sample ids: '" + batch.names[i] + "' (the report names kept samples by them)");
+      return batch.names[i];
+    }
+  }
+  notes.push_back("no sample ids found (a 1-D integer tensor named sample_id or ids with one unique value per "
+                  "sample): kept samples are numbered by their position in the batch");
+  return "";
+}
+
+// The shared size of dimension 1 of the padded sample tensors: the most common.
+std::int64_t paddedLength(const NamedTensors& batch, std::int64_t n) {
+  std::map<std::int64_t, int> votes;
+  for (const auto& t : batch.tensors)
+    if (t.dim() >= 2 && t.size(0) == n) ++votes[t.size(1)];
+  std::int64_t best = -1;
+  int count = 0;
+  for (const auto& [size, c] : votes)
+    if (c > count) best = size, count = c;
+  return best;
+}
+
+std::string findLengths(const NamedTensors& batch, std::int64_t n, std::int64_t length, const std::string& ids,
+                        std::vector<std::string>& notes) {
+  std::vector<std::string> fits, named;
+  for (std::size_t i = 0; i < batch.names.size(); ++i) {
+    const at::Tensor& t = batch.tensors[i];
+    if (batch.names[i] == ids || !perSampleInteger(t, n) || n == 0) continue;
+    const auto lo = at::min(t).item<std::int64_t>(), hi = at::max(t).item<std::int64_t>();
+    if (lo < 0 || hi != length) continue;  // a padded batch is as long as its longest sample
+    fits.push_back(batch.names[i]);
+    if (lower(batch.names[i]).find("len") != std::string::npos) named.push_back(batch.names[i]);
+  }
+  if (fits.empty()) return "";
+  const std::string chosen = named.empty() ? fits.front() : named.front();
+  notes.push_back("lengths: '" + chosen + "' (values within the padded length " + std::to_string(length) +
+                  ", the longest at it)" +
+                  (fits.size() > 1 ? "; also possible: " + joined(fits) + " (edit sequence.lengths)" : ""));
+  return chosen;
+}
+
+// The value every position past its sample's length holds, if there is one.
+std::optional<double> paddingOf(const at::Tensor& t, const at::Tensor& lengths) {
+  const std::int64_t length = t.size(1);
+  const at::Tensor positions = at::arange(length, at::kLong).unsqueeze(0);
+  at::Tensor past = positions >= lengths.to(at::kLong).unsqueeze(1);  // [n, length]
+  for (std::int64_t d = 2; d < t.dim(); ++d) past = past.unsqueeze(-1);
+  const at::Tensor padded = t.masked_select(past.expand(t.sizes()));
+  if (padded.numel() == 0) return std::nullopt;
+  const at::Tensor as_double = padded.to(at::kDouble);
+  const double first = as_double[0].item<double>();
+  if (!at::all(as_double == first).item<bool>()) return std::nullopt;
+  return first;
+}
+
+void inferSequences(const NamedTensors& batch, InferredCase& out) {
+  const std::int64_t length = paddedLength(batch, out.samples);
+  if (length < 0) return;
+  out.lengths = findLengths(batch, out.samples, length, out.ids, out.notes);
+  // Reduced with the samples, as the ids are (case.yaml's sequence.lengths).
+  if (const auto it = std::find(out.sample_tensors.begin(), out.sample_tensors.end(), out.lengths);
+      it != out.sample_tensors.end())
+    out.sample_tensors.erase(it);
+  const at::Tensor* lengths = out.lengths.empty() ? nullptr : batch.find(out.lengths);
+  for (std::size_t i = 0; i < batch.names.size(); ++i) {
+    const at::Tensor& t = batch.tensors[i];
+    if (t.dim() < 2 || t.size(0) != out.samples || t.size(1) != length) continue;
+    const std::optional<double> pad = lengths ? paddingOf(t, *lengths) : std::nullopt;
+    if (lengths && !pad) {
+      out.notes.push_back("'" + batch.names[i] + "' is not padded with one value past each sample's length: no "
+                          "sequence axis for it (add it under sequence.tensors if it has one)");
+      continue;
+    }
+    out.sequence_tensors.push_back(batch.names[i]);
+    out.padding[batch.names[i]] = pad.value_or(0);
+  }
+  if (out.sequence_tensors.empty()) return;
+  std::string pads;
+  for (const auto& name : out.sequence_tensors) pads += (pads.empty() ? "" : ", ") + name + " " + number(out.padding[name]);
+  out.notes.push_back("sequence axis 1 (length " + std::to_string(length) + ") of: " + pads +
+                      (lengths ? " (the padding values seen past each sample's length)"
+                               : " (no lengths tensor found: padding taken as 0; the lengths pass cuts the "
+                                 "window only)"));
+}
+
+}  // namespace
+
+InferredCase inferCase(const fs::path& file) {
+  const NamedTensors batch = readBatchFile(file);
+  InferredCase out;
+  for (std::size_t i = 0; i < batch.names.size(); ++i) {
+    const at::Tensor& t = batch.tensors[i];
+    out.tensors.push_back({batch.names[i], dtypeName(t.scalar_type()), t.sizes().vec()});
+  }
+  out.samples = sampleCount(batch, out.notes);
+  if (out.samples < 0)
+    throw BadInputError(file.string() + ": no tensor of the batch has a dimension to take samples from (all are "
+                        "scalars); write case.yaml by hand (see minrepro init --help)");
+  std::vector<std::string> whole;
+  for (std::size_t i = 0; i < batch.names.size(); ++i) {
+    if (batch.tensors[i].dim() >= 1 && batch.tensors[i].size(0) == out.samples) out.sample_tensors.push_back(batch.names[i]);
+    else whole.push_back(batch.names[i]);
+  }
+  out.notes.insert(out.notes.begin(), std::to_string(out.samples) + " samples along dimension 0 of: " +
+                                          joined(out.sample_tensors) +
+                                          (whole.empty() ? "" : "; kept whole in every candidate: " + joined(whole)));
+  out.ids = findIds(batch, out.samples, out.notes);
+  if (!out.ids.empty())
+    out.sample_tensors.erase(std::find(out.sample_tensors.begin(), out.sample_tensors.end(), out.ids));
+  inferSequences(batch, out);
+  return out;
+}
+
+}  // namespace minrepro
