@@ -71,14 +71,18 @@ std::vector<std::string> logTorchMismatches(const CaseConfig& config, const KeyV
   return mismatches;
 }
 
-// A command that fails the same way on a batch with no tensor never reached
-// the data (engine/batch_dependence.h): exit 3 with what it is. Not for a
+// A command that fails the same way on a batch with no tensor and every
+// switch off never reached the data (engine/batch_dependence.h): exit 3
+// with what it is. Not for a
 // hang (the probe would cost a whole timeout) nor the built-in harness,
 // which reads the batch before anything else.
 ExitStatus checkDependsOnBatch(const CaseConfig& config, const TrialOracle& oracle, Executor& executor,
                                const Selection& all, Log& log) {
   if (!config.command || oracle.reference().family == FailureFamily::Timeout) return ExitStatus::Reduced;
-  const auto why = checkBatchDependence(config, oracle.specFor(all, config.work_dir / "trials" / "no-tensors"),
+  // Every switch off too: a failure that needs one of them depends on the case after all.
+  Selection nothing = all;
+  for (const auto& s : config.command->switches) nothing.branches_off.insert(s.name);
+  const auto why = checkBatchDependence(config, oracle.specFor(nothing, config.work_dir / "trials" / "no-tensors"),
                                         oracle.reference(), executor);
   if (!why) return ExitStatus::Reduced;
   log.info("error: nothing to reduce: " + *why);

@@ -1,0 +1,226 @@
+// Whole-binary tier: a user's own loop, as a new user meets minrepro (#28):
+// a sequence tagger whose forward takes (tokens, lengths), a padded batch
+// with lengths, ids and ignored tags, and a step script that loads weights
+// from beside itself. The zero-config start (no case.yaml), the archive run
+// by another Python at another path, and the failures that are not in the
+// batch at all (exit 3, said per cause, with the torch versions when they
+// differ). Real processes and real PyTorch throughout.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "engine/batch_dependence.h"
+#include "engine/torch_versions.h"
+#include "tests/e2e_fixture.h"
+#include "tests/test_util.h"
+
+namespace minrepro {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::readFile;
+using testing::runCommand;
+using testing::writeFile;
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// The user's files: model, step script (reads model_state.pt beside itself)
+// and a collated batch of 24 padded sequences, sample id 1017 with a token
+// one past the embedding table.
+const char* kTagger = R"(import torch
+from torch import nn
+
+class Tagger(nn.Module):
+    def __init__(self, vocab=50, dim=8, tags=5):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim, padding_idx=0)
+        self.out = nn.Linear(dim, tags)
+
+    def forward(self, tokens, lengths):
+        mask = torch.arange(tokens.size(1)).unsqueeze(0) < lengths.unsqueeze(1)
+        return self.out(self.embed(tokens) * mask.unsqueeze(-1))
+)";
+
+const char* kStep = R"(import os, sys
+import torch
+import torch.nn.functional as F
+from tagger import Tagger
+
+here = os.path.dirname(os.path.abspath(__file__))
+batch = torch.load(sys.argv[1])
+model = Tagger()
+model.load_state_dict(torch.load(os.path.join(here, "model_state.pt")))
+logits = model(batch["tokens"], batch["lengths"])
+loss = F.cross_entropy(logits.reshape(-1, 5), batch["tags"].reshape(-1), ignore_index=-100)
+loss.backward()
+print("ok", float(loss))
+)";
+
+const char* kMake = R"(import torch
+from tagger import Tagger
+torch.manual_seed(0)
+g = torch.Generator().manual_seed(3)
+n, T = 24, 10
+lengths = torch.randint(3, T + 1, (n,), generator=g)
+lengths[5] = T
+pos = torch.arange(T).unsqueeze(0)
+valid = pos < lengths.unsqueeze(1)
+tokens = torch.randint(1, 50, (n, T), generator=g) * valid
+tokens[17, 2] = 50
+tags = torch.where(valid, torch.randint(0, 5, (n, T), generator=g), torch.full((n, T), -100))
+torch.save({"tokens": tokens, "lengths": lengths, "tags": tags, "sample_id": torch.arange(n) + 1000}, "saved.pt")
+torch.save(Tagger().state_dict(), "model_state.pt")
+)";
+
+class OwnLoop : public ::testing::Test {
+ protected:
+  testing::TempDir work_{"minrepro-own-loop"};
+  fs::path user_ = work_.path() / "project";
+
+  void SetUp() override {
+    fs::create_directories(user_);
+    writeFile(user_ / "tagger.py", kTagger);
+    writeFile(user_ / "step.py", kStep);
+    writeFile(user_ / "make.py", kMake);
+    std::string out;
+    ASSERT_EQ(runCommand("cd " + user_.string() + " && " + testing::python() + " make.py", &out), 0) << out;
+  }
+
+  // A Python installation of its own at `dir` whose torch is the tests' (a
+  // venv with a .pth naming the site directory that holds it).
+  std::string otherPython(const fs::path& dir) {
+    std::string site, out;
+    EXPECT_EQ(runCommand(testing::python() + " -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))'",
+                         &site), 0) << site;
+    site = site.substr(0, site.find('\n'));
+    EXPECT_EQ(runCommand(testing::python() + " -m venv --without-pip " + dir.string(), &out), 0) << out;
+    std::string own_site;
+    EXPECT_EQ(runCommand(dir.string() + "/bin/python -c 'import site; print(site.getsitepackages()[0])'", &own_site), 0);
+    writeFile(own_site.substr(0, own_site.find('\n')) + "/torch-of-the-tests.pth", site + "\n");
+    return (dir / "bin" / "python").string();
+  }
+
+  int minrepro(const std::string& args, std::string* output) {
+    return runCommand("cd " + user_.string() + " && " + MINREPRO_BINARY + " " + args, output);
+  }
+};
+
+TEST_F(OwnLoop, InitWritesTheInferredCaseAndRefusesToReplaceOne) {
+  std::string out;
+  ASSERT_EQ(minrepro("init --batch saved.pt -- python step.py saved.pt", &out), 0) << out;
+  const std::string text = readFile(user_ / "case.yaml");
+  EXPECT_TRUE(has(text, "tensors: {tokens: 0, tags: 0}")) << text;  // ids and lengths go with the samples
+  EXPECT_TRUE(has(text, "ids: sample_id")) << text;
+  EXPECT_TRUE(has(text, "tensors: {tokens: 1, tags: 1}")) << text;
+  EXPECT_TRUE(has(text, "padding: {tokens: 0, tags: -100}")) << text;
+  EXPECT_TRUE(has(text, "lengths: lengths")) << text;
+  // The command as typed, its file in the case directory and the batch as the placeholder.
+  EXPECT_TRUE(has(text, R"(command: ["python", "{case_dir}/step.py", "{batch}"])")) << text;
+  EXPECT_TRUE(has(out, "24 samples along dimension 0 of: tokens, lengths, tags, sample_id")) << out;
+  EXPECT_NE(minrepro("init --batch saved.pt -- python step.py {batch}", &out), 0);
+  EXPECT_TRUE(has(out, "case.yaml exists: give another --output, or --force")) << out;
+  EXPECT_EQ(minrepro("init --batch saved.pt --force -- python step.py {batch}", &out), 0) << out;
+  EXPECT_EQ(minrepro("init --batch saved.pt --force -- python step.py", &out), 2) << out;
+  EXPECT_TRUE(has(out, "must take the batch as {batch}")) << out;
+}
+
+TEST_F(OwnLoop, ShrinkWithoutCaseYamlAndTheArchiveRunsUnderAnotherPython) {
+  // The trials run a venv's Python that is gone when the maintainer runs the archive.
+  const std::string reporter = otherPython(work_.path() / "reporter-venv");
+  std::string out;
+  ASSERT_EQ(minrepro("shrink --batch saved.pt -- " + reporter + " step.py {batch}", &out), 0) << out;
+  EXPECT_TRUE(has(out, "no case.yaml: inferred from")) << out;
+  EXPECT_TRUE(has(out, "reduced 24 -> 1 samples (ids [1017])")) << out;
+  EXPECT_TRUE(has(out, "the archive reproduced on its own in 3 of 3 runs")) << out;
+  fs::remove_all(work_.path() / "reporter-venv");
+
+  const fs::path empty = work_.path() / "maintainer";
+  ASSERT_TRUE(testing::extractInto(user_ / "repro.tar.gz", empty));
+  for (const char* file : {"step.py", "tagger.py", "model_state.pt", "op/repro_op.py"})
+    EXPECT_TRUE(fs::exists(empty / file)) << file;
+  EXPECT_FALSE(has(readFile(empty / "repro.py"), "reporter-venv")) << readFile(empty / "repro.py");
+  const std::string maintainer = otherPython(work_.path() / "maintainer-venv");
+  EXPECT_NE(runCommand("cd " + empty.string() + " && " + maintainer + " repro.py", &out), 0) << out;
+  EXPECT_TRUE(has(out, "IndexError: index out of range in self")) << out;
+  // The lengths pass cut the sequence: the bad token alone is left.
+  EXPECT_EQ(testing::pyEvalOnBatch(empty / "batch.pt", "b['tokens'].tolist(), b['lengths'].tolist()"), "[[50]] [1]\n");
+}
+
+TEST_F(OwnLoop, AFailureThatIsNotInTheBatchIsNotReducedAndItsCauseIsSaid) {
+  struct Case {
+    const char* first_line;
+    const char* said;
+  };
+  for (const Case& c : {Case{"import notinstalledmodule", "an environment error, not the bug (ModuleNotFoundError"},
+                        Case{"def broken(:", "an error in the trial's script (SyntaxError"},
+                        Case{"open('settings.json')", "a file the trial needs cannot be opened (FileNotFoundError"}}) {
+    writeFile(user_ / "step.py", std::string(c.first_line) + "\n" + kStep);
+    std::string out;
+    EXPECT_EQ(minrepro("shrink --batch saved.pt -- " + testing::python() + " step.py {batch}", &out), 3) << out;
+    EXPECT_TRUE(has(out, "error: nothing to reduce: ")) << out;
+    EXPECT_TRUE(has(out, c.said)) << out;
+    EXPECT_FALSE(fs::exists(user_ / "repro.tar.gz"));
+  }
+}
+
+TEST_F(OwnLoop, ATorchVersionThatDiffersFromTheCapturedOneIsNamed) {
+  writeFile(user_ / "step.py", std::string("import notinstalledmodule\n") + kStep);
+  writeFile(user_ / "case.yaml", "batch: saved.pt\nsamples: {tensors: {tokens: 0, tags: 0}, ids: sample_id}\n"
+                                 "trial: {command: [" + testing::python() + ", '{case_dir}/step.py', '{batch}']}\n"
+                                 "context: {pytorch: 1.2.0}\n");
+  std::string out;
+  EXPECT_EQ(minrepro("shrink --config case.yaml", &out), 3) << out;
+  EXPECT_TRUE(has(out, "warning: the case was captured with PyTorch 1.2.0 but the trials run PyTorch ")) << out;
+  EXPECT_TRUE(has(out, "note: the torch versions above differ; that may be why")) << out;
+}
+
+TEST_F(OwnLoop, AHarnessKeyTheBatchLacksIsBadInputBeforeAnyTrial) {
+  std::string out;
+  ASSERT_EQ(runCommand("cd " + user_.string() + " && " + testing::python() +
+                           " -c 'import torch; torch.jit.save(torch.jit.script(torch.nn.Linear(10, 5)), \"model.pt\")'",
+                       &out), 0) << out;
+  writeFile(user_ / "harness.yaml", "batch: saved.pt\nsamples: {tensors: {tokens: 0, tags: 0}}\n"
+                                    "trial: {harness: {model: model.pt, input: tokens, target: nosuch}}\n");
+  EXPECT_EQ(minrepro("shrink --config harness.yaml --work-dir w", &out), 2) << out;
+  EXPECT_TRUE(has(out, "trial.harness.target names 'nosuch', which")) << out;
+  EXPECT_TRUE(has(out, "(its tensors: lengths, sample_id, tags, tokens)")) << out;
+  EXPECT_FALSE(fs::exists(user_ / "w" / "journal.txt") && has(readFile(user_ / "w" / "journal.txt"), "trial"));
+}
+
+TEST(TorchVersions, MajorMinorDecidesAndEachMismatchIsOneSentence) {
+  EXPECT_EQ(torchMinorVersion("2.13.0+cpu"), "2.13");
+  EXPECT_EQ(torchMinorVersion("1.13.0a0+git"), "1.13");
+  EXPECT_EQ(torchMinorVersion("unknown"), "");
+  const std::vector<std::pair<std::string, std::string>> env = {
+      {"LibTorch", "2.13.0"}, {"PyTorch", "1.13.1"}, {"PyTorch from", "/usr/bin/python3"}};
+  EXPECT_TRUE(torchVersionMismatches({{"pytorch", "1.13.0"}}, {{"LibTorch", "1.13.1"}, {"PyTorch", "1.13.1"}}, false).empty());
+  const auto both = torchVersionMismatches({{"pytorch", "2.13.0+cpu"}}, env, false);
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_TRUE(has(both[0], "captured with PyTorch 2.13.0+cpu but the trials run PyTorch 1.13.1 (/usr/bin/python3)"));
+  EXPECT_TRUE(has(both[1], "minrepro's LibTorch is 2.13.0 but the trials' Python runs PyTorch 1.13.1"));
+  // The built-in harness runs LibTorch: the captured version is held against it alone.
+  const auto harness = torchVersionMismatches({{"libtorch", "1.13.1"}}, env, true);
+  ASSERT_EQ(harness.size(), 1u);
+  EXPECT_TRUE(has(harness[0], "captured with LibTorch 1.13.1 but the trials run LibTorch 2.13.0 (the built-in harness)"));
+}
+
+TEST(BatchDependence, AdviceFollowsTheCause) {
+  CaseConfig config;
+  config.command = CommandTrial{{"/venv/bin/python", "step.py", "{batch}"}, {}, {}};
+  TrialOutcome o;
+  o.end = TrialEnd::Exited;
+  o.exit_code = 2;
+  o.stderr_text = "usage: step.py [-h] --batch BATCH\nstep.py: error: the following arguments are required: --batch\n";
+  EXPECT_TRUE(has(batchIndependentAdvice(o, config), "the trial's command line is wrong"));
+  o.exit_code = 1;
+  o.stderr_text = "Traceback (most recent call last):\n  File \"x\"\nModuleNotFoundError: No module named 'timm'\n";
+  EXPECT_TRUE(has(batchIndependentAdvice(o, config), "Python the trial runs (/venv/bin/python)"));
+  o.stderr_text = "TypeError: forward() missing 1 required positional argument: 'lengths'\n";
+  EXPECT_TRUE(has(batchIndependentAdvice(o, config), "calls a function with the wrong arguments"));
+  o.stderr_text = "Segmentation fault\n";
+  EXPECT_TRUE(has(batchIndependentAdvice(o, config), "the failure does not depend on the batch: "));
+}
+
+}  // namespace
+}  // namespace minrepro
