@@ -248,8 +248,8 @@ class capture:
             info = None
         if info is not None:
             where = info.case_file or info.error_file
-            sys.stderr.write("minrepro_capture: wrote %s (%s at step %s)\n"
-                             % (where, exc_type.__name__, self.step))
+            at = "" if self.step is None else " at step %s" % self.step
+            sys.stderr.write("minrepro_capture: wrote %s (%s%s)\n" % (where, exc_type.__name__, at))
             if info.case_file:
                 sys.stderr.write("minrepro_capture: reduce it with: minrepro shrink --config %s\n" % info.case_file)
         if device_assert:
