@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <string>
 
+#include "engine/archive/runs.h"
 #include "engine/batch_dependence.h"
 #include "engine/torch_versions.h"
 #include "tests/e2e_fixture.h"
@@ -203,6 +204,29 @@ TEST(TorchVersions, MajorMinorDecidesAndEachMismatchIsOneSentence) {
   const auto harness = torchVersionMismatches({{"libtorch", "1.13.1"}}, env, true);
   ASSERT_EQ(harness.size(), 1u);
   EXPECT_TRUE(has(harness[0], "captured with LibTorch 1.13.1 but the trials run LibTorch 2.13.0 (the built-in harness)"));
+}
+
+TEST(FlakyRule, OneRuleForVerifyAndTheSelfCheck) {
+  const auto run = [](bool as_expected, bool failed) {
+    RunResult r;
+    r.as_expected = as_expected;
+    if (failed) r.signature.family = FailureFamily::RuntimeError;
+    return r;
+  };
+  // 2 of 6 at a recorded rate of 0.4: consistent.
+  std::vector<RunResult> runs = {run(true, true), run(false, false), run(true, true),
+                                 run(false, false), run(false, false), run(false, false)};
+  EXPECT_TRUE(judgeFlakyRuns(runs, 0.4).reproduces);
+  EXPECT_TRUE(has(judgeFlakyRuns(runs, 0.4).describe(0.4), "consistent with the recorded rate"));
+  // Another failure besides the recorded one is slippage, whatever else showed.
+  runs.push_back(run(false, true));
+  EXPECT_FALSE(judgeFlakyRuns(runs, 0.4).reproduces);
+  // None failing: a verdict only when the runs were enough for the rate.
+  const std::vector<RunResult> passes(6, run(false, false));
+  EXPECT_FALSE(judgeFlakyRuns(passes, 0.1).conclusive);
+  EXPECT_EQ(judgeFlakyRuns(passes, 0.1).runs_needed, 66);
+  EXPECT_TRUE(judgeFlakyRuns(passes, 0.9).conclusive);
+  EXPECT_FALSE(judgeFlakyRuns(passes, 0.9).reproduces);
 }
 
 TEST(BatchDependence, AdviceFollowsTheCause) {

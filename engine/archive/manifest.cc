@@ -18,6 +18,7 @@ std::string renderManifest(const Manifest& m) {
   if (!m.message_pattern.empty()) out << "message-pattern: " << m.message_pattern << "\n";
   if (m.processed) out << "processed: " << *m.processed << "\n";
   if (!m.op_repro.empty()) out << "op-repro: " << m.op_repro << "\n";
+  if (m.flaky_rate) out << "flaky-rate: " << *m.flaky_rate << "\n";
   // neighbour: NAME FILE [processed=N] ids=ID,ID,...
   for (const auto& n : m.neighbours) {
     out << "neighbour: " << n.name << " " << n.file;
@@ -93,6 +94,16 @@ void setManifestKey(Manifest& m, const std::string& key, const std::string& valu
     if (value.empty() || value[0] == '/' || value.find("..") != std::string::npos)
       throw BadInputError(where + ": op-repro: expected a path inside the archive, found '" + value + "'");
     m.op_repro = value;
+  } else if (key == "flaky-rate") {
+    std::size_t used = 0;
+    double rate = -1;
+    try {
+      rate = std::stod(value, &used);
+    } catch (const std::exception&) {
+    }
+    if (used != value.size() || !(rate > 0 && rate <= 1))
+      throw BadInputError(where + ": flaky-rate: expected a rate in (0, 1], found '" + value + "'");
+    m.flaky_rate = rate;
   } else if (key == "neighbour") {
     m.neighbours.push_back(parseNeighbour(value, where));
   } else if (key == "neighbour-skipped") {

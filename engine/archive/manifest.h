@@ -32,6 +32,10 @@ struct Manifest {
   // when the archive has one: it must fail like the case too, the operator
   // aside (it is called directly, not from the program).
   std::string op_repro;
+  // The failure rate of a flaky case (its self-check needed only one
+  // failing run): verify then judges by the rule of judgeFlakyRuns
+  // (engine/archive/runs.h), not by "every run fails".
+  std::optional<double> flaky_rate;
   // Neighbour batches (docs/method.md, "Neighbour cases") that --expect pass also runs, each with
   // its own expected count; and the neighbours that could not be made, why.
   std::vector<NeighbourCase> neighbours;

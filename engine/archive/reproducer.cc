@@ -39,8 +39,9 @@ std::optional<std::int64_t> expectedProcessed(const CaseConfig& config, const fs
 }
 
 ArchiveEntry manifestEntry(const CaseConfig& config, const fs::path& minimal_batch, const FailureSignature& signature,
-                           const NeighbourPlan& neighbours, const OpRepro& op) {
+                           const NeighbourPlan& neighbours, const OpRepro& op, std::optional<double> flaky_rate) {
   Manifest m;
+  m.flaky_rate = flaky_rate;
   if (op.status == OpReproStatus::Made) m.op_repro = "op/repro_op.py";
   m.signature = signature;
   // As the trials compared: the operator only for a trial command (see
@@ -103,7 +104,7 @@ std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::pat
   entries.push_back({"REPORT.md", renderReport(config, summary)});
   entries.push_back({"repro.py", renderReproPy(config, signature), true});
   entries.push_back({"case.yaml", renderCase(shown, config.base_dir, "batch.pt", "model.pt")});
-  entries.push_back(manifestEntry(config, minimal_batch, signature, neighbours, summary.op));  // for minrepro verify
+  entries.push_back(manifestEntry(config, minimal_batch, signature, neighbours, summary.op, summary.flaky_rate));  // for minrepro verify
   if (summary.op.status == OpReproStatus::Made) {
     entries.push_back({"op/repro_op.py", scrubComments(summary.op.script, scrub), true});
     entries.push_back(fileEntry("op/inputs.pt", summary.op.dir / "inputs.pt"));

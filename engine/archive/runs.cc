@@ -34,6 +34,30 @@ int VerifyResult::neighboursAsExpected() const {
   return n;
 }
 
+FlakyJudgement judgeFlakyRuns(const std::vector<RunResult>& runs, double rate, double alpha) {
+  FlakyJudgement j;
+  for (const auto& r : runs) {
+    if (r.as_expected) ++j.same;
+    else if (r.signature.failed()) ++j.other;
+    else ++j.passed;
+  }
+  j.reproduces = j.same > 0 && j.other == 0;
+  const double p = std::clamp(rate, 1e-6, 1.0);
+  j.runs_needed = p >= 1 ? 1 : static_cast<int>(std::ceil(std::log(alpha) / std::log1p(-p)));
+  j.conclusive = j.same > 0 || j.other > 0 || static_cast<int>(runs.size()) >= j.runs_needed;
+  return j;
+}
+
+std::string FlakyJudgement::describe(double rate) const {
+  std::ostringstream out;
+  out << std::setprecision(2) << "a flaky failure (recorded rate " << rate << "): " << same << " run(s) failed as recorded, "
+      << passed << " passed, " << other << " failed another way; ";
+  if (other > 0) out << "a run that fails another way is another bug showing: not as recorded";
+  else if (same > 0) out << "consistent with the recorded rate";
+  else if (conclusive) out << "a faithful archive would have failed at least once: it does not reproduce";
+  else out << "inconclusive: " << runs_needed << " runs would tell (--runs " << runs_needed << ")";
+  return out.str();
+}
 
 namespace {
 

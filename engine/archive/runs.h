@@ -67,6 +67,22 @@ struct VerifyResult {
   }
 };
 
+// One rule for a flaky archive, in verify and in shrink's self-check: every
+// run either fails as recorded or passes, and at least one fails as
+// recorded. A run that fails another way is another bug showing (slippage):
+// the archive is rejected even if the recorded failure shows too. With no
+// run failing, the verdict needs enough runs that a faithful archive would
+// have failed once with probability 1 - alpha at `rate`; fewer are
+// inconclusive (`runs_needed` says how many would do).
+struct FlakyJudgement {
+  int same = 0, other = 0, passed = 0;
+  bool reproduces = false;
+  bool conclusive = true;
+  int runs_needed = 0;
+  std::string describe(double rate) const;
+};
+FlakyJudgement judgeFlakyRuns(const std::vector<RunResult>& runs, double rate, double alpha = 0.001);
+
 // Extracts, runs and compares; `progress` (may be null) gets a line per run.
 // Throws BadInputError for bad input. `executor` null: a LocalExecutor.
 VerifyResult verifyArchive(const VerifyOptions& options, std::ostream* progress, Executor* executor = nullptr);

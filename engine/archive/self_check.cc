@@ -10,11 +10,12 @@ namespace minrepro {
 bool SelfCheck::passed() const {
   if (!ran || !error.empty() || runs == 0) return false;
   const bool op_ok = require_every_run ? op_reproduced == op_runs : op_runs == 0 || op_reproduced > 0;
-  return op_ok && (require_every_run ? reproduced == runs : reproduced > 0);
+  // A flaky archive by the rule verify applies too (judgeFlakyRuns): one run failing as recorded, none otherwise.
+  return op_ok && other_failures == 0 && (require_every_run ? reproduced == runs : reproduced > 0);
 }
 
 bool SelfCheck::failed() const {
-  return ran && error.empty() && runs > 0 && !passed() && (require_every_run || conclusive);
+  return ran && error.empty() && runs > 0 && !passed() && (require_every_run || conclusive || other_failures > 0);
 }
 
 std::string SelfCheck::describe() const {
@@ -23,12 +24,13 @@ std::string SelfCheck::describe() const {
   std::string text = std::string(passed() ? "reproduced" : "did NOT reproduce") + " on its own in " +
                      std::to_string(reproduced) + " of " + std::to_string(runs) +
                      " runs of repro.py (plain processes, extracted into an empty directory, no diagnostic "
-                     "variables; " + (require_every_run ? "every run must fail" : "a flaky failure: at least one") + ")";
+                     "variables; " + (require_every_run ? "every run must fail" : "a flaky failure: at least one, none failing another way") + ")";
   if (!failed() && !passed())
     text += "; inconclusive: a failure this rare can pass 30 runs of a faithful archive";
   if (op_runs > 0)
     text += "; op/repro_op.py failed like the case in " + std::to_string(op_reproduced) + " of " +
             std::to_string(op_runs) + " runs";
+  if (other_failures > 0) text += "; " + std::to_string(other_failures) + " run(s) failed another way";
   if (!first_difference.empty()) text += "; first run that did not: " + first_difference;
   if (!missing_file.empty()) text += "; it could not find " + missing_file + " (add it with trial.files)";
   return text;
@@ -92,6 +94,8 @@ SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfChec
     check.reproduced = result.asExpected();
     check.op_runs = static_cast<int>(result.op_runs.size());
     check.op_reproduced = result.opAsExpected();
+    for (const auto* runs : {&result.runs, &result.op_runs})
+      for (const RunResult& run : *runs) check.other_failures += !run.as_expected && run.signature.failed();
     std::vector<RunResult> all = result.runs;
     all.insert(all.end(), result.op_runs.begin(), result.op_runs.end());
     for (const RunResult& run : all) {

@@ -175,7 +175,7 @@ int verifyCommand(const std::vector<std::string>& args) {
   minrepro::VerifyOptions o;
   std::string archive, expect = "fail";
   double timeout = 600;
-  po::options_description opts("minrepro verify ARCHIVE options (exit 0 every run as expected, 1 not, 2 bad input)");
+  po::options_description opts("minrepro verify ARCHIVE options (exit 0 as expected, 1 not, 2 bad input, 3 a flaky archive that K runs cannot judge)");
   opts.add_options()("help,h", "show this help")
       ("archive", po::value(&archive)->required(), "the repro.tar.gz to check")
       ("runs", po::value(&o.runs)->default_value(3), "how many fresh runs")

@@ -449,9 +449,9 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   ArchiveJob job{minimal_batch, neighbours,        plain_passes,
                  trialPython(options, config), selfCheckSkipped(options, config), &g_stop};
   job.skip_op_step = opStepSkipped(options, config);
-  if (job.skip_op_step.empty())
-    job.op_step = opStepFor(options, config, oracle.reference(),
-                            planSelfCheck(oracle.rate(), config.flaky, plain_passes, best.samples.size()));
+  const SelfCheckPlan plan = planSelfCheck(oracle.rate(), config.flaky, plain_passes, best.samples.size());
+  if (!plan.require_every_run) summary.flaky_rate = oracle.rate().estimate();
+  if (job.skip_op_step.empty()) job.op_step = opStepFor(options, config, oracle.reference(), plan);
   return writeAndCheckArchive(config, oracle, best, job, summary, status, log);
 }
 

@@ -2,6 +2,8 @@
 
 #include <ostream>
 
+#include "engine/archive/runs.h"
+
 namespace minrepro {
 
 int runVerify(const VerifyOptions& o, std::ostream& out, std::ostream&) {
@@ -20,6 +22,14 @@ int runVerify(const VerifyOptions& o, std::ostream& out, std::ostream&) {
   if (!r.op_runs.empty())
     out << m.op_repro << " " << (o.expect == Expect::Fail ? "failed alike" : "passed (not judged)") << " in "
         << r.opAsExpected() << " of " << r.op_runs.size() << " runs\n";
+  if (o.expect == Expect::Fail && m.flaky_rate) {
+    // The self-check's rule (engine/archive/runs.h): judged by the recorded rate, not by "every run fails".
+    const FlakyJudgement j = judgeFlakyRuns(r.runs, *m.flaky_rate);
+    const FlakyJudgement op = judgeFlakyRuns(r.op_runs, *m.flaky_rate);
+    out << j.describe(*m.flaky_rate) << "\n";
+    if (!j.conclusive) return 3;
+    return j.reproduces && (r.op_runs.empty() || op.other == 0) ? 0 : 1;
+  }
   return r.allAsExpected() ? 0 : 1;
 }
 
