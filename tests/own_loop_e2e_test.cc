@@ -26,53 +26,13 @@ using testing::writeFile;
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-// The user's files: model, step script (reads model_state.pt beside itself)
-// and a collated batch of 24 padded sequences, sample id 1017 with a token
+// The user's files (tests/fixtures/own_loop/, also bench/bench_own_loop.sh's
+// case): a tagger whose forward takes (tokens, lengths), a step script that
+// reads model_state.pt beside itself, and make_batch.py, which writes a
+// collated batch of 24 padded sequences whose sample id 1017 holds a token
 // one past the embedding table.
-const char* kTagger = R"(import torch
-from torch import nn
-
-class Tagger(nn.Module):
-    def __init__(self, vocab=50, dim=8, tags=5):
-        super().__init__()
-        self.embed = nn.Embedding(vocab, dim, padding_idx=0)
-        self.out = nn.Linear(dim, tags)
-
-    def forward(self, tokens, lengths):
-        mask = torch.arange(tokens.size(1)).unsqueeze(0) < lengths.unsqueeze(1)
-        return self.out(self.embed(tokens) * mask.unsqueeze(-1))
-)";
-
-const char* kStep = R"(import os, sys
-import torch
-import torch.nn.functional as F
-from tagger import Tagger
-
-here = os.path.dirname(os.path.abspath(__file__))
-batch = torch.load(sys.argv[1])
-model = Tagger()
-model.load_state_dict(torch.load(os.path.join(here, "model_state.pt")))
-logits = model(batch["tokens"], batch["lengths"])
-loss = F.cross_entropy(logits.reshape(-1, 5), batch["tags"].reshape(-1), ignore_index=-100)
-loss.backward()
-print("ok", float(loss))
-)";
-
-const char* kMake = R"(import torch
-from tagger import Tagger
-torch.manual_seed(0)
-g = torch.Generator().manual_seed(3)
-n, T = 24, 10
-lengths = torch.randint(3, T + 1, (n,), generator=g)
-lengths[5] = T
-pos = torch.arange(T).unsqueeze(0)
-valid = pos < lengths.unsqueeze(1)
-tokens = torch.randint(1, 50, (n, T), generator=g) * valid
-tokens[17, 2] = 50
-tags = torch.where(valid, torch.randint(0, 5, (n, T), generator=g), torch.full((n, T), -100))
-torch.save({"tokens": tokens, "lengths": lengths, "tags": tags, "sample_id": torch.arange(n) + 1000}, "saved.pt")
-torch.save(Tagger().state_dict(), "model_state.pt")
-)";
+const fs::path kFixture = fs::path(MINREPRO_SOURCE_DIR) / "tests/fixtures/own_loop";
+std::string userStep() { return readFile(kFixture / "step.py"); }
 
 class OwnLoop : public ::testing::Test {
  protected:
@@ -81,11 +41,9 @@ class OwnLoop : public ::testing::Test {
 
   void SetUp() override {
     fs::create_directories(user_);
-    writeFile(user_ / "tagger.py", kTagger);
-    writeFile(user_ / "step.py", kStep);
-    writeFile(user_ / "make.py", kMake);
+    for (const char* file : {"tagger.py", "step.py", "make_batch.py"}) fs::copy_file(kFixture / file, user_ / file);
     std::string out;
-    ASSERT_EQ(runCommand("cd " + user_.string() + " && " + testing::python() + " make.py", &out), 0) << out;
+    ASSERT_EQ(runCommand("cd " + user_.string() + " && " + testing::python() + " make_batch.py", &out), 0) << out;
   }
 
   // A Python installation of its own at `dir` whose torch is the tests' (a
@@ -156,7 +114,7 @@ TEST_F(OwnLoop, AFailureThatIsNotInTheBatchIsNotReducedAndItsCauseIsSaid) {
   for (const Case& c : {Case{"import notinstalledmodule", "an environment error, not the bug (ModuleNotFoundError"},
                         Case{"def broken(:", "an error in the trial's script (SyntaxError"},
                         Case{"open('settings.json')", "a file the trial needs cannot be opened (FileNotFoundError"}}) {
-    writeFile(user_ / "step.py", std::string(c.first_line) + "\n" + kStep);
+    writeFile(user_ / "step.py", std::string(c.first_line) + "\n" + userStep());
     std::string out;
     EXPECT_EQ(minrepro("shrink --batch saved.pt -- " + testing::python() + " step.py {batch}", &out), 3) << out;
     EXPECT_TRUE(has(out, "error: nothing to reduce: ")) << out;
@@ -166,7 +124,7 @@ TEST_F(OwnLoop, AFailureThatIsNotInTheBatchIsNotReducedAndItsCauseIsSaid) {
 }
 
 TEST_F(OwnLoop, ATorchVersionThatDiffersFromTheCapturedOneIsNamed) {
-  writeFile(user_ / "step.py", std::string("import notinstalledmodule\n") + kStep);
+  writeFile(user_ / "step.py", std::string("import notinstalledmodule\n") + userStep());
   writeFile(user_ / "case.yaml", "batch: saved.pt\nsamples: {tensors: {tokens: 0, tags: 0}, ids: sample_id}\n"
                                  "trial: {command: [" + testing::python() + ", '{case_dir}/step.py', '{batch}']}\n"
                                  "context: {pytorch: 1.2.0}\n");
