@@ -32,7 +32,7 @@ echo "user-visible steps: 1 command (minrepro shrink --batch saved.pt -- python 
 echo "time to the archive: ${total} s (wall, whole process)"
 awk -v a="$op_from" -v b="$op_to" -v t="$total" 'BEGIN { printf "op step: %.1f s (%.0f%% of the run)\n", b - a, 100 * (b - a) / t }'
 awk -v a="$check_from" -v b="$check_to" -v t="$total" 'BEGIN { printf "self-check: %.1f s (%.0f%% of the run)\n", b - a, 100 * (b - a) / t }'
-grep -m1 "reduced " "$work/out.txt"
+grep -m1 "^minrepro: reduced " "$work/out.txt"
 echo "minrepro's peak RSS: $(( $(cat "$work/peak-kb") / 1024 )) MB"
 mkdir "$work/alone" && tar xzf "$work/repro.tar.gz" -C "$work/alone"
 if (cd "$work/alone" && env -i PATH=/usr/bin:/bin "$python" repro.py >/dev/null 2>&1); then
