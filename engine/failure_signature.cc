@@ -326,6 +326,18 @@ FamilyAdvice familyAdvice(FailureFamily family) {
   return {std::string(info.check_first), std::string(info.avoid)};
 }
 
+FamilyAdvice adviceFor(const FailureSignature& signature) {
+  FamilyAdvice advice = familyAdvice(signature.family);
+  const bool embedding = signature.op.find("embedding") != std::string::npos;
+  if (embedding && (signature.family == FailureFamily::IndexError || signature.family == FailureFamily::DeviceAssert)) {
+    advice.check_first = "the largest token id against the embedding's num_embeddings (the tokenizer's vocabulary "
+                         "and the table's size), and padding_idx";
+    advice.avoid = "clamping or wrapping the ids so that they fit: size the table to the vocabulary (or fix the "
+                   "tokenizer) instead";
+  }
+  return advice;
+}
+
 // Accepts the names familyName gives, in any case and with '_' for '-'.
 std::optional<FailureFamily> parseFamily(const std::string& name) {
   std::string wanted = lower(trim(name));

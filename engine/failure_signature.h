@@ -35,6 +35,11 @@ struct FamilyAdvice {
   std::string avoid;
 };
 FamilyAdvice familyAdvice(FailureFamily family);
+struct FailureSignature;
+// The family's advice, refined by the operator where the family's own is
+// wrong for it: an index error in an embedding is a token id past the
+// table (tokenizer and table disagree), not a class id past the output layer.
+FamilyAdvice adviceFor(const FailureSignature& signature);
 
 struct FailureSignature {
   FailureFamily family = FailureFamily::None;

@@ -147,6 +147,19 @@ TEST(Triage, RenderGivesTheGuidesAdviceAndTheBackendsSwitch) {
   EXPECT_NE(rocm.find("backend:             ROCm (HIP)"), std::string::npos) << rocm;
 }
 
+TEST(Triage, AnEmbeddingIndexErrorIsATokenPastTheTableNotAClassPastTheOutputLayer) {
+  const std::string log =
+      "Traceback (most recent call last):\n"
+      "  File \"/src/train.py\", line 40, in <module>\n    logits = model(tokens, lengths)\n"
+      "  File \"/venv/lib/python3.11/site-packages/torch/nn/functional.py\", line 2615, in embedding\n"
+      "    return torch.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)\n"
+      "IndexError: index out of range in self\n";
+  const std::string out = renderTriage(triageText(log), "train.log");
+  EXPECT_NE(out.find("largest token id against the embedding's num_embeddings"), std::string::npos) << out;
+  EXPECT_EQ(out.find("growing the output layer"), std::string::npos) << out;
+  EXPECT_NE(out.find("clamping or wrapping the ids"), std::string::npos) << out;
+}
+
 // ------------------------------------------------------------ the binary
 
 std::string minrepro() { return MINREPRO_BINARY; }

@@ -75,7 +75,7 @@ std::string opReproLine(const OpRepro& op) {
 }
 
 void writeSignature(std::ostream& out, const ReductionSummary& s) {
-  const auto [check, avoid] = familyAdvice(s.signature.family);
+  const auto [check, avoid] = adviceFor(s.signature);
   out << "## Failure\n\n"
       << "- First error: `" << s.signature.message << "`\n"
       << "- Family: " << familyName(s.signature.family) << "\n"

@@ -165,7 +165,7 @@ std::string renderTriage(const Triage& t, const std::string& source) {
         << "or error line)\n";
     return out.str();
   }
-  const auto [check, avoid] = familyAdvice(t.signature.family);
+  const auto [check, avoid] = adviceFor(t.signature);
   out << "first error:         " << source << ":" << t.first_line << ": " << shorten(t.first_line_text) << "\n";
   if (!t.where.empty()) out << "in:                  " << t.where << "\n";
   out << "family:              " << familyName(t.signature.family) << "\n";
