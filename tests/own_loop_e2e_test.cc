@@ -102,6 +102,11 @@ TEST_F(OwnLoop, ShrinkWithoutCaseYamlAndTheArchiveRunsUnderAnotherPython) {
   const std::string maintainer = otherPython(work_.path() / "maintainer-venv");
   EXPECT_NE(runCommand("cd " + empty.string() + " && " + maintainer + " repro.py", &out), 0) << out;
   EXPECT_TRUE(has(out, "IndexError: index out of range in self")) << out;
+  // What sets it apart reads the token tensor too (a 2-D integer tensor), and tags ignored past each length.
+  const std::string report = readFile(empty / "REPORT.md");
+  EXPECT_TRUE(has(report, "`tokens` (10 values per sample): the kept samples hold 50, outside the range 0..49 that the "
+                          "other 23 samples span")) << report;
+  EXPECT_TRUE(has(report, "the largest token id against the embedding's num_embeddings")) << report;
   // The lengths pass cut the sequence: the bad token alone is left.
   EXPECT_EQ(testing::pyEvalOnBatch(empty / "batch.pt", "b['tokens'].tolist(), b['lengths'].tolist()"), "[[50]] [1]\n");
 }

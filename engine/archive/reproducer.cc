@@ -65,14 +65,22 @@ KeyValues smallIntegerValues(const BatchStore& batch, const std::vector<TensorIn
   return values;
 }
 
-// 1-D integer tensors with a sample axis (one value per sample), not the ids.
+// Integer tensors with a sample axis, not the ids: 1-D (one value per
+// sample), and token-like tensors with the samples first (rows of values
+// per sample, up to 4M values in all).
 std::vector<SampleValues> perSampleIntegers(const CaseConfig& config, const BatchStore& batch,
                                             const std::vector<TensorInfo>& tensors) {
   std::vector<SampleValues> out;
   for (const auto& t : tensors) {
     const bool integral = t.dtype.rfind("int", 0) == 0 || t.dtype.rfind("uint", 0) == 0 || t.dtype == "bool";
-    if (!integral || !t.has_sample_axis || t.shape.size() != 1 || t.name == config.sample_ids) continue;
-    out.push_back({t.name, batch.integerValues(t.name, static_cast<std::size_t>(batch.sampleCount()))});
+    if (!integral || !t.has_sample_axis || t.name == config.sample_ids || t.shape.empty()) continue;
+    std::size_t numel = 1;
+    for (auto d : t.shape) numel *= static_cast<std::size_t>(d);
+    if (t.shape.size() == 1) {
+      out.push_back({t.name, batch.integerValues(t.name, static_cast<std::size_t>(batch.sampleCount()))});
+    } else if (t.dtype != "bool" && t.sample_axis == 0 && t.shape[0] > 0 && numel <= (std::size_t{1} << 22)) {
+      out.push_back({t.name, batch.integerValues(t.name, numel), numel / static_cast<std::size_t>(t.shape[0])});
+    }
   }
   return out;
 }

@@ -2,6 +2,7 @@
 
 #include "engine/format_list.h"
 
+#include <optional>
 #include <sstream>
 
 namespace minrepro {
@@ -11,6 +12,34 @@ namespace {
 // The report's list format, shorter here.
 std::string listOf(const std::vector<std::int64_t>& values, std::size_t max_items = 16) {
   return formatList(values, max_items);
+}
+
+// A tensor of several values per sample (token ids): the values only the kept
+// samples hold, against the range the other samples span. Listing every
+// kept value would bury the one that matters.
+std::optional<std::string> describeRows(std::int64_t original, const std::set<std::int64_t>& kept,
+                                        const SampleValues& t) {
+  if (t.values.size() != static_cast<std::size_t>(original) * t.row) return std::nullopt;
+  std::set<std::int64_t> kept_distinct, rest;
+  for (std::size_t i = 0; i < t.values.size(); ++i)
+    (kept.count(static_cast<std::int64_t>(i / t.row)) ? kept_distinct : rest).insert(t.values[i]);
+  std::set<std::int64_t> only_kept;
+  for (auto v : kept_distinct)
+    if (!rest.count(v)) only_kept.insert(v);
+  const std::int64_t others = original - static_cast<std::int64_t>(kept.size());
+  std::string line = "`" + t.name + "` (" + std::to_string(t.row) + " values per sample): ";
+  if (others == 0 || rest.empty()) return line + "kept values " + formatValueSet(kept_distinct);
+  const std::string range = std::to_string(*rest.begin()) + ".." + std::to_string(*rest.rbegin());
+  std::set<std::int64_t> outside, inside;
+  for (auto v : only_kept) (v < *rest.begin() || v > *rest.rbegin() ? outside : inside).insert(v);
+  if (!outside.empty())
+    line += "the kept samples hold " + formatValueSet(outside) + ", outside the range " + range + " that the other " +
+            std::to_string(others) + " samples span";
+  else
+    line += "no kept value is outside the range " + range + " that the other " + std::to_string(others) +
+            " samples span";
+  if (!inside.empty()) line += "; within it, only the kept samples hold " + formatValueSet(inside);
+  return line;
 }
 
 }  // namespace
@@ -40,6 +69,10 @@ std::vector<std::string> describeApart(std::int64_t original, const std::vector<
   const std::set<std::int64_t> kept_set(kept.begin(), kept.end());
   const std::int64_t others = original - static_cast<std::int64_t>(kept_set.size());
   for (const auto& t : tensors) {
+    if (t.row > 1) {
+      if (auto line = describeRows(original, kept_set, t)) lines.push_back(*line);
+      continue;
+    }
     if (static_cast<std::int64_t>(t.values.size()) != original) continue;
     std::vector<std::int64_t> kept_values;
     std::set<std::int64_t> kept_distinct, rest;

@@ -13,10 +13,12 @@
 
 namespace minrepro {
 
-// One value per sample of the original (a 1-D integer tensor with a sample axis).
+// The values of an integer tensor with a sample axis, `row` per sample (1 for
+// a 1-D tensor; a [N, L] token tensor has rows of L), samples in order.
 struct SampleValues {
   std::string name;
   std::vector<std::int64_t> values;
+  std::size_t row = 1;
 };
 
 // "-100, 0..3": distinct values, consecutive runs as ranges; at most
