@@ -107,6 +107,18 @@ TEST_F(OwnLoop, ShrinkWithoutCaseYamlAndTheArchiveRunsUnderAnotherPython) {
   EXPECT_TRUE(has(report, "`tokens` (10 values per sample): the kept samples hold 50, outside the range 0..49 that the "
                           "other 23 samples span")) << report;
   EXPECT_TRUE(has(report, "the largest token id against the embedding's num_embeddings")) << report;
+  // A fix in the user's code, checked on the minimal batch and the neighbours: the archive's
+  // own copy still fails; --code runs the user's current step.py instead.
+  writeFile(user_ / "step.py", "import sys, torch\nb = torch.load(sys.argv[1])\n"
+                               "b['tokens'][b['tokens'] >= 50] = 1  # unknown tokens to UNK\n"
+                               "torch.save(b, sys.argv[1] + '.fixed.pt')\nsys.argv[1] += '.fixed.pt'\n" +
+                               userStep());
+  const std::string verify = std::string(MINREPRO_BINARY) + " verify " + (user_ / "repro.tar.gz").string() +
+                             " --runs 1 --expect pass --python " + testing::python();
+  EXPECT_EQ(runCommand(verify, &out), 1) << out;
+  EXPECT_EQ(runCommand(verify + " --code " + user_.string(), &out), 0) << out;
+  EXPECT_TRUE(has(out, "replaces: step.py")) << out;
+  EXPECT_TRUE(has(out, "neighbours passed: 4 of 4")) << out;
   // The lengths pass cut the sequence: the bad token alone is left.
   EXPECT_EQ(testing::pyEvalOnBatch(empty / "batch.pt", "b['tokens'].tolist(), b['lengths'].tolist()"), "[[50]] [1]\n");
 }

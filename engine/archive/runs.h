@@ -32,6 +32,11 @@ struct VerifyOptions {
   // op step ran it as often just before.)
   int op_runs = -1;
   Expect expect = Expect::Fail;
+  // --code: a directory of the user's current code whose files replace the
+  // archive's bundled copies of the same names (step.py, model.py, ...), so
+  // that a fix in the user's code is what runs on the minimal batch and the
+  // neighbours. Empty: the archive as it is.
+  std::filesystem::path code_dir;
   std::string python = kDefaultPython;
   std::chrono::milliseconds timeout{600'000};
   std::size_t max_entry_bytes = std::size_t{1} << 30;

@@ -183,6 +183,8 @@ int verifyCommand(const std::vector<std::string>& args) {
        "fail: every run fails as recorded; pass: every run exits 0 and processes every sample")
       ("python", po::value(&o.python)->default_value(std::string(minrepro::kDefaultPython)), "Python with PyTorch")
       ("timeout", po::value(&timeout)->default_value(600), "seconds per run")
+      ("code", po::value(&o.code_dir), "a directory of your current code: its files replace the archive's bundled "
+                                       "copies of the same names (step.py, ...), to check a fix in your code")
       ("max-size", po::value<std::uint64_t>()->default_value(4096),
        "MiB the archive may expand to in all; a larger one is refused (exit 2) before it fills the disk");
   po::positional_options_description positional;
