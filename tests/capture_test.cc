@@ -86,6 +86,7 @@ TEST_F(Capture, ModelThatCannotBeExportedWithoutCommandSaysSoAndWritesNoCase) {
   ASSERT_EQ(train("unscriptable", &output), 1) << output;
   EXPECT_FALSE(fs::exists(case_dir_ / "case.yaml"));
   EXPECT_FALSE(fs::exists(case_dir_ / "model.pt"));
+  EXPECT_FALSE(fs::exists(case_dir_ / "model.pt.partial"));  // a save that failed half-way leaves nothing
   EXPECT_TRUE(fs::exists(case_dir_ / "batch.pt"));
   EXPECT_TRUE(fs::exists(case_dir_ / "case.yaml.draft"));
   const std::string error = readFile(case_dir_ / "CAPTURE-ERROR.txt");

@@ -126,6 +126,19 @@ def _yaml_str(value):
     return '"' + "".join(out) + '"'
 
 
+def _save_whole(save, path):
+    """Runs save(tmp) and renames tmp to path: a save that fails half-way
+    (scripting or tracing raised while writing) leaves no partial file that
+    a later step or the user would take for the model."""
+    tmp = path + ".partial"
+    try:
+        save(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
 def _first_message(exc):
     text = str(exc).strip()
     for line in text.splitlines():
@@ -390,7 +403,7 @@ class capture:
         def why(error):
             return "%s: %s" % (type(error).__name__, _first_message(error))
         try:
-            torch.jit.save(torch.jit.script(module), os.path.join(out_dir, "model.pt"))
+            _save_whole(lambda path: torch.jit.save(torch.jit.script(module), path), os.path.join(out_dir, "model.pt"))
             return self._harness_trial(tensors), "torch.jit.script (%s mode)" % mode
         except Exception as error:
             failed.append(("script", why(error)))
@@ -401,7 +414,8 @@ class capture:
             except Exception as error:
                 failed.append(("export", why(error)))
         try:
-            torch.jit.save(torch.jit.trace(module, tensors[self.input_key]), os.path.join(out_dir, "model.pt"))
+            _save_whole(lambda path: torch.jit.save(torch.jit.trace(module, tensors[self.input_key]), path),
+                        os.path.join(out_dir, "model.pt"))
             return self._harness_trial(tensors), "torch.jit.trace (%s) (%s mode)" % (
                 "; ".join("%s failed: %s" % f for f in failed), mode)
         except Exception as error:
