@@ -2,8 +2,9 @@
 
 #include <regex>
 
-#include "harness/batch_store.h"
+#include "engine/error_readers.h"
 #include "engine/text_lines.h"
+#include "harness/batch_store.h"
 
 namespace fs = std::filesystem;
 
@@ -11,24 +12,20 @@ namespace minrepro {
 
 namespace {
 
-// The last line of a Python traceback: "ModuleNotFoundError: No module named 'x'".
+// The first error the trial raised, as its signature reads it
+// (engine/error_readers.h): "ModuleNotFoundError", "No module named 'x'".
 struct PythonError {
   std::string type;
-  std::string line;
+  std::string line;  // "ModuleNotFoundError: No module named 'x'"
 };
 
-std::optional<PythonError> lastPythonError(const std::string& text) {
-  static const std::regex kError(R"(^([A-Za-z_][\w.]*(Error|Exception|Exit)): ?(.*)$)");
-  std::optional<PythonError> last;
-  for (const std::string& line : text::splitLines(text)) {
-    std::smatch m;
-    if (std::regex_match(line, m, kError)) {
-      std::string type = m[1].str();
-      if (const auto dot = type.rfind('.'); dot != std::string::npos) type = type.substr(dot + 1);
-      last = PythonError{type, line};
-    }
+std::optional<PythonError> firstPythonError(const std::string& text) {
+  for (const RawError& e : readErrors(text::splitLines(text), AfterFirstRaised::Stop)) {
+    if (e.role != ErrorRole::Raised || e.type.empty()) continue;
+    const auto dot = e.type.rfind('.');
+    return PythonError{dot == std::string::npos ? e.type : e.type.substr(dot + 1), e.type + ": " + e.message};
   }
-  return last;
+  return std::nullopt;
 }
 
 bool isUsageError(const TrialOutcome& outcome) {
@@ -46,7 +43,7 @@ std::string batchIndependentAdvice(const TrialOutcome& outcome, const CaseConfig
   if (isUsageError(outcome))
     return "the trial's command line is wrong (its program printed a usage error); " + general +
            ". Fix trial.command (a placeholder such as {batch} where the program expects its argument) and run again";
-  const auto error = lastPythonError(outcome.stderr_text);
+  const auto error = firstPythonError(outcome.stderr_text);
   if (!error) return "the failure does not depend on the batch: " + general + ". Fix the trial and run again";
   const std::string& t = error->type;
   if (t == "ModuleNotFoundError" || t == "ImportError")

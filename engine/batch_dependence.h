@@ -6,9 +6,10 @@
 // archive reproduces an environment error, not a bug in the data. Before
 // reducing, one trial runs the command on a batch that holds no tensor at
 // all (an empty dict), with every switch of the command off (a failure that
-// needs a switch depends on the case after all). A step that reads its batch then fails otherwise (a
-// KeyError, say); one that fails the same way never got as far as the data,
-// and the run stops with exit 3, saying what the error is and what to do.
+// needs a switch depends on the case after all). A step that reads its
+// batch then fails otherwise (a KeyError, say); one that fails the same way
+// never got as far as the data, and the run stops with exit 3, saying what
+// the error is and what to do.
 #pragma once
 
 #include <optional>

@@ -274,8 +274,7 @@ std::string reproCommand(const CaseConfig& config) {
   // A file of the case is the archive's copy, never the user's original.
   for (std::size_t i = 0; i < c.argv.size(); ++i)
     py << (i ? ", " : "") << (i == 0 && python_program ? "sys.executable" : pyQuote(caseRelativeArg(c.argv[i], config.base_dir)));
-  py << "]]\n";
-  py << "env = dict(os.environ)\n";
+  py << "]]\nenv = dict(os.environ)\n";
   // In the order a trial gets them: the case's variables, then the
   // determinism variables over them. Each trial had a number of its own (a
   // trial that wants a fresh seed per run reads it): so does each run here.

@@ -46,8 +46,8 @@ struct ReductionSummary {
   std::vector<std::string> left_out;              // traced but not bundled, with why
   SelfCheck self_check;          // the archive run on its own (engine/archive/self_check.h)
   OpRepro op;                    // the failing operator call alone (engine/archive/op_repro.h)
-  std::vector<std::string> warnings;
-  std::optional<double> flaky_rate;  // a flaky case's rate, for signature.txt (verify's rule: judgeFlakyRuns)  // shown first: torch versions that differ (engine/torch_versions.h)
+  std::vector<std::string> warnings;  // shown first: torch versions that differ (engine/torch_versions.h)
+  std::optional<double> flaky_rate;   // a flaky case's rate, for signature.txt (verify's rule: judgeFlakyRuns)
 };
 
 std::string renderReport(const CaseConfig& config, const ReductionSummary& summary);

@@ -94,10 +94,9 @@ SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfChec
     check.reproduced = result.asExpected();
     check.op_runs = static_cast<int>(result.op_runs.size());
     check.op_reproduced = result.opAsExpected();
-    for (const auto* runs : {&result.runs, &result.op_runs})
-      for (const RunResult& run : *runs) check.other_failures += !run.as_expected && run.signature.failed();
     std::vector<RunResult> all = result.runs;
     all.insert(all.end(), result.op_runs.begin(), result.op_runs.end());
+    for (const RunResult& run : all) check.other_failures += !run.as_expected && run.signature.failed();
     for (const RunResult& run : all) {
       if (run.as_expected) continue;
       // The Python that runs repro.py lacks torch: no verdict on the archive.

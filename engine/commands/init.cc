@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
+#include <optional>
 #include <ostream>
 
 #include "engine/errors.h"
@@ -19,6 +20,14 @@ bool sameFile(const fs::path& a, const fs::path& b) {
   return fs::equivalent(a, b, ec);
 }
 
+// `file` relative to the case directory when it lies inside it, else nothing.
+std::optional<std::string> insideCase(const fs::path& file, const fs::path& case_dir) {
+  std::error_code ec;
+  const fs::path rel = fs::weakly_canonical(file, ec).lexically_relative(fs::weakly_canonical(case_dir, ec));
+  if (rel.empty() || *rel.begin() == "..") return std::nullopt;
+  return rel.generic_string();
+}
+
 // A path the command names relative to the case directory, as the trial
 // must see it: {case_dir}/NAME (a trial's own directory is its cwd).
 std::string caseArgument(const std::string& arg, const fs::path& case_dir) {
@@ -26,9 +35,21 @@ std::string caseArgument(const std::string& arg, const fs::path& case_dir) {
   const fs::path p = fs::path(arg).is_absolute() ? fs::path(arg) : case_dir / arg;
   std::error_code ec;
   if (!fs::is_regular_file(p, ec)) return arg;
-  const fs::path rel = fs::weakly_canonical(p, ec).lexically_relative(fs::weakly_canonical(case_dir, ec));
-  if (rel.empty() || *rel.begin() == "..") return fs::absolute(p).lexically_normal().string();
-  return "{case_dir}/" + rel.generic_string();
+  const auto rel = insideCase(p, case_dir);
+  return rel ? "{case_dir}/" + *rel : fs::absolute(p).lexically_normal().string();
+}
+
+// Written to a temp file beside it, then renamed: never half a case file.
+void writeWhole(const fs::path& file, const std::string& text) {
+  const fs::path tmp = file.string() + ".partial";
+  std::ofstream out(tmp);
+  out << text;
+  out.close();
+  std::error_code ec;
+  if (!out || (fs::rename(tmp, file, ec), ec)) {
+    fs::remove(tmp, ec);
+    throw BadInputError(file.string() + ": cannot be written; give a path where this user may write");
+  }
 }
 
 std::vector<std::string> caseCommand(const InitOptions& o) {
@@ -55,11 +76,6 @@ std::vector<std::string> caseCommand(const InitOptions& o) {
   return argv;
 }
 
-std::string relativeToCase(const fs::path& file, const fs::path& case_dir) {
-  const fs::path abs = fs::absolute(file).lexically_normal();
-  const fs::path rel = abs.lexically_relative(case_dir);
-  return rel.empty() || *rel.begin() == ".." ? abs.string() : rel.generic_string();
-}
 
 void emitSequence(YAML::Emitter& y, const InferredCase& c) {
   if (c.sequence_tensors.empty()) return;
@@ -82,7 +98,8 @@ std::string renderInitCase(const InitOptions& o, std::vector<std::string>& notes
   notes = c.notes;
   YAML::Emitter y;
   y << YAML::BeginMap;
-  y << YAML::Key << "batch" << YAML::Value << relativeToCase(o.batch, o.case_dir);
+  y << YAML::Key << "batch" << YAML::Value
+    << insideCase(o.batch, o.case_dir).value_or(fs::absolute(o.batch).lexically_normal().string());
   y << YAML::Key << "samples" << YAML::Value << YAML::BeginMap;
   y << YAML::Key << "tensors" << YAML::Value << YAML::Flow << YAML::BeginMap;
   for (const auto& name : c.sample_tensors) y << YAML::Key << name << YAML::Value << 0;
@@ -107,10 +124,7 @@ int runInit(const InitOptions& o, const fs::path& output, bool force, std::ostre
   if (fs::exists(output, ec) && !force)
     throw BadInputError(output.string() + " exists: give another --output, or --force to replace it");
   std::vector<std::string> notes;
-  const std::string text = renderInitCase(o, notes);
-  const fs::path tmp = output.string() + ".partial";
-  std::ofstream(tmp) << text;
-  fs::rename(tmp, output);
+  writeWhole(output, renderInitCase(o, notes));
   out << "minrepro: wrote " << output.string() << ", inferred from " << o.batch.string() << ":\n";
   for (const auto& n : notes) out << "  " << n << "\n";
   out << "Check it, then: minrepro shrink --config " << output.string() << "\n";
@@ -121,12 +135,10 @@ fs::path writeZeroConfigCase(const InitOptions& o, const fs::path& work_dir, boo
   std::vector<std::string> notes;
   const std::string text = renderInitCase(o, notes);
   fs::create_directories(work_dir);
-  const fs::path file = work_dir / "case.yaml", tmp = work_dir / "case.yaml.partial";
-  std::ofstream(tmp) << "# The zero-config start's case: its paths are relative to " << o.case_dir.string()
-                     << ".\n# Rerun the same minrepro shrink --batch command (with --resume to go on), or write an "
-                        "editable case.yaml with minrepro init.\n"
-                     << text;
-  fs::rename(tmp, file);
+  const fs::path file = work_dir / "case.yaml";
+  writeWhole(file, "# The zero-config start's case: its paths are relative to " + o.case_dir.string() +
+                       ".\n# Rerun the same minrepro shrink --batch command (with --resume to go on), or write an "
+                       "editable case.yaml with minrepro init.\n" + text);
   if (!quiet) {
     out << "minrepro: no case.yaml: inferred from " << o.batch.string() << " (" << file.string() << "):\n";
     for (const auto& n : notes) out << "  " << n << "\n";
