@@ -48,7 +48,7 @@ TEST_F(Capture, TrainingLoopFailureIsCapturedAndShrinksToTheMislabelledSample) {
                            "  last_completed_step: \"3\"", "  exception: \"IndexError\"",
                            "  message: \"Target 4 is out of bounds.\"", "  backend: \"cpu\"", "  batch_size: \"32\"",
                            "  last_batch: \"no\"", "  tensor_input: \"float32 [32, 8] on cpu\"",
-                           "  branches: \"augment=off\"", "  model: \"torch.jit.script (training mode)\""})
+                           "  branches: \"augment=off\"", "  trial: \"torch.jit.script (training mode)\""})
     EXPECT_TRUE(has(case_yaml, line)) << line << "\n" << case_yaml;
   EXPECT_TRUE(has(case_yaml, "  revision: \"")) << case_yaml;
   EXPECT_TRUE(has(case_yaml, "  pytorch: \"" + testing::torchVersion() + "\"")) << case_yaml;
@@ -103,6 +103,22 @@ TEST_F(Capture, ModelThatCannotBeExportedFallsBackToTheUsersCommand) {
   EXPECT_TRUE(has(case_yaml, "  command: [\"/usr/bin/python3\", \"{case_dir}/step.py\", \"{batch}\"]")) << case_yaml;
   EXPECT_FALSE(has(case_yaml, "harness:")) << case_yaml;
   EXPECT_FALSE(has(case_yaml, "family:")) << case_yaml;
+  EXPECT_TRUE(has(case_yaml, "  trial: \"the user's command (command= given; the model is not used)\"")) << case_yaml;
+}
+
+// Left to choose, capture tries the step itself first: this block's step is a
+// closure inside main(), which no import can find, so the model slice is the
+// trial and CAPTURE-ERROR.txt says why.
+TEST_F(Capture, AStepThatCannotBeSavedFallsBackToTheModelSliceAndSaysWhy) {
+  std::string output;
+  ASSERT_EQ(train("closure", &output), 1) << output;
+  const std::string case_yaml = readFile(case_dir_ / "case.yaml");
+  EXPECT_TRUE(has(case_yaml, "    model: model.pt")) << case_yaml;
+  EXPECT_FALSE(fs::exists(case_dir_ / "step_state.pt"));
+  const std::string error = readFile(case_dir_ / "CAPTURE-ERROR.txt");
+  EXPECT_TRUE(has(error, "the step itself could not be made the trial: ")) << error;
+  EXPECT_TRUE(has(error, "train_step (")) << error;
+  EXPECT_TRUE(has(error, "the model slice is the trial instead")) << error;
 }
 
 // A model TorchScript cannot compile (a ModuleDict indexed by a Python list
@@ -121,11 +137,11 @@ TEST_F(Capture, ModelThatCannotBeScriptedIsExportedWithTorch2ElseTraced) {
     EXPECT_FALSE(fs::exists(case_dir_ / "model.pt"));
     EXPECT_TRUE(has(case_yaml, "  command: [\"" + testing::python() + "\", \"-u\", \"{case_dir}/exported_step.py\", \"{batch}\"]"))
         << case_yaml;
-    EXPECT_TRUE(has(case_yaml, "  model: \"torch.export (script failed: RuntimeError: ")) << case_yaml;
+    EXPECT_TRUE(has(case_yaml, "  trial: \"torch.export (script failed: RuntimeError: ")) << case_yaml;
   } else {
     EXPECT_TRUE(fs::exists(case_dir_ / "model.pt"));
     EXPECT_TRUE(has(case_yaml, "    model: model.pt")) << case_yaml;
-    EXPECT_TRUE(has(case_yaml, "  model: \"torch.jit.trace (script failed: RuntimeError: ")) << case_yaml;
+    EXPECT_TRUE(has(case_yaml, "  trial: \"torch.jit.trace (script failed: RuntimeError: ")) << case_yaml;
   }
   const fs::path archive = work_.path() / "repro.tar.gz";
   ASSERT_EQ(testing::shrinkCase(case_dir_ / "case.yaml", archive, work_.path() / "work", &output), 0) << output;

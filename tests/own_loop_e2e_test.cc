@@ -164,6 +164,100 @@ TEST_F(OwnLoop, AHarnessKeyTheBatchLacksIsBadInputBeforeAnyTrial) {
   EXPECT_FALSE(fs::exists(user_ / "w" / "journal.txt") && has(readFile(user_ / "w" / "journal.txt"), "trial"));
 }
 
+// Capture from the user's own loop (tests/capture/tagger_loop.py: a tagger
+// whose forward takes (tokens, lengths), a padding collate, a random token
+// dropout behind cfg.token_dropout, AdamW) writes a case whose trial is the
+// step itself, test-runs it once, and records what the reducers need.
+class CaptureStep : public OwnLoop {
+ protected:
+  fs::path case_ = user_ / "crash";
+  int train(const std::string& mode, std::string* output) {
+    return runCommand("cd " + user_.string() + " && PYTHONPATH=" + MINREPRO_SOURCE_DIR + "/harness/python " +
+                          testing::python() + " " + MINREPRO_SOURCE_DIR + "/tests/capture/tagger_loop.py crash " +
+                          mode,
+                      output);
+  }
+  // captured_step.py on the captured batch, as a trial runs it, with `extra` arguments.
+  int runStep(const std::string& extra, std::string* output) {
+    return runCommand("cd " + work_.path().string() + " && " + testing::python() + " " +
+                          (case_ / "captured_step.py").string() + " " + (case_ / "batch.pt").string() + " " +
+                          MINREPRO_SOURCE_DIR + "/tests/capture/tagger_loop.py __main__ " + extra,
+                      output);
+  }
+};
+
+TEST_F(CaptureStep, TheWithBlockIsTheTrialAndTheArchiveRunsUnderAnotherPython) {
+  std::string out;
+  ASSERT_EQ(train("with", &out), 1) << out;
+  EXPECT_TRUE(has(out, "step 2 loss")) << out;
+  EXPECT_TRUE(has(out, "test run of the case: fails the same way (IndexError: index out of range in self)")) << out;
+  const std::string text = readFile(case_ / "case.yaml");
+  for (const char* line :
+       {R"(  tensors: {"tokens": 0, "tags": 0})", R"(  ids: "sample_id")", R"(  tensors: {"tokens": 1, "tags": 1})",
+        R"(  padding: {"tokens": 0, "tags": -100})", R"(  lengths: "lengths")", "/captured_step.py", "{batch}", "",
+        R"(    - {name: "cfg.token_dropout", off_args: ["--off", "cfg.token_dropout"]})", "  family: index-error",
+        "reducers: [branches, samples, lengths]", R"(  trial: "the step itself: the with block at tagger_loop.py:)",
+        R"(  test_run: "failed the same way (IndexError: index out of range in self) in )", R"(  step: "3")"})
+    EXPECT_TRUE(has(text, line)) << line << "\n" << text;
+  EXPECT_FALSE(fs::exists(case_ / "CAPTURE-ERROR.txt"));
+  EXPECT_EQ(testing::pyEvalOnBatch(case_ / "batch.pt", "sorted(b)"), "['lengths', 'sample_id', 'tags', 'tokens']\n");
+
+  const fs::path archive = work_.path() / "repro.tar.gz";
+  ASSERT_EQ(testing::shrinkCase(case_ / "case.yaml", archive, work_.path() / "work", &out), 0) << out;
+  EXPECT_TRUE(has(out, "reduced 8 -> 1 samples (ids [1017])")) << out;
+  const fs::path empty = work_.path() / "maintainer";
+  ASSERT_TRUE(testing::extractInto(archive, empty));
+  EXPECT_TRUE(has(readFile(empty / "case.yaml"), "--off, cfg.token_dropout")) << readFile(empty / "case.yaml");
+  EXPECT_EQ(testing::pyEvalOnBatch(empty / "batch.pt", "b['tokens'].tolist(), b['lengths'].tolist()"), "[[50]] [1]\n");
+  // Another Python at another path, no minrepro_capture on its path, an empty directory.
+  const std::string maintainer = otherPython(work_.path() / "maintainer-venv");
+  EXPECT_EQ(runCommand("cd " + empty.string() + " && " + maintainer + " repro.py", &out), 1) << out;
+  EXPECT_TRUE(has(out, "IndexError: index out of range in self")) << out;
+}
+
+TEST_F(CaptureStep, TheDecoratedFunctionIsTheTrialAndItsBranchSwitchesOff) {
+  std::string out;
+  ASSERT_EQ(train("decorator", &out), 1) << out;
+  const std::string text = readFile(case_ / "case.yaml");
+  EXPECT_TRUE(has(text, R"(  trial: "the step itself: the decorated function __main__.decorated_step")")) << text;
+  EXPECT_TRUE(has(text, "  family: index-error")) << text;
+  EXPECT_TRUE(has(text, R"(name: "cfg.token_dropout")")) << text;
+  EXPECT_EQ(runStep("", &out), 1) << out;
+  EXPECT_TRUE(has(out, "IndexError: index out of range in self")) << out;
+  EXPECT_EQ(runStep("--off cfg.token_dropout", &out), 1) << out;
+  EXPECT_TRUE(has(out, "IndexError: index out of range in self")) << out;
+  // The batch without the bad sample: the step runs through.
+  ASSERT_EQ(runCommand(testing::python() + " -c \"import torch; b = torch.load('" + (case_ / "batch.pt").string() +
+                           "'); keep = b['sample_id'] != 1017; torch.save({k: v[keep] for k, v in b.items()}, '" +
+                           (case_ / "good.pt").string() + "')\"", &out), 0) << out;
+  EXPECT_EQ(runCommand("cd " + work_.path().string() + " && " + testing::python() + " " +
+                           (case_ / "captured_step.py").string() + " " + (case_ / "good.pt").string() + " " +
+                           MINREPRO_SOURCE_DIR + "/tests/capture/tagger_loop.py __main__", &out), 0) << out;
+  EXPECT_TRUE(has(out, "captured_step: the step ran without an error")) << out;
+}
+
+TEST_F(CaptureStep, ATestRunThatFailsAnotherWayIsSaidAtCaptureTime) {
+  writeFile(user_ / "train_config.json", "{\"label_smoothing\": 0.0}\n");
+  std::string out;
+  ASSERT_EQ(train("cwd-file", &out), 1) << out;
+  EXPECT_TRUE(has(out, "DOES NOT fail the same way")) << out;
+  const std::string error = readFile(case_ / "CAPTURE-ERROR.txt");
+  EXPECT_TRUE(has(error, "failed another way: FileNotFoundError: [Errno 2] No such file or directory: "
+                         "'train_config.json' (the step raised IndexError")) << error;
+  EXPECT_TRUE(has(error, "files read relative to the directory training ran in")) << error;
+  EXPECT_FALSE(has(readFile(case_ / "case.yaml"), "family:")) << readFile(case_ / "case.yaml");
+}
+
+TEST_F(CaptureStep, AStepWhoseObjectsCannotBeSavedNamesThem) {
+  std::string out;
+  ASSERT_EQ(train("unsaved", &out), 1) << out;
+  EXPECT_FALSE(fs::exists(case_ / "case.yaml"));
+  EXPECT_FALSE(fs::exists(case_ / "step_state.pt.partial"));
+  const std::string error = readFile(case_ / "CAPTURE-ERROR.txt");
+  EXPECT_TRUE(has(error, "the ones pickle refuses: scale (")) << error;
+  EXPECT_TRUE(has(error, "define them at module level, or create them inside the step")) << error;
+}
+
 TEST(TorchVersions, MajorMinorDecidesAndEachMismatchIsOneSentence) {
   EXPECT_EQ(torchMinorVersion("2.13.0+cpu"), "2.13");
   EXPECT_EQ(torchMinorVersion("1.13.0a0+git"), "1.13");

@@ -6,7 +6,10 @@ target 4 in a 4-class problem -> IndexError at step 4), "decorator" (the same
 with the decorator form), "device-assert" (simulated CUDA device-side assert at
 step 2), "unscriptable" (a model that can be neither scripted nor traced),
 "unscriptable-command" (the same with command=[...]), "blocks" (a model that
-cannot be scripted but can be traced and, with torch 2.x, exported).
+cannot be scripted but can be traced and, with torch 2.x, exported). These
+ask for the model slice (trial="model"); "closure" leaves the choice to
+capture, which cannot save the block's step (train_step is a closure
+inside main) and falls back to the model slice, saying why.
 """
 import sys
 
@@ -84,7 +87,7 @@ def main():
         opt.step()
         return loss.item()
 
-    @minrepro_capture.capture(out, model=model, loss="cross_entropy", ignore_index=-100)
+    @minrepro_capture.capture(out, model=model, loss="cross_entropy", ignore_index=-100, trial="model")
     def decorated_step(batch, step, sample_ids):
         return train_step(batch["input"], batch["target"])
 
@@ -95,7 +98,7 @@ def main():
         with minrepro_capture.capture(out, model=model, loss="cross_entropy", ignore_index=-100, step=step,
                                       batch={"input": x, "target": y}, sample_ids=ids, input_key="input",
                                       target_key="target", dataloader=loader, batch_index=step, command=command,
-                                      branches={"augment": "off"}):
+                                      branches={"augment": "off"}, trial="auto" if mode == "closure" else "model"):
             if mode == "device-assert" and step == 2:
                 raise RuntimeError("CUDA error: device-side assert triggered\nCUDA kernel errors might be "
                                    "asynchronously reported at some other API call")

@@ -10,24 +10,31 @@
             loss = F.cross_entropy(model(x), y)
             loss.backward()
 
-On the first exception inside the block, the case directory gets:
+On the first exception inside the block (or the decorated step function),
+the case directory gets:
 
-- batch.pt   the batch dict, every tensor detached and on the CPU, plus
-             `sample_id` (the ids given, or the positions 0..n-1);
-- model.pt   torch.jit.script of the model (or of `submodule`), else
-             torch.jit.trace on the input; with torch 2.x, when the model
-             cannot be scripted, first torch.export: model.pt2 and
-             exported_step.py, the harness's step in Python, as the trial
-             command;
-- case.yaml  in configs/README.md's format: the built-in harness with the loss
-             settings (or `command=[...]` when the model cannot be exported),
-             samples.tensors (every tensor whose first dimension is the batch
-             size), ids, failure.family when it is certain, and the context
-             (exception, step, last completed step, revision, versions,
-             backend, devices, dtypes and shapes, last batch, branches).
+- batch.pt   the batch dict (a tuple becomes input/target or batch_0..), every
+             tensor detached and on the CPU, plus `sample_id` when the batch
+             has no ids of its own (the ids given, or the positions 0..n-1);
+- the trial: the step itself, by default (trial="auto"): captured_step.py,
+             step.json and step_state.pt, which run the decorated function
+             with the arguments it had, or the with block's body with the
+             variables it started from, on a batch file (see _step.py);
+             the model slice with trial="model" or when the step cannot be
+             saved (see _model_slice.py: model.pt, or model.pt2 and
+             exported_step.py); or the user's command=[...] when given;
+- case.yaml  in configs/README.md's format: samples.tensors, ids, the
+             sequence axes with their padding and the lengths tensor when
+             the batch has one, the trial (with `branches={"path": True}`
+             as switches the branches pass may turn off), failure.family
+             when it is certain, and the context (exception, step, last
+             completed step, revision, versions, backend, devices, dtypes
+             and shapes, last batch, branches, the test run).
 
-When neither a model file nor a command can be written, CAPTURE-ERROR.txt says
-why and case.yaml.draft holds everything else.
+Then the case is run once in a fresh process (test_run=True): when it does
+not fail the same way, CAPTURE-ERROR.txt says so and why that may be. When
+no trial can be written, CAPTURE-ERROR.txt says why and case.yaml.draft
+holds everything else.
 
 Other exceptions are re-raised after the case is written. After a device-side
 assert the process cannot continue (the CUDA/HIP context is unusable): the case
@@ -36,7 +43,6 @@ is written and the process exits with DEVICE_ASSERT_EXIT_CODE.
 Only the first failure of a process is captured; later ones are re-raised as is.
 Standard library and torch only.
 """
-import copy
 import functools
 import os
 import platform
@@ -45,6 +51,8 @@ import sys
 import traceback
 
 import torch
+
+from . import _infer, _model_slice, _step, _testrun
 
 __all__ = ["capture", "DEVICE_ASSERT_EXIT_CODE", "backend_of", "CaptureInfo"]
 
@@ -57,40 +65,15 @@ _DEVICE_ASSERT_MARKERS = ("device-side assert", "hipErrorAssert", "cudaErrorAsse
                           "device-side assertion")
 
 
-# The trial of a model captured with torch.export: what the built-in harness
-# does with model.pt (harness/trial_main.cc), in Python.
-_EXPORTED_STEP = '''"""minrepro_capture's trial for the model exported with torch.export
-(model.pt2 beside this file): the model in eval mode without gradients on
-the batch's input, then the loss against its target, as minrepro's built-in
-harness runs a TorchScript model."""
-import os
-import sys
-
-import torch
-import torch.nn.functional as F
-
-INPUT, TARGET, LOSS, IGNORE_INDEX = @INPUT@, @TARGET@, @LOSS@, @IGNORE_INDEX@
-
-batch = torch.load(sys.argv[1], map_location="cpu", weights_only=True)
-model = torch.export.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), "model.pt2")).module()
-with torch.no_grad():
-    output = model(batch[INPUT])
-    print("exported_step: forward ok, output", output.dtype, list(output.shape))
-    if LOSS == "cross_entropy":
-        print("exported_step: cross_entropy loss", F.cross_entropy(output, batch[TARGET], ignore_index=IGNORE_INDEX).item())
-    elif LOSS == "nll":
-        print("exported_step: nll loss", F.nll_loss(output, batch[TARGET], ignore_index=IGNORE_INDEX).item())
-'''
-
-
 class CaptureInfo:
     """What the last capture wrote (minrepro_capture.last_capture)."""
 
-    def __init__(self, case_dir, case_file, error_file, device_assert):
+    def __init__(self, case_dir, case_file, error_file, device_assert, test_run=None):
         self.case_dir = case_dir
         self.case_file = case_file       # case.yaml, or None when no trial could be written
         self.error_file = error_file     # CAPTURE-ERROR.txt, or None
         self.device_assert = device_assert
+        self.test_run = test_run         # _testrun.TestRun, or None when the case was not run
 
 
 last_capture = None
@@ -104,47 +87,6 @@ def _reset_for_tests():
 def is_device_assert(exc):
     text = str(exc)
     return any(m in text for m in _DEVICE_ASSERT_MARKERS)
-
-
-def _yaml_str(value):
-    """A double-quoted YAML scalar."""
-    text = str(value)
-    out = []
-    for ch in text:
-        if ch == "\\":
-            out.append("\\\\")
-        elif ch == '"':
-            out.append('\\"')
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7f:
-            out.append("\\x%02x" % ord(ch))
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
-
-def _save_whole(save, path):
-    """Runs save(tmp) and renames tmp to path: a save that fails half-way
-    (scripting or tracing raised while writing) leaves no partial file that
-    a later step or the user would take for the model."""
-    tmp = path + ".partial"
-    try:
-        save(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-
-
-def _first_message(exc):
-    text = str(exc).strip()
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
 
 
 def _git_revision():
@@ -175,21 +117,77 @@ def backend_of(device_type):
     return "cuda " + str(torch.version.cuda)
 
 
-def _as_dict(batch, input_key, target_key):
+def _batch_items(batch, input_key, target_key):
+    """The batch's entries by name: a dict's own, an (input, target) pair's,
+    batch_0.. for a longer tuple or list, input_key for one tensor."""
     if isinstance(batch, dict):
-        return dict(batch)
-    if isinstance(batch, (list, tuple)) and len(batch) == 2:
-        return {input_key: batch[0], target_key: batch[1]}
+        return {str(k): v for k, v in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        names = [input_key, target_key] if len(batch) == 2 else ["batch_%d" % i for i in range(len(batch))]
+        return dict(zip(names, batch))
     if isinstance(batch, torch.Tensor):
         return {input_key: batch}
-    raise TypeError("minrepro_capture: batch must be a dict of tensors, an (input, target) pair or a tensor, "
+    raise TypeError("minrepro_capture: batch must be a dict of tensors, a tuple or list of tensors or a tensor, "
                     "found %s" % type(batch).__name__)
 
 
-def _ids_tensor(sample_ids):
-    if isinstance(sample_ids, torch.Tensor):
-        return sample_ids.detach().cpu().reshape(-1).to(torch.int64)
-    return torch.tensor([int(i) for i in sample_ids], dtype=torch.int64)
+class _Batch:
+    """The batch as batch.pt holds it (every tensor detached, on the CPU),
+    its sample ids, and what the reducers need to know about it."""
+
+    def __init__(self, batch, input_key, target_key, sample_ids, problems):
+        items = _batch_items(batch, input_key, target_key)
+        self.given = batch
+        self.originals = {k: v for k, v in items.items() if isinstance(v, torch.Tensor)}
+        self.tensors = {k: v.detach().cpu() for k, v in self.originals.items()}
+        self.devices = {k: str(v.device) for k, v in self.originals.items()}
+        self.others = {k: v for k, v in items.items() if not isinstance(v, torch.Tensor)}
+        self.layout = _step.batch_layout(batch, items.keys(), self.devices)
+        if not self.tensors:
+            raise ValueError("the batch holds no tensor")
+        self.inferred = _infer.infer(self.tensors)
+        self.n = self.inferred.samples
+        self._take_ids(sample_ids, problems)
+
+    def _take_ids(self, sample_ids, problems):
+        """The ids given (a batch tensor when one holds the same values), the
+        batch's own sample_id-like tensor, else the positions 0..n-1."""
+        if sample_ids is not None:
+            ids = sample_ids.detach().cpu().reshape(-1).to(torch.int64) if isinstance(sample_ids, torch.Tensor) \
+                else torch.tensor([int(i) for i in sample_ids], dtype=torch.int64)
+            if ids.numel() == self.n:
+                same = [k for k, t in self.tensors.items() if t.shape == ids.shape and not t.is_floating_point()
+                        and torch.equal(t.to(torch.int64), ids)]
+                self._set_ids(same[0] if same else None, ids, "given")
+                return
+            problems.append("sample_ids has %d entries for a batch of %d; positions used instead" % (ids.numel(), self.n))
+        elif self.inferred.ids:
+            self._set_ids(self.inferred.ids, None, "the batch's %r" % self.inferred.ids)
+            return
+        self._set_ids(None, torch.arange(self.n, dtype=torch.int64), "positions in the batch (%s)" % (
+            "no sample_ids given" if sample_ids is None else "sample_ids had the wrong length"))
+
+    def _set_ids(self, key, ids, source):
+        self.ids_source = source
+        if key is None:  # added to batch.pt (also makes it two entries: LibTorch reads no one-entry dict)
+            key = "sample_id"
+            while key in self.tensors:
+                key = "_" + key
+            self.tensors[key] = ids
+        self.ids_key = key
+        self.sample_tensors = [k for k in self.inferred.sample_tensors if k != key]
+
+
+def _test_run_problem(test, exc):
+    """CAPTURE-ERROR.txt's words for a test run that did not fail as the step did."""
+    what = {"different": "failed another way: " + test.detail, "passed": "did not fail",
+            "timeout": "did not finish: " + test.detail}[test.verdict]
+    return ("the case was run once in a fresh process and %s (the step raised %s: %s). Likely causes: randomness "
+            "the saved generator states do not cover (a DataLoader worker, an unseeded generator of your own), "
+            "state the step changed before it failed (weights after optimizer.step, counters), or files read "
+            "relative to the directory training ran in (the trial runs in an empty one). minrepro shrink will "
+            "stop with exit 3 on this case until it fails the same way"
+            % (what, type(exc).__name__, _model_slice.first_message(exc)))
 
 
 def _infer_last_batch(dataloader, batch_index):
@@ -214,7 +212,9 @@ class capture:
     def __init__(self, out_dir, model=None, loss="cross_entropy", ignore_index=-100, step=None, batch=None,
                  sample_ids=None, input_key="input", target_key="target", submodule=None, command=None,
                  last_batch=None, dataloader=None, batch_index=None, branches=None, last_completed_step=None,
-                 timeout=60):
+                 timeout=60, trial="auto", test_run=True):
+        if trial not in ("auto", "step", "model"):
+            raise ValueError("minrepro_capture: trial must be 'auto', 'step' or 'model', found %r" % (trial,))
         if loss not in ("cross_entropy", "nll", "none", None):
             raise ValueError("minrepro_capture: loss must be 'cross_entropy', 'nll' or 'none', found %r" % (loss,))
         if command is not None:
@@ -236,15 +236,25 @@ class capture:
         self.last_batch = last_batch
         self.dataloader = dataloader
         self.batch_index = batch_index
-        self.branches = dict(branches) if branches else {}
+        self.branches = dict(branches) if isinstance(branches, dict) else {b: True for b in branches or ()}
         self.last_completed_step = last_completed_step
         self.timeout = timeout
+        self.trial = trial
+        self.test_run = test_run
+        self._step_call = None   # (fn, args, kwargs, batch_at, rng): the decorated step's call
+        self._entry = None       # (frame, shallow copy of its locals, rng): the with block's start
 
     # --------------------------------------------------------------- protocol
     def __enter__(self):
+        if self._step_call is None and self.trial != "model" and not _state["captured"]:
+            frame = sys._getframe(1)
+            # A shallow copy of the locals: what the block starts from (rebinding inside it is undone).
+            entry_locals = dict(frame.f_locals) if frame.f_code.co_name != "<module>" else {}
+            self._entry = (frame, entry_locals, _step.rng_snapshot())
         return self
 
     def __exit__(self, exc_type, exc, tb):
+        entry, self._entry = self._entry, None  # no frame outlives the step
         if exc_type is None:
             if self.step is not None:
                 _state["last_completed_step"] = self.step
@@ -254,7 +264,7 @@ class capture:
         _state["captured"] = True
         device_assert = is_device_assert(exc)
         try:
-            info = self._write(exc, tb, device_assert)
+            info = self._write(exc, tb, device_assert, entry)
         except Exception as write_error:  # never hide the user's error behind ours
             sys.stderr.write("minrepro_capture: could not write the case to %s: %s: %s\n"
                              % (self.out_dir, type(write_error).__name__, write_error))
@@ -263,6 +273,10 @@ class capture:
             where = info.case_file or info.error_file
             at = "" if self.step is None else " at step %s" % self.step
             sys.stderr.write("minrepro_capture: wrote %s (%s%s)\n" % (where, exc_type.__name__, at))
+            if info.test_run is not None:
+                sys.stderr.write("minrepro_capture: test run of the case: %s (%s)\n" % (
+                    "fails the same way" if info.test_run.same else "DOES NOT fail the same way, see "
+                    + str(info.error_file), info.test_run.detail))
             if info.case_file:
                 sys.stderr.write("minrepro_capture: reduce it with: minrepro shrink --config %s\n" % info.case_file)
         if device_assert:
@@ -281,98 +295,58 @@ class capture:
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            batch = self.batch
+            batch, batch_at = self.batch, None
             if batch is None:
-                batch = kwargs.get("batch")
-                if batch is None:
-                    batch = next((a for a in args if isinstance(a, (dict, tuple, list))), None)
+                batch_at = "batch" if "batch" in kwargs else next(
+                    (i for i, a in enumerate(args) if isinstance(a, (dict, tuple, list))), None)
+            else:
+                batch_at = next((i for i, a in enumerate(args) if a is batch), None)
+                if batch_at is None:
+                    batch_at = next((k for k, v in kwargs.items() if v is batch), None)
+            if batch_at is not None:
+                batch = kwargs[batch_at] if isinstance(batch_at, str) else args[batch_at]
             step = self.step if self.step is not None else kwargs.get("step")
             bound = capture(self.out_dir, model=self.model, loss=self.loss, ignore_index=self.ignore_index,
                             step=step, batch=batch, sample_ids=kwargs.get("sample_ids", self.sample_ids),
                             input_key=self.input_key, target_key=self.target_key, submodule=self.submodule,
                             command=self.command, last_batch=self.last_batch, dataloader=self.dataloader,
                             batch_index=kwargs.get("batch_index", self.batch_index), branches=self.branches,
-                            last_completed_step=self.last_completed_step, timeout=self.timeout)
+                            last_completed_step=self.last_completed_step, timeout=self.timeout, trial=self.trial,
+                            test_run=self.test_run)
+            if not _state["captured"] and batch_at is not None:
+                bound._step_call = (fn, args, kwargs, batch_at, _step.rng_snapshot())
             with bound:
                 return fn(*args, **kwargs)
 
         return wrapper
 
     # ----------------------------------------------------------------- writing
-    def _write(self, exc, tb, device_assert):
+    def _write(self, exc, tb, device_assert, entry):
         global last_capture
         if self.batch is None:
             raise ValueError("no batch was given to capture()")
         os.makedirs(self.out_dir, exist_ok=True)
         out_dir = os.path.abspath(self.out_dir)
         problems = []
-
-        raw = _as_dict(self.batch, self.input_key, self.target_key)
-        tensors, skipped, devices = {}, [], {}
-        for name, value in raw.items():
-            if isinstance(value, torch.Tensor):
-                devices[name] = str(value.device)
-                tensors[str(name)] = value.detach().cpu()
-            else:
-                skipped.append(str(name))
-        if self.input_key not in tensors:
-            raise ValueError("the batch has no tensor %r (input_key)" % self.input_key)
-        n = tensors[self.input_key].shape[0] if tensors[self.input_key].dim() > 0 else 1
-
-        ids_key = "sample_id"
-        if self.sample_ids is not None:
-            ids = _ids_tensor(self.sample_ids)
-            if ids.numel() != n:
-                problems.append("sample_ids has %d entries for a batch of %d; positions used instead"
-                                % (ids.numel(), n))
-                ids = torch.arange(n, dtype=torch.int64)
-                ids_source = "positions in the batch (sample_ids had the wrong length)"
-            else:
-                ids_source = "given"
-        else:
-            ids = torch.arange(n, dtype=torch.int64)
-            ids_source = "positions in the batch (no sample_ids given)"
-        while ids_key in tensors:
-            ids_key = "_" + ids_key
-        tensors[ids_key] = ids  # also makes the dict at least two entries (LibTorch reads no one-entry dict)
-
-        sample_tensors = [name for name, t in tensors.items()
-                          if name != ids_key and t.dim() > 0 and t.shape[0] == n]
-        torch.save(tensors, os.path.join(out_dir, "batch.pt"))
-
-        trial_lines, model_note = self._trial(out_dir, tensors, problems)
-        context = self._context(exc, tb, devices, tensors, ids_key, ids_source, skipped, n, model_note)
-        family = self._family(exc, devices, trial_lines)
-
-        lines = ["# Written by minrepro_capture at the first failure; reduce with:",
-                 "#   minrepro shrink --config case.yaml",
-                 "batch: batch.pt",
-                 "samples:",
-                 "  tensors: {%s}" % ", ".join("%s: 0" % _yaml_str(s) for s in sample_tensors),
-                 "  ids: %s" % _yaml_str(ids_key)]
-        if trial_lines is not None:
-            lines += trial_lines
-        else:
-            lines += ["# trial: no model file and no command: see CAPTURE-ERROR.txt",
-                      "#   harness: {model: model.pt, input: %s}" % self.input_key,
-                      "#   command: [/usr/bin/python3, \"{case_dir}/step.py\", \"{batch}\"]"]
-        if family:
-            lines += ["failure:", "  family: %s" % family]
-        lines += ["reducers: [samples]", "output: repro.tar.gz", "context:"]
-        lines += ["  %s: %s" % (key, _yaml_str(value)) for key, value in context]
-        text = "\n".join(lines) + "\n"
-
-        error_file = None
-        if trial_lines is None:
-            case_file = None
+        batch = _Batch(self.batch, self.input_key, self.target_key, self.sample_ids, problems)
+        torch.save(batch.tensors, os.path.join(out_dir, "batch.pt"))
+        trial = self._trial(out_dir, batch, tb, entry, problems)
+        test = None
+        if trial is not None and trial.argv is not None and self.test_run:
+            test = _testrun.run(trial.argv, out_dir, self.timeout, type(exc).__name__, _model_slice.first_message(exc))
+            if not test.same:
+                problems.append(_test_run_problem(test, exc))
+        text = self._case_text(exc, tb, batch, trial, test)
+        case_file = None
+        if trial is None:
             with open(os.path.join(out_dir, "case.yaml.draft"), "w") as f:
                 f.write(text)
         else:
             case_file = os.path.join(out_dir, "case.yaml")
-            tmp = case_file + ".tmp"
-            with open(tmp, "w") as f:
+            with open(case_file + ".tmp", "w") as f:
                 f.write(text)
-            os.replace(tmp, case_file)
+            os.replace(case_file + ".tmp", case_file)
+        error_file = None
         if problems:
             error_file = os.path.join(out_dir, "CAPTURE-ERROR.txt")
             with open(error_file, "w") as f:
@@ -380,101 +354,107 @@ class capture:
                                                     if case_file is None else "notes on the captured case"))
                 for p in problems:
                     f.write("- %s\n" % p)
-        last_capture = CaptureInfo(out_dir, case_file, error_file, device_assert)
+        last_capture = CaptureInfo(out_dir, case_file, error_file, device_assert, test)
         return last_capture
 
-    def _trial(self, out_dir, tensors, problems):
-        """The trial section's lines (None when none can be written) and a note for the context.
+    def _case_text(self, exc, tb, batch, trial, test):
+        inferred = batch.inferred
+        lines = ["# Written by minrepro_capture at the first failure; reduce with:",
+                 "#   minrepro shrink --config case.yaml"]
+        lines += ["# " + note for note in inferred.notes]
+        lines += ["batch: batch.pt", "samples:",
+                  "  tensors: {%s}" % ", ".join("%s: 0" % _model_slice.yaml_str(s) for s in batch.sample_tensors),
+                  "  ids: %s" % _model_slice.yaml_str(batch.ids_key)]
+        reducers = ["samples"]
+        if inferred.lengths and inferred.padding and trial is not None and trial.kind in ("step", "command"):
+            # The model slice's harness passes one input to forward(): lengths would not reach it.
+            lines += ["sequence:",
+                      "  tensors: {%s}" % ", ".join("%s: 1" % _model_slice.yaml_str(k) for k in inferred.padding),
+                      "  padding: {%s}" % ", ".join("%s: %s" % (_model_slice.yaml_str(k), v)
+                                                  for k, v in inferred.padding.items()),
+                      "  lengths: %s" % _model_slice.yaml_str(inferred.lengths)]
+            reducers.append("lengths")
+        if trial is not None:
+            lines += trial.lines
+            if any(line.startswith("  switches:") for line in trial.lines):
+                # First: an augmentation switched off makes later candidates draw no random numbers.
+                reducers.insert(0, "branches")
+        else:
+            lines += ["# trial: no trial could be written: see CAPTURE-ERROR.txt",
+                      "#   command: [/usr/bin/python3, \"{case_dir}/step.py\", \"{batch}\"]"]
+        family = self._family(exc, batch.devices, trial, test)
+        if family:
+            lines += ["failure:", "  family: %s" % family]
+        lines += ["reducers: [%s]" % ", ".join(reducers), "output: repro.tar.gz", "context:"]
+        context = self._context(exc, tb, batch, trial, test)
+        lines += ["  %s: %s" % (key, _model_slice.yaml_str(value)) for key, value in context]
+        return "\n".join(lines) + "\n"
 
-        The model slice, in order: torch.jit.script (model.pt, the built-in
-        harness); with torch 2.x, torch.export (model.pt2 and a Python step,
-        see _export_trial); torch.jit.trace (model.pt); the user's command."""
-        if self.model is None:
-            return self._command_trial(problems, "none given")
-        module = self.model
-        if self.submodule:
-            module = self.model.get_submodule(self.submodule)
-        if _device_of(module) != "cpu":
-            # A CPU copy: scripting shares parameters, and .cpu() on it would move the user's model.
-            module = copy.deepcopy(module).cpu()
-        mode = "training" if module.training else "eval"
-        failed = []  # (what was tried, why it failed), for the note and CAPTURE-ERROR.txt
-
-        def why(error):
-            return "%s: %s" % (type(error).__name__, _first_message(error))
-        try:
-            _save_whole(lambda path: torch.jit.save(torch.jit.script(module), path), os.path.join(out_dir, "model.pt"))
-            return self._harness_trial(tensors), "torch.jit.script (%s mode)" % mode
-        except Exception as error:
-            failed.append(("script", why(error)))
-        if hasattr(torch, "export") and hasattr(torch.export, "Dim"):
-            try:
-                lines = self._export_trial(out_dir, module, tensors)
-                return lines, "torch.export (script failed: %s) (run in eval mode, as the harness runs)" % failed[0][1]
-            except Exception as error:
-                failed.append(("export", why(error)))
-        try:
-            _save_whole(lambda path: torch.jit.save(torch.jit.trace(module, tensors[self.input_key]), path),
-                        os.path.join(out_dir, "model.pt"))
-            return self._harness_trial(tensors), "torch.jit.trace (%s) (%s mode)" % (
-                "; ".join("%s failed: %s" % f for f in failed), mode)
-        except Exception as error:
-            failed.append(("trace", why(error)))
-        participle = {"script": "scripted", "export": "exported", "trace": "traced"}
-        problems.append("model.pt not written: the model could not be %s" % ", nor ".join(
-            "%s (%s)" % (participle[what], reason) for what, reason in failed))
-        return self._command_trial(problems, "not exported")
-
-    def _harness_trial(self, tensors):
-        lines = ["trial:", "  harness:", "    model: model.pt", "    input: %s" % _yaml_str(self.input_key)]
-        if self.loss != "none" and self.target_key in tensors:
-            lines += ["    target: %s" % _yaml_str(self.target_key), "    loss: %s" % self.loss,
-                      "    ignore_index: %d" % self.ignore_index]
-        return lines + ["  timeout: %s" % self.timeout]
-
-    def _export_trial(self, out_dir, module, tensors):
-        """torch 2.x: the model as a torch.export program (model.pt2) and
-        exported_step.py, the built-in harness's step in Python (eval mode,
-        no gradients, the loss against the target), as the trial command.
-        Why before trace: trace keeps one path through the Python code
-        silently, for the example's values; export refuses data-dependent
-        branches and turns shape-dependent ones into guards that fail loudly
-        on a batch that would take another path. Every dimension of the input
-        is exported as Dim.AUTO, so the reducers' smaller batches and shorter
-        sequences run the same program."""
-        x = tensors[self.input_key]
-        model = copy.deepcopy(module).eval()
-        auto = {d: torch.export.Dim.AUTO for d in range(x.dim())}
-        program = torch.export.export(model, (x,), dynamic_shapes=(auto,))
-        outputs = program.graph_signature.user_outputs
-        if len(outputs) != 1 or not program.call_spec.out_spec.is_leaf():
-            raise TypeError("the exported model returns %d values, not one tensor" % len(outputs))
-        torch.export.save(program, os.path.join(out_dir, "model.pt2"))
-        loss = self.loss if self.loss != "none" and self.target_key in tensors else "none"
-        with open(os.path.join(out_dir, "exported_step.py"), "w") as f:
-            f.write(_EXPORTED_STEP.replace("@INPUT@", repr(self.input_key))
-                    .replace("@TARGET@", repr(self.target_key)).replace("@LOSS@", repr(loss))
-                    .replace("@IGNORE_INDEX@", str(int(self.ignore_index))))
-        return ["trial:", "  command: [%s, \"-u\", \"{case_dir}/exported_step.py\", \"{batch}\"]"
-                % _yaml_str(sys.executable), "  timeout: %s" % self.timeout]
-
-    def _command_trial(self, problems, note):
+    def _trial(self, out_dir, batch, tb, entry, problems):
+        """The Trial, or None when none can be written. The user's command when
+        one is given; else the step itself (the decorated function or the with
+        block); else, or with trial="model", the model slice."""
         if self.command is not None:
-            return (["trial:", "  command: [%s]" % ", ".join(_yaml_str(c) for c in self.command),
-                     "  timeout: %s" % self.timeout], note + "; the user's command is the trial")
-        problems.append("the model could not be scripted, exported or traced%s and no command=[...] was given, so "
-                        "case.yaml has no trial: pass command=[python, script, '{batch}'] to capture() or "
-                        "fill in the trial in case.yaml.draft and rename it to case.yaml"
-                        % ("" if self.model is not None else " (no model was given)"))
-        return None, note
+            note = "the user's command (command= given%s)" % ("; the model is not used" if self.model else "")
+            return _model_slice.Trial("command", _model_slice.command_lines(self.command, self.timeout), note,
+                                      self.command)
+        if self.trial != "model":
+            try:
+                return self._step_trial(out_dir, batch, tb, entry)
+            except _step.StepNotSaved as why:
+                problems.append("the step itself could not be made the trial: %s%s" % (
+                    why, "" if self.trial == "step" or self.model is None else "; the model slice is the trial instead"))
+                if self.trial == "step":
+                    return None
+        if self.model is None:
+            problems.append("no model was given, so no model slice either: pass model= (trial=\"model\") or "
+                            "command=[python, script, '{batch}'] to capture(), or fill in the trial in "
+                            "case.yaml.draft and rename it to case.yaml")
+            return None
+        failed = []
+        trial = _model_slice.model_trial(self, out_dir, batch.tensors, failed)
+        if trial is None:
+            participle = {"script": "scripted", "export": "exported", "trace": "traced"}
+            problems.append("model.pt not written: the model could not be %s, and no command=[...] was given" % (
+                ", nor ".join("%s (%s)" % (participle[what], reason) for what, reason in failed)))
+        return trial
 
-    def _family(self, exc, devices, trial_lines):
-        """failure.family only when the trial will fail the same way for certain: the built-in
-        harness or the exported model's step, which runs the same way (a user's command may
-        fail its own way), and a batch that ran on the CPU (a CUDA device assert becomes an
-        IndexError on the CPU harness)."""
-        ours = trial_lines is not None and (trial_lines[1] == "  harness:" or "/exported_step.py" in trial_lines[1])
-        if not ours or any(d != "cpu" for d in devices.values()):
+    def _step_trial(self, out_dir, batch, tb, entry):
+        if self._step_call is not None:
+            fn, args, kwargs, batch_at, rng = self._step_call
+            record = _step.function_record(fn, args, kwargs, batch_at, rng, batch.others)
+            where = "the decorated function %s.%s" % (fn.__module__, fn.__qualname__)
+        elif entry is not None and tb is not None:
+            frame, entry_locals, rng = entry
+            while tb is not None and tb.tb_frame is not frame:
+                tb = tb.tb_next
+            if tb is None:
+                raise _step.StepNotSaved("the failure's traceback does not pass through the with block")
+            record = _step.block_record(frame, entry_locals, tb.tb_lineno, batch.given, batch.originals, rng,
+                                        batch.others)
+            where = "the with block at %s:%d in %s" % (os.path.basename(record.user_file), record.meta["first_line"],
+                                                      frame.f_code.co_name)
+        else:
+            raise _step.StepNotSaved("the step was not seen starting (capture was neither entered as a with block "
+                                     "nor called as a decorator with the batch)")
+        record.meta["layout"] = batch.layout
+        switches = [path for path, on in self.branches.items() if on is True and record.switchable(path)]
+        _step.write(record, out_dir, switches)
+        argv = [sys.executable, "-u", "{case_dir}/captured_step.py", "{batch}", record.user_file, record.meta["module"]]
+        extra = []
+        if switches:
+            extra = ["  switches:"] + ["    - {name: %s, off_args: [\"--off\", %s]}" % (
+                _model_slice.yaml_str(p), _model_slice.yaml_str(p)) for p in switches]
+        return _model_slice.Trial("step", _model_slice.command_lines(argv, self.timeout, extra),
+                                  "the step itself: " + where, argv)
+
+    def _family(self, exc, devices, trial, test):
+        """failure.family only when the trial will fail the same way for certain:
+        the test run failed the same way (or the built-in harness runs the
+        model as captured), and the batch ran on the CPU (a CUDA device
+        assert becomes an IndexError on the CPU)."""
+        certain = trial is not None and ((test is not None and test.same) or trial.kind in ("harness", "exported"))
+        if not certain or any(d != "cpu" for d in devices.values()):
             return None
         name = type(exc).__name__
         if name == "IndexError":
@@ -483,8 +463,9 @@ class capture:
             return "value-error"
         return None
 
-    def _context(self, exc, tb, devices, tensors, ids_key, ids_source, skipped, n, model_note):
-        ctx = [("exception", type(exc).__name__), ("message", _first_message(exc))]
+    def _context(self, exc, tb, batch, trial, test):
+        devices = batch.devices
+        ctx = [("exception", type(exc).__name__), ("message", _model_slice.first_message(exc))]
         frames = traceback.extract_tb(tb) if tb is not None else []
         if frames:
             last = frames[-1]
@@ -502,30 +483,27 @@ class capture:
         ctx.append(("torch_build", "rocm %s" % torch.version.hip if getattr(torch.version, "hip", None)
                     else ("cuda %s" % torch.version.cuda if torch.version.cuda else "cpu only")))
         ctx.append(("devices", ", ".join(_device_names(sorted(set(devices.values()))))))
-        ctx.append(("batch_size", n))
+        ctx.append(("batch_size", batch.n))
         last_batch = self.last_batch
         if last_batch is None:
             last_batch = _infer_last_batch(self.dataloader, self.batch_index)
         ctx.append(("last_batch", "unknown" if last_batch is None
                     else ("yes (incomplete)" if last_batch else "no")))
-        ctx.append(("sample_ids", ids_source))
-        for name, t in tensors.items():
-            if name == ids_key:
-                continue
-            ctx.append(("tensor_" + name, "%s %s on %s" % (str(t.dtype).replace("torch.", ""),
-                                                            list(t.shape), devices.get(name, "cpu"))))
-        if skipped:
-            ctx.append(("not_tensors", ", ".join(skipped)))
-        ctx.append(("model", model_note))
+        ctx.append(("sample_ids", batch.ids_source))
+        for name, t in batch.tensors.items():
+            if name in devices:
+                ctx.append(("tensor_" + name, "%s %s on %s" % (str(t.dtype).replace("torch.", ""),
+                                                                list(t.shape), devices[name])))
+        if batch.others:
+            ctx.append(("not_tensors", ", ".join(batch.others)))
+        ctx.append(("trial", trial.note if trial is not None else "none could be written"))
+        if test is not None:
+            ctx.append(("test_run", "%s (%s) in %.1f s, a fresh process in an empty directory" % (
+                {"same": "failed the same way", "different": "failed another way", "passed": "did not fail",
+                 "timeout": "timed out"}[test.verdict], test.detail, test.seconds)))
         if self.branches:
             ctx.append(("branches", ", ".join("%s=%s" % (k, v) for k, v in self.branches.items())))
         return [(k, "" if v is None else v) for k, v in ctx]
-
-
-def _device_of(module):
-    for p in module.parameters():
-        return str(p.device.type)
-    return "cpu"
 
 
 def _device_names(devices):
