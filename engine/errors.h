@@ -8,7 +8,7 @@
 
 namespace minrepro {
 
-// The exit statuses of every command (README, "Exit status").
+// The exit statuses of every command (docs/guide.md, "Exit status").
 enum class ExitStatus : int {
   Reduced = 0,                  // archive written (verify, regress, compare: everything as expected)
   InternalError = 1,            // a bug of minrepro's: please report; also "not as expected" for verify/regress/triage

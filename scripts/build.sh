@@ -3,7 +3,7 @@
 # $MINREPRO_BUILD_DIR (build/ by default) against the torch that
 # scripts/torch-env.sh picks: PyTorch 2.13 from pip in .venv/ unless
 # MINREPRO_TORCH=debian or MINREPRO_PYTHON=/path/to/python say otherwise
-# (README, "Which torch").
+# (docs/guide.md, "Which torch").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
