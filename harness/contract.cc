@@ -43,31 +43,39 @@ std::vector<std::int64_t> sampleIds(const NamedTensors& batch, const TargetContr
   return ids;
 }
 
-// The dtype and shape half of the contract; false when values cannot be read as class indices.
+// The dtype and shape half of the contract; false when values cannot be read
+// as class indices. Targets are one class per sample ([samples]) or one per
+// position ([samples, d1, ...]: token tags, segmentation maps), as
+// cross_entropy and nll_loss take them.
 bool checkForm(const at::Tensor& t, const TargetContract& c, ContractResult& r) {
   const bool floating = at::isFloatingType(t.scalar_type());
   if (floating && t.dim() == 2)
     r.violations.push_back("'" + c.target + "' is " + dtypeName(t.scalar_type()) + " of shape " + shapeText(t) +
-                           ": that looks like class probabilities, a different contract; class indices are a 1-D "
-                           "int64 vector with one class per sample");
-  else if (t.dim() != 1)
-    r.violations.push_back("'" + c.target + "' has shape " + shapeText(t) +
-                           ": expected a 1-D vector with one class index per sample");
+                           ": that looks like class probabilities, a different contract; class indices are int64, "
+                           "one per sample (or one per position: [samples, ...])");
+  else if (t.dim() == 0)
+    r.violations.push_back("'" + c.target + "' is a scalar: expected one class index per sample (a 1-D vector) or "
+                           "per position ([samples, ...])");
   else if (t.scalar_type() != at::kLong)
     r.violations.push_back("'" + c.target + "' is " + dtypeName(t.scalar_type()) +
                            ": expected int64 (torch.long) class indices; convert where the targets are made");
-  return t.dim() == 1 && at::isIntegralType(t.scalar_type(), false);
+  return t.dim() >= 1 && at::isIntegralType(t.scalar_type(), false);
 }
 
 void checkValues(const at::Tensor& t, const std::vector<std::int64_t>& ids, const TargetContract& c,
                  ContractResult& r) {
   const at::Tensor values = t.to(at::kLong).contiguous();
   const std::int64_t* data = values.data_ptr<std::int64_t>();
-  for (std::int64_t i = 0; i < r.samples; ++i) {
+  r.targets = values.numel();
+  const std::int64_t per_sample = r.samples == 0 ? 0 : r.targets / r.samples;
+  for (std::int64_t i = 0; i < r.targets; ++i) {
     const std::int64_t v = data[i];
     if (v == c.ignore_index) ++r.ignored;
     else if (v >= 0 && v < c.classes) ++r.usable;
-    else r.offenders.push_back({i, ids[static_cast<std::size_t>(i)], v});
+    else {
+      const std::int64_t sample = i / per_sample;
+      r.offenders.push_back({sample, ids[static_cast<std::size_t>(sample)], v, t.dim() == 1 ? -1 : i % per_sample});
+    }
   }
   if (!r.offenders.empty())
     r.violations.push_back(std::to_string(r.offenders.size()) + " target(s) outside " + rangeText(c) +
@@ -86,8 +94,8 @@ ContractResult checkClassTargets(const NamedTensors& batch, const TargetContract
   else return r;
   // Empty or all ignored: the mean loss divides by zero targets (NaN).
   if (r.usable == 0 && r.offenders.empty())
-    r.violations.push_back(r.samples == 0 ? "no targets at all: the batch is empty"
-                                          : "no usable target: all " + std::to_string(r.samples) +
+    r.violations.push_back(r.targets == 0 ? "no targets at all: the batch is empty"
+                                          : "no usable target: all " + std::to_string(r.targets) +
                                                 " are ignore_index (" + std::to_string(c.ignore_index) +
                                                 "), so the mean loss is NaN");
   if (c.ignore_index >= 0 && c.ignore_index < c.classes)
@@ -110,13 +118,14 @@ std::string renderContractResult(const ContractResult& r, const TargetContract& 
   if (!r.offenders.empty()) {
     out << "offending samples (" << (c.ids.empty() ? "batch index" : "id from '" + c.ids + "'") << ": target):\n";
     for (std::size_t i = 0; i < r.offenders.size() && i < kShown; ++i)
-      out << "  sample " << r.offenders[i].id << " (index " << r.offenders[i].index << "): " << r.offenders[i].value
-          << "\n";
+      out << "  sample " << r.offenders[i].id << " (index " << r.offenders[i].index
+          << (r.offenders[i].position < 0 ? "" : ", position " + std::to_string(r.offenders[i].position))
+          << "): " << r.offenders[i].value << "\n";
     if (r.offenders.size() > kShown) out << "  ... " << r.offenders.size() - kShown << " more\n";
   }
   for (const auto& n : r.notes) out << "  note: " << n << "\n";
-  if (r.usable + r.ignored + static_cast<std::int64_t>(r.offenders.size()) == r.samples)
-    out << "checked " << r.samples << " targets: " << r.usable << " usable, " << r.ignored << " ignored, "
+  if (r.targets > 0 && r.usable + r.ignored + static_cast<std::int64_t>(r.offenders.size()) == r.targets)
+    out << "checked " << r.targets << " targets of " << r.samples << " samples: " << r.usable << " usable, " << r.ignored << " ignored, "
         << r.offenders.size() << " out of range\n";
   return out.str();
 }

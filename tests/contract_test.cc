@@ -81,13 +81,33 @@ TEST_F(ContractTest, FloatAndTwoDimensionalTargetsAreRejected) {
   const ContractResult probs = checkClassTargets(batchWith(at::full({3, 4}, 0.25)), contract(4));
   EXPECT_FALSE(probs.ok());
   EXPECT_NE(probs.violations[0].find("class probabilities"), std::string::npos) << probs.violations[0];
-  const ContractResult two_d = checkClassTargets(batchWith(longs({0, 1, 2, 3}).reshape({2, 2})), contract(4, ""));
-  EXPECT_FALSE(two_d.ok());
-  EXPECT_NE(two_d.violations[0].find("expected a 1-D vector"), std::string::npos) << two_d.violations[0];
+  const ContractResult scalar = checkClassTargets(batchWith(at::scalar_tensor(1, at::kLong)), contract(4, ""));
+  EXPECT_FALSE(scalar.ok());
+  EXPECT_NE(scalar.violations[0].find("is a scalar"), std::string::npos) << scalar.violations[0];
   // int32 is the wrong dtype, but its values are still checked.
   const ContractResult i32 = checkClassTargets(batchWith(at::tensor({0, 5}, at::kInt)), contract(4));
   EXPECT_EQ(i32.violations.size(), 2u);
   EXPECT_EQ(i32.offenders.size(), 1u);
+}
+
+// Token tags: one class per position, padded with ignore_index past each
+// sentence; the offender is named by its sample and its position.
+TEST_F(ContractTest, PerPositionTargetsAreCheckedPositionByPosition) {
+  const at::Tensor tags = longs({0, 4, 1, -100, 2, 3, -100, -100, 1, 1, 1, 5}).reshape({3, 4});
+  const ContractResult r = checkClassTargets(batchWith(tags), contract(5));
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.samples, 3);
+  EXPECT_EQ(r.targets, 12);
+  EXPECT_EQ(r.ignored, 3);
+  EXPECT_EQ(r.usable, 8);
+  ASSERT_EQ(r.offenders.size(), 1u);
+  EXPECT_EQ(r.offenders[0].id, 102);
+  EXPECT_EQ(r.offenders[0].position, 3);
+  EXPECT_EQ(r.offenders[0].value, 5);
+  const std::string text = renderContractResult(r, contract(5), "tags.pt");
+  EXPECT_NE(text.find("  sample 102 (index 2, position 3): 5\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("checked 12 targets of 3 samples: 8 usable, 3 ignored, 1 out of range"), std::string::npos) << text;
+  EXPECT_TRUE(checkClassTargets(batchWith(tags.clamp_max(4)), contract(5)).ok());
 }
 
 TEST_F(ContractTest, BadInputNamesTheBatchFile) {

@@ -123,6 +123,18 @@ TEST_F(OwnLoop, ShrinkWithoutCaseYamlAndTheArchiveRunsUnderAnotherPython) {
   EXPECT_EQ(testing::pyEvalOnBatch(empty / "batch.pt", "b['tokens'].tolist(), b['lengths'].tolist()"), "[[50]] [1]\n");
 }
 
+// `minrepro check` on a tagger's batch: tags and tokens are per-position
+// indices ([samples, positions]); the token past the table is named by its
+// sample id and position.
+TEST_F(OwnLoop, CheckReadsPerPositionTargets) {
+  std::string out;
+  EXPECT_EQ(minrepro("check --batch saved.pt --target tags --classes 5 --ids sample_id", &out), 0) << out;
+  EXPECT_TRUE(has(out, "targets of 24 samples")) << out;
+  EXPECT_EQ(minrepro("check --batch saved.pt --target tokens --classes 50 --ignore-index 0 --ids sample_id", &out), 1)
+      << out;
+  EXPECT_TRUE(has(out, "  sample 1017 (index 17, position 2): 50\n")) << out;
+}
+
 TEST_F(OwnLoop, AFailureThatIsNotInTheBatchIsNotReducedAndItsCauseIsSaid) {
   struct Case {
     const char* first_line;

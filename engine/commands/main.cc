@@ -39,7 +39,7 @@ const char* kUsage =
     "  verify ARCHIVE [--expect fail|pass] [--runs K]\n"
     "                              rerun a reproducer archive in fresh processes and compare\n"
     "  check --batch B.pt --target NAME --classes K\n"
-    "                              check class-index targets: 1-D int64, in [0, K) or ignore_index\n"
+    "                              check class-index targets: int64, one per sample or per position, in [0, K) or ignore_index\n"
     "  regress DIR                 rerun a regression set (shrink --add-to DIR) and compare\n"
     "  compare ARCHIVE|case.yaml [--runs K]\n"
     "                              run the case under variants, one change at a time: CPU, float32,\n"
