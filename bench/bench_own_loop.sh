@@ -39,3 +39,40 @@ if (cd "$work/alone" && env -i PATH=/usr/bin:/bin "$python" repro.py >/dev/null 
   echo "archive alone: PASSED (it should fail)"; exit 1
 fi
 echo "archive alone: fails as recorded ($(cd "$work/alone" && "$python" repro.py 2>&1 | tail -1))"
+
+# The capture path (tests/capture/tagger_loop.py): the training loop wraps
+# its step in `with minrepro_capture.capture(...)`, fails at step 3, and the
+# case capture wrote is shrunk. Then what capture costs per step that does
+# not fail: entering and leaving the block (a shallow copy of the caller's
+# locals and the random generators' states), against a plain `with` of a
+# no-op context, in one process.
+mkdir "$work/capture"
+cp tests/capture/tagger_loop.py "$work/capture/"
+cap_start=$(date +%s.%N)
+(cd "$work/capture" && PYTHONPATH="$(cd - >/dev/null; pwd)/harness/python" "$python" tagger_loop.py crash with \
+  > capture.txt 2>&1) || true
+grep -q "test run of the case: fails the same way" "$work/capture/capture.txt" || { cat "$work/capture/capture.txt"; exit 1; }
+cap_mid=$(date +%s.%N)
+(cd "$work/capture" && "$minrepro" shrink --config crash/case.yaml > shrink.txt 2>&1) || { cat "$work/capture/shrink.txt"; exit 1; }
+cap_end=$(date +%s.%N)
+awk -v a="$cap_start" -v b="$cap_mid" -v c="$cap_end" \
+  'BEGIN { printf "capture path: training to the failure and the capture with its test run %.1f s; shrink %.1f s\n", b - a, c - b }'
+grep -m1 "^minrepro: reduced " "$work/capture/shrink.txt"
+PYTHONPATH="$(pwd)/harness/python" "$python" - <<'PY'
+import contextlib, sys, time
+import torch
+import minrepro_capture
+
+def loop(make, steps=20000):
+    model, x = torch.nn.Linear(4, 4), torch.zeros(8, 4)
+    batch = {"input": x}
+    start = time.perf_counter()
+    for step in range(steps):
+        with make(step, batch):
+            pass
+    return (time.perf_counter() - start) / steps * 1e6
+
+plain = loop(lambda step, batch: contextlib.nullcontext())
+captured = loop(lambda step, batch: minrepro_capture.capture("unused", step=step, batch=batch))
+print("capture per step that does not fail: %.1f us (a no-op context: %.1f us)" % (captured, plain))
+PY

@@ -342,13 +342,18 @@ void buildOpRepro(const OpStep& step, OpRepro& result) {
   const fs::path op_dir = step.work / "op";
   // One run decides whether the call is worth reducing (all runs of a flaky
   // plan); the final script then runs as often as the self-check would.
+  // When its inputs are reduced, the reduction's check of its original is
+  // that run; only when that check fails does a run of our own say why.
   SelfCheckPlan once = step.plan;
   if (once.require_every_run) once.runs = 1;
   once.enough_after_one = true;
-  if (!extractCall(step, *call_dir, op_dir, result) || !standsAlone(step, once, op_dir, op, result)) return;
+  if (!extractCall(step, *call_dir, op_dir, result)) return;
+  const bool reducible = step.reduce && !sharedSampleAxes(result.found->tensors, result.found->args).axes.empty();
+  if (!reducible && !standsAlone(step, once, op_dir, op, result)) return;
   const fs::path recorded = step.work / "op-recorded-inputs.pt";
   fs::copy_file(op_dir / "inputs.pt", recorded, fs::copy_options::overwrite_existing);
   const auto reduced = reduceCall(step, op_dir, *result.found, result);
+  if (reducible && !reduced && !standsAlone(step, once, op_dir, op, result)) return;
   if (reduced) fs::copy_file(*reduced, op_dir / "inputs.pt", fs::copy_options::overwrite_existing);
   bool alone = renderAndCheck(step, *call_dir, op_dir, op, result);
   if (!alone && reduced) {  // the reduction's result must stand alone too; else the recorded inputs

@@ -35,6 +35,7 @@ std::function<OpReduction(const fs::path& case_file)> opReducer(const ShrinkOpti
     inner.self_check = false;
     inner.op_repro = false;
     inner.archive = false;  // only its best case is wanted: no trace, neighbours or archive
+    inner.checked_by_caller = true;  // the op step runs the reduced call alone as often as the self-check would
     inner.jobs = outer.jobs;
     // A bound on what a help beside the archive may cost; a spent budget
     // still leaves its best case so far.

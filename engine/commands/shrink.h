@@ -41,6 +41,10 @@ struct ShrinkOptions {
   ExecutorOverrides executor;    // --executor, --devices, --trials-per-device
   bool op_repro = true;          // locate the failing operator call (engine/archive/op_repro.h); --no-op-repro
   bool archive = true;           // false: end at work_dir/best/ (the op step's reduction of a call's inputs)
+  // A case minrepro wrote itself, whose result its caller runs again (the op
+  // step's): no batch-dependence probe (the caller's command, on inputs it
+  // just saw fail), no final confirmation (the caller's own runs confirm).
+  bool checked_by_caller = false;
   ShrinkTally* tally = nullptr;  // set: filled when the run ends
 };
 

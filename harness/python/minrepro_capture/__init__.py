@@ -470,7 +470,7 @@ class capture:
         if frames:
             last = frames[-1]
             ctx.append(("raised_at", "%s:%d in %s" % (os.path.basename(last.filename), last.lineno, last.name)))
-        ctx.append(("step", "" if self.step is None else self.step))
+        ctx.append(("step", "unknown (not given)" if self.step is None else self.step))
         last_done = self.last_completed_step
         if last_done is None:
             last_done = _state["last_completed_step"]
