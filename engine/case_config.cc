@@ -55,7 +55,7 @@ const std::vector<std::string> kInvariantKeys{"dtype", "layout", "operator", "sa
 const std::vector<std::string> kPipelineKeys{"passes", "description"};
 const std::vector<std::string> kSampleKeys{"tensors", "ids"};
 const std::vector<std::string> kTrialKeys{"harness", "command", "env", "timeout",
-                                          "memory_limit_mb", "fork_server", "preload", "deterministic",
+                                          "memory_limit_mb", "fork_server", "preload", "deterministic", "compile_cache",
                                           "switches", "diagnostic", "files", "exclude_files"};
 const std::vector<std::string> kDiagnosticSettings{"auto", "on", "off", "cuda", "rocm"};
 const std::vector<std::string> kHarnessKeys{"model", "input", "target", "loss", "ignore_index", "transforms"};
@@ -423,7 +423,8 @@ void readTrialKind(const Loader& l, const MapView& t, CaseConfig& c) {
   if (env) c.command->env = readEnv(l, *env);
 }
 
-// trial.fork_server and trial.preload (engine/executors/fork_server.h).
+// trial.deterministic, trial.fork_server and trial.preload (engine/executors/fork_server.h),
+// trial.compile_cache.
 void readForkServer(const Loader& l, const MapView& t, CaseConfig& c) {
   if (const Value* v = t.find("deterministic")) {
     const std::string text = v->node.IsScalar() ? v->node.Scalar() : "";
@@ -434,6 +435,11 @@ void readForkServer(const Loader& l, const MapView& t, CaseConfig& c) {
     const std::string text = v->node.IsScalar() ? v->node.Scalar() : "";
     if (text != "true" && text != "false") fail(l, *v, "true or false", describeFound(v->node));
     c.fork_server = text == "true";
+  }
+  if (const Value* v = t.find("compile_cache")) {
+    const std::string text = v->node.IsScalar() ? v->node.Scalar() : "";
+    if (text != "shared" && text != "fresh") fail(l, *v, "shared or fresh", describeFound(v->node));
+    c.share_compile_cache = text == "shared";
   }
   const Value* v = t.find("preload");
   if (!v) return;
@@ -910,6 +916,15 @@ CaseConfig loadCase(const fs::path& case_file, const fs::path& base_dir) {
 
 // ---------------------------------------------------------------- rendering
 
+std::string formatSeconds(std::chrono::milliseconds timeout) {
+  const long long ms = timeout.count();
+  std::string text = std::to_string(ms / 1000);
+  if (ms % 1000 == 0) return text;
+  std::string frac = std::to_string(1000 + ms % 1000).substr(1);  // zero-padded to 3 digits
+  while (frac.back() == '0') frac.pop_back();
+  return text + "." + frac;
+}
+
 namespace {
 
 constexpr std::string_view kCaseDir = "{case_dir}/";
@@ -933,14 +948,6 @@ std::string portableArg(const std::string& arg, const fs::path& base_dir, const 
   return arg;
 }
 
-std::string formatSeconds(std::chrono::milliseconds timeout) {
-  const long long ms = timeout.count();
-  std::string text = std::to_string(ms / 1000);
-  if (ms % 1000 == 0) return text;
-  std::string frac = std::to_string(1000 + ms % 1000).substr(1);  // zero-padded to 3 digits
-  while (frac.back() == '0') frac.pop_back();
-  return text + "." + frac;
-}
 
 void emitSamples(YAML::Emitter& out, const CaseConfig& c) {
   out << YAML::Key << "samples" << YAML::Value << YAML::BeginMap;
@@ -1045,6 +1052,7 @@ void emitTrial(YAML::Emitter& out, const CaseConfig& c, const fs::path& dir,
   out << YAML::Key << "memory_limit_mb" << YAML::Value << mib;
   if (c.deterministic) out << YAML::Key << "deterministic" << YAML::Value << true;
   if (!c.fork_server) out << YAML::Key << "fork_server" << YAML::Value << false;
+  if (!c.share_compile_cache) out << YAML::Key << "compile_cache" << YAML::Value << "fresh";
   if (c.diagnostic != DiagnosticSetting::Auto)
     out << YAML::Key << "diagnostic" << YAML::Value << kDiagnosticSettings[static_cast<std::size_t>(c.diagnostic)];
   if (!c.preload.empty()) out << YAML::Key << "preload" << YAML::Value << YAML::Flow << c.preload;

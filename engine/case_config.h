@@ -104,6 +104,11 @@ struct CaseConfig {
   std::optional<CommandTrial> command;
   std::chrono::milliseconds timeout{60'000};
   std::uint64_t memory_limit_bytes = 0;
+  // Compiler caches (torch.compile's inductor, triton) shared between trials
+  // in work_dir/compile-cache, as a user's runs share /tmp/torchinductor_USER;
+  // false (trial.compile_cache: fresh): each trial compiles in its own TMPDIR,
+  // for a failure inside the compiler itself.
+  bool share_compile_cache = true;
   bool deterministic = false;        // trials get MINREPRO_DETERMINISTIC=1 (the harness turns on
                                      // deterministic algorithms) and CUBLAS_WORKSPACE_CONFIG
   bool fork_server = true;           // trials may run in fork servers (engine/executors/fork_server.h)
@@ -158,5 +163,8 @@ std::string caseRelativeArg(const std::string& arg, const std::filesystem::path&
 // base_dir and only those that exist. renderCase writes all of them as
 // "{case_dir}/NAME", so an archive of the case must carry them.
 std::vector<std::filesystem::path> commandCaseFiles(const CaseConfig& config);
+
+// A duration as case.yaml writes it: "60", "2.5" (seconds, to the millisecond).
+std::string formatSeconds(std::chrono::milliseconds duration);
 
 }  // namespace minrepro

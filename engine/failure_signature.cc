@@ -175,7 +175,8 @@ std::string replaceTempRoot(const std::string& s, std::string root) {
 }
 
 // Content hashes in the paths of generated code (Inductor's cache:
-// ".../torchinductor_root/la/cladpiod5cmp2....main.cpp") change with the
+// ".../torchinductor_root/la/cladpiod5cmp2....main.cpp", with the shard
+// directory "la" of the hash's first characters) change with the
 // graph: a run of 32 or more lower-case letters and digits, with both, is
 // "<hash>". (A loop, not a regex: the message may be 2 KiB of one run.)
 std::string maskContentHashes(const std::string& s) {
@@ -195,7 +196,15 @@ std::string maskContentHashes(const std::string& s) {
       (std::isdigit(static_cast<unsigned char>(s[end])) ? digit : letter) = true;
     const auto word_char = [&](std::size_t i) { return std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_'; };
     const bool word_edge = (at == 0 || !word_char(at - 1)) && (end == s.size() || !word_char(end));
-    if (end - at >= 32 && letter && digit && word_edge) out += "<hash>";
+    if (end - at >= 32 && letter && digit && word_edge) {
+      // The cache's shard directory is the hash's first two characters
+      // (".../p3/cp3dhhil....main.cpp"): it changes with the hash.
+      if (out.size() >= 4 && out.back() == '/' && out[out.size() - 4] == '/' &&
+          std::isalnum(static_cast<unsigned char>(out[out.size() - 3])) &&
+          std::isalnum(static_cast<unsigned char>(out[out.size() - 2])))
+        out.resize(out.size() - 3);
+      out += "<hash>";
+    }
     else out.append(s, at, end - at);
     at = end;
   }
@@ -400,8 +409,20 @@ std::string normalizeMessage(const std::string& message) {
   static const std::regex process(R"(\bProcess \d+ has)");
   static const std::regex source_line(R"(\.(cpp|cc|cxx|c|h|hpp|cu|cuh|hip):\d+)");
 
+  // A trial's short TMPDIR (engine/executors/process.h, makeTrialTemp) and
+  // the one directory a library makes in it, as for the trial's own.
+  static const std::regex short_temp(R"(/tmp/minrepro-[A-Za-z0-9]{6}(?=[/\s'",]|$)(?:/[^/\s'"]+(?=/))?)");
+  // The directories compilers cache generated code in, wherever they are:
+  // torch.compile's default (TMPDIR/torchinductor_USER), the one trials
+  // share (work_dir/compile-cache/, engine/trial_spec.cc), triton's.
+  static const std::regex compiler_cache(
+      R"([^\s'"(,]*/(?:torchinductor_[^/\s'"]+|compile-cache/(?:inductor|triton)|\.triton/cache)(?=/))");
+
   std::string s = std::regex_replace(message.substr(0, kMaxLine), ansi, "");
   if (contains(s, "minrepro-work/")) s = std::regex_replace(s, trial_dir, "<tmp>");
+  if (contains(s, "/tmp/minrepro-")) s = std::regex_replace(s, short_temp, "<tmp>");
+  if (contains(s, "torchinductor_") || contains(s, "compile-cache/") || contains(s, ".triton/"))
+    s = std::regex_replace(s, compiler_cache, "<tmp>");
   if (const char* tmpdir = std::getenv("TMPDIR"); tmpdir != nullptr) s = replaceTempRoot(s, tmpdir);
   s = replaceTempRoot(replaceTempRoot(s, "/tmp"), "/var/tmp");
   s = std::regex_replace(s, hex, "0x?");

@@ -103,6 +103,7 @@ OriginalEstimate estimateOriginal(const TrialBatch& run, FailureRate& rate, cons
     // speculative trials of the search's first candidates.
     const auto results = run(std::min({std::max<std::size_t>(jobs, 1), max_runs - estimate.runs,
                                        want - estimate.failures}), 0);
+    if (results.empty()) break;  // the caller has seen enough (a run that timed out)
     for (bool failed : results) {
       ++estimate.runs;
       estimate.failures += failed ? 1 : 0;

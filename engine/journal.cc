@@ -112,10 +112,11 @@ void Journal::load(const fs::path& file, const std::string& identity) {
     if (in.eof() && !line.empty()) break;  // a torn last line (no newline): the trial did not finish
     if (line.rfind("reference ", 0) == 0 && loaded_reference_.empty()) loaded_reference_ = line.substr(10);
     std::istringstream words(line);
-    std::string kind, candidate, verdict;
-    words >> kind >> candidate >> verdict;
+    std::string kind, candidate, verdict, family;
+    words >> kind >> candidate >> verdict >> family;
     if (kind != "trial") continue;
     loaded_[candidate].push_back(verdict == "match");
+    if (verdict != "match" && family != "pass" && family != "timeout") ++loaded_other_[candidate];
     ++loaded_trials_;
   }
 }

@@ -64,6 +64,8 @@ class Journal {
 
   // Journaled trial results of a candidate, in the order they were run.
   const std::map<std::string, std::vector<bool>>& loaded() const { return loaded_; }
+  // Per candidate, the loaded trials that failed another way (not a pass, not a timeout).
+  const std::map<std::string, std::size_t>& loadedOtherFailures() const { return loaded_other_; }
   std::size_t loadedTrials() const { return loaded_trials_; }
 
   // The selection text of the last candidate accepted in <dir>/journal.txt,
@@ -77,6 +79,7 @@ class Journal {
 
   int fd_ = -1;
   std::map<std::string, std::vector<bool>> loaded_;
+  std::map<std::string, std::size_t> loaded_other_;
   std::size_t loaded_trials_ = 0;
   std::string loaded_reference_;
 };

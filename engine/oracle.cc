@@ -62,6 +62,7 @@ TrialOracle::TrialOracle(const CaseConfig& config, const BatchStore& batch, Exec
       full_key_(selectionKey(fullSelection(batch))) {
   if (!journal_) return;
   journaled_ = journal_->loaded();
+  other_failures_ = journal_->loadedOtherFailures();
   if (!journal_->loadedReference().empty()) {
     reference_ = parseReference(journal_->loadedReference(), &first_failure_exit_);
   }
@@ -262,7 +263,12 @@ TrialRecord TrialOracle::finishTrial(TrialRecord record, const std::string& key)
   record.signature = classify(record.outcome);
   const FailureSignature& sig = record.signature;
   const bool of_original = key.starts_with(kOriginalPrefix) || key.starts_with(kSinglePrefix);
-  if (!reference_.failed() && of_original && sig.failed() && matchSignature(sig, sig, config_.expected).matches) {
+  // A timeout is the failure only of a case declared a hang (failure.family:
+  // timeout); otherwise it is an outcome of its own, never the reference.
+  const bool hang = config_.expected.family == FailureFamily::Timeout;
+  const bool own_timeout = sig.family == FailureFamily::Timeout && !hang;
+  if (!reference_.failed() && of_original && sig.failed() && !own_timeout &&
+      matchSignature(sig, sig, config_.expected).matches) {
     reference_ = sig;  // the first failure of the original
     first_failure_exit_ = describe(record.outcome);
     if (journal_) journal_->recordReference(serializeReference(sig, first_failure_exit_));
@@ -280,13 +286,19 @@ TrialRecord TrialOracle::finishTrial(TrialRecord record, const std::string& key)
   else {
     ++stats_.different_failure;
     if (sig.family == FailureFamily::Timeout) ++stats_.timeouts;
-    if (stats_.other_bugs[sig.summary()]++ == 0)
+    if (!own_timeout && stats_.other_bugs[sig.summary()]++ == 0)
       log_.info("trial " + std::to_string(record.number) + " found a different failure (kept apart, not accepted): " +
                 sig.summary());
   }
   results_[key].push_back(matched);
+  if (!matched && sig.failed() && sig.family != FailureFamily::Timeout) ++other_failures_[key];
   if (journal_) journal_->recordTrial({key, matched, sig.failed() ? familyName(sig.family) : "pass"});
-  log_.detail("trial " + std::to_string(record.number) + ": " + (matched ? "fails the same way" : sig.failed() ? "fails differently: " + sig.summary() : "passes") + cost);
+  const std::string verdict = matched       ? "fails the same way"
+                              : own_timeout ? "times out: an outcome of its own, not the failure (the case's "
+                                              "failure is not a hang)"
+                              : sig.failed() ? "fails differently: " + sig.summary()
+                                             : "passes";
+  log_.detail("trial " + std::to_string(record.number) + ": " + verdict + cost);
   return record;
 }
 
@@ -356,11 +368,19 @@ bool TrialOracle::interesting(const Selection& selection, const Speculation& nex
         return resultsFor(selection, key, count, spare, cursor, preexisting, next);
       },
       rate_, config_.flaky, jobs_, selection.samples.size());
-  if (decision.interesting) {
+  bool accepted = decision.interesting;
+  if (accepted && other_failures_[key] > 0) {
+    accepted = false;
+    ++stats_.slipped;
+    log_.info("candidate of " + std::to_string(selection.samples.size()) + " samples rejected: besides the recorded "
+              "failure, " + std::to_string(other_failures_[key]) + " of its runs failed another way (a second bug "
+              "it would slip to)");
+  }
+  if (accepted) {
     if (journal_) journal_->recordAccepted(key, selection.samples.size(), selectionText(selection));
     if (on_better_) on_better_(selection);
   }
-  return decision.interesting;
+  return accepted;
 }
 
 OriginalEstimate TrialOracle::estimateOriginal(const Selection& all, const Speculation& next) {
@@ -369,9 +389,19 @@ OriginalEstimate TrialOracle::estimateOriginal(const Selection& all, const Specu
   FailureRate seen;
   // The rate of the original is estimated with matches against the first
   // failure, which becomes the reference as soon as it is seen.
+  // A run that timed out before any failed ends the estimate: more runs
+  // would each cost a whole timeout to say the same (shrink explains it).
+  const bool hang = config_.expected.family == FailureFamily::Timeout;
+  bool timed_out = false;
   const OriginalEstimate estimate = minrepro::estimateOriginal(
-      [&](std::size_t count, std::size_t spare) { return resultsFor(all, key, count, spare, cursor, 0, next); }, seen,
-      config_.flaky, jobs_);
+      [&](std::size_t count, std::size_t spare) {
+        if (timed_out) return std::vector<bool>{};
+        const std::size_t before = stats_.timeouts;
+        auto results = resultsFor(all, key, count, spare, cursor, 0, next);
+        timed_out = !hang && !reference_.failed() && stats_.timeouts > before;
+        return results;
+      },
+      seen, config_.flaky, jobs_);
   rate_.add(seen.failures(), seen.passes(), all.samples.size());
   return estimate;
 }
@@ -395,7 +425,8 @@ bool TrialOracle::confirm(const Selection& selection) {
   auto runs = [&](std::size_t count, std::size_t spare) {
     return resultsFor(selection, key, count, spare, cursor, 0, {});
   };
-  return decideCandidate(runs, copy, config_.flaky, jobs_, selection.samples.size()).interesting;
+  return decideCandidate(runs, copy, config_.flaky, jobs_, selection.samples.size()).interesting &&
+         other_failures_[key] == 0;
 }
 
 }  // namespace minrepro

@@ -42,6 +42,7 @@ struct OracleStats {
   std::size_t passed = 0;
   std::size_t different_failure = 0;  // failed, but not the same way
   std::size_t timeouts = 0;
+  std::size_t slipped = 0;  // candidates that failed the recorded way and another way too: rejected
   std::size_t candidates = 0;         // decisions
   std::size_t rejected_by_invariant = 0;
   std::map<std::string, std::size_t> other_bugs;  // signature summary -> count
@@ -185,6 +186,10 @@ class TrialOracle {
   std::function<void()> on_round_;
   std::vector<std::pair<std::string, std::string>> diagnostic_env_;
   std::map<std::string, std::vector<bool>> results_;  // candidate key -> results in trial order
+  // candidate key -> its runs that failed another way: a candidate that
+  // fails the recorded way in some runs and another way in others has
+  // slipped to a second bug, and is never accepted (nor confirmed).
+  std::map<std::string, std::size_t> other_failures_;
   std::map<std::string, std::vector<bool>> journaled_;  // not yet replayed
   std::vector<TensorInfo> original_tensors_;
   std::map<std::string, std::optional<std::string>> invariant_checks_;  // candidate key -> broken invariant

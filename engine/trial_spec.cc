@@ -1,5 +1,6 @@
 #include "engine/trial_spec.h"
 
+#include <cstdlib>
 #include <regex>
 
 #include "engine/case_branches.h"
@@ -20,6 +21,22 @@ std::string substitutePlaceholders(std::string arg, const fs::path& batch, const
   return arg;
 }
 
+namespace {
+
+// torch.compile's caches live under TMPDIR by default, which is each
+// trial's own: every trial compiled from scratch (16-54 s a trial where a
+// warm cache takes 6-10 s). They are keyed by the graph, its shapes and the
+// settings, so sharing them between trials changes nothing a trial tests,
+// as a user's own runs share /tmp/torchinductor_USER. Where the user or the
+// case names a cache directory, it is theirs.
+void shareCompileCaches(const CaseConfig& config, TrialSpec& spec) {
+  const fs::path caches = fs::absolute(config.work_dir) / "compile-cache";
+  for (const auto& [name, dir] : {std::pair{"TORCHINDUCTOR_CACHE_DIR", "inductor"}, std::pair{"TRITON_CACHE_DIR", "triton"}})
+    if (!spec.env_set.contains(name) && std::getenv(name) == nullptr) spec.env_set[name] = (caches / dir).string();
+}
+
+}  // namespace
+
 TrialSpec trialSpecFor(const CaseConfig& config, const std::string& trial_binary, const TrialInput& input) {
   TrialSpec spec;
   if (config.harness) {
@@ -35,6 +52,7 @@ TrialSpec trialSpecFor(const CaseConfig& config, const std::string& trial_binary
   spec.env_set["MINREPRO_SEED"] = std::to_string(config.seed);
   spec.env_set["MINREPRO_TRIAL"] = std::to_string(input.number);
   spec.env_set["PYTHONHASHSEED"] = std::to_string(config.seed);
+  if (config.command && config.share_compile_cache) shareCompileCaches(config, spec);
   if (config.deterministic) {
     spec.env_set["MINREPRO_DETERMINISTIC"] = "1";
     spec.env_set["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8";  // cuBLAS needs it for deterministic results

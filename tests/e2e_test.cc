@@ -166,6 +166,13 @@ TEST_F(EndToEnd, HangingTrialThatForksIsTimedOutAndLeavesNoProcess) {
                      "trial:\n"
                      "  command: [/bin/sh, -c, \"(trap '' TERM; exec sleep 300) & sleep 300 # {batch}\"]\n"
                      "  timeout: 0.5\n");
+  // Not declared a hang: a timeout is an outcome of its own, never the failure.
+  EXPECT_EQ(shrink(dir / "case.yaml", work_.path() / "repro.tar.gz", &output), 3) << output;
+  EXPECT_NE(output.find("the original did not end within trial.timeout (0.5 s) in 1 of 1 run(s). A timeout is the "
+                        "failure only when case.yaml says so (failure: {family: timeout}"), std::string::npos) << output;
+  EXPECT_FALSE(fs::exists(work_.path() / "repro.tar.gz"));
+  // Declared a hang, it is reduced.
+  testing::writeFile(dir / "case.yaml", readFile(dir / "case.yaml") + "failure: {family: timeout}\n");
   ASSERT_EQ(shrink(dir / "case.yaml", work_.path() / "repro.tar.gz", &output), 0) << output;
   EXPECT_NE(output.find("original reproduces: timeout"), std::string::npos) << output;
   // SIGKILL takes effect when the killed process is next scheduled: allow

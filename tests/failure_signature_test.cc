@@ -203,7 +203,11 @@ const std::vector<FixtureCase> kTorch213Cases = {
     {"torch213/py_compile_fake_shape.txt", kExit, 1, F::ValueError, "",
      "a and b must have same reduction dim, but got [2, 3] X [4, 5]."},
     {"torch213/py_compile_target4.txt", kExit, 1, F::IndexError, "",
-     "kernel, <tmp>/la/<hash>.main.cpp:?, index out of bounds: 0 <= tmp18 < 4L"},
+     "kernel, <tmp>/<hash>.main.cpp:?, index out of bounds: 0 <= tmp18 < 4L"},
+    {"torch213/py_compile_bounds_serial.txt", kExit, 1, F::IndexError, "",
+     "kernel, <tmp>/<hash>.main.cpp:?, index out of bounds: 0 <= tmp7 < 4L"},
+    {"torch213/py_compile_bounds_openmp.txt", kSignal, kSigabrt, F::IndexError, "",
+     "kernel, <tmp>/<hash>.main.cpp:?, index out of bounds: 0 <= tmp7 < 4L"},
 };
 
 INSTANTIATE_TEST_SUITE_P(FailureSignatureTorch213, FixtureTest, ::testing::ValuesIn(kTorch213Cases), fixtureTestName);
@@ -452,6 +456,42 @@ TEST(FailureSignatureNormalize, TempPaths) {
   EXPECT_EQ(normalizeMessage("wrote /scratch/job77/run3/x.pt"), "wrote <tmp>/x.pt");
   if (old) setenv("TMPDIR", saved.c_str(), 1);
   else unsetenv("TMPDIR");
+}
+
+// A torch.compile (inductor, CPU) kernel's bounds check names its generated
+// source: the cache directory, the shard (the hash's first two characters),
+// the hash and the line all change from one run to the next, the check stays.
+TEST(FailureSignatureNormalize, CompilerCachePaths) {
+  const std::string first = normalizeMessage(
+      "kernel, /tmp/torchinductor_root/p3/cp3dhhil6jlglr2n7ldko2fnoggyd27ip4fy6op6l4wuwubpg4eg.main.cpp:29, "
+      "index out of bounds: 0 <= tmp7 < 4L");
+  EXPECT_EQ(first, "kernel, <tmp>/<hash>.main.cpp:?, index out of bounds: 0 <= tmp7 < 4L");
+  EXPECT_EQ(normalizeMessage("kernel, /home/u/minrepro-work/trials/trial-000012/tmp/torchinductor_u/fk/"
+                             "cfkq2yaqbnmafbt5h3ykcstyd4anlvt4eqkmxcwcz6h5yqqx6nnm.main.cpp:31, index out of bounds: "
+                             "0 <= tmp7 < 4L"),
+            first);
+  EXPECT_EQ(normalizeMessage("kernel, /tmp/minrepro-Ab12Cd/torchinductor_u/ep/"
+                             "cepq2yaqbnmafbt5h3ykcstyd4anlvt4eqkmxcwcz6h5yqqx6nnm.main.cpp:29, index out of bounds: "
+                             "0 <= tmp7 < 4L"),
+            first);
+  // The cache the trials of a run share, and a temporary directory named like minrepro's own.
+  EXPECT_EQ(normalizeMessage("kernel, /tmp/minrepro-torch2-InKk4f/case/minrepro-work/compile-cache/inductor/x3/"
+                             "cx36to3e34vpovsbq6meyojjggy527avzwtfmwqtp64qbboo6zag.main.cpp:29, index out of bounds: "
+                             "0 <= tmp7 < 4L"),
+            first);
+  EXPECT_EQ(normalizeMessage("cannot open /tmp/minrepro-torch2-InKk4f/batch.pt"), "cannot open <tmp>/batch.pt");
+  // A two-letter directory that holds no hash is a directory like any other.
+  EXPECT_EQ(normalizeMessage("cannot open /data/ab/train.pt"), "cannot open /data/ab/train.pt");
+}
+
+// The same bounds check of a compiled kernel, raised from a serial kernel
+// and thrown inside its OpenMP region (SIGABRT), in kernels of different
+// hashes: one failure, the same way.
+TEST(FailureSignatureFixtures, ACompiledKernelsCheckIsOneFailureSerialOrInOpenMP) {
+  const FailureSignature serial = classify(exited(1, readOutputFixture("torch213/py_compile_bounds_serial.txt")));
+  const FailureSignature openmp = classify(signaled(SIGABRT, readOutputFixture("torch213/py_compile_bounds_openmp.txt")));
+  const SignatureMatch m = matchSignature(serial, openmp, {});
+  EXPECT_TRUE(m.matches) << m.why_not << "\n" << serial.summary() << "\n" << openmp.summary();
 }
 
 TEST(FailureSignatureShape, MasksNumbers) {

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <algorithm>
 #include <fstream>
 #include <iterator>
@@ -97,6 +99,31 @@ TEST_F(OracleFixture, DifferentFailureIsNeverAccepted) {
   EXPECT_EQ(oracle.stats().same_failure, 2u);  // the original and {5}
   ASSERT_EQ(oracle.stats().other_bugs.size(), 1u);
   EXPECT_NE(oracle.stats().other_bugs.begin()->first.find("out-of-memory"), std::string::npos);
+}
+
+// A flaky case whose smaller candidate fails two ways: the recorded
+// failure in some runs and a second error (reached only once the case is
+// cut) in others. That candidate has slipped to a second bug and is
+// rejected; one whose other runs only passed is accepted.
+TEST_F(OracleFixture, FlakyCandidateThatAlsoFailsAnotherWayIsRejected) {
+  config.flaky.enabled = true;
+  config.flaky.initial_failures = 1;
+  FakeBatchStore batch(8, config.batch);
+  std::map<std::size_t, int> runs;  // by kept count
+  FakeExecutor exec([&](const std::vector<std::int64_t>& kept) {
+    const int run = runs[kept.size()]++;
+    if (kept.size() == 8 || run % 2 == 1) return indexError(4);
+    if (kept.size() == 1)
+      return testing::exitedWith(1, "ValueError: Input and output sizes should be greater than 0, but got input "
+                                    "(W: 1) and output (W: 0)\n");
+    return testing::exitedWith(0, "");
+  });
+  TrialOracle oracle(config, batch, exec, "unused", log);
+  ASSERT_EQ(oracle.estimateOriginal(all(8)).failures, 1u);
+  EXPECT_TRUE(oracle.interesting(keeping({4, 5})));  // passed, then failed the recorded way
+  EXPECT_FALSE(oracle.interesting(keeping({5})));    // failed another way, then the recorded way
+  EXPECT_EQ(oracle.stats().slipped, 1u);
+  EXPECT_FALSE(oracle.confirm(keeping({5})));
 }
 
 // With free job slots the original's check runs the search's first

@@ -17,6 +17,7 @@
 #include "engine/case_config.h"
 #include "engine/executors/slurm_executor.h"
 #include "tests/test_util.h"
+#include "tests/trial_env_probe.h"
 
 namespace minrepro {
 namespace {
@@ -108,6 +109,15 @@ TEST_F(SlurmExecutorTest, JobBringsBackExitStatusSignalOutputAndEnvironment) {
   // Exit 124 is the trial's own status, not a timeout (timeout(1) would blur them).
   EXPECT_EQ(slurm.run(spec("exit 124")).end, TrialEnd::Exited);
   EXPECT_TRUE(slurm.liveJobs().empty());
+}
+
+// A trial on a node is given what a shell gives a process, apart from the
+// intended differences and the job's own SLURM_* variables
+// (tests/trial_environment_test.cc has the plain and forked trials).
+TEST_F(SlurmExecutorTest, ATrialOnANodeIsGivenWhatAShellGives) {
+  SlurmExecutor slurm = executor();
+  const fs::path deep = dir_.path() / std::string(40, 'w') / std::string(40, 'o') / std::string(40, 'r');
+  EXPECT_EQ(testing::unintendedDifferences(dir_.path(), slurm.run(testing::probeTrial(deep / "slurm")), "slurm"), "");
 }
 
 TEST_F(SlurmExecutorTest, TrialPastItsTimeoutIsATimeoutAndLeavesNothingRunning) {

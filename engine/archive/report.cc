@@ -31,7 +31,8 @@ std::string statsLine(const OracleStats& s) {
   std::ostringstream out;
   out << s.trials + s.replayed << " trials in " << s.rounds << " rounds (trials run at once count as one round, replayed ones as none; "
       << s.same_failure << " failed the same way, " << s.passed << " passed, "
-      << s.different_failure << " failed differently, " << s.timeouts << " timed out; " << s.replayed
+      << s.different_failure << " failed differently, " << s.timeouts << " timed out; " << s.slipped
+      << " candidates rejected for failing two ways; " << s.replayed
       << " replayed from the journal, " << s.reused << " results reused, " << s.speculative << " speculative); "
       << s.rejected_by_invariant << " rejected by invariants without a trial";
   return out.str();
@@ -144,6 +145,7 @@ void writeReduction(std::ostream& out, const ReductionSummary& s) {
       << "- Final case confirmed in a fresh process: " << (s.confirmed ? "yes" : "no") << "\n"
       << "- Trial processes: " << (s.processes.empty() ? "plain processes" : s.processes) << "\n"
       << "- 1-minimality checked in plain processes: " << s.fresh_minimality << "\n"
+      << (s.compile_cache.empty() ? "" : "- torch.compile's caches: " + s.compile_cache + "\n")
       << "- Diagnostic variables of the trials and the first re-run: "
       << (s.diagnostic.empty() ? "none" : s.diagnostic)
       << "; the final confirmation ran without any diagnostic variable\n"

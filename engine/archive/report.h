@@ -40,6 +40,7 @@ struct ReductionSummary {
   FlakyOptions flaky;
   KeyValues environment;
   std::string processes;         // forked or plain trials, and why (engine/fresh_check.h)
+  std::string compile_cache;     // how trials shared torch.compile's caches; "" for the built-in harness
   std::string fresh_minimality;  // what the plain 1-minimality check changed
   std::vector<std::string> bundled;               // files the trial reads, as the archive names them
   std::vector<std::string> bundled_from_outside;  // of those, read from outside the case directory (with where)

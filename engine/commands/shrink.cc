@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "engine/archive/tar_gz.h"
+#include "engine/executors/process.h"
 #include "engine/batch_dependence.h"
 #include "engine/torch_versions.h"
 #include "engine/case_branches.h"
@@ -50,7 +51,14 @@ ExitStatus checkOriginal(const CaseConfig& config, const CaseView& view, TrialOr
   if (estimate.failures == 0) {
     const auto& others = oracle.stats().other_bugs;
     std::string why = "the original case does not reproduce: " + std::to_string(estimate.runs) + " run(s), none failed";
-    if (!others.empty())
+    if (oracle.stats().timeouts > 0 && others.empty())
+      why = "the original did not end within trial.timeout (" + formatSeconds(config.timeout) + " s" +
+            ") in " + std::to_string(oracle.stats().timeouts) + " of " + std::to_string(estimate.runs) +
+            " run(s). A timeout is the failure only when case.yaml says so (failure: {family: timeout}, for a step "
+            "that hangs). If the step ends in your shell, it hangs only as a trial: compare how you run it with how a "
+            "trial does (its own empty directory, stdin from /dev/null, TMPDIR, no terminal); if it is only slow, "
+            "raise trial.timeout";
+    else if (!others.empty())
       why = "the original fails, but not as case.yaml's failure section expects (it failed with: " +
             others.begin()->first + "). Fix the failure section or remove it";
     else
@@ -248,6 +256,8 @@ std::size_t cleanUpAfterKilledRun(const fs::path& work_dir) {
   setTrialScope(scope);
   const std::size_t killed = killLeftovers(scope, work_dir / "trials");
   std::error_code ec;
+  for (fs::directory_iterator it(work_dir / "trials", ec), end; !ec && it != end; it.increment(ec))
+    removeTrialTemp(it->path());  // a short temporary directory under /tmp, linked from the trial's
   fs::remove_all(work_dir / "trials", ec);
   return killed;
 }
@@ -445,6 +455,11 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   summary.diagnostic = diagnostic.describe();
   summary.incomplete = incomplete;
   summary.processes = processes;
+  if (config.command)
+    summary.compile_cache = config.share_compile_cache
+                                ? "shared between trials (work_dir/compile-cache), as your own runs share "
+                                  "/tmp/torchinductor_USER; `trial.compile_cache: fresh` compiles in every trial anew"
+                                : "fresh in every trial (trial.compile_cache: fresh)";
   summary.fresh_minimality = fresh_minimality.describe();
   ArchiveJob job{minimal_batch, neighbours,        plain_passes,
                  trialPython(options, config), selfCheckSkipped(options, config), &g_stop};

@@ -185,6 +185,7 @@ ForkMessage runRequest(const TrialSpec& spec, const std::vector<std::string>& ch
   for (const auto& a : child_argv) m.add("arg", a);
   auto set = spec.env_set;
   set["TMPDIR"] = tmp.string();
+  set["PWD"] = fs::absolute(spec.work_dir).string();  // what a shell sets for the directory it starts a program in
   for (auto& kv : environmentWith(set, spec.env_unset)) m.add("env", std::move(kv));
   if (!spec.batch_selection.empty()) m.add("selection", spec.batch_selection);
   return m;
@@ -243,8 +244,7 @@ Attempt awaitChild(const Server& s, pid_t child, const TrialSpec& spec, Clock::t
 }
 
 Attempt attemptOn(const Server& s, const TrialSpec& spec, const std::vector<std::string>& child_argv) {
-  const fs::path tmp = spec.work_dir / "tmp";
-  fs::create_directories(tmp);
+  const fs::path tmp = makeTrialTemp(spec.work_dir);
   const auto start = Clock::now();
   if (!sendMessage(s.fd, runRequest(spec, child_argv, tmp))) return Attempt{std::nullopt, false};
   const auto reply = receiveMessage(s.fd, Clock::now() + kReplyTimeout);
@@ -415,8 +415,7 @@ class ForkServerExecutor::Impl {
     count(&ForkServerCounts::forked);
     outcome.stdout_text = readHeadAndTail(spec.work_dir / "stdout.txt", spec.output_cap_bytes, &outcome.stdout_bytes);
     outcome.stderr_text = readHeadAndTail(spec.work_dir / "stderr.txt", spec.output_cap_bytes, &outcome.stderr_bytes);
-    std::error_code ec;
-    fs::remove_all(spec.work_dir / "tmp", ec);
+    removeTrialTemp(spec.work_dir);
     return outcome;
   }
 

@@ -163,6 +163,7 @@ bp::environment trialEnvironment(const TrialSpec& spec, const fs::path& tmp, con
   for (const auto& name : spec.env_unset) env.erase(name);
   for (const auto& [name, value] : spec.env_set) env[name] = value;
   env["TMPDIR"] = tmp.string();
+  env["PWD"] = fs::absolute(spec.work_dir).string();  // what a shell sets for the directory it starts a program in
   env[kTrialTagVariable] = tag;
   return env;
 }
@@ -222,8 +223,7 @@ TrialOutcome LocalExecutor::run(const TrialSpec& spec) {
     outcome.start_error = "program '" + spec.argv[0] + "' not found on PATH";
     return outcome;
   }
-  const fs::path tmp = spec.work_dir / "tmp";
-  fs::create_directories(tmp);
+  const fs::path tmp = makeTrialTemp(spec.work_dir);
   const fs::path out_file = spec.work_dir / "stdout.txt", err_file = spec.work_dir / "stderr.txt";
   // Boost.Process opens redirect files without O_TRUNC: start from empty files.
   std::error_code rm_ec;
@@ -262,9 +262,32 @@ TrialOutcome LocalExecutor::run(const TrialSpec& spec) {
   outcome.duration = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
   outcome.stdout_text = readHeadAndTail(out_file, spec.output_cap_bytes, &outcome.stdout_bytes);
   outcome.stderr_text = readHeadAndTail(err_file, spec.output_cap_bytes, &outcome.stderr_bytes);
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
+  removeTrialTemp(spec.work_dir);
   return outcome;
+}
+
+fs::path makeTrialTemp(const fs::path& work_dir) {
+  const fs::path inside = work_dir / "tmp";
+  if (fs::absolute(inside).string().size() <= kMaxTrialTempLength) {
+    fs::create_directories(inside);
+    return fs::absolute(inside);
+  }
+  std::string name = "/tmp/minrepro-XXXXXX";
+  if (::mkdtemp(name.data()) == nullptr)
+    throw std::runtime_error("cannot make a trial's temporary directory under /tmp: " + std::string(std::strerror(errno)));
+  fs::create_directories(work_dir);
+  fs::create_directory_symlink(name, inside);  // how the directory is found again, also after a kill
+  return name;
+}
+
+void removeTrialTemp(const fs::path& work_dir) {
+  const fs::path inside = work_dir / "tmp";
+  std::error_code ec;
+  if (fs::is_symlink(inside, ec)) {
+    const fs::path target = fs::read_symlink(inside, ec);
+    if (!ec && target.string().rfind("/tmp/minrepro-", 0) == 0) fs::remove_all(target, ec);
+  }
+  fs::remove_all(inside, ec);  // the link itself, or the directory
 }
 
 std::filesystem::path besideSelf(const std::string& name) {

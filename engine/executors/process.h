@@ -129,6 +129,19 @@ std::string resolveProgram(const std::string& name);
 // when neither is a regular file.
 std::string ownFile(const std::string& name, const std::filesystem::path& fallback);
 
+// The trial's temporary directory (its TMPDIR), made: work_dir/tmp when
+// that path is short, else a short directory of its own under /tmp that
+// work_dir/tmp links to. Why short: libraries turn TMPDIR into AF_UNIX
+// socket paths (Python's multiprocessing resource sharer, which DataLoader
+// workers use to share tensors: TMPDIR/pymp-XXXXXXXX/listener-XXXXXXXX),
+// and the kernel refuses a socket path over 107 bytes; a deep work
+// directory made every such trial hang until its timeout.
+std::filesystem::path makeTrialTemp(const std::filesystem::path& work_dir);
+// Removes it (and its link); never throws.
+void removeTrialTemp(const std::filesystem::path& work_dir);
+// The longest TMPDIR a trial gets (room for a socket path below it).
+inline constexpr std::size_t kMaxTrialTempLength = 48;
+
 // `name` in the directory of the running executable (minrepro's programs
 // and data sit beside it); `name` alone when /proc/self/exe cannot be read.
 std::filesystem::path besideSelf(const std::string& name);

@@ -1,0 +1,70 @@
+// Whole-binary tier: PyTorch 2.x as people run it (#29), on real processes.
+// A DataLoader whose workers share tensors (a Unix socket under TMPDIR, in a
+// work directory over 100 bytes deep), and a torch.compile step whose
+// generated kernel's bounds check names a cache path that changes with the
+// batch's shape (each candidate compiles a kernel of its own hash), with
+// the compiler's caches shared between trials.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "tests/e2e_fixture.h"
+#include "tests/test_util.h"
+
+namespace minrepro {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::readFile;
+using testing::runCommand;
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+class Torch2Fidelity : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (testing::torchVersion().rfind("1.", 0) == 0) GTEST_SKIP() << "PyTorch 2.x only (torch.compile)";
+  }
+  // The case make_NAME_case.py writes, in its own directory.
+  fs::path makeCase(const std::string& name) {
+    const fs::path dir = work_.path() / name;
+    std::string out;
+    EXPECT_EQ(runCommand(testing::python() + " " + MINREPRO_SOURCE_DIR + "/tests/fixtures/torch2/make_" + name +
+                             "_case.py " + dir.string(), &out), 0) << out;
+    return dir;
+  }
+  // shrink with the case's own work directory.
+  int shrink(const fs::path& dir, std::string* out) {
+    return runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (dir / "case.yaml").string() + " --output " +
+                          (work_.path() / "repro.tar.gz").string(), out);
+  }
+  testing::TempDir work_{"minrepro-torch2"};
+};
+
+TEST_F(Torch2Fidelity, ADataLoaderWhoseWorkersShareTensorsRunsAsInAShell) {
+  const fs::path dir = makeCase("workers");
+  std::string out;
+  ASSERT_EQ(shrink(dir, &out), 0) << out;
+  EXPECT_TRUE(has(out, "reduced 24 -> 1 samples (ids [9013])")) << out;
+  EXPECT_FALSE(has(out, "timed out")) << out;
+  EXPECT_FALSE(has(out, "AF_UNIX")) << out;
+}
+
+TEST_F(Torch2Fidelity, ACompiledKernelsBoundsCheckIsOneFailureWhateverItsCachePath) {
+  const fs::path dir = makeCase("compile");
+  std::string out;
+  ASSERT_EQ(shrink(dir, &out), 0) << out;
+  EXPECT_TRUE(has(out, "original reproduces: index-error: kernel, <tmp>/<hash>.main.cpp:?, index out of bounds")) << out;
+  EXPECT_TRUE(has(out, "reduced 8 -> 1 samples (ids [705])")) << out;
+  EXPECT_FALSE(has(out, "found a different failure")) << out;
+  const fs::path extracted = work_.path() / "extracted";
+  ASSERT_TRUE(testing::extractInto(work_.path() / "repro.tar.gz", extracted));
+  EXPECT_TRUE(has(readFile(extracted / "REPORT.md"), "- torch.compile's caches: shared between trials")) << readFile(
+      extracted / "REPORT.md");
+  // The trials compiled into the run's shared cache, not each into its own.
+  EXPECT_TRUE(fs::exists(dir / "minrepro-work" / "compile-cache" / "inductor"));
+}
+
+}  // namespace
+}  // namespace minrepro
