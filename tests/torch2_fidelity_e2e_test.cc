@@ -56,7 +56,7 @@ TEST_F(Torch2Fidelity, ACompiledKernelsBoundsCheckIsOneFailureWhateverItsCachePa
   std::string out;
   ASSERT_EQ(shrink(dir, &out), 0) << out;
   EXPECT_TRUE(has(out, "original reproduces: index-error: kernel, <tmp>/<hash>.main.cpp:?, index out of bounds")) << out;
-  EXPECT_TRUE(has(out, "reduced 8 -> 1 samples (ids [705])")) << out;
+  EXPECT_TRUE(has(out, "reduced 2 -> 1 samples (ids [701])")) << out;
   EXPECT_FALSE(has(out, "found a different failure")) << out;
   const fs::path extracted = work_.path() / "extracted";
   ASSERT_TRUE(testing::extractInto(work_.path() / "repro.tar.gz", extracted));

@@ -458,7 +458,8 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   if (config.command)
     summary.compile_cache = config.share_compile_cache
                                 ? "shared between trials (work_dir/compile-cache), as your own runs share "
-                                  "/tmp/torchinductor_USER; `trial.compile_cache: fresh` compiles in every trial anew"
+                                  "torch.compile's default cache; `trial.compile_cache: fresh` compiles in every "
+                                  "trial anew"
                                 : "fresh in every trial (trial.compile_cache: fresh)";
   summary.fresh_minimality = fresh_minimality.describe();
   ArchiveJob job{minimal_batch, neighbours,        plain_passes,
