@@ -4,7 +4,8 @@
 # script, a SIGSEGV, views into a shared storage, a failure that forked
 # trials hide, an mp.spawn job) and every op case (tests/fixtures/op_cases:
 # bmm on bool, a CTC read out of bounds, a view in backward, a NaN the step
-# checks itself), then, independently of shrink's own self-check, the archive
+# checks itself) and, on PyTorch 2.x, the torch2 cases (DataLoader workers
+# sharing tensors, a torch.compile bounds check), then, independently of shrink's own self-check, the archive
 # extracted into an empty directory and run there as a plain
 # `python repro.py` with the build's Python (its exit as the shell sees it) and by
 # `minrepro verify --runs 3`. Whole processes, no fork server in the check.
@@ -22,10 +23,19 @@ trap 'rm -rf "$work"' EXIT
 "$py" "$here/../configs/examples/make_examples.py" "$work/examples" >/dev/null
 "$py" "$here/../tests/fixtures/fidelity/make_cases.py" "$work/fidelity" >/dev/null
 "$py" "$here/../tests/fixtures/op_cases/make_cases.py" "$work/op_cases" >/dev/null
+# PyTorch 2.x as people run it (tests/fixtures/torch2): a DataLoader whose
+# workers share tensors, and a torch.compile kernel's bounds check.
+if "$py" -c 'import sys, torch; sys.exit(torch.__version__.startswith("1."))'; then
+  for name in workers compile; do
+    "$py" "$here/../tests/fixtures/torch2/make_${name}_case.py" "$work/torch2/$name" >/dev/null
+  done
+fi
+shopt -s nullglob
 echo "| case | shrink exit | kept ids | trials | self-check | plain repro.py exit | verify | op step | op runs + reduction trials | plain repro_op.py exit |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 alone=0 total=0 op_made=0
-for case_yaml in "$work"/examples/*/case.yaml "$work"/fidelity/*/case.yaml "$work"/op_cases/*/case.yaml; do
+for case_yaml in "$work"/examples/*/case.yaml "$work"/fidelity/*/case.yaml "$work"/op_cases/*/case.yaml \
+                 "$work"/torch2/*/case.yaml; do
   dir=$(dirname "$case_yaml")
   name=$(basename "$(dirname "$dir")")/$(basename "$dir")
   out="$work/out/$(basename "$dir")-$(basename "$(dirname "$dir")")"
