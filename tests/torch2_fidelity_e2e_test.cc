@@ -1,4 +1,5 @@
-// Whole-binary tier: PyTorch 2.x as people run it (#29), on real processes.
+// Whole-binary tier: PyTorch 2.x as people run it (#29), on real processes,
+// and a forked search's result that fails only in the fork server.
 // A DataLoader whose workers share tensors (a Unix socket under TMPDIR, in a
 // work directory over 100 bytes deep), and a torch.compile step whose
 // generated kernel's bounds check names a cache path that changes with the
@@ -64,6 +65,29 @@ TEST_F(Torch2Fidelity, ACompiledKernelsBoundsCheckIsOneFailureWhateverItsCachePa
       extracted / "REPORT.md");
   // The trials compiled into the run's shared cache, not each into its own.
   EXPECT_TRUE(fs::exists(dir / "minrepro-work" / "compile-cache" / "inductor"));
+}
+
+// A failure that a fork server's children show and plain processes do not
+// (tests/fixtures/server_state: a module the server preloaded knows it was
+// imported in another process). The forked search converges on that
+// sample; its final confirmation, a plain process, passes. Instead of an
+// archive that does not reproduce (exit 6), the search runs again from the
+// original with plain processes only and ends at the sample that fails
+// everywhere.
+TEST(ForkedResult, ThatFailsOnlyForkedIsSearchedAgainInPlainProcesses) {
+  testing::TempDir work("minrepro-forked-result");
+  std::string out;
+  ASSERT_EQ(runCommand(testing::python() + " " + MINREPRO_SOURCE_DIR + "/tests/fixtures/server_state/make_case.py " +
+                           (work.path() / "case").string(), &out), 0) << out;
+  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (work.path() / "case/case.yaml").string() +
+                           " --output " + (work.path() / "repro.tar.gz").string(), &out), 0) << out;
+  EXPECT_TRUE(has(out, "the minimal case of the forked trials did not fail again in a plain process")) << out;
+  EXPECT_TRUE(has(out, "reduced 8 -> 1 samples (ids [102])")) << out;
+  EXPECT_TRUE(has(out, "the archive reproduced on its own in 3 of 3 runs")) << out;
+  const fs::path extracted = work.path() / "extracted";
+  ASSERT_TRUE(testing::extractInto(work.path() / "repro.tar.gz", extracted));
+  EXPECT_TRUE(has(readFile(extracted / "REPORT.md"), "so the search ran again from the original with plain processes "
+                                                      "only")) << readFile(extracted / "REPORT.md");
 }
 
 }  // namespace

@@ -425,12 +425,24 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
       log.info("trial processes: " + processes);
       if (comparison.verdict == ForkVerdict::FailsOnlyForked) return ExitStatus::DoesNotReproduce;
     }
+    const bool searched_forked = forks && !oracle.freshProcessesOnly();
     best = runPipeline(config, *batch, all, oracle, log);
-    if (forks && !oracle.freshProcessesOnly()) {
+    if (searched_forked) {
       best = checkMinimalityFresh(*batch, oracle, best, fresh_minimality);
       log.info("1-minimality in plain processes: " + fresh_minimality.describe());
     }
     confirmed = options.checked_by_caller || oracle.confirm(best);
+    if (!confirmed && searched_forked) {
+      // The case forked trials converged on fails only in the fork server's
+      // children: the search starts again from the original, the last case
+      // confirmed in plain processes, with plain processes only.
+      log.info("the minimal case of the forked trials did not fail again in a plain process (it fails only in the "
+               "fork server's children); searching again from the original with plain processes only");
+      processes += "; the forked trials' minimal case did not fail in a plain process, so the search ran again from "
+                   "the original with plain processes only";
+      best = runPipeline(config, *batch, all, oracle, log);
+      confirmed = oracle.confirm(best);
+    }
     if (!confirmed) log.info("warning: the minimal case did not fail again when confirmed in fresh processes");
   } catch (const RunStopped& e) {
     status = e.reason == RunStopped::Reason::Interrupted ? ExitStatus::Interrupted : ExitStatus::BudgetSpent;
