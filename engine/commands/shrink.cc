@@ -436,14 +436,18 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
       // The case forked trials converged on fails only in the fork server's
       // children: the search starts again from the original, the last case
       // confirmed in plain processes, with plain processes only.
-      log.info("the minimal case of the forked trials did not fail again in a plain process (it fails only in the "
-               "fork server's children); searching again from the original with plain processes only");
+      log.info("the minimal case of the forked trials did not fail again in a plain process; searching again from "
+               "the original with plain processes only, in case it fails only in the fork server's children");
       processes += "; the forked trials' minimal case did not fail in a plain process, so the search ran again from "
                    "the original with plain processes only";
       best = runPipeline(config, *batch, all, oracle, log);
       confirmed = oracle.confirm(best);
     }
-    if (!confirmed) log.info("warning: the minimal case did not fail again when confirmed in fresh processes");
+    if (!confirmed)
+      log.info("warning: the minimal case did not fail again when confirmed in fresh processes. Your batch file "
+               "fails and the candidate files minrepro writes (a storage of its own for each cut or edited tensor) "
+               "do not: the step may read what a tensor does not show, such as the whole storage behind a view "
+               "(views of one storage are written apart once cut)");
   } catch (const RunStopped& e) {
     status = e.reason == RunStopped::Reason::Interrupted ? ExitStatus::Interrupted : ExitStatus::BudgetSpent;
     incomplete = e.what();
