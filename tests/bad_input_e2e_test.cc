@@ -4,6 +4,8 @@
 // std::terminate, whatever it throws (engine/commands/run_command.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <new>
 #include <sstream>
@@ -61,6 +63,27 @@ TEST_F(BadInput, AWorkDirectoryThatIsAFileIsBadInputNotAnInternalError) {
   EXPECT_NE(output.find("the work directory (work_dir or --work-dir) is a file"), std::string::npos) << output;
   EXPECT_EQ(output.find("internal error"), std::string::npos) << output;
   EXPECT_EQ(testing::readFile(file), "not a directory\n");  // nothing lost
+}
+
+// Counts and durations on the command line are checked as case.yaml checks
+// its own (a count option read as size_t took "-1" for 2^64 - 1 and
+// started trials), each in one line, not the options' whole help.
+TEST_F(BadInput, NumericOptionsOutOfRangeAreOneLineBeforeAnyTrial) {
+  const fs::path work = work_.path() / "w";
+  for (const std::string& bad : {"--jobs 0", "--jobs -1", "--jobs abc", "--max-trials -1", "--max-time -5",
+                                 "--max-time nan", "--trials-per-device 0"}) {
+    SCOPED_TRACE(bad);
+    std::string output;
+    EXPECT_EQ(shrinkWith("--work-dir " + work.string() + " " + bad, &output), 2) << output;
+    EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 1) << output;
+    EXPECT_NE(output.find("minrepro shrink: error: "), std::string::npos) << output;
+    EXPECT_TRUE(noTrialRan(work));
+  }
+  std::string output;
+  EXPECT_EQ(shrinkWith("--jobs -1", &output), 2) << output;
+  EXPECT_NE(output.find("--jobs must be a whole number of at least 1, found '-1'"), std::string::npos) << output;
+  EXPECT_EQ(runCommand(std::string(MINREPRO_BINARY) + " verify nothing.tar.gz --timeout 0", &output), 2) << output;
+  EXPECT_NE(output.find("--timeout must be a number of seconds above 0, found '0'"), std::string::npos) << output;
 }
 
 TEST_F(BadInput, AModelThatIsNotTorchScriptIsBadInputNotTheBugToReduce) {

@@ -6,6 +6,9 @@
 
 #include <boost/program_options.hpp>
 #include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
@@ -62,10 +65,32 @@ int parseSubcommand(const std::string& name, const po::options_description& opts
     }
     po::notify(vm);
   } catch (const po::error& e) {
-    std::cerr << opts << "\n";
-    throw minrepro::BadInputError(e.what());
+    throw minrepro::BadInputError(std::string(e.what()) + "; see minrepro " + name + " --help");
   }
   return -1;
+}
+
+// A count option (--jobs, --runs, ...): a whole number of at least `least`.
+// Read as text: a size_t option would take "-1" as 2^64 - 1.
+std::int64_t countOption(const po::variables_map& vm, const std::string& name, std::int64_t least) {
+  const std::string text = vm[name].as<std::string>();
+  std::int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < least)
+    throw minrepro::BadInputError("--" + name + " must be a whole number of at least " + std::to_string(least) +
+                                  ", found '" + text + "'");
+  return value;
+}
+
+// A number of seconds: finite, at least 0 (or above 0 when `positive`).
+double secondsOption(const po::variables_map& vm, const std::string& name, bool positive) {
+  const std::string text = vm[name].as<std::string>();
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) || value < 0 || (positive && value == 0))
+    throw minrepro::BadInputError("--" + name + " must be a number of seconds " + (positive ? "above 0" : "of at least 0") +
+                                  ", found '" + text + "'");
+  return value;
 }
 
 // The trial command after "--" (as typed in a shell), and the options before it.
@@ -121,13 +146,13 @@ int shrinkCommand(const std::vector<std::string>& all_args) {
       ("resume", "continue an interrupted run from the journal in the work directory")
       ("materialize-best", "run nothing: write the best case so far of the run whose journal is in the work "
                            "directory to its best/ (after a kill -9; a running shrink does it on SIGUSR1)")
-      ("jobs,j", po::value<std::size_t>()->default_value(1), "trials to run at once")
-      ("max-trials", po::value<std::size_t>()->default_value(0), "stop after this many trials (0: no limit)")
-      ("max-time", po::value<double>()->default_value(0), "stop after this many seconds (0: no limit)")
+      ("jobs,j", po::value<std::string>()->default_value("1"), "trials to run at once")
+      ("max-trials", po::value<std::string>()->default_value("0"), "stop after this many trials (0: no limit)")
+      ("max-time", po::value<std::string>()->default_value("0"), "stop after this many seconds (0: no limit)")
       ("executor", po::value<std::string>(), "where trials run: local or slurm (default: case.yaml's executor.kind)")
       ("devices", po::value<std::string>(), "local trials get one of these devices each, e.g. 0,1,2 "
                                             "(default: case.yaml's; detected when --jobs > 1)")
-      ("trials-per-device", po::value<std::size_t>(), "running trials that may share one device (default 1)")
+      ("trials-per-device", po::value<std::string>(), "running trials that may share one device (default 1)")
       ("add-to", po::value(&add_to), "also store the archive in this regression set (see minrepro regress)")
       ("name", po::value(&name), "the case's name in the regression set (default: the case directory's name)");
   po::variables_map vm;
@@ -157,12 +182,12 @@ int shrinkCommand(const std::vector<std::string>& all_args) {
   options.op_repro = vm.count("no-op-repro") == 0;
   options.resume = vm.count("resume") > 0;
   options.materialize_best = vm.count("materialize-best") > 0;
-  options.jobs = std::max<std::size_t>(1, vm["jobs"].as<std::size_t>());
-  options.max_trials = vm["max-trials"].as<std::size_t>();
-  options.max_seconds = vm["max-time"].as<double>();
+  options.jobs = static_cast<std::size_t>(countOption(vm, "jobs", 1));
+  options.max_trials = static_cast<std::size_t>(countOption(vm, "max-trials", 0));
+  options.max_seconds = secondsOption(vm, "max-time", false);
   options.executor = minrepro::parseExecutorOverrides(
       vm.count("executor") ? vm["executor"].as<std::string>() : "", vm.count("devices") ? vm["devices"].as<std::string>() : "",
-      vm.count("trials-per-device") ? vm["trials-per-device"].as<std::size_t>() : 0);
+      vm.count("trials-per-device") ? static_cast<std::size_t>(countOption(vm, "trials-per-device", 1)) : 0);
   const minrepro::ExitStatus status = minrepro::runShrink(options);
   if (status == minrepro::ExitStatus::Reduced && !add_to.empty())
     minrepro::addShrunkCase(config, output, add_to, name, std::cout);
@@ -178,14 +203,14 @@ int verifyCommand(const std::vector<std::string>& args) {
   po::options_description opts("minrepro verify ARCHIVE options (exit 0 as expected, 1 not, 2 bad input, 3 a flaky archive that K runs cannot judge)");
   opts.add_options()("help,h", "show this help")
       ("archive", po::value(&archive)->required(), "the repro.tar.gz to check")
-      ("runs", po::value(&o.runs)->default_value(3), "how many fresh runs")
+      ("runs", po::value<std::string>()->default_value("3"), "how many fresh runs")
       ("expect", po::value(&expect)->default_value("fail"),
        "fail: every run fails as recorded; pass: every run exits 0 and processes every sample")
       ("python", po::value(&o.python)->default_value(std::string(minrepro::kDefaultPython)), "Python with PyTorch")
-      ("timeout", po::value(&timeout)->default_value(600), "seconds per run")
+      ("timeout", po::value<std::string>()->default_value("600"), "seconds per run")
       ("code", po::value(&o.code_dir), "a directory of your current code: its files replace the archive's bundled "
                                        "copies of the same names (step.py, ...), to check a fix in your code")
-      ("max-size", po::value<std::uint64_t>()->default_value(4096),
+      ("max-size", po::value<std::string>()->default_value("4096"),
        "MiB the archive may expand to in all; a larger one is refused (exit 2) before it fills the disk");
   po::positional_options_description positional;
   positional.add("archive", 1);
@@ -194,7 +219,9 @@ int verifyCommand(const std::vector<std::string>& args) {
   if (expect != "fail" && expect != "pass")
     throw minrepro::BadInputError("--expect must be 'fail' or 'pass', found '" + expect + "'");
   o.archive = archive;
-  o.max_total_bytes = vm["max-size"].as<std::uint64_t>() << 20;
+  o.runs = static_cast<int>(countOption(vm, "runs", 1));
+  timeout = secondsOption(vm, "timeout", true);
+  o.max_total_bytes = static_cast<std::uint64_t>(countOption(vm, "max-size", 1)) << 20;
   o.expect = expect == "pass" ? minrepro::Expect::Pass : minrepro::Expect::Fail;
   o.timeout = std::chrono::milliseconds(static_cast<long long>(std::max(timeout, 0.001) * 1000));
   return minrepro::runVerify(o, std::cout, std::cerr);
@@ -209,13 +236,14 @@ int compareCommand(const std::vector<std::string>& args) {
       "4 runs cannot start)");
   opts.add_options()("help,h", "show this help")
       ("input", po::value(&input)->required(), "a repro.tar.gz from minrepro shrink, or a case.yaml")
-      ("runs", po::value(&o.runs)->default_value(3), "fresh runs per variant")
+      ("runs", po::value<std::string>()->default_value("3"), "fresh runs per variant")
       ("trial-binary", po::value(&o.trial_binary), "minrepro-trial to use (default: next to minrepro)");
   po::positional_options_description positional;
   positional.add("input", 1);
   po::variables_map vm;
   if (const int status = parseSubcommand("compare", opts, positional, args, vm); status >= 0) return status;
   o.input = input;
+  o.runs = static_cast<int>(countOption(vm, "runs", 1));
   return minrepro::runCompare(o, std::cout, std::cerr);
 }
 
@@ -226,12 +254,13 @@ int regressCommand(const std::vector<std::string>& args) {
   po::options_description opts("minrepro regress DIR options (exit 0 every case as expected, 1 some differ, 2 bad input)");
   opts.add_options()("help,h", "show this help")
       ("dir", po::value(&dir)->required(), "the regression set (NAME.tar.gz and NAME.expect files)")
-      ("runs", po::value(&o.runs)->default_value(1), "fresh runs per case")
+      ("runs", po::value<std::string>()->default_value("1"), "fresh runs per case")
       ("python", po::value(&o.python)->default_value(std::string(minrepro::kDefaultPython)), "Python with PyTorch");
   po::positional_options_description positional;
   positional.add("dir", 1);
   po::variables_map vm;
   if (const int status = parseSubcommand("regress", opts, positional, args, vm); status >= 0) return status;
+  o.runs = static_cast<int>(countOption(vm, "runs", 1));
   return minrepro::runRegress(dir, o, std::cout);
 }
 
