@@ -54,8 +54,9 @@ bool isOutOfMemory(const RawError& error) {
   static const std::array<std::string_view, 5> kPhrases = {
       "out of memory", "hiperroroutofmemory", "cudaerrormemoryallocation", "can't allocate memory",
       "defaultcpuallocator"};
-  return contains(error.type, "OutOfMemoryError") || contains(error.type, "bad_alloc") ||
-         containsAny(lower(error.message), kPhrases);
+  // Python's MemoryError and its kind (numpy's _ArrayMemoryError) as well as torch's OutOfMemoryError.
+  return endsWith(error.type, "MemoryError") || contains(error.type, "OutOfMemoryError") ||
+         contains(error.type, "bad_alloc") || containsAny(lower(error.message), kPhrases);
 }
 
 bool isOpUnavailable(const RawError& error) {

@@ -331,6 +331,19 @@ TEST(FailureSignatureExit, StartFailure) {
   EXPECT_EQ(s.message, outcome.start_error);
 }
 
+// Python's own MemoryError (bare, as `bytearray(1 << 62)` prints it) and
+// numpy's, as 2.13's Python printed them here: out of memory, not a runtime error.
+TEST(FailureSignatureFamily, PythonMemoryErrorsAreOutOfMemory) {
+  const FailureSignature bare = classify(exited(
+      1, "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\nMemoryError\n"));
+  EXPECT_EQ(bare.family, FailureFamily::OutOfMemory) << bare.summary();
+  const FailureSignature numpy = classify(exited(
+      1, "Traceback (most recent call last):\n  File \"<string>\", line 2, in <module>\n"
+         "numpy._core._exceptions._ArrayMemoryError: Unable to allocate 1.00 TiB for an array with shape "
+         "(1099511627776,) and data type uint8\n"));
+  EXPECT_EQ(numpy.family, FailureFamily::OutOfMemory) << numpy.summary();
+}
+
 // ------------------------------------------------------------ operators
 
 TEST(FailureSignatureOperator, HarnessLineWins) {
