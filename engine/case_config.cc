@@ -948,7 +948,6 @@ std::string portableArg(const std::string& arg, const fs::path& base_dir, const 
   return arg;
 }
 
-
 void emitSamples(YAML::Emitter& out, const CaseConfig& c) {
   out << YAML::Key << "samples" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "tensors" << YAML::Value << YAML::BeginMap;

@@ -205,8 +205,9 @@ std::string maskContentHashes(const std::string& s) {
           std::isalnum(static_cast<unsigned char>(out[out.size() - 2])))
         out.resize(out.size() - 3);
       out += "<hash>";
+    } else {
+      out.append(s, at, end - at);
     }
-    else out.append(s, at, end - at);
     at = end;
   }
   return out;

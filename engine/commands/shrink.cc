@@ -433,9 +433,9 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
     }
     confirmed = options.checked_by_caller || oracle.confirm(best);
     if (!confirmed && searched_forked) {
-      // The case forked trials converged on fails only in the fork server's
-      // children: the search starts again from the original, the last case
-      // confirmed in plain processes, with plain processes only.
+      // The case forked trials converged on may fail only in the fork
+      // server's children: the search starts again from the original, the
+      // last case confirmed in plain processes, with plain processes only.
       log.info("the minimal case of the forked trials did not fail again in a plain process; searching again from "
                "the original with plain processes only, in case it fails only in the fork server's children");
       processes += "; the forked trials' minimal case did not fail in a plain process, so the search ran again from "

@@ -267,16 +267,22 @@ TrialOutcome LocalExecutor::run(const TrialSpec& spec) {
 }
 
 fs::path makeTrialTemp(const fs::path& work_dir) {
-  const fs::path inside = work_dir / "tmp";
-  if (fs::absolute(inside).string().size() <= kMaxTrialTempLength) {
+  const fs::path inside = fs::absolute(work_dir / "tmp");
+  if (inside.string().size() <= kMaxTrialTempLength) {
     fs::create_directories(inside);
-    return fs::absolute(inside);
+    return inside;
   }
   std::string name = "/tmp/minrepro-XXXXXX";
   if (::mkdtemp(name.data()) == nullptr)
     throw std::runtime_error("cannot make a trial's temporary directory under /tmp: " + std::string(std::strerror(errno)));
-  fs::create_directories(work_dir);
-  fs::create_directory_symlink(name, inside);  // how the directory is found again, also after a kill
+  try {
+    fs::create_directories(work_dir);
+    fs::create_directory_symlink(name, inside);  // how the directory is found again, also after a kill
+  } catch (...) {
+    std::error_code ec;
+    fs::remove(name, ec);  // no directory in /tmp that nothing links to
+    throw;
+  }
   return name;
 }
 

@@ -209,9 +209,9 @@ def block_record(frame, entry_locals, line, batch, batch_tensors, rng, others):
 
 
 def unsaved_names(objects):
-    """Which of the pickled objects pickle refuses, each with why."""
+    """Which of the pickled objects pickle refuses: name (or argument position) -> why."""
     import io
-    names = []
+    refused = {}
     for group in ("args", "kwargs", "variables"):
         values = objects.get(group)
         items = enumerate(values) if isinstance(values, list) else (values or {}).items()
@@ -219,8 +219,8 @@ def unsaved_names(objects):
             try:
                 torch.save(value, io.BytesIO())
             except Exception as error:
-                names.append("%s (%s: %s)" % (name, type(error).__name__, str(error).splitlines()[0][:120]))
-    return names
+                refused[name] = "%s: %s" % (type(error).__name__, str(error).splitlines()[0][:120])
+    return refused
 
 
 def write(record, out_dir, switches):
@@ -234,17 +234,15 @@ def write(record, out_dir, switches):
         _save(record.objects, partial)
     except Exception as error:
         refused = unsaved_names(record.objects)
-        droppable = [name for name in refused if name.split(" ")[0] in record.set_first]
-        if not refused or len(droppable) < len(refused):
-            if os.path.exists(partial):
-                os.remove(partial)
-            which = [name for name in refused if name not in droppable]
+        kept = {name: why for name, why in refused.items() if name not in record.set_first}
+        if not refused or kept:
+            which = "; ".join("%s (%s)" % item for item in kept.items())
             raise StepNotSaved("the step's objects could not be saved with torch.save (%s: %s)%s" % (
                 type(error).__name__, str(error).splitlines()[0][:200],
                 "; the ones pickle refuses: %s (define them at module level, or create them inside the step)"
-                % "; ".join(which) if which else ""))
-        for name in droppable:
-            del record.objects["variables"][name.split(" ")[0]]
+                % which if which else ""))
+        for name in refused:
+            del record.objects["variables"][name]
         _save(record.objects, partial)
     os.replace(partial, os.path.join(out_dir, "step_state.pt"))
     with open(os.path.join(out_dir, "step.json"), "w") as f:
@@ -254,6 +252,7 @@ def write(record, out_dir, switches):
 
 
 def _save(objects, path):
+    """torch.save, leaving no partial file when it fails."""
     try:
         torch.save(objects, path)
     except Exception:
