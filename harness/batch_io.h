@@ -91,8 +91,8 @@ at::Tensor materializeInSlabs(const StridePattern& pattern, at::IntArrayRef size
 class BatchStore;
 struct Selection;
 // The candidate `selection` of the store's batch in memory, exactly as
-// BatchStore::writeCandidate writes it (layouts, own storages, unchanged
-// tensors as the original has them) and torch.load would read it back: what
+// BatchStore::writeCandidate writes it (one plan for both: layouts,
+// storages and their sharing, unchanged tensors as the original has them) and torch.load would read it back: what
 // a fork server's child runs instead of reading the file.
 NamedTensors candidateTensors(const BatchStore& store, const Selection& selection);
 

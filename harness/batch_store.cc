@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "harness/batch_io.h"
+#include "harness/shared_storage.h"
 
 namespace fs = std::filesystem;
 
@@ -37,6 +38,7 @@ struct CandidateTensor {
   at::Tensor values;
   at::Tensor origin;   // int64 flat index in the original tensor; undefined when not tracked
   at::Tensor padding;  // bool, true where a per-sample length cut put padding; undefined if none
+  at::Tensor edited;   // bool, true where the values differ from the original's by an edit; undefined if none
 };
 
 // A candidate ready to be written: tensors the selection leaves alone are
@@ -59,6 +61,7 @@ class TorchBatchStore : public BatchStore {
     checkSequence();
     if (!config_.sequence.lengths.empty()) sample_lengths_ = toVector(*batch_.find(config_.sequence.lengths));
     for (const at::Tensor& t : batch_.tensors) trivial_.push_back(defaultTrivial(t));
+    storage_groups_ = storageGroups(batch_.tensors);
     for (std::size_t i = 0; i < batch_.names.size(); ++i)
       if (auto it = config_.values.trivial.find(batch_.names[i]); it != config_.values.trivial.end())
         trivial_[i] = it->second;
@@ -182,6 +185,9 @@ class TorchBatchStore : public BatchStore {
   at::Tensor originOf(std::size_t tensor, const Selection& selection) const;
   at::Tensor slabOf(std::size_t tensor, const Selection& selection, int outer, int64_t begin, int64_t end) const;
   bool cutAsIs(std::size_t tensor, const Selection& selection) const;
+  bool shapeKept(std::size_t tensor, const Selection& selection) const;
+  void planAlone(std::size_t tensor, const Selection& selection, CandidatePlan& p) const;
+  bool planShared(const std::vector<std::size_t>& group, const Selection& selection, CandidatePlan& p) const;
   CandidatePlan plan(const Selection& selection) const;
 
  public:
@@ -206,6 +212,7 @@ class TorchBatchStore : public BatchStore {
   std::vector<int> normalized_axes_;
   std::vector<int> sequence_axes_;
   std::vector<double> trivial_;  // per tensor
+  std::vector<std::vector<std::size_t>> storage_groups_;  // tensors sharing a storage
   std::vector<std::int64_t> sample_lengths_;  // of the original samples; empty without sequence.lengths
   std::int64_t samples_ = 0;
   std::int64_t sequence_length_ = 0;
@@ -219,7 +226,7 @@ class TorchBatchStore : public BatchStore {
 CandidateTensor TorchBatchStore::cut(std::size_t i, const Selection& selection, bool track) const {
   const at::Tensor& t = batch_.tensors[i];
   const bool values = selection.values_kept.count(batch_.names[i]) > 0;
-  CandidateTensor c{t, track || values ? originOf(i, selection) : at::Tensor(), {}};
+  CandidateTensor c{t, track || values ? originOf(i, selection) : at::Tensor(), {}, {}};
   if (auto axis = sampleAxisOf(batch_.names[i])) c.values = selectSamples(c.values, *axis, selection.samples, 0, selection.samples.size());
   if (auto seq = sequenceOf(i); seq && selection.seq_end > 0)
     c.values = c.values.narrow(seq->axis, selection.seq_begin, selection.seq_end - selection.seq_begin);
@@ -227,9 +234,13 @@ CandidateTensor TorchBatchStore::cut(std::size_t i, const Selection& selection, 
   if (values) {
     const auto& list = selection.values_kept.at(batch_.names[i]);
     const at::Tensor keep = at::isin(c.origin, at::tensor(list, at::kLong));
-    c.values.masked_fill_(keep.logical_not(), trivial_[i]);
+    c.edited = keep.logical_not();
+    c.values.masked_fill_(c.edited, trivial_[i]);
   }
-  if (batch_.names[i] == config_.sequence.lengths && sequence_length_ > 0) c.values = lengthsFor(selection).to(t.scalar_type());
+  if (batch_.names[i] == config_.sequence.lengths && sequence_length_ > 0) {
+    c.values = lengthsFor(selection).to(t.scalar_type());
+    c.edited = at::ones(c.values.sizes(), at::kBool);
+  }
   return c;
 }
 
@@ -254,11 +265,13 @@ void TorchBatchStore::applyLengths(std::size_t i, const Selection& selection, Ca
   const std::vector<std::int64_t> lengths = toVector(lengthsFor(selection));
   const int64_t window = selection.seq_end - selection.seq_begin;
   c.padding = at::zeros(c.values.sizes(), at::kBool);
+  if (!selection.lengths.empty() && !c.edited.defined()) c.edited = at::zeros(c.values.sizes(), at::kBool);
   for (std::size_t j = 0; j < selection.samples.size(); ++j) {
     const int64_t keep = lengths[j];
     c.padding.narrow(*axis, static_cast<int64_t>(j), 1).narrow(seq->axis, keep, window - keep).fill_(true);
-    if (selection.lengths.count(selection.samples[j]))
-      c.values.narrow(*axis, static_cast<int64_t>(j), 1).narrow(seq->axis, keep, window - keep).fill_(seq->pad);
+    if (!selection.lengths.count(selection.samples[j])) continue;
+    c.values.narrow(*axis, static_cast<int64_t>(j), 1).narrow(seq->axis, keep, window - keep).fill_(seq->pad);
+    c.edited.narrow(*axis, static_cast<int64_t>(j), 1).narrow(seq->axis, keep, window - keep).fill_(true);
   }
 }
 
@@ -325,41 +338,89 @@ at::Tensor TorchBatchStore::slabOf(std::size_t i, const Selection& selection, in
   return axis ? selectSamples(t, *axis, selection.samples, first, last) : t;
 }
 
-CandidatePlan TorchBatchStore::plan(const Selection& selection) const {
-  CandidatePlan p;
-  for (std::size_t i = 0; i < batch_.names.size(); ++i) {
-    const at::Tensor& original = batch_.tensors[i];
-    p.tensors.names.push_back(batch_.names[i]);
-    if (unchanged(i, selection)) {
-      p.tensors.tensors.push_back(original);
-    } else if (cutAsIs(i, selection)) {
-      std::vector<int64_t> sizes = original.sizes().vec();
-      if (auto axis = sampleAxisOf(batch_.names[i])) sizes[static_cast<std::size_t>(*axis)] = static_cast<int64_t>(selection.samples.size());
-      if (auto seq = sequenceOf(i); seq && selection.seq_end > 0) sizes[static_cast<std::size_t>(seq->axis)] = selection.seq_end - selection.seq_begin;
-      const StridePattern pattern = stridePatternFor(sizes, original, [](int64_t) { return true; });
-      p.tensors.tensors.push_back(tensorWithoutData(original.scalar_type(), sizes, pattern));
-      auto slab = [this, i, selection, outer = pattern.outer](int64_t begin, int64_t end) {
-        return slabOf(i, selection, outer, begin, end);
-      };
-      p.producers[i] = [slab, pattern, sizes, dtype = original.scalar_type()](const ByteSink& sink) {
-        produceInSlabs(pattern, sizes, dtype, slab, sink);
-      };
-      p.materializers[i] = [slab, pattern, sizes, dtype = original.scalar_type()] {
-        return materializeInSlabs(pattern, sizes, dtype, slab);
-      };
-    } else {
+// Tensor i alone on its storage in the candidate.
+void TorchBatchStore::planAlone(std::size_t i, const Selection& selection, CandidatePlan& p) const {
+  const at::Tensor& original = batch_.tensors[i];
+  if (unchanged(i, selection)) {
+    p.tensors.tensors[i] = original;
+  } else if (cutAsIs(i, selection)) {
+    std::vector<int64_t> sizes = original.sizes().vec();
+    if (auto axis = sampleAxisOf(batch_.names[i])) sizes[static_cast<std::size_t>(*axis)] = static_cast<int64_t>(selection.samples.size());
+    if (auto seq = sequenceOf(i); seq && selection.seq_end > 0) sizes[static_cast<std::size_t>(seq->axis)] = selection.seq_end - selection.seq_begin;
+    const StridePattern pattern = stridePatternFor(sizes, original, [](int64_t) { return true; });
+    p.tensors.tensors[i] = tensorWithoutData(original.scalar_type(), sizes, pattern);
+    auto slab = [this, i, selection, outer = pattern.outer](int64_t begin, int64_t end) {
+      return slabOf(i, selection, outer, begin, end);
+    };
+    p.producers[i] = [slab, pattern, sizes, dtype = original.scalar_type()](const ByteSink& sink) {
+      produceInSlabs(pattern, sizes, dtype, slab, sink);
+    };
+    p.materializers[i] = [slab, pattern, sizes, dtype = original.scalar_type()] {
+      return materializeInSlabs(pattern, sizes, dtype, slab);
+    };
+  } else {
+    CandidateTensor c = cut(i, selection, false);
+    applyLengths(i, selection, c);
+    p.tensors.tensors[i] = copyWithStridePattern(c.values, original);
+  }
+}
+
+// Whether the candidate gives tensor i its original shape (no sample or
+// window cut), whatever its values.
+bool TorchBatchStore::shapeKept(std::size_t i, const Selection& selection) const {
+  if (sampleAxisOf(batch_.names[i]) && static_cast<std::int64_t>(selection.samples.size()) != samples_) return false;
+  const bool window = selection.seq_end > 0 && (selection.seq_begin != 0 || selection.seq_end != sequence_length_);
+  return !(window && sequenceOf(i));
+}
+
+// The tensors of one original storage in one candidate storage
+// (shared_storage.h), their edits written in place; false when the cut
+// cannot keep the storage whole.
+bool TorchBatchStore::planShared(const std::vector<std::size_t>& group, const Selection& selection,
+                                 CandidatePlan& p) const {
+  std::vector<at::Tensor> views;
+  std::vector<ViewCut> cuts;
+  for (std::size_t i : group) {
+    views.push_back(batch_.tensors[i]);
+    ViewCut cut{sampleAxisOf(batch_.names[i]), std::nullopt, selection.seq_begin, selection.seq_end};
+    if (auto seq = sequenceOf(i); seq && selection.seq_end > 0) cut.sequence_axis = seq->axis;
+    cuts.push_back(cut);
+  }
+  auto cut_views = cutSharedStorage(views, cuts, selection.samples, samples_);
+  if (!cut_views) return false;
+  for (std::size_t v = 0; v < group.size(); ++v) {
+    const std::size_t i = group[v];
+    at::Tensor& view = (*cut_views)[v];
+    if (!unchanged(i, selection)) {
       CandidateTensor c = cut(i, selection, false);
       applyLengths(i, selection, c);
-      p.tensors.tensors.push_back(copyWithStridePattern(c.values, original));
+      if (c.edited.defined()) view.copy_(at::where(c.edited, c.values, view));
     }
+    p.tensors.tensors[i] = view;
+  }
+  return true;
+}
+
+// A storage shared by several tensors of the original stays one storage;
+// a tensor alone on its storage is cut a slab at a time, or, when only its
+// values change, edited in a copy of its storage.
+CandidatePlan TorchBatchStore::plan(const Selection& selection) const {
+  CandidatePlan p;
+  p.tensors.names = batch_.names;
+  p.tensors.tensors.resize(batch_.tensors.size());
+  for (const std::vector<std::size_t>& group : storage_groups_) {
+    const bool changed = std::any_of(group.begin(), group.end(), [&](std::size_t i) { return !unchanged(i, selection); });
+    const bool shared = group.size() > 1 || shapeKept(group.front(), selection);
+    if (changed && shared && planShared(group, selection, p)) continue;
+    for (std::size_t i : group) planAlone(i, selection, p);
   }
   return p;
 }
 
 // The plan's tensors in new memory: produced ones filled as the file would
-// be, unchanged ones copied once per storage (the views that share one in
-// the original share the copy), as torch.load gives each storage of a file
-// its own allocation.
+// be, those made for the candidate as they are, unchanged ones copied once
+// per storage (the views that share one in the original share the copy),
+// as torch.load gives each storage of a file its own allocation.
 NamedTensors TorchBatchStore::inMemory(const Selection& selection) const {
   CandidatePlan p = plan(selection);
   std::map<const c10::StorageImpl*, c10::Storage> copies;
@@ -370,6 +431,9 @@ NamedTensors TorchBatchStore::inMemory(const Selection& selection) const {
       continue;
     }
     if (p.producers.count(i)) throw std::logic_error("a produced tensor without a materializer");
+    const bool original = std::any_of(batch_.tensors.begin(), batch_.tensors.end(),
+                                      [&](const at::Tensor& o) { return o.storage().is_alias_of(t.storage()); });
+    if (!original) continue;  // made for this candidate: new memory already
     auto [copy, fresh] = copies.try_emplace(t.storage().unsafeGetStorageImpl());
     if (fresh) {
       const std::size_t nbytes = t.storage().nbytes();

@@ -54,12 +54,15 @@ class BatchStore : public CaseView {
   // tensor updated), dropped values set to their tensor's trivial value.
   // A tensor the selection does not change is written as it was read: its
   // storage bytes, offset, sizes and strides, and the storage it shares with
-  // other tensors. A changed one keeps its dtype and stride pattern (the
-  // order of dimensions in memory, the gaps between them, broadcast
-  // dimensions and the storage offset) in a storage of its own. Streamed:
-  // a tensor only cut by samples and window is produced a slab at a time,
-  // so writing holds no copy of the candidate. Returns the bytes of tensor
-  // data written.
+  // other tensors. Changed views of a storage shared in the original stay
+  // views of one storage, cut by whole sample blocks (shared_storage.h); a
+  // tensor whose values alone change is edited in a copy of its storage.
+  // Any other changed tensor keeps its dtype and stride pattern (the order
+  // of dimensions in memory, the gaps between them, broadcast dimensions
+  // and the storage offset) in a storage of its own. Streamed: a tensor
+  // alone on its storage and only cut by samples and window is produced a
+  // slab at a time, so writing holds no copy of the candidate. Returns the
+  // bytes of tensor data written.
   virtual std::uint64_t writeCandidate(const Selection& selection, const std::filesystem::path& out) const = 0;
   // The tensors of that candidate, for the invariant checks (no file written).
   virtual std::vector<TensorInfo> describeCandidate(const Selection& selection) const = 0;

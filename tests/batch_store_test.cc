@@ -299,6 +299,117 @@ TEST_F(BatchFixture, CandidatesStreamedInSlabsEqualTheCutInEveryLayout) {
   EXPECT_EQ(written.tensors[4].stride(0), 0) << "a broadcast sample axis stays broadcast";
 }
 
+// The storage bytes of a tensor, all of them.
+at::Tensor storageBytes(const at::Tensor& t) {
+  return at::empty({0}, at::kByte).set_(t.storage(), 0, {static_cast<int64_t>(t.storage().nbytes())}, {1});
+}
+
+// The values a candidate should hold: samples and window cut from the
+// original, every element not kept by the values pass trivial (0 here).
+at::Tensor expectedValues(const at::Tensor& t, std::optional<int> axis, std::optional<int> seq, const Selection& s,
+                          const std::vector<int64_t>* kept) {
+  at::Tensor values = t, origin = at::arange(t.numel(), at::kLong).view(t.sizes());
+  for (at::Tensor* x : {&values, &origin}) {
+    if (axis) *x = x->index_select(*axis, at::tensor(s.samples, at::kLong));
+    if (seq && s.seq_end > 0) *x = x->narrow(*seq, s.seq_begin, s.seq_end - s.seq_begin);
+  }
+  values = values.clone();
+  if (kept) values.masked_fill_(at::isin(origin, at::tensor(*kept, at::kLong)).logical_not(), 0);
+  return values;
+}
+
+// Views sharing storages, in every arrangement a batch may hold them (three
+// stride-3 columns of a packed record, a record with gaps and a tail, a
+// sequence tensor and a view of its head, a tensor and its transpose, a
+// storage that also backs a tensor without a sample axis, a view alone with
+// an offset and a tail), times candidates (all kept, samples cut, a window,
+// value edits, a shortened length): the file minrepro writes and the
+// candidate a fork server's child builds in memory are the same bytes,
+// storage sizes and sharing included; views of one storage stay on one
+// storage, cut by whole samples; a value edit is made in place.
+TEST_F(BatchFixture, SharedStoragesStayOneStorageAndTheFileEqualsTheForkedCandidate) {
+  at::manual_seed(2);
+  const at::Tensor packed = at::arange(120, at::kFloat), record = at::randn({40 * 11 + 5});
+  const at::Tensor tokens = at::randint(0, 100, {40, 30}, at::kLong), x = at::randn({40, 6});
+  const at::Tensor stats = at::randn({50}), alone = at::arange(130, at::kFloat);
+  NamedTensors b;
+  b.names = {"a", "b", "c", "features", "weight", "tokens", "head", "x", "xt", "stats_head", "stats", "alone", "lengths"};
+  b.tensors = {packed.as_strided({40}, {3}, 0), packed.as_strided({40}, {3}, 1), packed.as_strided({40}, {3}, 2),
+               record.as_strided({40, 8}, {11, 1}, 0), record.as_strided({40}, {11}, 9), tokens, tokens.narrow(1, 0, 4),
+               x, x.t(), stats.narrow(0, 0, 4), stats.narrow(0, 10, 40), alone.as_strided({40}, {3}, 2),
+               at::full({40}, 30, at::kLong)};
+  write(b);
+  const std::map<std::string, int> axes = {{"a", 0}, {"b", 0}, {"c", 0}, {"features", 0}, {"weight", 0}, {"tokens", 0},
+                                           {"head", 0}, {"x", 0}, {"xt", 1}, {"stats", 0}, {"alone", 0}};
+  for (const auto& [name, axis] : axes) config.sample_axes.push_back({name, axis});
+  config.sequence.tensors = {{"tokens", 1, 0}};
+  config.sequence.lengths = "lengths";
+  auto store = BatchStore::open(config);
+  const std::vector<int64_t> cut_samples = {0, 1, 2, 7, 8, 20, 33, 34, 35, 39};
+  const std::map<std::string, std::vector<int64_t>> edits = {
+      {"a", {3, 21}}, {"features", {0, 9, 100}}, {"alone", {5}}, {"x", {1, 2}}, {"xt", {2, 7}}, {"tokens", {31, 62}}};
+  std::vector<Selection> selections(5, fullSelection(*store));
+  for (std::size_t k : {1, 2, 4}) selections[k].samples = cut_samples;
+  for (std::size_t k : {2, 4}) selections[k].seq_begin = 4, selections[k].seq_end = 17;
+  for (std::size_t k : {3, 4}) selections[k].values_kept = edits;
+  selections[4].lengths = {{7, 9}};
+  const std::vector<std::vector<std::string>> shared = {{"a", "b", "c"}, {"features", "weight"}, {"tokens", "head"},
+                                                        {"x", "xt"}};
+  const auto index = [&](const std::string& name) {
+    return static_cast<std::size_t>(std::find(b.names.begin(), b.names.end(), name) - b.names.begin());
+  };
+  for (const Selection& s : selections) {
+    const fs::path out = dir.path() / "candidate.pt";
+    store->writeCandidate(s, out);
+    const NamedTensors written = readBatchFile(out), in_memory = candidateTensors(*store, s);
+    const auto kept = static_cast<int64_t>(s.samples.size());
+    const bool samples_cut = kept != 40;
+    for (std::size_t i = 0; i < b.names.size(); ++i) {
+      const at::Tensor &file = written.tensors[i], &memory = in_memory.tensors[i];
+      const std::string what = b.names[i] + " in " + selectionKey(s);
+      EXPECT_EQ(file.sizes().vec(), memory.sizes().vec()) << what;
+      EXPECT_EQ(file.strides().vec(), memory.strides().vec()) << what;
+      EXPECT_EQ(file.strides().vec(), b.tensors[i].strides().vec()) << what;
+      EXPECT_EQ(file.storage_offset(), memory.storage_offset()) << what;
+      ASSERT_EQ(file.storage().nbytes(), memory.storage().nbytes()) << what;
+      EXPECT_TRUE(at::equal(storageBytes(file), storageBytes(memory))) << what;
+      for (std::size_t j = 0; j < b.names.size(); ++j)
+        EXPECT_EQ(file.storage().is_alias_of(written.tensors[j].storage()),
+                  memory.storage().is_alias_of(in_memory.tensors[j].storage())) << what << " and " << b.names[j];
+      std::optional<int> axis;
+      if (axes.count(b.names[i])) axis = axes.at(b.names[i]);
+      const auto seq = b.names[i] == "tokens" ? std::optional<int>(1) : std::nullopt;
+      const auto edit = s.values_kept.find(b.names[i]);
+      // Not checked: overlapping views both edited, tokens' head (tokens'
+      // edits write through it), and what lengths change.
+      const bool through = b.names[i] == "head" && s.values_kept.count("tokens");
+      if (b.names[i] != "x" && b.names[i] != "xt" && b.names[i] != "lengths" && !through &&
+          !(b.names[i] == "tokens" && !s.lengths.empty())) {
+        EXPECT_TRUE(at::equal(file, expectedValues(b.tensors[i], axis, seq, s,
+                                                   edit == s.values_kept.end() ? nullptr : &edit->second))) << what;
+      }
+    }
+    for (const auto& group : shared)
+      for (const std::string& name : group)
+        EXPECT_TRUE(written.tensors[index(name)].storage().is_alias_of(written.tensors[index(group[0])].storage()))
+            << name << " shares " << group[0] << "'s storage in " << selectionKey(s);
+    EXPECT_EQ(written.tensors[index("a")].storage().nbytes(), static_cast<std::size_t>(12 * kept));
+    EXPECT_EQ(written.tensors[index("c")].storage_offset(), 2);
+    EXPECT_EQ(written.tensors[index("features")].storage().nbytes(), static_cast<std::size_t>(44 * kept + 20))
+        << "whole records, and the tail after the last";
+    EXPECT_EQ(written.tensors[index("stats")].storage().is_alias_of(written.tensors[index("stats_head")].storage()),
+              !samples_cut) << "a view without a sample axis cannot be cut by samples: each keeps its own";
+    if (!samples_cut) {
+      EXPECT_EQ(written.tensors[index("alone")].storage().nbytes(), 520u) << "edited in place";
+    }
+    if (!s.lengths.empty()) {
+      const at::Tensor sample7 = written.tensors[index("tokens")][3];  // sample 7, positions 4..16
+      EXPECT_TRUE(at::equal(sample7.narrow(0, 5, 8), at::zeros({8}, at::kLong))) << "padded past length 9";
+      EXPECT_EQ(written.tensors[index("lengths")][3].item<int64_t>(), 5);
+    }
+  }
+}
+
 // The size a run logs is counted a slab at a time; it must be the count of
 // the units the values pass would list.
 TEST_F(BatchFixture, NonTrivialValuesAreCountedWithoutListingThem) {

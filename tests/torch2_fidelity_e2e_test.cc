@@ -90,5 +90,33 @@ TEST(ForkedResult, ThatFailsOnlyForkedIsSearchedAgainInPlainProcesses) {
                                                       "only")) << readFile(extracted / "REPORT.md");
 }
 
+// Three views (stride 3) into one packed buffer, and a model that reads the
+// whole buffer behind its input (as_strided from offset 0), under forked
+// trials: every candidate, forked or from a file, keeps the buffer one
+// storage cut by whole records, so samples and values shrink and the
+// archive's batch holds the one record, its views still sharing it.
+TEST(SharedStorage, ViewsOfOneBufferShrinkByWholeRecordsAndStayOneStorage) {
+  testing::TempDir work("minrepro-shared-views");
+  const fs::path dir = work.path() / "case";
+  std::string out;
+  ASSERT_EQ(runCommand(testing::python() + " " + MINREPRO_SOURCE_DIR +
+                           "/tests/fixtures/torch2/make_shared_views_case.py " + dir.string(), &out), 0) << out;
+  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (dir / "case.yaml").string() +
+                           " --output " + (work.path() / "repro.tar.gz").string(), &out), 0) << out;
+  EXPECT_TRUE(has(out, "trial processes: forked children of a fork server")) << out;
+  EXPECT_TRUE(has(out, "reduced 16 -> 1 samples (ids [5011])")) << out;
+  EXPECT_TRUE(has(out, "1 sample x 0 branches on x 1 non-trivial value")) << out;
+  EXPECT_FALSE(has(out, "did not fail again")) << out;
+  EXPECT_TRUE(has(out, "the archive reproduced on its own in 3 of 3 runs")) << out;
+  const fs::path extracted = work.path() / "extracted";
+  ASSERT_TRUE(testing::extractInto(work.path() / "repro.tar.gz", extracted));
+  ASSERT_EQ(runCommand(testing::python() + " -c \"import torch; b = torch.load('" + (extracted / "batch.pt").string() +
+                           "'); s = lambda t: getattr(t, 'untyped_storage', t.storage)(); "
+                           "print([(k, b[k].tolist(), b[k].stride(), b[k].storage_offset(), s(b[k]).nbytes(), "
+                           "s(b[k]).data_ptr() == s(b['a']).data_ptr()) for k in 'abc'])\"", &out), 0) << out;
+  EXPECT_TRUE(has(out, "[('a', [0.0], (3,), 0, 12, True), ('b', [0.0], (3,), 1, 12, True), "
+                       "('c', [7.0], (3,), 2, 12, True)]")) << out;
+}
+
 }  // namespace
 }  // namespace minrepro

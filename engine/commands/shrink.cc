@@ -445,9 +445,10 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
     }
     if (!confirmed)
       log.info("warning: the minimal case did not fail again when confirmed in fresh processes. Your batch file "
-               "fails and the candidate files minrepro writes (a storage of its own for each cut or edited tensor) "
-               "do not: the step may read what a tensor does not show, such as the whole storage behind a view "
-               "(views of one storage are written apart once cut)");
+               "fails and the candidate files minrepro writes do not: the step may read what a tensor does not "
+               "show, such as the bytes of a view's storage that no view covers (they are zeros once cut), or "
+               "the storage behind views that do not lie in one block per sample (those are written apart "
+               "once cut)");
   } catch (const RunStopped& e) {
     status = e.reason == RunStopped::Reason::Interrupted ? ExitStatus::Interrupted : ExitStatus::BudgetSpent;
     incomplete = e.what();
