@@ -5,7 +5,8 @@
 # trials hide, an mp.spawn job) and every op case (tests/fixtures/op_cases:
 # bmm on bool, a CTC read out of bounds, a view in backward, a NaN the step
 # checks itself) and, on PyTorch 2.x, the torch2 cases (DataLoader workers
-# sharing tensors, a torch.compile bounds check), then, independently of shrink's own self-check, the archive
+# sharing tensors, a torch.compile bounds check) and the shared-buffer views
+# case (a model reading the whole storage behind its input), then, independently of shrink's own self-check, the archive
 # extracted into an empty directory and run there as a plain
 # `python repro.py` with the build's Python (its exit as the shell sees it) and by
 # `minrepro verify --runs 3`. Whole processes, no fork server in the check.
@@ -24,12 +25,14 @@ trap 'rm -rf "$work"' EXIT
 "$py" "$here/../tests/fixtures/fidelity/make_cases.py" "$work/fidelity" >/dev/null
 "$py" "$here/../tests/fixtures/op_cases/make_cases.py" "$work/op_cases" >/dev/null
 # PyTorch 2.x as people run it (tests/fixtures/torch2): a DataLoader whose
-# workers share tensors, and a torch.compile kernel's bounds check.
+# workers share tensors, and a torch.compile kernel's bounds check; then
+# three views of one packed buffer read whole (any torch).
 if "$py" -c 'import sys, torch; sys.exit(torch.__version__.startswith("1."))'; then
   for name in workers compile; do
     "$py" "$here/../tests/fixtures/torch2/make_${name}_case.py" "$work/torch2/$name" >/dev/null
   done
 fi
+"$py" "$here/../tests/fixtures/torch2/make_shared_views_case.py" "$work/torch2/shared_views" >/dev/null
 shopt -s nullglob
 echo "| case | shrink exit | kept ids | trials | self-check | plain repro.py exit | verify | op step | op runs + reduction trials | plain repro_op.py exit |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
