@@ -54,6 +54,49 @@ TEST_F(BadInput, AnArchivePathThatIsADirectoryIsFoundBeforeTheFirstTrial) {
   EXPECT_TRUE(noTrialRan(work));
 }
 
+// The archive never replaces what the user owns (#30.1): the batch, the
+// case file, the model (even with --force), a device, a symbolic link, or a
+// file minrepro did not write (unless --force). A file it wrote before, it
+// replaces.
+TEST_F(BadInput, AnOutputThatIsAnInputOrAFileOfTheUsersIsRefusedBeforeAnyTrial) {
+  const fs::path case_dir = work_.path() / "class4";
+  fs::copy(example("class4"), case_dir, fs::copy_options::recursive);
+  writeFile(case_dir / "notes.txt", "my notes\n");
+  fs::create_symlink(case_dir / "notes.txt", case_dir / "link.tar.gz");
+  const fs::path work = work_.path() / "w";
+  const auto shrinkTo = [&](const fs::path& output, const std::string& more, std::string* out) {
+    return shrinkWith("--work-dir " + work.string() + " --output " + output.string() + " " + more, out,
+                      case_dir / "case.yaml");
+  };
+  const std::string batch = testing::readFile(case_dir / "batch.pt");
+  for (const std::string& name : {"batch.pt", "case.yaml", "model.pt"}) {
+    for (const std::string& force : {"", "--force"}) {
+      SCOPED_TRACE(name + " " + force);
+      std::string output;
+      EXPECT_EQ(shrinkTo(case_dir / name, force, &output), 2) << output;
+      EXPECT_NE(output.find("writing the archive there would destroy it"), std::string::npos) << output;
+      EXPECT_TRUE(noTrialRan(work));
+    }
+  }
+  EXPECT_EQ(testing::readFile(case_dir / "batch.pt"), batch);
+  std::string output;
+  EXPECT_EQ(shrinkTo("/dev/null", "--force", &output), 2) << output;
+  EXPECT_NE(output.find("is not a regular file"), std::string::npos) << output;
+  EXPECT_EQ(shrinkTo(case_dir / "link.tar.gz", "--force", &output), 2) << output;
+  EXPECT_NE(output.find("is a symbolic link"), std::string::npos) << output;
+  EXPECT_EQ(shrinkTo(case_dir / "notes.txt", "", &output), 2) << output;
+  EXPECT_NE(output.find("exists and is not an archive minrepro wrote; give another output or --output, or --force"),
+            std::string::npos) << output;
+  EXPECT_EQ(testing::readFile(case_dir / "notes.txt"), "my notes\n");
+  EXPECT_TRUE(noTrialRan(work));
+  // --force replaces the user's file; a later run replaces its own archive.
+  const std::string quick = "--no-self-check --no-op-repro";
+  EXPECT_EQ(shrinkTo(case_dir / "notes.txt", quick + " --force", &output), 0) << output;
+  EXPECT_TRUE(testing::extractInto(case_dir / "notes.txt", work_.path() / "forced"));
+  fs::remove_all(work);
+  EXPECT_EQ(shrinkTo(case_dir / "notes.txt", quick, &output), 0) << output;
+}
+
 TEST_F(BadInput, AWorkDirectoryThatIsAFileIsBadInputNotAnInternalError) {
   const fs::path file = work_.path() / "a-file";
   writeFile(file, "not a directory\n");

@@ -167,8 +167,24 @@ ScratchDir::~ScratchDir() {
   fs::remove_all(path_, ec);
 }
 
+bool madeByMinrepro(const fs::path& file) {
+  try {
+    ReadHandle a = openTarGz(file);
+    bool repro = false, signature = false;
+    struct archive_entry* entry = nullptr;
+    for (std::size_t n = 0; n < kMaxArchiveEntries && archive_read_next_header(a.get(), &entry) == ARCHIVE_OK; ++n) {
+      const std::string name = archive_entry_pathname(entry) ? archive_entry_pathname(entry) : "";
+      repro = repro || name == "repro.py";
+      signature = signature || name == "signature.txt";
+      if (repro && signature) return true;
+    }
+  } catch (const std::exception&) {
+  }
+  return false;
+}
+
 std::vector<std::string> extractArchive(const fs::path& archive, const fs::path& dir, std::size_t max_entry_bytes,
-                                        std::uint64_t max_total_bytes) {
+                                        std::uint64_t max_total_bytes, std::size_t max_entries) {
   if (!fs::is_regular_file(archive))
     throw BadInputError(archive.string() + ": no such archive; give the repro.tar.gz that minrepro shrink wrote");
   std::vector<std::string> names;
@@ -179,6 +195,9 @@ std::vector<std::string> extractArchive(const fs::path& archive, const fs::path&
     std::vector<char> buffer(1 << 16);
     while (struct archive_entry* entry = nextEntry(a.get(), archive, max_entry_bytes)) {
       if (archive_entry_filetype(entry) == AE_IFDIR) continue;
+      if (names.size() == max_entries)
+        throw BadInputError(archive.string() + ": refused: it holds more than " + std::to_string(max_entries) +
+                            " entries");
       const fs::path rel = fs::path(archive_entry_pathname(entry)).lexically_normal();
       if (!seen.insert(rel).second) throw BadInputError(archive.string() + ": refused: '" + rel.string() + "' appears twice");
       total += static_cast<std::uint64_t>(archive_entry_size(entry));

@@ -13,6 +13,10 @@
 
 namespace minrepro {
 
+// More entries than any archive of minrepro shrink holds (a bundled
+// project of a few hundred files, the op step's, the neighbours).
+inline constexpr std::size_t kMaxArchiveEntries = 10000;
+
 struct ArchiveEntry {
   std::string name;      // relative path inside the archive
   std::string contents;  // the file's bytes (when `source` is empty)
@@ -35,6 +39,11 @@ std::vector<ArchiveEntry> readTarGz(const std::filesystem::path& source,
 
 std::string readFileBytes(const std::filesystem::path& file);
 
+// Whether `file` is a .tar.gz holding repro.py and signature.txt, as every
+// archive of minrepro shrink does (a run may replace such a file without
+// --force). Reads entry headers only; false for anything unreadable.
+bool madeByMinrepro(const std::filesystem::path& file);
+
 // A fresh directory under the temp dir, removed with everything in it
 // (verify, compare and the self-check extract archives into one). Throws
 // BadInputError.
@@ -52,11 +61,14 @@ class ScratchDir {
 
 // Extracts an archive made by `minrepro shrink` under `dir`, streamed entry
 // by entry (memory: one buffer), refusing absolute paths, '..', links,
-// devices, duplicates, entries over `max_entry_bytes` and archives whose
-// entries add up to more than `max_total_bytes`; a refused archive leaves
-// nothing under `dir` (BadInputError saying why). Returns the entries' names.
+// devices, duplicates, entries over `max_entry_bytes`, archives whose
+// entries add up to more than `max_total_bytes` and archives of more than
+// `max_entries` entries (100,000 one-byte files fill an inode table, not a
+// disk); a refused archive leaves nothing under `dir` (BadInputError saying
+// why). Returns the entries' names.
 std::vector<std::string> extractArchive(const std::filesystem::path& archive, const std::filesystem::path& dir,
                                         std::size_t max_entry_bytes = std::size_t{1} << 30,
-                                        std::uint64_t max_total_bytes = std::uint64_t{4} << 30);
+                                        std::uint64_t max_total_bytes = std::uint64_t{4} << 30,
+                                        std::size_t max_entries = kMaxArchiveEntries);
 
 }  // namespace minrepro

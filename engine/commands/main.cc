@@ -142,6 +142,8 @@ int shrinkCommand(const std::vector<std::string>& all_args) {
                         "this machine lacks); REPORT.md then says it was not checked")
       ("no-op-repro", "do not look for the failing operator call alone (op/repro_op.py: a run of repro.py with the "
                       "op recorder, runs of the call alone and a reduction of its inputs)")
+      ("force", "replace an existing file at the output that is not an archive minrepro wrote (never the batch, "
+                "the model, the case file or a file the trial reads)")
       ("quiet,q", "only print errors")
       ("resume", "continue an interrupted run from the journal in the work directory")
       ("materialize-best", "run nothing: write the best case so far of the run whose journal is in the work "
@@ -181,6 +183,7 @@ int shrinkCommand(const std::vector<std::string>& all_args) {
   options.self_check = vm.count("no-self-check") == 0;
   options.op_repro = vm.count("no-op-repro") == 0;
   options.resume = vm.count("resume") > 0;
+  options.force = vm.count("force") > 0;
   options.materialize_best = vm.count("materialize-best") > 0;
   options.jobs = static_cast<std::size_t>(countOption(vm, "jobs", 1));
   options.max_trials = static_cast<std::size_t>(countOption(vm, "max-trials", 0));

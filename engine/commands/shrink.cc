@@ -15,6 +15,7 @@
 #include <sstream>
 #include <cstring>
 
+#include "engine/archive/output_guard.h"
 #include "engine/archive/tar_gz.h"
 #include "engine/executors/process.h"
 #include "engine/batch_dependence.h"
@@ -227,26 +228,6 @@ void checkHarnessKeys(const CaseConfig& config, const BatchStore& batch) {
                           config.batch.string() + " does not hold (its tensors: " + known + ")");
 }
 
-// After the work directory is made (the archive may go into it).
-void checkOutputWritable(const fs::path& output) {
-  std::error_code ec;
-  if (fs::is_directory(output, ec))
-    throw BadInputError(output.string() + ": the archive (output or --output) is a directory; give a file name, e.g. " +
-                        (output / "repro.tar.gz").string());
-  const fs::path dir = output.parent_path();
-  if (!fs::is_directory(dir, ec))
-    throw BadInputError(output.string() + ": the archive's directory " + dir.string() +
-                        " does not exist; create it, or give another output or --output");
-  // The archive is written to a temp file beside it, then renamed: that must work.
-  const fs::path probe = dir / (".minrepro-output-check-" + std::to_string(::getpid()));
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0)
-    throw BadInputError(output.string() + ": cannot write in " + dir.string() + " (" + std::strerror(errno) +
-                        "); give an output or --output where this user may write");
-  ::close(fd);
-  ::unlink(probe.c_str());
-}
-
 // A run killed with SIGKILL could not end its trials' escaped descendants
 // nor remove its trial directories: the next run in the directory does,
 // once the lock says no run is using it. Tags of this run's trials carry
@@ -350,7 +331,7 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   // Before anything is written: trial.diagnostic: on without a backend is bad input.
   const DiagnosticPlan diagnostic = planDiagnostics(config);
   fs::create_directories(config.work_dir);
-  checkOutputWritable(config.output);
+  checkArchiveOutput(config, options.force);  // after the work directory is made: the archive may go into it
   const WorkDirLock lock(config.work_dir);  // before the journal and the log are touched
   const std::size_t leftovers = cleanUpAfterKilledRun(config.work_dir);
   Log log(options.quiet);

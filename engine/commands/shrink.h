@@ -33,6 +33,7 @@ struct ShrinkOptions {
   bool python_given = false;
   bool quiet = false;
   bool resume = false;           // continue from the journal in the work directory
+  bool force = false;            // --force: the archive may replace a file minrepro did not write
   bool materialize_best = false;  // only write work_dir/best/ from the journal, run nothing
   bool self_check = true;        // run the archive on its own before finishing (engine/archive/self_check.h)
   std::size_t jobs = 1;          // trials at once
