@@ -467,6 +467,16 @@ TEST(VerifyHostile, ExpansionPastTheCapIsRefusedAndEntriesAreStreamed) {
                        &out), 2) << out;
   EXPECT_NE(out.find("refused: its entries add up to more than 64 MiB"), std::string::npos) << out;
   EXPECT_TRUE(fs::is_empty(tmp)) << "a refused archive left files behind";
+  // 10,001 empty entries: no size cap sees them; the entry count does.
+  const fs::path many = dir.path() / "many.tar.gz";
+  ASSERT_EQ(runCommand(python() + " -c \"import io, tarfile\n"
+                                  "with tarfile.open('" + many.string() + "', 'w:gz') as t:\n"
+                                  "    for i in range(10001): t.addfile(tarfile.TarInfo('f%d' % i), io.BytesIO())\n\"",
+                       &out), 0) << out;
+  EXPECT_EQ(runCommand("TMPDIR=" + tmp.string() + " " + minrepro() + " verify " + many.string() + " 2>&1", &out), 2)
+      << out;
+  EXPECT_NE(out.find("refused: it holds more than 10000 entries"), std::string::npos) << out;
+  EXPECT_TRUE(fs::is_empty(tmp)) << "a refused archive left files behind";
   // 400 MiB in one entry: extracted (then refused: not a reproducer) with
   // minrepro's peak memory within 64 MiB of what it takes for no archive at
   // all (LibTorch's libraries alone are most of it).
