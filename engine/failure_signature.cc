@@ -133,6 +133,7 @@ void fillFromError(FailureSignature& signature, const RawError& error) {
   if (signature.message.empty()) signature.message = normalizeMessage(error.type);
   signature.op = opFromMessage(error.message);
   if (signature.op.empty() || error.kernel_assert) signature.op = error.op;
+  signature.op = printable(signature.op);
   if (signature.signal_name.empty()) signature.signal_name = error.signal_name;
 }
 
@@ -432,7 +433,7 @@ std::string normalizeMessage(const std::string& message) {
   s = std::regex_replace(s, process, "Process ? has");
   s = std::regex_replace(s, source_line, ".$1:?");
   s = maskContentHashes(s);
-  return collapseWhitespace(s);
+  return printable(collapseWhitespace(s));
 }
 
 std::string messageShape(const std::string& message) {

@@ -6,6 +6,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "engine/text_lines.h"
+
 namespace minrepro {
 
 Log::Log(bool quiet) : quiet_(quiet), terminal_(::isatty(STDERR_FILENO) == 1), start_(std::chrono::steady_clock::now()) {}
@@ -35,18 +37,18 @@ void Log::clearStatus() {
 void Log::info(const std::string& line) {
   if (!quiet_) {
     clearStatus();
-    std::cerr << "minrepro: " << line << std::endl;
+    std::cerr << "minrepro: " << text::printable(line) << std::endl;
   }
-  if (file_) file_ << stamp(elapsedSeconds()) << line << std::endl;
+  if (file_) file_ << stamp(elapsedSeconds()) << text::printable(line) << std::endl;
 }
 
 void Log::detail(const std::string& line) {
-  if (file_) file_ << stamp(elapsedSeconds()) << "  " << line << std::endl;
+  if (file_) file_ << stamp(elapsedSeconds()) << "  " << text::printable(line) << std::endl;
 }
 
 void Log::status(const std::string& line) {
   if (quiet_ || !terminal_) return;
-  std::cerr << "\r\033[K" << line << std::flush;
+  std::cerr << "\r\033[K" << text::printable(line) << std::flush;
   status_shown_ = true;
 }
 

@@ -35,6 +35,27 @@ inline Lines splitLines(const std::string& text) {
   return lines;
 }
 
+// Text from a file or a process, made safe to print: every control byte
+// but '\n' and '\t' (ESC, BEL, '\r', DEL, ...) as "\xNN". A signature.txt,
+// an error message or a .expect file may carry escape sequences that set a
+// terminal's title or colours, or rewrite the line above.
+inline std::string printable(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (const char c : s) {
+    const auto byte = static_cast<unsigned char>(c);
+    if ((byte >= 0x20 && byte != 0x7f) || c == '\n' || c == '\t') {
+      out += c;
+      continue;
+    }
+    static constexpr char kHex[] = "0123456789abcdef";
+    out += "\\x";
+    out += kHex[byte >> 4];
+    out += kHex[byte & 15];
+  }
+  return out;
+}
+
 inline std::string trim(std::string_view s) {
   const auto begin = s.find_first_not_of(" \t\r\n");
   if (begin == std::string_view::npos) return {};

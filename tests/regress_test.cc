@@ -70,6 +70,30 @@ TEST(Regress, AnExpectFileThatIsAFifoIsReportedNotReadForever) {
   EXPECT_NE(out.find("error: trap.expect must say fail or pass"), std::string::npos) << out;
 }
 
+// A NAME.expect that links elsewhere is not followed (regress printed
+// /etc/passwd's first word), and escape sequences in .expect and in an
+// archive's signature.txt reach the terminal as text, not as commands
+// (a window title, colours).
+TEST(Regress, LinkedExpectFilesAreNotFollowedAndControlBytesArePrintedAsText) {
+  testing::TempDir tmp;
+  const fs::path set = tmp.path() / "set";
+  addCase(set, "linked", kFails, "");
+  fs::create_symlink("/etc/passwd", set / "linked.expect");
+  addCase(set, "titled", kFails, "\x1b]0;pwned\x07");
+  std::string out;
+  EXPECT_EQ(regress(set, &out), 1) << out;
+  EXPECT_NE(out.find("linked  (a symbolic link)  error: linked.expect must say fail or pass"), std::string::npos) << out;
+  EXPECT_EQ(out.find("root"), std::string::npos) << out;
+  EXPECT_NE(out.find("\\x1b]0;pwned\\x07"), std::string::npos) << out;
+  EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
+  const fs::path archive = tmp.path() / "titled.tar.gz";
+  writeTarGz(archive, {{"repro.py", kFails, true},
+                       {"signature.txt", "family: index-error\nmessage: \x1b]0;pwned\x07Target 4\n"}});
+  runCommand(std::string(MINREPRO_BINARY) + " verify --runs 1 " + archive.string() + " 2>&1", &out);
+  EXPECT_NE(out.find("recorded failure: index-error: \\x1b]0;pwned\\x07Target 4"), std::string::npos) << out;
+  EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
+}
+
 TEST(Regress, EmptyOrMissingSetIsBadInput) {
   testing::TempDir tmp;
   std::string out;

@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "engine/text_lines.h"
+
 
 namespace fs = std::filesystem;
 
@@ -125,7 +127,7 @@ Manifest parseManifest(const std::string& text, const std::string& source) {
     const std::string where = source + ":" + std::to_string(number);
     const auto colon = line.find(':');
     if (colon == std::string::npos) throw BadInputError(where + ": expected 'key: value', found '" + line + "'");
-    const std::string value = line.substr(colon + 1);
+    const std::string value = text::printable(line.substr(colon + 1));
     setManifestKey(m, line.substr(0, colon), value.empty() || value[0] != ' ' ? value : value.substr(1), where);
   }
   if (!m.signature.failed()) throw BadInputError(source + ": no 'family:' line: the recorded failure is unknown");

@@ -2,6 +2,7 @@
 
 #include "engine/archive/tar_gz.h"
 #include "engine/case_config.h"
+#include "engine/text_lines.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -31,8 +32,9 @@ bool validName(const std::string& name) {
 // file is read: a FIFO or a device put there would block or never end, and
 // its name comes back instead, which the row reports as an error.
 std::string readExpect(const fs::path& file) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT ? "fail" : "(unreadable)";
+  // O_NOFOLLOW: a NAME.expect that links elsewhere (/etc/shadow) is not read.
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return errno == ENOENT ? "fail" : errno == ELOOP ? "(a symbolic link)" : "(unreadable)";
   struct stat st {};
   const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
   std::string text(regular ? static_cast<std::size_t>(std::min<off_t>(st.st_size, 256)) : 0, '\0');
@@ -43,7 +45,7 @@ std::string readExpect(const fs::path& file) {
   std::istringstream words(text);
   std::string word;
   words >> word;
-  return word.empty() ? "fail" : word;
+  return word.empty() ? "fail" : text::printable(word);
 }
 
 struct Row {

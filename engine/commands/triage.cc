@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/text_lines.h"
+
 namespace minrepro {
 namespace {
 
@@ -199,7 +201,7 @@ int runTriage(const std::string& path, std::istream& in, std::ostream& out) {
   }
   const std::string text = std::move(read).str();
   const Triage t = triageText(text);
-  out << renderTriage(t, path == "-" ? "stdin" : path);
+  out << text::printable(renderTriage(t, path == "-" ? "stdin" : path));
   return t.signature.failed() ? 0 : 1;
 }
 
