@@ -97,6 +97,32 @@ TEST_F(BadInput, AnOutputThatIsAnInputOrAFileOfTheUsersIsRefusedBeforeAnyTrial) 
   EXPECT_EQ(shrinkTo(case_dir / "notes.txt", quick, &output), 0) << output;
 }
 
+// Mistakes in case.yaml are not the bug (#30.2): a harness key naming a
+// tensor the batch lacks is bad input, and a memory limit under which the
+// trial's program cannot even start stops the run (exit 4); neither is
+// reduced.
+TEST_F(BadInput, AMissingHarnessTensorOrAMemoryLimitTooLowToStartIsNotReduced) {
+  const fs::path case_dir = work_.path() / "class4";
+  fs::copy(example("class4"), case_dir, fs::copy_options::recursive);
+  const std::string yaml = testing::readFile(case_dir / "case.yaml");
+  const fs::path work = work_.path() / "w";
+  std::string output;
+  std::string bad = yaml;
+  bad.replace(bad.find("target: target"), 14, "target: nosuch");
+  writeFile(case_dir / "case.yaml", bad);
+  EXPECT_EQ(shrinkWith("--work-dir " + work.string(), &output, case_dir / "case.yaml"), 2) << output;
+  EXPECT_NE(output.find("trial.harness.target names 'nosuch', which"), std::string::npos) << output;
+  EXPECT_TRUE(noTrialRan(work));
+  bad = yaml;
+  bad.replace(bad.find("  timeout: 60"), 13, "  timeout: 60\n  memory_limit_mb: 1");
+  writeFile(case_dir / "case.yaml", bad);
+  EXPECT_EQ(shrinkWith("--work-dir " + work.string(), &output, case_dir / "case.yaml"), 4) << output;
+  EXPECT_NE(output.find("trial.memory_limit_mb 1 is too low for a trial to start"), std::string::npos) << output;
+  EXPECT_NE(output.find("under it and with exit status 2 without it"), std::string::npos) << output;
+  EXPECT_TRUE(noTrialRan(work));
+  EXPECT_FALSE(fs::exists(case_dir / "repro.tar.gz"));
+}
+
 TEST_F(BadInput, AWorkDirectoryThatIsAFileIsBadInputNotAnInternalError) {
   const fs::path file = work_.path() / "a-file";
   writeFile(file, "not a directory\n");

@@ -29,6 +29,7 @@
 #include "engine/journal.h"
 #include "engine/oracle.h"
 #include "engine/pipeline.h"
+#include "engine/start_probe.h"
 #include "engine/archive/reproducer.h"
 #include "engine/commands/op_step.h"
 #include "engine/trial_spec.h"
@@ -381,6 +382,11 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   std::string processes = "plain processes (no fork server applies to this trial)";
   FreshMinimality fresh_minimality;
   std::size_t plain_passes = 0;  // of the original, run as plain processes (the self-check's evidence)
+  // A memory limit too low for the program to start is not the bug (exit 4).
+  if (auto why = memoryLimitStopsStart(config, options.trial_binary.empty() ? defaultTrialBinary()
+                                                                            : options.trial_binary,
+                                       config.work_dir / "trials" / "start-probe"))
+    throw TrialStartError(*why);
   try {
     OriginalEstimate original;
     ExitStatus s = checkOriginal(config, *batch, oracle, all, log, original);
