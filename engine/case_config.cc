@@ -650,6 +650,9 @@ TransformSpec readTransform(const Loader& l, const Value& v) {
              "the keys of " + t.type + " are tensor, " + joinNames(transformParams().at(t.type)));
   if ((t.type == "crop" || t.type == "pad") && std::stod(t.params["length"]) < 1)
     fail(l, *m.find("length"), "a length >= 1", inQuotes(t.params["length"]));
+  // normalize divides by std: 0 makes every input inf or nan, a failure of the case, not of the step.
+  if (t.type == "normalize" && std::stod(t.params["std"]) == 0)
+    fail(l, *m.find("std"), "a std other than 0 (normalize divides by it)", "0");
   return t;
 }
 
@@ -890,6 +893,22 @@ YAML::Node parseText(const Loader& l, const std::string& text) {
   }
 }
 
+// A "\0" escape in a quoted string: a path, a name or an environment value
+// holding a NUL is cut there by the system (work_dir: "wo\0rk" made "wo"),
+// so no string of a case may hold one.
+void rejectNul(const Loader& l, const YAML::Node& node) {
+  if (node.IsScalar() && node.Scalar().find('\0') != std::string::npos)
+    throw BadInputError(location(l, node.Mark()) + ": a NUL character (\"\\0\") in a string; no path, name or value "
+                        "may hold one: remove it");
+  if (node.IsSequence())
+    for (const auto& item : node) rejectNul(l, item);
+  if (node.IsMap())
+    for (const auto& kv : node) {
+      rejectNul(l, kv.first);
+      rejectNul(l, kv.second);
+    }
+}
+
 }  // namespace
 
 CaseConfig loadCase(const fs::path& case_file, const fs::path& base_dir) {
@@ -898,6 +917,7 @@ CaseConfig loadCase(const fs::path& case_file, const fs::path& base_dir) {
   c.base_dir = base_dir.empty() ? c.case_file.parent_path() : fs::absolute(base_dir).lexically_normal();
   const Loader l{case_file.string(), c.base_dir};
   const YAML::Node root = parseText(l, readText(l, case_file));
+  rejectNul(l, root);
   // An empty document has no mark; point at the start of the file.
   const YAML::Mark start = root.Mark().is_null() ? YAML::Mark() : root.Mark();
   const MapView top(l, Value{root, "", start}, kTopKeys);

@@ -132,6 +132,14 @@ TEST_F(BadInput, AWorkDirectoryThatIsAFileIsBadInputNotAnInternalError) {
   EXPECT_NE(output.find("the work directory (work_dir or --work-dir) is a file"), std::string::npos) << output;
   EXPECT_EQ(output.find("internal error"), std::string::npos) << output;
   EXPECT_EQ(testing::readFile(file), "not a directory\n");  // nothing lost
+  // A symbolic link loop: bad input naming work_dir, not an internal error.
+  fs::create_symlink(work_.path() / "loop-b", work_.path() / "loop-a");
+  fs::create_symlink(work_.path() / "loop-a", work_.path() / "loop-b");
+  EXPECT_EQ(shrinkWith("--work-dir " + (work_.path() / "loop-a").string() + " --output " +
+                           (work_.path() / "r.tar.gz").string(), &output), 2) << output;
+  EXPECT_NE(output.find("the work directory (work_dir or --work-dir) cannot be made (Too many levels of symbolic "
+                        "links); give a directory this user may write"), std::string::npos) << output;
+  EXPECT_EQ(output.find("internal error"), std::string::npos) << output;
 }
 
 // Counts and durations on the command line are checked as case.yaml checks

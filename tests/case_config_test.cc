@@ -104,6 +104,18 @@ TEST_F(CaseConfigTest, YamlSyntaxErrorHasLineAndColumn) {
   EXPECT_NE(msg.find(casePath().string() + ":3:"), std::string::npos) << msg;
 }
 
+// A "\0" in a quoted string was accepted and cut the value where a system
+// call read it (work_dir "wo\0rk" made "wo"); normalize with std 0 made
+// every input inf.
+TEST_F(CaseConfigTest, NulInAStringAndNormalizeByZeroAreRefused) {
+  expectHas(errorFor(std::string(kHarnessCase) + "work_dir: \"wo\\0rk\"\n"),
+            {casePath().string() + ":10:11: a NUL character", "remove it"});
+  expectHas(errorFor(std::string(kHarnessCase) + "  env: {A: \"x\\0y\"}\n"), {":10:12: a NUL character"});
+  expectHas(errorFor(std::string(kHarnessCase) + "    transforms:\n      - {type: normalize, tensor: input, mean: 0, "
+                                                 "std: 0}\n"),
+            {at(11, 56, "trial.harness.transforms[0].std") + " a std other than 0 (normalize divides by it)"});
+}
+
 TEST_F(CaseConfigTest, TopLevelNotAMap) {
   expectHas(errorFor("- batch.pt\n- model.pt\n"),
             {casePath().string() + ":1:1: expected a map with the keys batch, samples, trial",

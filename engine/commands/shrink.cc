@@ -213,6 +213,22 @@ void checkWorkDirAndModel(const CaseConfig& config) {
   if (config.harness) checkModelLoads(config.harness->model);
 }
 
+// The work directory, made when missing, and writable: a symlink loop, a
+// read-only place or a full disk is bad input naming work_dir, not an
+// internal error in the middle of the run.
+void makeWorkDir(const fs::path& work_dir) {
+  const std::string what = work_dir.string() + ": the work directory (work_dir or --work-dir) ";
+  std::error_code ec;
+  fs::create_directories(work_dir, ec);
+  if (ec) throw BadInputError(what + "cannot be made (" + ec.message() + "); give a directory this user may write");
+  const fs::path probe = work_dir / (".minrepro-write-check-" + std::to_string(::getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw BadInputError(what + "cannot be written (" + std::strerror(errno) + "); give a directory this user may write");
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
 // A harness key that names no tensor of the batch would fail every trial
 // the same way, and be "reduced" as if it were the bug.
 void checkHarnessKeys(const CaseConfig& config, const BatchStore& batch) {
@@ -331,7 +347,7 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   checkHarnessKeys(config, *batch);
   // Before anything is written: trial.diagnostic: on without a backend is bad input.
   const DiagnosticPlan diagnostic = planDiagnostics(config);
-  fs::create_directories(config.work_dir);
+  makeWorkDir(config.work_dir);
   checkArchiveOutput(config, options.force);  // after the work directory is made: the archive may go into it
   const WorkDirLock lock(config.work_dir);  // before the journal and the log are touched
   const std::size_t leftovers = cleanUpAfterKilledRun(config.work_dir);
