@@ -29,6 +29,13 @@ std::string ForkComparison::describe() const {
       out << "plain processes only: forked children do not behave as fresh processes here (" << counts
           << ", Fisher's exact test p = " << std::setprecision(2) << p_value << ")";
       break;
+    case ForkVerdict::PlainTimesOut:
+      out << "none: every plain process of the original ran past trial.timeout (" << timeout_seconds
+          << " s), where forked runs failed (" << counts << "): a fresh process takes longer than that to start "
+          << "Python and torch, before the step runs. Set trial.timeout to what `python step.py` takes in your "
+          << "shell plus a margin, e.g. " << std::max(60.0, 10 * timeout_seconds) << " (a trial that fails ends "
+          << "early; the timeout only bounds a hang)";
+      break;
     case ForkVerdict::FailsOnlyForked:
       out << "none: " << counts << "; the failure needs the fork server's state and would not reproduce for anyone "
           << "else. Run with trial.fork_server: false to see how the original fails as a plain process";
@@ -38,16 +45,19 @@ std::string ForkComparison::describe() const {
 }
 
 ForkComparison compareForkedWithFresh(const Selection& all, const OriginalEstimate& forked, TrialOracle& oracle,
-                                      std::size_t rejection_streak) {
+                                      std::size_t rejection_streak, double timeout_seconds) {
   ForkComparison c;
   c.forked = forked;
+  c.timeout_seconds = timeout_seconds;
+  const std::size_t timeouts_before = oracle.stats().timeouts;
   c.plain = oracle.runOriginalFresh(all, forked.runs);
   // None failing is a verdict only after as many passes as would reject a
   // candidate at the rate seen forked (the same alpha).
   if (c.plain.failures == 0 && rejection_streak > c.plain.runs)
     c.plain = oracle.runOriginalFresh(all, rejection_streak);
   c.p_value = fisherExactTwoSided(forked.failures, forked.runs, c.plain.failures, c.plain.runs);
-  if (c.plain.failures == 0) c.verdict = ForkVerdict::FailsOnlyForked;
+  const bool all_timed_out = c.plain.runs > 0 && oracle.stats().timeouts - timeouts_before == c.plain.runs;
+  if (c.plain.failures == 0) c.verdict = all_timed_out ? ForkVerdict::PlainTimesOut : ForkVerdict::FailsOnlyForked;
   else if (c.p_value < 0.01) c.verdict = ForkVerdict::UsePlainOnly;
   if (c.verdict != ForkVerdict::Agree) oracle.useFreshProcessesOnly();
   return c;

@@ -26,12 +26,16 @@
 
 namespace minrepro {
 
-enum class ForkVerdict { Agree, UsePlainOnly, FailsOnlyForked };
+// PlainTimesOut: every plain run ran past trial.timeout where forked ones
+// failed: the timeout is shorter than a fresh process takes to start
+// (Python and torch), not a failure that needs the server's state.
+enum class ForkVerdict { Agree, UsePlainOnly, FailsOnlyForked, PlainTimesOut };
 
 struct ForkComparison {
   ForkVerdict verdict = ForkVerdict::Agree;
   OriginalEstimate forked, plain;
   double p_value = 1;
+  double timeout_seconds = 0;  // trial.timeout, for PlainTimesOut's advice
   std::string describe() const;  // one line for the log and REPORT.md
   std::string counts() const;    // "the original failed the same way in F of N forked runs and ..."
 };
@@ -41,7 +45,7 @@ struct ForkComparison {
 // candidate) and decides; on UsePlainOnly the oracle is switched to plain
 // processes.
 ForkComparison compareForkedWithFresh(const Selection& all, const OriginalEstimate& forked, TrialOracle& oracle,
-                                      std::size_t rejection_streak);
+                                      std::size_t rejection_streak, double timeout_seconds);
 
 struct FreshMinimality {
   bool ran = false;

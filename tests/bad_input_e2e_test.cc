@@ -123,6 +123,24 @@ TEST_F(BadInput, AMissingHarnessTensorOrAMemoryLimitTooLowToStartIsNotReduced) {
   EXPECT_FALSE(fs::exists(case_dir / "repro.tar.gz"));
 }
 
+// A timeout shorter than a fresh Python takes to start: forked runs fail
+// as expected and every plain one times out. That is said as it is, with a
+// value to use, not as "the failure needs the fork server's state" (#30.9).
+TEST_F(BadInput, ATimeoutShorterThanStartUpIsNamedWithAValueToUse) {
+  const fs::path case_dir = work_.path() / "command";
+  fs::copy(example("command"), case_dir, fs::copy_options::recursive);
+  std::string yaml = testing::readFile(case_dir / "case.yaml");
+  yaml.replace(yaml.find("timeout: 120"), 12, "timeout: 0.3");
+  writeFile(case_dir / "case.yaml", yaml);
+  std::string output;
+  EXPECT_EQ(shrinkWith("--work-dir " + (work_.path() / "w").string(), &output, case_dir / "case.yaml"), 3) << output;
+  EXPECT_NE(output.find("every plain process of the original ran past trial.timeout (0.3 s)"), std::string::npos)
+      << output;
+  EXPECT_NE(output.find("Set trial.timeout to what `python step.py` takes in your shell plus a margin, e.g. 60"),
+            std::string::npos) << output;
+  EXPECT_EQ(output.find("needs the fork server's state"), std::string::npos) << output;
+}
+
 TEST_F(BadInput, AWorkDirectoryThatIsAFileIsBadInputNotAnInternalError) {
   const fs::path file = work_.path() / "a-file";
   writeFile(file, "not a directory\n");

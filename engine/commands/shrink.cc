@@ -417,7 +417,8 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
     if (forks) {
       const std::size_t streak =
           config.flaky.enabled ? oracle.rate().passesToReject(config.flaky.alpha, config.flaky.max_passes) : 1;
-      const ForkComparison comparison = compareForkedWithFresh(all, original, oracle, streak);
+      const ForkComparison comparison = compareForkedWithFresh(all, original, oracle, streak,
+                                                               static_cast<double>(config.timeout.count()) / 1000);
       plain_passes = comparison.plain.runs - comparison.plain.failures;
       processes = comparison.describe();
       // A server that refused to fork (threads, CUDA) leaves its trials to
@@ -426,7 +427,8 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
         processes = "plain processes: the fork server could not be used (" + (config.work_dir / "fork-server.log").string() +
                     " says why); " + comparison.counts();
       log.info("trial processes: " + processes);
-      if (comparison.verdict == ForkVerdict::FailsOnlyForked) return ExitStatus::DoesNotReproduce;
+      if (comparison.verdict == ForkVerdict::FailsOnlyForked || comparison.verdict == ForkVerdict::PlainTimesOut)
+        return ExitStatus::DoesNotReproduce;
     }
     const bool searched_forked = forks && !oracle.freshProcessesOnly();
     best = runPipeline(config, *batch, all, oracle, log);
