@@ -282,9 +282,15 @@ fs::path existingFile(const Loader& l, const Value& v, const std::string& what) 
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
   if (fs::is_regular_file(st)) return path;
-  fail(l, v, what + " (an existing file)",
-       (fs::is_directory(st) ? "a directory at " : "no file at ") + path.string(),
-       "paths are relative to the case file's directory, " + l.base_dir.string());
+  // A FIFO or a device is there, but is not a file minrepro can read twice (or at all).
+  const std::string found = fs::is_directory(st)           ? "a directory at "
+                            : fs::is_fifo(st)              ? "a FIFO (named pipe) at "
+                            : fs::is_character_file(st) || fs::is_block_file(st) ? "a device at "
+                            : fs::is_socket(st)            ? "a socket at "
+                                                           : "no file at ";
+  fail(l, v, what + " (an existing regular file)", found + path.string(),
+       found == "no file at " ? "paths are relative to the case file's directory, " + l.base_dir.string()
+                              : "save it to a regular file first (minrepro reads it many times)");
 }
 
 fs::path resolved(const Loader& l, const Value& v, const std::string& what) {

@@ -551,7 +551,9 @@ void TorchBatchStore::checkSampleAxes() {
     const at::Tensor* ids = batch_.find(config_.sample_ids);
     if (!ids || ids->dim() != 1 || ids->size(0) != samples_ || at::isFloatingType(ids->scalar_type()))
       throw BadInputError(file + ": samples.ids names '" + config_.sample_ids + "', which must be a 1-D integer tensor with " +
-                      std::to_string(samples_) + " entries" + (ids ? ", found shape " + c10::str(ids->sizes()) : ", found none"));
+                      std::to_string(samples_) + " entries" +
+                          (ids ? ", found " + dtypeName(ids->scalar_type()) + " of shape " + c10::str(ids->sizes())
+                               : ", found none"));
   }
   if (samples_ == 0) throw BadInputError(file + ": the batch has no samples: nothing to reduce");
 }

@@ -177,6 +177,17 @@ TEST_F(BatchFixture, DisagreeingSampleDimensionsAreBadInput) {
   EXPECT_NE(error.find("'target' has 511"), std::string::npos) << error;
 }
 
+// Float ids have the right shape: the message says which dtype it found.
+TEST_F(BatchFixture, FloatIdsNameTheirDtype) {
+  NamedTensors b = layoutBatch();
+  b.tensors[3] = b.tensors[3].to(at::kFloat);
+  write(b);
+  config.sample_axes = {{"target", 0}};
+  config.sample_ids = "ids";
+  EXPECT_NE(openError().find("must be a 1-D integer tensor with 5 entries, found float32 of shape [5]"),
+            std::string::npos) << openError();
+}
+
 TEST_F(BatchFixture, AxisOutOfRangeAndMissingTensorAreBadInput) {
   NamedTensors b;
   b.names = {"input", "target"};

@@ -4,6 +4,7 @@
 #include "engine/case_config.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -334,7 +335,7 @@ TEST_F(CaseConfigTest, BatchFileMissing) {
   const std::string missing = (dir_ / "data" / "b.pt").string();
   expectHas(
       errorFor("batch: data/./b.pt\n"),
-      {at(1, 8, "batch"), "the batch, a torch.save'd dict of named tensors (an existing file)",
+      {at(1, 8, "batch"), "the batch, a torch.save'd dict of named tensors (an existing regular file)",
        "found no file at " + missing,
        "paths are relative to the case file's directory, " + dir_.string()});
 }
@@ -344,10 +345,18 @@ TEST_F(CaseConfigTest, BatchIsADirectory) {
   expectHas(errorFor("batch: data\n"), {at(1, 8, "batch"), "found a directory at "});
 }
 
+// A FIFO or a device is there: said as such, not "no file" (#30.9).
+TEST_F(CaseConfigTest, BatchIsAFifoOrADevice) {
+  ASSERT_EQ(::mkfifo((dir_ / "fifo.pt").c_str(), 0644), 0);
+  expectHas(errorFor("batch: fifo.pt\n"), {at(1, 8, "batch"), "found a FIFO (named pipe) at ",
+                                           "save it to a regular file first"});
+  expectHas(errorFor("batch: /dev/null\n"), {at(1, 8, "batch"), "found a device at /dev/null"});
+}
+
 TEST_F(CaseConfigTest, ModelFileMissing) {
   fs::remove(dir_ / "model.pt");
   expectHas(errorFor(kHarnessCase),
-            {at(8, 12, "trial.harness.model"), "the TorchScript model slice (an existing file)",
+            {at(8, 12, "trial.harness.model"), "the TorchScript model slice (an existing regular file)",
              "found no file at " + (dir_ / "model.pt").string(),
              "relative to the case file's directory"});
 }
