@@ -2,6 +2,7 @@
 // in, each starting at the line where its form begins and returning where it
 // ends. See the header for the forms and the wrappers unwrapped here.
 #include "engine/error_readers.h"
+#include "engine/executors/process.h"
 
 #include <array>
 #include <cctype>
@@ -261,14 +262,7 @@ std::string signalFromWords(std::string_view words) {
 }
 
 // "-11" (a launcher's exit code for a process killed by signal 11) -> "SIGSEGV".
-std::string signalFromNumber(int number) {
-  static const std::array<std::pair<int, std::string_view>, 9> kNumbers = {{
-      {4, "SIGILL"}, {5, "SIGTRAP"}, {6, "SIGABRT"}, {7, "SIGBUS"}, {8, "SIGFPE"},
-      {9, "SIGKILL"}, {11, "SIGSEGV"}, {13, "SIGPIPE"}, {15, "SIGTERM"}}};
-  for (const auto& [value, name] : kNumbers)
-    if (value == number) return std::string(name);
-  return "signal " + std::to_string(number);
-}
+std::string signalFromNumber(int number) { return signalName(number); }
 
 // ---------------------------------------------------------------- TorchScript
 

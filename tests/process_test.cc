@@ -98,6 +98,20 @@ TEST(LocalExecutorTest, SignalIsNotAnExitStatus) {
   EXPECT_EQ(describe(outcome), "killed by SIGABRT");
 }
 
+// Every signal has its name, wherever it is printed: a trial killed by
+// SIGQUIT said "signal 3" where a SIGSEGV said "SIGSEGV" (#30.9).
+TEST(LocalExecutorTest, EverySignalIsNamed) {
+  LocalExecutor exec;
+  TrialSpec spec;
+  spec.argv = {"/bin/sh", "-c", "kill -QUIT $$"};
+  spec.work_dir = testing::TempDir().path();
+  const TrialOutcome out = exec.run(spec);
+  EXPECT_EQ(describe(out), "killed by SIGQUIT");
+  EXPECT_EQ(signalName(SIGUSR2), "SIGUSR2");
+  EXPECT_EQ(signalName(SIGRTMIN + 2), "SIGRTMIN+2");
+  EXPECT_EQ(classify(out).signal_name, "SIGQUIT");
+}
+
 TEST(LocalExecutorTest, MissingProgramFailsToStart) {
   testing::TempDir dir;
   TrialSpec spec = shell("", dir.path());

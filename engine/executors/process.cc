@@ -28,23 +28,12 @@ namespace fs = std::filesystem;
 
 namespace minrepro {
 
+// Every signal by its name, as the kernel's headers have it ("SIGQUIT" for
+// 3, "SIGRTMIN+2" past the classic ones), wherever minrepro prints one.
 std::string signalName(int signal) {
-  switch (signal) {
-    case SIGABRT: return "SIGABRT";
-    case SIGSEGV: return "SIGSEGV";
-    case SIGFPE: return "SIGFPE";
-    case SIGBUS: return "SIGBUS";
-    case SIGILL: return "SIGILL";
-    case SIGKILL: return "SIGKILL";
-    case SIGTERM: return "SIGTERM";
-    case SIGINT: return "SIGINT";
-    case SIGPIPE: return "SIGPIPE";
-    case SIGHUP: return "SIGHUP";
-    case SIGTRAP: return "SIGTRAP";
-    case SIGXCPU: return "SIGXCPU";
-    case SIGSYS: return "SIGSYS";
-    default: return "signal " + std::to_string(signal);
-  }
+  if (signal >= SIGRTMIN && signal <= SIGRTMAX) return "SIGRTMIN+" + std::to_string(signal - SIGRTMIN);
+  if (const char* abbrev = ::sigabbrev_np(signal)) return std::string("SIG") + abbrev;
+  return "signal " + std::to_string(signal);
 }
 
 namespace {
