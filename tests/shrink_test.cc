@@ -194,7 +194,12 @@ TEST_F(ShrinkFixture, InterruptWritesTheBestSoFarAndExitsWithItsOwnStatus) {
     exec.on_trial = [signal](std::uint64_t t) {
       if (t == 10) ::raise(signal);
     };
+    ::testing::internal::CaptureStderr();
     EXPECT_EQ(runShrink(options, &exec), ExitStatus::Interrupted) << strsignal(signal);
+    // Said at the signal, before the trials are ended and the archive written.
+    const std::string said = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(said.find("minrepro: signal received: ending the running trials; the best case so far is written next"),
+              std::string::npos) << said;
     EXPECT_TRUE(has(archivedIds(), 737));
     EXPECT_NE(report().find("interrupted"), std::string::npos);
     EXPECT_EQ(exec.trials(), 11u) << "no trial is launched after " << strsignal(signal);

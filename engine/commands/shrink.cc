@@ -166,7 +166,15 @@ std::function<OpRepro(const fs::path&)> opStepFor(const ShrinkOptions& options, 
 // SIGUSR1: write the best case so far to work_dir/best/ after the current round.
 std::atomic<bool> g_materialize{false};
 
-extern "C" void requestStop(int) { g_stop.store(true); }
+// Said at once (write(2) is async-signal-safe): what follows a Ctrl-C, the
+// running trials ended and the archive written, takes seconds with a
+// large batch, and silence then reads as a hang.
+extern "C" void requestStop(int) {
+  if (g_stop.exchange(true)) return;
+  static constexpr char kSaid[] =
+      "\nminrepro: signal received: ending the running trials; the best case so far is written next\n";
+  [[maybe_unused]] const auto written = ::write(STDERR_FILENO, kSaid, sizeof kSaid - 1);
+}
 extern "C" void carryOn(int) {}
 extern "C" void requestBest(int) { g_materialize.store(true); }
 
@@ -457,7 +465,8 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   } catch (const RunStopped& e) {
     status = e.reason == RunStopped::Reason::Interrupted ? ExitStatus::Interrupted : ExitStatus::BudgetSpent;
     incomplete = e.what();
-    log.info("stopping: " + incomplete + "; writing the best case so far (possibly not minimal)");
+    log.info("stopping: " + incomplete + "; writing the best case so far (possibly not minimal) to " +
+             config.output.string());
     if (!oracle.reference().failed()) return status;  // nothing failed yet: nothing to write
   }
 
