@@ -40,6 +40,9 @@ TEST(Regress, TableOfExpectedAndGot) {
   EXPECT_NE(out.find("fixed-bug  pass      pass\n"), std::string::npos) << out;
   EXPECT_NE(out.find("open-bug   fail      fail\n"), std::string::npos) << out;
   EXPECT_NE(out.find("2 case(s), 0 differ"), std::string::npos) << out;
+  // Said first: the cases' code runs, and how.
+  EXPECT_EQ(out.find("regress " + set.string() + ": each case runs code from the archive (repro.py, op/repro_op.py, "
+                     "its bundled scripts) "), 0u) << out;
 }
 
 TEST(Regress, ACaseThatChangedIsFlaggedAndTheStatusIsOne) {

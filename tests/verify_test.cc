@@ -5,6 +5,7 @@
 #include "engine/commands/verify.h"
 #include "engine/archive/tar_gz.h"
 #include "engine/diagnostics.h"
+#include "engine/executors/sandbox.h"
 
 #include <gtest/gtest.h>
 
@@ -448,6 +449,51 @@ TEST(VerifyHostile, RefusedWithAClearMessageAndNothingWritten) {
 // An archive of a few MB that expands past the cap is refused (exit 2)
 // before it fills the disk, and entries are streamed to disk, never held
 // in memory (#14, item 5).
+// An archive made elsewhere runs its code in a sandbox (#30.5): a
+// booby-trapped repro.py cannot write outside the scratch directory, nor
+// reach the network, and the first line of output says what runs and how.
+// --sandbox off runs it as it is (the marker appears), and an archive made
+// on this machine runs without one.
+TEST(VerifyHostile, AnArchiveFromElsewhereRunsInASandbox) {
+  if (!findBubblewrap()) {
+    if (std::getenv("CI")) FAIL() << "bwrap missing: scripts/install-deps.sh installs bubblewrap";
+    GTEST_SKIP() << "bwrap is not installed";
+  }
+  testing::TempDir dir;
+  const fs::path marker = dir.path() / "marker";
+  const std::string repro =
+      "import socket\n"
+      "for where in ['" + marker.string() + "', '/tmp/minrepro-sandbox-marker']:\n"
+      "    try:\n        open(where, 'w').write('pwned')\n    except OSError:\n        pass\n"
+      "try:\n    socket.create_connection(('127.0.0.1', 9), timeout=1)\nexcept OSError as e:\n    print('net:', e)\n"
+      "raise IndexError('Target 4 is out of bounds.')\n";
+  const std::string signature = "family: index-error\nmessage: Target 4 is out of bounds.\n";
+  const fs::path elsewhere = dir.path() / "elsewhere.tar.gz", here = dir.path() / "here.tar.gz";
+  writeTarGz(elsewhere, {{"repro.py", repro, true}, {"signature.txt", signature}});
+  writeTarGz(here, {{"repro.py", repro, true}, {"signature.txt", signature + "made-on: " + machineTag() + "\n"}});
+  std::string out;
+  EXPECT_EQ(runCommand(minrepro() + " verify --runs 1 " + elsewhere.string() + " 2>&1", &out), 0) << out;
+  EXPECT_EQ(out.find("verify " + elsewhere.string() + ": runs code from the archive (repro.py, op/repro_op.py, its "
+                     "bundled scripts) in a sandbox, as it was made elsewhere (bubblewrap: no network, read-only "
+                     "file system, only the scratch directory writable)"), 0u) << out;
+  EXPECT_NE(out.find("reproduced in 1 of 1"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(marker)) << "the sandboxed repro.py wrote outside its scratch directory";
+  EXPECT_FALSE(fs::exists("/tmp/minrepro-sandbox-marker"));
+  EXPECT_EQ(runCommand(minrepro() + " verify --runs 1 --sandbox off " + elsewhere.string() + " 2>&1", &out), 0) << out;
+  EXPECT_NE(out.find("NOT in a sandbox (--sandbox off): it can do anything this user can"), std::string::npos) << out;
+  EXPECT_TRUE(fs::exists(marker)) << "--sandbox off runs the archive as it is";
+  fs::remove(marker);
+  fs::remove("/tmp/minrepro-sandbox-marker");
+  EXPECT_EQ(runCommand(minrepro() + " verify --runs 1 " + here.string() + " 2>&1", &out), 0) << out;
+  EXPECT_NE(out.find("without a sandbox: the archive was made on this machine"), std::string::npos) << out;
+  fs::remove(marker);
+  fs::remove("/tmp/minrepro-sandbox-marker");
+  EXPECT_EQ(runCommand(minrepro() + " verify --runs 1 --sandbox on " + here.string() + " 2>&1", &out), 0) << out;
+  EXPECT_FALSE(fs::exists(marker));
+  EXPECT_EQ(runCommand(minrepro() + " verify --sandbox maybe " + here.string() + " 2>&1", &out), 2) << out;
+  EXPECT_NE(out.find("--sandbox must be auto, on or off, found 'maybe'"), std::string::npos) << out;
+}
+
 TEST(VerifyHostile, ExpansionPastTheCapIsRefusedAndEntriesAreStreamed) {
   testing::TempDir dir;
   const fs::path bomb = dir.path() / "bomb.tar.gz", big = dir.path() / "big.tar.gz", tmp = dir.path() / "tmp";

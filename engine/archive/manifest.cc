@@ -21,6 +21,7 @@ std::string renderManifest(const Manifest& m) {
   if (m.processed) out << "processed: " << *m.processed << "\n";
   if (!m.op_repro.empty()) out << "op-repro: " << m.op_repro << "\n";
   if (m.flaky_rate) out << "flaky-rate: " << *m.flaky_rate << "\n";
+  if (!m.made_on.empty()) out << "made-on: " << m.made_on << "\n";
   // neighbour: NAME FILE [processed=N] ids=ID,ID,...
   for (const auto& n : m.neighbours) {
     out << "neighbour: " << n.name << " " << n.file;
@@ -108,6 +109,8 @@ void setManifestKey(Manifest& m, const std::string& key, const std::string& valu
     m.flaky_rate = rate;
   } else if (key == "neighbour") {
     m.neighbours.push_back(parseNeighbour(value, where));
+  } else if (key == "made-on") {
+    m.made_on = value;
   } else if (key == "neighbour-skipped") {
     m.neighbours_skipped.push_back(value);
   } else {

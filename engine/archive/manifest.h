@@ -40,6 +40,9 @@ struct Manifest {
   // its own expected count; and the neighbours that could not be made, why.
   std::vector<NeighbourCase> neighbours;
   std::vector<std::string> neighbours_skipped;
+  // The machine that made the archive (engine/executors/sandbox.h,
+  // machineTag): --sandbox auto runs an archive made elsewhere in a sandbox.
+  std::string made_on;
 };
 
 std::string renderManifest(const Manifest& manifest);

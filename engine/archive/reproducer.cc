@@ -8,6 +8,7 @@
 #include "engine/archive/bundle.h"
 #include "engine/format_list.h"
 #include "engine/archive/manifest.h"
+#include "engine/executors/sandbox.h"
 #include "engine/archive/what_sets_apart.h"
 #include "engine/archive/repro_cpp.h"
 #include "engine/archive/scrub.h"
@@ -51,6 +52,7 @@ ArchiveEntry manifestEntry(const CaseConfig& config, const fs::path& minimal_bat
   m.processed = expectedProcessed(config, minimal_batch);
   m.neighbours = neighbours.cases;
   m.neighbours_skipped = neighbours.skipped;
+  m.made_on = machineTag();
   return {"signature.txt", renderManifest(m)};
 }
 

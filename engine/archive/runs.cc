@@ -283,10 +283,15 @@ VerifyResult verifyArchive(const VerifyOptions& o, std::ostream* progress, Execu
   result.manifest = readManifest(dir, names, o);
   replaceBundledCode(dir, names, o, progress);
   result.op_runs_judged = o.expect == Expect::Fail;
+  result.sandbox = chooseSandbox(o.sandbox, result.manifest.made_on);
   if (progress)
-    *progress << "verify " << o.archive.string() << ": " << o.runs << " run(s) of repro.py, each a fresh process, "
-              << "diagnostic variables removed\n";
-  LocalExecutor local;
+    *progress << "verify " << o.archive.string() << ": " << result.sandbox.describe << "; " << o.runs
+              << " run(s) of repro.py, each a fresh process, diagnostic variables removed\n";
+  LocalExecutor plain;
+  std::optional<SandboxedExecutor> sandboxed;
+  if (result.sandbox.used) sandboxed.emplace(executor ? *executor : plain, tree.path(), *findBubblewrap());
+  Executor& local = sandboxed ? static_cast<Executor&>(*sandboxed) : plain;
+  if (sandboxed) executor = nullptr;  // every run goes through the sandbox
   for (int i = 1; i <= o.runs && !(o.cancel && o.cancel->load()); ++i) {
     result.runs.push_back(runOnce(dir, i, o, result.manifest, executor ? *executor : local));
     printRun(progress, "run " + std::to_string(i) + "/" + std::to_string(o.runs), result.runs.back());

@@ -18,6 +18,7 @@
 #include "engine/failure_signature.h"
 #include "engine/archive/manifest.h"
 #include "engine/executors/process.h"
+#include "engine/executors/sandbox.h"
 
 namespace minrepro {
 
@@ -41,6 +42,9 @@ struct VerifyOptions {
   std::chrono::milliseconds timeout{600'000};
   std::size_t max_entry_bytes = std::size_t{1} << 30;
   std::uint64_t max_total_bytes = std::uint64_t{4} << 30;  // all entries together, streamed to disk
+  // The archive's code runs in bubblewrap (engine/executors/sandbox.h):
+  // auto for an archive made on another machine, when bwrap is installed.
+  SandboxMode sandbox = SandboxMode::Auto;
 };
 
 struct RunResult {
@@ -62,6 +66,7 @@ struct VerifyResult {
   // fix in the program or its data (the usual one) leaves it failing.
   std::vector<RunResult> op_runs;
   bool op_runs_judged = true;
+  SandboxChoice sandbox;  // whether the runs were sandboxed, in words
   int asExpected() const;
   int neighboursAsExpected() const;
   int opAsExpected() const;

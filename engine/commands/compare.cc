@@ -143,17 +143,23 @@ bool isGzip(const fs::path& file) {
 
 // The case to compare: case.yaml as given, or the one inside an archive
 // (extracted with verify's checks); `recorded` gets the archive's failure.
-CaseConfig loadInput(const fs::path& input, const fs::path& scratch, std::string* recorded) {
+CaseConfig loadInput(const fs::path& input, const fs::path& scratch, std::string* recorded, std::string* made_on) {
   std::error_code ec;
   if (!fs::is_regular_file(input, ec))
     throw BadInputError(input.string() + ": no such file; give a repro.tar.gz from minrepro shrink or a case.yaml");
-  if (!isGzip(input)) return loadCase(input);
+  if (!isGzip(input)) {
+    *made_on = machineTag();  // your own case.yaml: runs as it is unless --sandbox on
+    return loadCase(input);
+  }
   const fs::path dir = scratch / "case";
   extractArchive(input, dir);
   if (!fs::is_regular_file(dir / "case.yaml"))
     throw BadInputError(input.string() + ": no case.yaml in the archive: not a minrepro reproducer");
-  if (fs::is_regular_file(dir / "signature.txt"))
-    *recorded = parseManifest(readFileBytes(dir / "signature.txt"), input.string() + ":signature.txt").signature.summary();
+  if (fs::is_regular_file(dir / "signature.txt")) {
+    const Manifest m = parseManifest(readFileBytes(dir / "signature.txt"), input.string() + ":signature.txt");
+    *recorded = m.signature.summary();
+    *made_on = m.made_on;
+  }
   return loadCase(dir / "case.yaml");
 }
 
@@ -252,13 +258,18 @@ CompareResult compareVariants(const CompareOptions& options, std::ostream* progr
   const auto scratch = std::make_unique<ScratchDir>("minrepro-compare");
   CompareResult result;
   result.input = options.input;
-  const CaseConfig config = loadInput(options.input, scratch->path(), &result.recorded);
+  std::string made_on;
+  const CaseConfig config = loadInput(options.input, scratch->path(), &result.recorded, &made_on);
+  const SandboxChoice sandbox = chooseSandbox(options.sandbox, made_on);
   const std::vector<Variant> variants = planVariants(config, BatchStore::open(config)->describe(), options.dev_root);
   if (progress)
-    *progress << "compare " << options.input.string() << ": " << options.runs << " run(s) per variant, each a fresh "
-              << "process without diagnostic variables\n";
-  LocalExecutor local;
-  Runner runner{config, options, executor ? *executor : local, scratch->path(), result};
+    *progress << "compare " << options.input.string() << ": " << sandbox.describe << "; " << options.runs
+              << " run(s) per variant, each a fresh process without diagnostic variables\n";
+  LocalExecutor plain;
+  std::optional<SandboxedExecutor> sandboxed;
+  if (sandbox.used) sandboxed.emplace(executor ? *executor : plain, scratch->path(), *findBubblewrap());
+  Executor& chosen = sandboxed ? static_cast<Executor&>(*sandboxed) : executor ? *executor : plain;
+  Runner runner{config, options, chosen, scratch->path(), result};
   for (const Variant& v : variants) {
     VariantResult skipped;
     skipped.variant = v;
@@ -273,6 +284,8 @@ CompareResult compareVariants(const CompareOptions& options, std::ostream* progr
     if (progress) *progress << "op/repro_op.py, the failing call alone, under the same variants:\n";
     CompareOptions op_options = options;
     op_options.input = op_case;
+    // The archive's op/repro_op.py: sandboxed as the archive was, in its own scratch directory.
+    op_options.sandbox = sandbox.used ? SandboxMode::On : SandboxMode::Off;
     result.op = std::make_shared<CompareResult>(compareVariants(op_options, progress, executor));
     result.op_call = readOpCall(scratch->path() / "case" / "op" / "call.txt")->op;
   }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "engine/errors.h"
+#include "engine/executors/sandbox.h"
 #include "engine/case_config.h"
 #include "engine/failure_signature.h"
 #include "engine/executors/process.h"
@@ -69,6 +70,9 @@ struct CompareOptions {
   int runs = 3;                 // fresh runs per variant
   std::string trial_binary;     // minrepro-trial; default beside minrepro
   std::filesystem::path dev_root = "/dev";
+  // An archive's code runs in bubblewrap (engine/executors/sandbox.h); a
+  // case.yaml of your own runs as it is unless `on`.
+  SandboxMode sandbox = SandboxMode::Auto;
 };
 
 // Runs every applicable variant `runs` times; `progress` (may be null) gets

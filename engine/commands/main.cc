@@ -39,14 +39,15 @@ const char* kUsage =
     "                              write the case.yaml that shrink --batch would use, commented\n"
     "  reducers                    list the reducer passes\n"
     "  triage LOG|-                read a log's first error: family, operator, first check, what to avoid\n"
-    "  verify ARCHIVE [--expect fail|pass] [--runs K]\n"
+    "  verify ARCHIVE [--expect fail|pass] [--runs K] [--sandbox auto|on|off]\n"
     "                              rerun a reproducer archive in fresh processes and compare\n"
+    "                              (runs the archive's code: in bubblewrap when made elsewhere)\n"
     "  check --batch B.pt --target NAME --classes K\n"
     "                              check class-index targets: int64, one per sample or per position, in [0, K) or ignore_index\n"
-    "  regress DIR                 rerun a regression set (shrink --add-to DIR) and compare\n"
+    "  regress DIR                 rerun a regression set (shrink --add-to DIR) and compare (runs its code)\n"
     "  compare ARCHIVE|case.yaml [--runs K]\n"
     "                              run the case under variants, one change at a time: CPU, float32,\n"
-    "                              deterministic algorithms, each optional branch off\n"
+    "                              deterministic algorithms, each optional branch off (runs its code)\n"
     "  --version                   print the version\n\n"
     "exit status: 0 reduced, 1 internal error, 2 bad input, 3 the original does not reproduce,\n"
     "             4 trials cannot start, 5 budget spent (best so far written),\n"
@@ -214,7 +215,11 @@ int verifyCommand(const std::vector<std::string>& args) {
       ("code", po::value(&o.code_dir), "a directory of your current code: its files replace the archive's bundled "
                                        "copies of the same names (step.py, ...), to check a fix in your code")
       ("max-size", po::value<std::string>()->default_value("4096"),
-       "MiB the archive may expand to in all; a larger one is refused (exit 2) before it fills the disk");
+       "MiB the archive may expand to in all; a larger one is refused (exit 2) before it fills the disk")
+      ("sandbox", po::value<std::string>()->default_value("auto"),
+       "the archive's code (repro.py, op/repro_op.py, bundled scripts) is a program like any other: auto runs it "
+       "in a bubblewrap sandbox (no network, read-only file system, only the scratch directory writable) when "
+       "the archive was made on another machine and bwrap is installed; on: always (bwrap required); off: never");
   po::positional_options_description positional;
   positional.add("archive", 1);
   po::variables_map vm;
@@ -226,6 +231,7 @@ int verifyCommand(const std::vector<std::string>& args) {
   timeout = secondsOption(vm, "timeout", true);
   o.max_total_bytes = static_cast<std::uint64_t>(countOption(vm, "max-size", 1)) << 20;
   o.expect = expect == "pass" ? minrepro::Expect::Pass : minrepro::Expect::Fail;
+  o.sandbox = minrepro::parseSandboxMode(vm["sandbox"].as<std::string>());
   o.timeout = std::chrono::milliseconds(static_cast<long long>(std::max(timeout, 0.001) * 1000));
   return minrepro::runVerify(o, std::cout, std::cerr);
 }
@@ -240,13 +246,18 @@ int compareCommand(const std::vector<std::string>& args) {
   opts.add_options()("help,h", "show this help")
       ("input", po::value(&input)->required(), "a repro.tar.gz from minrepro shrink, or a case.yaml")
       ("runs", po::value<std::string>()->default_value("3"), "fresh runs per variant")
-      ("trial-binary", po::value(&o.trial_binary), "minrepro-trial to use (default: next to minrepro)");
+      ("trial-binary", po::value(&o.trial_binary), "minrepro-trial to use (default: next to minrepro)")
+      ("sandbox", po::value<std::string>()->default_value("auto"),
+       "the archive's code (repro.py, op/repro_op.py, bundled scripts) is a program like any other: auto runs it "
+       "in a bubblewrap sandbox (no network, read-only file system, only the scratch directory writable) when "
+       "the archive was made on another machine and bwrap is installed; on: always (bwrap required); off: never");
   po::positional_options_description positional;
   positional.add("input", 1);
   po::variables_map vm;
   if (const int status = parseSubcommand("compare", opts, positional, args, vm); status >= 0) return status;
   o.input = input;
   o.runs = static_cast<int>(countOption(vm, "runs", 1));
+  o.sandbox = minrepro::parseSandboxMode(vm["sandbox"].as<std::string>());
   return minrepro::runCompare(o, std::cout, std::cerr);
 }
 
@@ -258,12 +269,17 @@ int regressCommand(const std::vector<std::string>& args) {
   opts.add_options()("help,h", "show this help")
       ("dir", po::value(&dir)->required(), "the regression set (NAME.tar.gz and NAME.expect files)")
       ("runs", po::value<std::string>()->default_value("1"), "fresh runs per case")
-      ("python", po::value(&o.python)->default_value(std::string(minrepro::kDefaultPython)), "Python with PyTorch");
+      ("python", po::value(&o.python)->default_value(std::string(minrepro::kDefaultPython)), "Python with PyTorch")
+      ("sandbox", po::value<std::string>()->default_value("auto"),
+       "the archive's code (repro.py, op/repro_op.py, bundled scripts) is a program like any other: auto runs it "
+       "in a bubblewrap sandbox (no network, read-only file system, only the scratch directory writable) when "
+       "the archive was made on another machine and bwrap is installed; on: always (bwrap required); off: never");
   po::positional_options_description positional;
   positional.add("dir", 1);
   po::variables_map vm;
   if (const int status = parseSubcommand("regress", opts, positional, args, vm); status >= 0) return status;
   o.runs = static_cast<int>(countOption(vm, "runs", 1));
+  o.sandbox = minrepro::parseSandboxMode(vm["sandbox"].as<std::string>());
   return minrepro::runRegress(dir, o, std::cout);
 }
 

@@ -122,6 +122,11 @@ int runRegress(const fs::path& dir, const VerifyOptions& base, std::ostream& out
     throw BadInputError(dir.string() + (ec ? ": " + ec.message() : ": no NAME.tar.gz cases") +
                         "; add cases with minrepro shrink --config case.yaml --add-to " + dir.string());
   std::sort(archives.begin(), archives.end());
+  // Said first: the cases' own code runs (and --sandbox on without bwrap stops here).
+  const std::string how = base.sandbox == SandboxMode::Auto
+                              ? chooseSandbox(SandboxMode::Auto, "").describe + " (archives made here: without)"
+                              : chooseSandbox(base.sandbox, "").describe;
+  out << "regress " << dir.string() << ": each case " << how << "\n";
   std::vector<Row> rows;
   for (const auto& archive : archives) rows.push_back(rerun(archive, base));
   printTable(rows, out);
