@@ -35,10 +35,14 @@ pids = sys.argv[2]
 # Exec'd: a new session, SIGTERM ignored, a loop that outlives the trial.
 subprocess.Popen(["/bin/sh", "-c", "trap '' TERM; echo $$ > %s/sh-$$; while :; do sleep 1; done" % pids],
                  start_new_session=True)
-# Forked only: a new session, SIGTERM ignored, no exec (no tag in /proc/PID/environ).
+# Forked only: a new session, SIGTERM ignored, forked again, out of the
+# trial's directory, no exec (no tag of the trial's in /proc/PID/environ).
 if os.fork() == 0:
     os.setsid()
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if os.fork() != 0:
+        os._exit(0)
+    os.chdir("/")
     with open("%s/fork-%d" % (pids, os.getpid()), "w") as f:
         f.write(str(os.getpid()))
     while True:

@@ -6,8 +6,11 @@
 //    environment, which its descendants inherit: the tag says which trial,
 //    of which run, a process belongs to. A child only forked from a process
 //    that set the tag in memory (a fork server's trial) shows the server's
-//    environment in /proc instead; it still has the trial's directory as its
-//    working directory unless it moved away, and that says it too;
+//    environment in /proc instead: a fork server is started with a tag of
+//    its own in the run's scope, so those children (and what they fork
+//    without exec, even after setsid and chdir /) carry the run's scope;
+//    they also have the trial's directory as their working directory
+//    unless they moved away, and that says which trial;
 //  - minrepro is a child subreaper (prctl PR_SET_CHILD_SUBREAPER): a
 //    descendant whose parent dies is reparented to minrepro, not to init, so
 //    when a trial ends, its escaped descendants are minrepro's children and
@@ -18,7 +21,9 @@
 //    (killLeftovers), before its first trial.
 //
 // A descendant that clears its own environment loses its tag; it is still
-// reparented here and killed when the run ends (killAllOrphans).
+// reparented here and killed when the run ends (killAllOrphans), but if the
+// run is killed with SIGKILL it is found only while it stays in a trial's
+// directory.
 #pragma once
 
 #include <cstddef>

@@ -135,7 +135,13 @@ std::optional<Server> spawnServer(const ForkRoute& route, const ForkServerOption
     why = "socketpair failed";
     return std::nullopt;
   }
-  std::vector<std::string> args = route.server_argv, env = environmentWith(route.server_env_set, route.server_env_unset);
+  // The server's own tag, in its exec'd environment: its forked children
+  // show that environment in /proc whatever they set in memory, so one that
+  // leaves the trial's group and directory (setsid, chdir /) still carries a
+  // tag of this run's scope, for the next run to find (containment.h).
+  auto env_set = route.server_env_set;
+  env_set[kTrialTagVariable] = newTrialTag();
+  std::vector<std::string> args = route.server_argv, env = environmentWith(env_set, route.server_env_unset);
   if (!o.standby) args.push_back("--no-standby");
   auto argv = cStrings(args), envp = cStrings(env);
   const int log_fd = openLog(o.log_file), null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
