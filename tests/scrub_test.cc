@@ -9,6 +9,7 @@
 
 #include <regex>
 
+#include "engine/archive/secrets.h"
 #include "engine/archive/tar_gz.h"
 #include "tests/test_util.h"
 
@@ -70,6 +71,37 @@ TEST(Scrub, MachineContextNamesThisProcess) {
 
 // The real thing: shrink a case that lives under a home directory named
 // like a person, with context that names the user, the host and paths.
+// Token shapes of gitleaks' rules and e-mail addresses (#30.7); what only
+// resembles one (an error's own words, a hash, a KeyError's key) stays.
+const std::string kHfToken = "hf_abcdefghijklmnopqrstuvwxyzABCDEFGH";
+const std::string kOpenAiKey = "sk-abcdefghij0123456789T3BlbkFJabcdefghij0123456789";
+const std::string kAwsKeyId = "AKIAABCDEFGHIJKLMNOP";
+
+TEST(Scrub, KnownTokenShapesAndEmailAddressesGo) {
+  const ScrubContext c = context();
+  EXPECT_EQ(scrubText("401 for https://huggingface.co/api/models?token=" + kHfToken, c),
+            "401 for https://huggingface.co/api/models?token=<secret:huggingface-access-token>");
+  EXPECT_EQ(scrubText("Incorrect API key provided: " + kOpenAiKey + ".", c),
+            "Incorrect API key provided: <secret:openai-api-key>.");
+  EXPECT_EQ(scrubText("InvalidAccessKeyId: " + kAwsKeyId + " does not exist", c),
+            "InvalidAccessKeyId: <secret:aws-access-token> does not exist");
+  EXPECT_EQ(scrubText("aws_secret_access_key = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY'", c),
+            "aws_secret_access_key = '<secret:aws-secret-access-key>'");
+  EXPECT_EQ(scrubText("push to https://bot:ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/x", c),
+            "push to https://bot:<secret:github-pat>@github.com/x");
+  EXPECT_EQ(scrubText("could not connect to postgres://admin:hunter2secret@db:5432/runs", c),
+            "could not connect to postgres://admin:<secret:basic-auth-url>@db:5432/runs");
+  EXPECT_EQ(scrubText("mail jane.doe+ml@corp.example.org now", c), "mail <email> now");
+  EXPECT_EQ(scrubText("a\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nIBAAK\n-----END RSA PRIVATE KEY-----\nb\n", c),
+            "a\n<secret:private-key>\nb\n");
+  for (const std::string kept : {"Target 4 is out of bounds.", "KeyError: 'input_ids_for_the_second_tower'",
+                                 "sha 3f2c1e9a7b6d5c4e3f2a1b0c9d8e7f6a5b4c3d2e", "sk-learn is not torch"})
+    EXPECT_EQ(scrubText(kept, c), kept);
+  const auto found = findSecrets("import torch\n# token = " + kHfToken + "\nx = 1\n# jane@corp.example\n", "step.py");
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].describe(), "step.py:2: huggingface-access-token");
+}
+
 TEST(ScrubReport, ReportOfACaseUnderAUsersHomeNamesNoOne) {
   testing::TempDir dir("minrepro-scrub");
   const fs::path examples = dir.path() / "examples", home = dir.path() / "home" / "jdoe-ml";
@@ -125,7 +157,8 @@ TEST(ScrubReport, EveryTextTheArchiveCarriesIsScrubbedAndItStillVerifies) {
                      "x = torch.load(sys.argv[1])['x']\n"
                      "if (x == 4).any():\n"
                      "    raise RuntimeError('cannot open ' + os.path.expanduser('~') + '/data/shard-7.bin on ' + "
-                     "socket.gethostname())\n");
+                     "socket.gethostname() + ' as jane.doe@corp.example with " + kHfToken + " and " + kAwsKeyId + "')\n"
+                     "# the token the job used: " + kHfToken + "\n");
   std::string out;
   ASSERT_EQ(testing::runCommand(testing::python() + " -c \"import torch; x = torch.arange(8) + 10; x[5] = 4; "
                                     "torch.save({'x': x, 'id': torch.arange(8)}, '" + (case_dir / "batch.pt").string() + "')\"", &out), 0)
@@ -135,7 +168,7 @@ TEST(ScrubReport, EveryTextTheArchiveCarriesIsScrubbedAndItStillVerifies) {
                      "trial:\n  command: [\"/usr/bin/python3\", \"{case_dir}/trial.py\", \"{batch}\"]\n"
                      "flaky:\n  enabled: false\nreducers: [samples]\n"
                      "context:\n  user: " + user + "\n  host: trainbox-7\n  workdir_at_capture: /home/alice/proj\n"
-                     "  note: \"first line\\nFORGED: second line\"\n");
+                     "  note: \"first line\\nFORGED: second line\"\n  api: " + kOpenAiKey + "\n");
   const fs::path archive = dir.path() / "repro.tar.gz";
   ASSERT_EQ(testing::runCommand("HOME=" + home + " " + MINREPRO_BINARY + " shrink -q --config " +
                                     (case_dir / "case.yaml").string() + " --output " + archive.string() + " 2>&1", &out),
@@ -152,9 +185,16 @@ TEST(ScrubReport, EveryTextTheArchiveCarriesIsScrubbedAndItStillVerifies) {
     EXPECT_EQ(text.find(dir.path().string()), std::string::npos) << name << ":\n" << text;
     EXPECT_FALSE(std::regex_search(text, host_word)) << name << ":\n" << text;
     EXPECT_EQ(text.find("\nFORGED"), std::string::npos) << name << ":\n" << text;
+    for (const std::string& secret : {kHfToken, kAwsKeyId, kOpenAiKey, std::string("jane.doe@corp.example")})
+      EXPECT_EQ(text.find(secret), std::string::npos) << name << ":\n" << text;
   }
+  // The step script is bundled verbatim: the report says what in it looks like a secret.
+  EXPECT_NE(texts["REPORT.md"].find("**Looks like a secret, copied verbatim**: trial.py:5: huggingface-access-token"),
+            std::string::npos) << texts["REPORT.md"];
   // The classifier cut the temp directory the home lies in; the rest is scrubbed too.
-  EXPECT_NE(texts["signature.txt"].find("message: cannot open <tmp>/.../shard-7.bin on <host>"), std::string::npos)
+  EXPECT_NE(texts["signature.txt"].find("message: cannot open <tmp>/.../shard-7.bin on <host> as <email> with "
+                                        "<secret:huggingface-access-token> and <secret:aws-access-token>"),
+            std::string::npos)
       << texts["signature.txt"];
   EXPECT_NE(texts["case.yaml"].find("user: \"<user>\""), std::string::npos) << texts["case.yaml"];
   EXPECT_NE(texts["case.yaml"].find("host: \"<host>\""), std::string::npos) << texts["case.yaml"];

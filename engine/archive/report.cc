@@ -123,6 +123,9 @@ void writeReproduce(std::ostream& out, const CaseConfig& config, const Reduction
   }
   for (const auto& line : s.bundled_from_outside) out << "- Read from outside the case directory: " << line << "\n";
   for (const auto& line : s.left_out) out << "- Read by the trial but not bundled: " << line << "\n";
+  for (const auto& line : s.secrets_in_files)
+    out << "- **Looks like a secret, copied verbatim**: " << line << " (remove it from the file before you send "
+        << "the archive)\n";
   out << "\n";
 }
 

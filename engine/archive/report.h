@@ -45,6 +45,9 @@ struct ReductionSummary {
   std::vector<std::string> bundled;               // files the trial reads, as the archive names them
   std::vector<std::string> bundled_from_outside;  // of those, read from outside the case directory (with where)
   std::vector<std::string> left_out;              // traced but not bundled, with why
+  // Lines of bundled files that look like a secret ("step.py:12: huggingface-access-token"):
+  // the files are copied verbatim, so the reader is warned instead.
+  std::vector<std::string> secrets_in_files;
   SelfCheck self_check;          // the archive run on its own (engine/archive/self_check.h)
   OpRepro op;                    // the failing operator call alone (engine/archive/op_repro.h)
   std::vector<std::string> warnings;  // shown first: torch versions that differ (engine/torch_versions.h)

@@ -8,6 +8,7 @@
 #include "engine/archive/bundle.h"
 #include "engine/format_list.h"
 #include "engine/archive/manifest.h"
+#include "engine/archive/secrets.h"
 #include "engine/executors/sandbox.h"
 #include "engine/archive/what_sets_apart.h"
 #include "engine/archive/repro_cpp.h"
@@ -253,6 +254,25 @@ ReductionSummary summarize(KeyValues environment, const CaseConfig& config, cons
   return summary;
 }
 
+// What looks like a secret in the bundled files (text files up to 2 MiB;
+// engine/archive/secrets.h), at most 20 lines of it.
+std::vector<std::string> secretsIn(const BundlePlan& bundle) {
+  constexpr std::uintmax_t kMaxBytes = std::uintmax_t{2} << 20;
+  constexpr std::size_t kListed = 20;
+  std::vector<SecretFinding> found;
+  for (const auto& f : bundle.files) {
+    std::error_code ec;
+    if (!fs::is_regular_file(f.source, ec) || fs::file_size(f.source, ec) > kMaxBytes || ec) continue;
+    const std::string text = readFileBytes(f.source);
+    if (text.find('\0') != std::string::npos) continue;  // binary: a model, a batch
+    for (SecretFinding& s : findSecrets(text, f.archive_name)) found.push_back(std::move(s));
+  }
+  std::vector<std::string> lines;
+  for (std::size_t i = 0; i < found.size() && i < kListed; ++i) lines.push_back(found[i].describe());
+  if (found.size() > kListed) lines.push_back("and " + std::to_string(found.size() - kListed) + " more lines");
+  return lines;
+}
+
 // The archive, with the files the trial reads, then checked on its own as
 // the maintainer will run it before the run says it is done; REPORT.md (the
 // archive's first entry) records the outcome. Returns the run's status.
@@ -269,6 +289,10 @@ ExitStatus writeAndCheckArchive(const CaseConfig& config, TrialOracle& oracle, c
   }
   summary.bundled_from_outside = bundle.from_outside;
   summary.left_out = bundle.left_out;
+  summary.secrets_in_files = secretsIn(bundle);
+  for (const auto& line : summary.secrets_in_files)
+    log.info("warning: the archive carries " + line + " verbatim, which looks like a secret; remove it from the "
+             "file before you send the archive");
   for (const auto& f : bundle.files) summary.bundled.push_back(f.archive_name);
   summary.self_check.skipped = status == ExitStatus::Interrupted ? "the run was interrupted"
                                : status == ExitStatus::BudgetSpent ? "the budget was spent"

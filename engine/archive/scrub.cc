@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "engine/archive/secrets.h"
+
 namespace minrepro {
 namespace {
 
@@ -112,7 +114,7 @@ ScrubContext machineScrubContext() {
 }
 
 std::string scrubText(const std::string& text, const ScrubContext& c) {
-  std::string s = scrubPaths(text, c);
+  std::string s = scrubPaths(scrubSecrets(text), c);
   for (const auto& user : c.users)
     if (worthReplacing(user)) s = replaceWord(s, user, "<user>");
   for (const auto& host : c.hosts)

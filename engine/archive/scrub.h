@@ -28,10 +28,12 @@ ScrubContext scrubContextFor(const std::map<std::string, std::string>& case_cont
 // characters are written as \xNN, so a value cannot forge lines.
 std::string scrubContextValue(const std::string& value, const ScrubContext& context);
 
-// Absolute paths become "<path>/NAME" (under a home directory "<home>/NAME",
-// "<home>/.../NAME" when deeper): the file name helps a reader and rarely
-// identifies anyone. Then user and host names, as whole words, become
-// "<user>" and "<host>". URLs and relative paths are left alone.
+// Tokens of known shapes and e-mail addresses become "<secret:RULE>" and
+// "<email>" (engine/archive/secrets.h). Absolute paths become "<path>/NAME"
+// (under a home directory "<home>/NAME", "<home>/.../NAME" when deeper): the
+// file name helps a reader and rarely identifies anyone. Then user and host
+// names, as whole words, become "<user>" and "<host>". URLs and relative
+// paths are left alone.
 std::string scrubText(const std::string& text, const ScrubContext& context);
 
 }  // namespace minrepro

@@ -1,0 +1,138 @@
+// Secrets in what leaves the machine (see the header for why).
+#include "engine/archive/secrets.h"
+
+#include <regex>
+#include <string_view>
+
+namespace minrepro {
+namespace {
+
+// One token shape. `secret` is the group replaced (0: the whole match):
+// rules that need the words around a secret to find it keep those words.
+struct Rule {
+  const char* id;
+  std::regex pattern;
+  int secret = 0;
+};
+
+// gitleaks' rules for the token shapes a training job meets (model hubs,
+// LLM APIs, clouds, code hosts, chat webhooks), in ECMAScript syntax; the
+// AWS secret key and the password in a URL as detect-secrets finds them
+// (gitleaks needs entropy checks for those).
+const std::vector<Rule>& rules() {
+  static const std::vector<Rule> kRules = [] {
+    const auto re = [](const char* pattern) { return std::regex(pattern, std::regex::ECMAScript | std::regex::optimize); };
+    std::vector<Rule> r;
+    r.push_back({"huggingface-access-token", re(R"(\bhf_[a-zA-Z]{34}\b)")});
+    r.push_back({"huggingface-organization-api-token", re(R"(\bapi_org_[a-zA-Z]{34}\b)")});
+    r.push_back({"openai-api-key",
+                 re(R"(\bsk-(?:proj|svcacct|admin)-(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})T3BlbkFJ(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})\b|\bsk-[a-zA-Z0-9]{20}T3BlbkFJ[a-zA-Z0-9]{20}\b)")});
+    r.push_back({"anthropic-api-key", re(R"(\bsk-ant-api03-[a-zA-Z0-9_\-]{93}AA\b)")});
+    r.push_back({"aws-access-token", re(R"(\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b)")});
+    r.push_back({"aws-secret-access-key",
+                 re(R"(([Aa][Ww][Ss].{0,20}?(?:[Kk][Ee][Yy]|[Pp][Ww][Dd]?|[Pp][Aa][Ss][Ss](?:[Ww][Oo][Rr][Dd])?|[Tt][Oo][Kk][Ee][Nn]).{0,20}?['"=:\s])([0-9a-zA-Z/+]{40})(?![0-9a-zA-Z/+]))"),
+                 2});
+    r.push_back({"github-pat", re(R"(\bghp_[0-9a-zA-Z]{36}\b)")});
+    r.push_back({"github-fine-grained-pat", re(R"(\bgithub_pat_\w{82}\b)")});
+    r.push_back({"github-oauth", re(R"(\bgho_[0-9a-zA-Z]{36}\b)")});
+    r.push_back({"github-app-token", re(R"(\b(?:ghu|ghs)_[0-9a-zA-Z]{36}\b)")});
+    r.push_back({"github-refresh-token", re(R"(\bghr_[0-9a-zA-Z]{36}\b)")});
+    r.push_back({"gitlab-pat", re(R"(\bglpat-[\w-]{20}\b)")});
+    r.push_back({"gcp-api-key", re(R"(\bAIza[\w-]{35}\b)")});
+    r.push_back({"slack-token", re(R"(\bxox[baprs]-[0-9a-zA-Z-]{10,48}\b)")});
+    r.push_back({"stripe-access-token", re(R"(\b(?:sk|rk)_(?:test|live|prod)_[a-zA-Z0-9]{10,99}\b)")});
+    r.push_back({"jwt", re(R"(\bey[a-zA-Z0-9]{17,}\.ey[a-zA-Z0-9/\\_-]{17,}\.(?:[a-zA-Z0-9/\\_-]{10,}={0,2})?)")});
+    r.push_back({"basic-auth-url", re(R"((://[^:/?#\[\]@!$&'()*+,;=\s]+:)([^:/?#\[\]@!$&'()*+,;=\s]+)(@))"), 2});
+    return r;
+  }();
+  return kRules;
+}
+
+const std::regex& emailPattern() {
+  static const std::regex kEmail(R"(\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b)");
+  return kEmail;
+}
+
+const std::regex& privateKeyBegin() {
+  static const std::regex kBegin(R"(-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----)");
+  return kBegin;
+}
+
+// std::regex recurses per character: a long line is read in pieces cut at
+// whitespace (a token holds none), at most kPiece bytes each.
+constexpr std::size_t kPiece = 4096;
+
+std::vector<std::string_view> pieces(std::string_view line) {
+  std::vector<std::string_view> out;
+  while (line.size() > kPiece) {
+    std::size_t cut = line.find_last_of(" \t", kPiece);
+    if (cut == std::string_view::npos || cut == 0) cut = kPiece;
+    out.push_back(line.substr(0, cut));
+    line.remove_prefix(cut);
+  }
+  out.push_back(line);
+  return out;
+}
+
+std::string replaceRule(const std::string& text, const Rule& rule) {
+  const std::string placeholder = std::string("<secret:") + rule.id + ">";
+  if (rule.secret == 0) return std::regex_replace(text, rule.pattern, placeholder);
+  std::string out;
+  auto from = text.cbegin();
+  for (std::sregex_iterator it(text.begin(), text.end(), rule.pattern), end; it != end; ++it) {
+    const auto& m = *it;
+    out.append(from, m[rule.secret].first).append(placeholder);
+    from = m[rule.secret].second;
+  }
+  return out.append(from, text.cend());
+}
+
+std::string scrubPiece(std::string piece) {
+  for (const Rule& rule : rules()) piece = replaceRule(piece, rule);
+  return std::regex_replace(piece, emailPattern(), "<email>");
+}
+
+}  // namespace
+
+std::string scrubSecrets(const std::string& text) {
+  std::string out;
+  bool in_key = false;
+  for (std::size_t start = 0; start < text.size();) {
+    std::size_t end = text.find('\n', start);
+    const bool newline = end != std::string::npos;
+    if (!newline) end = text.size();
+    const std::string_view line(text.data() + start, end - start);
+    start = end + 1;
+    if (in_key || std::regex_search(line.begin(), line.end(), privateKeyBegin())) {
+      if (!in_key) out += "<secret:private-key>";
+      in_key = line.find("-----END") == std::string_view::npos;
+      if (!in_key && newline) out += '\n';
+      continue;
+    }
+    for (std::string_view piece : pieces(line)) out += scrubPiece(std::string(piece));
+    if (newline) out += '\n';
+  }
+  return out;
+}
+
+std::string SecretFinding::describe() const { return file + ":" + std::to_string(line) + ": " + rule; }
+
+std::vector<SecretFinding> findSecrets(const std::string& text, const std::string& file) {
+  std::vector<SecretFinding> found;
+  std::size_t number = 0;
+  for (std::size_t start = 0; start < text.size();) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view line(text.data() + start, end - start);
+    start = end + 1;
+    ++number;
+    std::string rule = std::regex_search(line.begin(), line.end(), privateKeyBegin()) ? "private-key" : "";
+    for (std::string_view piece : pieces(line))
+      for (const Rule& r : rules())
+        if (rule.empty() && std::regex_search(piece.begin(), piece.end(), r.pattern)) rule = r.id;
+    if (!rule.empty()) found.push_back({file, number, rule});
+  }
+  return found;
+}
+
+}  // namespace minrepro
