@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <set>
+#include <map>
 #include <optional>
+#include <set>
 #include <sstream>
+#include <tuple>
 
 #include "engine/errors.h"
 #include "harness/batch_io.h"
@@ -74,29 +76,41 @@ std::string findIds(const NamedTensors& batch, std::int64_t n, std::vector<std::
   return "";
 }
 
-// The shared size of dimension 1 of the padded sample tensors: the most common.
-std::int64_t paddedLength(const NamedTensors& batch, std::int64_t n) {
+// Per-sample integer tensors whose values lie in [0, length], the longest
+// at it: a padded batch is as long as its longest sample.
+std::vector<std::string> lengthTensors(const NamedTensors& batch, std::int64_t n, std::int64_t length,
+                                       const std::string& ids) {
+  std::vector<std::string> fits;
+  for (std::size_t i = 0; i < batch.names.size(); ++i) {
+    const at::Tensor& t = batch.tensors[i];
+    if (batch.names[i] == ids || !perSampleInteger(t, n) || n == 0) continue;
+    if (at::min(t).item<std::int64_t>() >= 0 && at::max(t).item<std::int64_t>() == length) fits.push_back(batch.names[i]);
+  }
+  return fits;
+}
+
+// The size of dimension 1 the padded sample tensors share: one that a
+// lengths tensor fits first (a [B, 4] feature tensor beside [B, 20] tokens
+// is not the sequence), then the one most tensors have, then the longest.
+std::int64_t paddedLength(const NamedTensors& batch, std::int64_t n, const std::string& ids) {
   std::map<std::int64_t, int> votes;
   for (const auto& t : batch.tensors)
     if (t.dim() >= 2 && t.size(0) == n) ++votes[t.size(1)];
   std::int64_t best = -1;
-  int count = 0;
-  for (const auto& [size, c] : votes)
-    if (c > count) best = size, count = c;
+  std::tuple<bool, int, std::int64_t> best_key{false, 0, -1};
+  for (const auto& [size, count] : votes) {
+    const std::tuple<bool, int, std::int64_t> key{!lengthTensors(batch, n, size, ids).empty(), count, size};
+    if (key > best_key) best = size, best_key = key;
+  }
   return best;
 }
 
 std::string findLengths(const NamedTensors& batch, std::int64_t n, std::int64_t length, const std::string& ids,
                         std::vector<std::string>& notes) {
-  std::vector<std::string> fits, named;
-  for (std::size_t i = 0; i < batch.names.size(); ++i) {
-    const at::Tensor& t = batch.tensors[i];
-    if (batch.names[i] == ids || !perSampleInteger(t, n) || n == 0) continue;
-    const auto lo = at::min(t).item<std::int64_t>(), hi = at::max(t).item<std::int64_t>();
-    if (lo < 0 || hi != length) continue;  // a padded batch is as long as its longest sample
-    fits.push_back(batch.names[i]);
-    if (lower(batch.names[i]).find("len") != std::string::npos) named.push_back(batch.names[i]);
-  }
+  const std::vector<std::string> fits = lengthTensors(batch, n, length, ids);
+  std::vector<std::string> named;
+  for (const std::string& name : fits)
+    if (lower(name).find("len") != std::string::npos) named.push_back(name);
   if (fits.empty()) return "";
   const std::string chosen = named.empty() ? fits.front() : named.front();
   notes.push_back("lengths: '" + chosen + "' (values within the padded length " + std::to_string(length) +
@@ -120,7 +134,7 @@ std::optional<double> paddingOf(const at::Tensor& t, const at::Tensor& lengths) 
 }
 
 void inferSequences(const NamedTensors& batch, InferredCase& out) {
-  const std::int64_t length = paddedLength(batch, out.samples);
+  const std::int64_t length = paddedLength(batch, out.samples, out.ids);
   if (length < 0) return;
   out.lengths = findLengths(batch, out.samples, length, out.ids, out.notes);
   // Reduced with the samples, as the ids are (case.yaml's sequence.lengths).

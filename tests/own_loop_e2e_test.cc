@@ -84,6 +84,30 @@ TEST_F(OwnLoop, InitWritesTheInferredCaseAndRefusesToReplaceOne) {
   EXPECT_TRUE(has(out, "must take the batch as {batch}")) << out;
 }
 
+// A 2-D feature tensor beside the tokens ([16, 4] floats, [16, 20] ids):
+// the sequence is the length a lengths tensor fits, not the first size met
+// (both inferences, init's and capture's, took the features for it).
+TEST_F(OwnLoop, AFeatureTensorBesideTheTokensIsNotTakenForTheSequence) {
+  std::string out;
+  ASSERT_EQ(runCommand(testing::python() + " -c \"import torch\n"
+                       "g = torch.Generator().manual_seed(0)\n"
+                       "lengths = torch.randint(3, 21, (16,), generator=g); lengths[5] = 20\n"
+                       "tokens = torch.randint(1, 50, (16, 20), generator=g)\n"
+                       "tokens[torch.arange(20).unsqueeze(0) >= lengths.unsqueeze(1)] = 0\n"
+                       "torch.save({'ids': torch.arange(16), 'tokens': tokens, 'lengths': lengths,\n"
+                       "            'features': torch.randn(16, 4, generator=g), 'label': torch.randint(0, 4, (16,))},\n"
+                       "           '" + (user_ / "features.pt").string() + "')\"", &out), 0) << out;
+  ASSERT_EQ(minrepro("init --batch features.pt --output features.yaml -- python step.py {batch}", &out), 0) << out;
+  const std::string text = readFile(user_ / "features.yaml");
+  EXPECT_TRUE(has(text, "lengths: lengths")) << text;
+  EXPECT_TRUE(has(text, "tensors: {tokens: 1}")) << text;
+  EXPECT_FALSE(has(text, "features: 1")) << text;
+  ASSERT_EQ(runCommand(testing::python() + " -c \"import torch; from minrepro_capture._infer import infer\n"
+                       "i = infer(torch.load('" + (user_ / "features.pt").string() + "'))\n"
+                       "print('lengths', i.lengths, 'padding', i.padding)\"", &out), 0) << out;
+  EXPECT_TRUE(has(out, "lengths lengths padding {'tokens': 0}")) << out;
+}
+
 TEST_F(OwnLoop, ShrinkWithoutCaseYamlAndTheArchiveRunsUnderAnotherPython) {
   // The trials run a venv's Python that is gone when the maintainer runs the archive.
   const std::string reporter = otherPython(work_.path() / "reporter-venv");

@@ -60,13 +60,31 @@ def _padding_of(t, lengths):
     return int(value) if value == int(value) else value
 
 
+def _length_tensors(tensors, n, length, ids):
+    """Per-sample integer tensors whose values lie in [0, length], the longest at it."""
+    return [name for name, t in tensors.items() if name != ids and _per_sample_int(t, n) and n > 0
+            and int(t.min()) >= 0 and int(t.max()) == length]
+
+
+def _padded_length(tensors, n, ids):
+    """The size of dimension 1 the padded tensors share: one that a lengths tensor
+    fits first (a [B, 4] feature tensor beside [B, 20] tokens is not the sequence),
+    then the most tensors, then the longest."""
+    votes = {}
+    for t in tensors.values():
+        if t.dim() >= 2 and t.shape[0] == n:
+            votes[t.shape[1]] = votes.get(t.shape[1], 0) + 1
+    if not votes:
+        return None
+    return max(votes, key=lambda s: (bool(_length_tensors(tensors, n, s, ids)), votes[s], s))
+
+
 def _find_sequences(tensors, out):
     n = out.samples
-    length = _most_common([t.shape[1] for t in tensors.values() if t.dim() >= 2 and t.shape[0] == n])
+    length = _padded_length(tensors, n, out.ids)
     if length is None:
         return
-    fits = [name for name, t in tensors.items() if name != out.ids and _per_sample_int(t, n) and n > 0
-            and int(t.min()) >= 0 and int(t.max()) == length]
+    fits = _length_tensors(tensors, n, length, out.ids)
     named = [name for name in fits if "len" in name.lower()]
     if fits:
         out.lengths = (named or fits)[0]
