@@ -58,7 +58,7 @@ void writeOpRepro(std::ostream& out, const OpRepro& op) {
     out << "\nAs recorded, before the inputs were reduced:\n\n";
     for (const OpTensor& t : op.found->tensors) out << "- `" << t.describe() << "`\n";
   }
-  out << "\nRun it with `python3 op/repro_op.py` (it reads `op/inputs.pt` beside it, with `weights_only=True`, for "
+  out << "\nRun it with `python op/repro_op.py` (a Python with PyTorch; it reads `op/inputs.pt` beside it, with `weights_only=True`, for "
          "the tensors it does not spell out). The batch-level reproducer below is the whole story.\n\n";
 }
 
@@ -105,7 +105,8 @@ void writeMinimal(std::ostream& out, const ReductionSummary& s) {
 
 void writeReproduce(std::ostream& out, const CaseConfig& config, const ReductionSummary& s) {
   out << "## Reproduce\n\n"
-      << "Without minrepro (needs only PyTorch):\n\n    python3 repro.py [neighbours/plus_one.pt]\n\n"
+      << "Without minrepro, with any Python that has PyTorch (`python3` only if yours does):\n\n"
+         "    python repro.py [neighbours/plus_one.pt]\n\n"
       << (config.command ? "repro.py runs the trial's command in its own place (exec), so it ends as the trial did: "
                            "the same exit status, or death by the same signal.\n\n"
                          : "")
@@ -307,7 +308,7 @@ std::string renderReproPy(const CaseConfig& config, const FailureSignature& sign
   std::ostringstream py;
   py << "#!/usr/bin/env python3\n"
      << "\"\"\"Reproduces: " << signature.summary() << "\n\n"
-     << "Made by minrepro; needs only PyTorch. Run from anywhere: python3 repro.py [BATCH]\n"
+     << "Made by minrepro; needs only PyTorch. Run from anywhere with a Python that has it: python repro.py [BATCH]\n"
      << "BATCH defaults to batch.pt beside this file; the neighbour cases are neighbours/*.pt.\n\"\"\"\n"
      << "import os\nimport sys\n\n";
   if (config.harness) py << "import torch\nimport torch.nn.functional as F\n\n";
