@@ -111,19 +111,19 @@ struct OutputReading {
 // stderr first: that is where Python and std::terminate report. A device
 // assert's kernel line may sit in the other stream (device printf goes to
 // stdout); it names the kernel, so it is fetched from wherever it is.
-OutputReading readOutput(const std::string& primary, const std::string& secondary, bool list_set_aside) {
+// The lines are read for the kernel line and the harness's operator first,
+// then taken by chooseFirstError (held once, whatever their number).
+OutputReading readOutput(Lines primary, Lines secondary, bool list_set_aside) {
   OutputReading reading;
-  reading.choice = chooseFirstError(primary, list_set_aside);
-  if (!reading.choice.first && !secondary.empty()) reading.choice = chooseFirstError(secondary, list_set_aside);
-  const Lines primary_lines = splitLines(primary), secondary_lines = splitLines(secondary);
+  auto kernel = findKernelAssert(primary);
+  if (!kernel) kernel = findKernelAssert(secondary);
+  reading.harness_op = harnessOp(primary);
+  if (reading.harness_op.empty()) reading.harness_op = harnessOp(secondary);
+  reading.choice = chooseFirstError(std::move(primary), list_set_aside);
+  if (!reading.choice.first && !secondary.empty()) reading.choice = chooseFirstError(std::move(secondary), list_set_aside);
   auto& first = reading.choice.first;
-  if (first && !first->error.kernel_assert && familyOf(first->error) == FailureFamily::DeviceAssert) {
-    auto kernel = findKernelAssert(primary_lines);
-    if (!kernel) kernel = findKernelAssert(secondary_lines);
-    if (kernel) first->error = *kernel;
-  }
-  reading.harness_op = harnessOp(primary_lines);
-  if (reading.harness_op.empty()) reading.harness_op = harnessOp(secondary_lines);
+  if (first && !first->error.kernel_assert && familyOf(first->error) == FailureFamily::DeviceAssert && kernel)
+    first->error = *kernel;
   return reading;
 }
 
@@ -301,14 +301,15 @@ std::optional<std::string> messageMismatch(const FailureSignature& original,
   return "message does not match /" + pattern + "/";
 }
 
-LogReading readLogText(const std::string& text, bool list_set_aside) {
+LogReading readLogLines(Lines lines, bool list_set_aside) {
   LogReading log;
-  const OutputReading reading = readOutput(text, "", list_set_aside);
+  const OutputReading reading = readOutput(std::move(lines), {}, list_set_aside);
   if (!reading.choice.first) return log;
   const LoggedError& first = *reading.choice.first;
   fillFromError(log.signature, first.error);
   if (!reading.harness_op.empty()) log.signature.op = reading.harness_op;
   log.first_line = first.log_line + 1;
+  log.first_line_text = first.line_text;
   log.where = first.where();
   log.user_frame = first.error.user_frame;
   for (const LoggedError& other : reading.choice.set_aside) log.set_aside.push_back(describeSetAside(other));
@@ -369,9 +370,10 @@ std::string FailureSignature::summary() const {
   return line;
 }
 
-LogReading readLog(const std::string& text) { return readLogText(text, true); }
+LogReading readLog(const std::string& text) { return readLogLines(splitLines(text), true); }
+LogReading readLog(Lines lines) { return readLogLines(std::move(lines), true); }
 
-FailureSignature classifyText(const std::string& text) { return readLogText(text, false).signature; }
+FailureSignature classifyText(const std::string& text) { return readLogLines(splitLines(text), false).signature; }
 
 FailureSignature classify(const TrialOutcome& outcome) {
   FailureSignature signature;
@@ -381,7 +383,7 @@ FailureSignature classify(const TrialOutcome& outcome) {
     return signature;
   }
   if (outcome.passed()) return signature;  // an exit 0 is a pass, whatever was printed
-  const OutputReading reading = readOutput(outcome.stderr_text, outcome.stdout_text, false);
+  const OutputReading reading = readOutput(splitLines(outcome.stderr_text), splitLines(outcome.stdout_text), false);
   if (outcome.end == TrialEnd::Signaled) signature.signal_name = signalName(outcome.signal);
   const auto& first = reading.choice.first;
   // A process killed by a signal whose output holds only the timeouts and

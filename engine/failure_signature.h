@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/executors/process.h"
+#include "engine/text_lines.h"
 
 namespace minrepro {
 
@@ -69,11 +70,14 @@ struct SetAside {
 struct LogReading {
   FailureSignature signature;  // family None when the text holds no error
   std::size_t first_line = 0;  // 1-based line where the first error begins; 0 when none
+  std::string first_line_text; // that line (without a rank's or a logger's prefix)
   std::string where;           // the rank, process or DataLoader worker it happened in; empty: the main one
   std::string user_frame;      // the frame to open first: "/src/train.py:42 in step"; empty when unknown
   std::vector<SetAside> set_aside;
 };
 LogReading readLog(const std::string& text);
+// The same from the log's lines, which it takes (a log held once).
+LogReading readLog(text::Lines lines);
 
 // Classifies text alone (a log file, captured stderr); family None when no
 // error is found in it. The signature of readLog.

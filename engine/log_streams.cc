@@ -131,13 +131,13 @@ std::string setAsideKind(const RawError& error) {
   return "later error";
 }
 
-FirstErrorChoice chooseFirstError(const std::string& text, bool list_set_aside) {
+FirstErrorChoice chooseFirstError(Lines lines, bool list_set_aside) {
   const AfterFirstRaised after = list_set_aside ? AfterFirstRaised::Continue : AfterFirstRaised::Stop;
   std::vector<LoggedError> errors;
-  for (const Stream& stream : splitStreams(splitLines(text))) {
+  for (const Stream& stream : splitStreams(std::move(lines))) {
     for (RawError& error : readErrors(stream.lines, after)) {
-      const std::size_t log_line = stream.log_line[std::min(error.line, stream.log_line.size() - 1)];
-      errors.push_back(LoggedError{std::move(error), log_line, stream.name});
+      const std::size_t at = std::min(error.line, stream.log_line.size() - 1);
+      errors.push_back(LoggedError{std::move(error), stream.log_line[at], stream.name, stream.lines[at]});
     }
   }
   std::stable_sort(errors.begin(), errors.end(),

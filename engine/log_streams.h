@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "engine/error_readers.h"
+#include "engine/text_lines.h"
 
 namespace minrepro {
 
@@ -27,6 +28,7 @@ struct LoggedError {
   RawError error;            // as read in its stream (line and end relative to that stream)
   std::size_t log_line = 0;  // 0-based line of the whole log where the error begins
   std::string stream;        // "rank 1" when the log's lines carried the rank; else empty
+  std::string line_text;     // that line, without its rank and logging prefixes
 
   // The process the error belongs to: named by a wrapper ("process 1",
   // "DataLoader worker process 0"), else by the stream's prefix; empty for
@@ -41,7 +43,9 @@ struct FirstErrorChoice {
 
 // `set_aside` is filled only when `list_set_aside` (triage); a trial's
 // signature needs the first error alone, and its output may be long.
-FirstErrorChoice chooseFirstError(const std::string& text, bool list_set_aside);
+// The lines are taken (moved into their streams): a log of gigabytes is
+// held once.
+FirstErrorChoice chooseFirstError(text::Lines lines, bool list_set_aside);
 
 // "collective timeout", "lost connection", "launcher summary",
 // "death report" or "later error": why an error was set aside.

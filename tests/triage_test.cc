@@ -164,6 +164,49 @@ TEST(Triage, AnEmbeddingIndexErrorIsATokenPastTheTableNotAClassPastTheOutputLaye
 
 std::string minrepro() { return MINREPRO_BINARY; }
 
+// A large log is read in bounded memory: past the first bytes, only lines
+// near what reads like an error are kept (engine/commands/log_window.h).
+// Windowed from the first byte, every fixture inside hundreds of progress
+// lines gives the same triage as the whole log: the same first error, at
+// the same line, and the same errors set aside at theirs.
+TEST(Triage, AWindowedLogGivesTheSameAnswerAsTheWholeLog) {
+  for (const TriageCase& c : kCases) {
+    SCOPED_TRACE(c.file);
+    const std::string text = preamble(300) + readFixture(c.file) + preamble(300);
+    const Triage whole = triageText(text);
+    std::istringstream in(text);
+    const Triage windowed = triageStream(in, /*exact_bytes=*/0);
+    EXPECT_GT(windowed.dropped, 400u);
+    EXPECT_EQ(windowed.signature.summary(), whole.signature.summary());
+    EXPECT_EQ(windowed.first_line, whole.first_line);
+    EXPECT_EQ(windowed.where, whole.where);
+    ASSERT_EQ(windowed.set_aside.size(), whole.set_aside.size());
+    for (std::size_t i = 0; i < whole.set_aside.size(); ++i) {
+      EXPECT_EQ(windowed.set_aside[i].line, whole.set_aside[i].line);
+      EXPECT_EQ(windowed.set_aside[i].summary, whole.set_aside[i].summary);
+    }
+  }
+}
+
+// /dev/zero grew triage to gigabytes: a device is refused, and a line
+// without an end is read in its first 2 KiB only (#30.8).
+TEST(TriageCommand, ADeviceIsRefusedAndALineWithoutEndCostsNoMemory) {
+  std::string out;
+  EXPECT_EQ(testing::runCommand(minrepro() + " triage /dev/zero 2>&1", &out), 2) << out;
+  EXPECT_NE(out.find("/dev/zero is a device or a socket, not a log file"), std::string::npos) << out;
+  const auto peakKb = [&](const std::string& input) {
+    testing::runCommand("( " + input + " ) | /usr/bin/time -f 'peak-kb %M' " + minrepro() + " triage - 2>&1", &out);
+    const auto at = out.find("peak-kb ");
+    return at == std::string::npos ? -1L : std::stol(out.substr(at + 8));
+  };
+  const long baseline = peakKb("printf 'RuntimeError: boom\\n'");
+  const long long_line = peakKb("head -c 200000000 /dev/zero; printf '\\nRuntimeError: boom\\n'");
+  EXPECT_NE(out.find("note: 1 line(s) longer than 2048 bytes were read in their first 2048 bytes only"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("first message:       boom"), std::string::npos) << out;
+  EXPECT_LT(long_line - baseline, 32 * 1024) << "a 200 MB line took " << long_line - baseline << " KB more";
+}
+
 TEST(TriageCommand, ReadsALogFileAndNamesTheLine) {
   testing::TempDir dir;
   const fs::path log = dir.path() / "train.log";

@@ -6,14 +6,23 @@
 #include <optional>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <string_view>
 #include <vector>
 
+#include "engine/commands/log_window.h"
 #include "engine/text_lines.h"
+
+#include <sys/stat.h>
 
 namespace minrepro {
 namespace {
+
+mode_t fileMode(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_mode : 0;
+}
 
 // Where the 1-based line `number` starts; a line ends at the next '\n'.
 std::size_t lineStart(const std::string& text, std::size_t number) {
@@ -142,6 +151,12 @@ void renderSetAside(std::ostream& out, const Triage& t, const std::string& sourc
 
 }  // namespace
 
+Backend detectBackend(const text::Lines& lines) {
+  for (const std::string& line : lines)
+    if (const Backend b = detectBackend(line); b != Backend::Unknown) return b;
+  return Backend::Unknown;
+}
+
 Backend detectBackend(const std::string& text) {
   if (containsAny(text, {"HIP error", "hipError", "HIP out of memory", "HIP kernel errors", ".hip:", "rocdevice",
                          "HSA_STATUS", "ROCm", "AMD_SERIALIZE_KERNEL", "HIP_LAUNCH_BLOCKING"}))
@@ -152,10 +167,23 @@ Backend detectBackend(const std::string& text) {
   return Backend::Unknown;
 }
 
-Triage triageText(const std::string& text) {
+Triage triageStream(std::istream& in, std::size_t exact_bytes) {
+  LogLines log = readLogBounded(in, exact_bytes);
   Triage t;
-  static_cast<LogReading&>(t) = readLog(text);
-  t.backend = detectBackend(text);
+  t.cut_lines = log.cut_lines;
+  t.dropped = log.dropped;
+  t.backend = detectBackend(log.lines);
+  const std::vector<std::size_t> numbers = std::move(log.numbers);
+  static_cast<LogReading&>(t) = readLog(std::move(log.lines));
+  const LogLines map{{}, numbers, 0, 0};
+  t.first_line = map.numberInLog(t.first_line);
+  for (SetAside& other : t.set_aside) other.line = map.numberInLog(other.line);
+  return t;
+}
+
+Triage triageText(const std::string& text) {
+  std::istringstream in(text);
+  Triage t = triageStream(in);
   if (t.signature.failed()) t.first_line_text = lineAt(text, lineStart(text, t.first_line));
   return t;
 }
@@ -184,23 +212,46 @@ std::string renderTriage(const Triage& t, const std::string& source) {
       << "conclusion to avoid: " << avoid << "\n";
   renderSetAside(out, t, source);
   for (const auto& step : nextSteps(t)) out << "next: " << step << "\n";
+  if (t.dropped > 0)
+    out << "note: the log is over " << (kExactBytes >> 20) << " MiB: " << t.dropped << " line(s) more than "
+        << kContext << " lines away from anything that reads like an error were skipped\n";
+  if (t.cut_lines > 0)
+    out << "note: " << t.cut_lines << " line(s) longer than " << text::kMaxLine << " bytes were read in their first "
+        << text::kMaxLine << " bytes only\n";
   return out.str();
 }
 
+// The log's line `number` as written (rank and logger prefixes kept), read
+// again from the file; "" when it cannot be.
+std::string lineOfFile(const std::string& path, std::size_t number) {
+  std::ifstream file(path, std::ios::binary);
+  for (std::size_t skipped = 1; skipped < number && file; ++skipped)
+    file.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  std::string line(text::kMaxLine, '\0');
+  file.get(line.data(), static_cast<std::streamsize>(line.size() + 1), '\n');
+  line.resize(file ? static_cast<std::size_t>(file.gcount()) : 0);
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  return line;
+}
+
 int runTriage(const std::string& path, std::istream& in, std::ostream& out) {
-  // One copy of the log in memory (a training log may be gigabytes).
-  std::ostringstream read;
+  // The log held once, as lines of at most kMaxLine bytes (a training log
+  // may be gigabytes, a line of it a megabyte of progress bar).
+  Triage t;
   if (path == "-") {
-    read << in.rdbuf();
+    t = triageStream(in);
   } else {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode)))
+      throw BadInputError(path + " is a device or a socket, not a log file; give a log file, or '-' with the log on "
+                          "standard input");
     std::ifstream file(path, std::ios::binary);
     if (!file || std::filesystem::is_directory(path))
       throw BadInputError("cannot read " + path + ": no such file or not readable; give a log file, or '-' to "
                           "read standard input");
-    read << file.rdbuf();
+    t = triageStream(file);
   }
-  const std::string text = std::move(read).str();
-  const Triage t = triageText(text);
+  if (t.signature.failed() && path != "-" && S_ISREG(fileMode(path))) t.first_line_text = lineOfFile(path, t.first_line);
   out << text::printable(renderTriage(t, path == "-" ? "stdin" : path));
   return t.signature.failed() ? 0 : 1;
 }

@@ -9,15 +9,19 @@
 
 #include "engine/diagnostics.h"
 #include "engine/errors.h"
+#include "engine/commands/log_window.h"
 #include "engine/failure_signature.h"
 
 namespace minrepro {
 
 // The log's reading (first error, where it happened, the frame to open,
 // what was set aside) and what triage adds to it.
+// first_line_text (LogReading's): the line where the first error begins,
+// as written in the log.
 struct Triage : LogReading {
-  std::string first_line_text;  // the line where the first error begins, as written in the log
   Backend backend = Backend::Unknown;
+  std::size_t cut_lines = 0;  // lines longer than text::kMaxLine, read only in their first kMaxLine bytes
+  std::size_t dropped = 0;    // lines of a large log dropped as far from any error (engine/commands/log_window.h)
 };
 
 // Reads the log with readLog, the same reader as the trials' signatures.
@@ -26,6 +30,11 @@ Triage triageText(const std::string& text);
 // Which GPU stack wrote the text, from its wording (HIP/HSA vs CUDA):
 // Cuda, Rocm or Unknown.
 Backend detectBackend(const std::string& text);
+Backend detectBackend(const text::Lines& lines);
+
+// Reads a log of any size in bounded memory (engine/commands/log_window.h)
+// and triages it; line numbers are the log's own.
+Triage triageStream(std::istream& in, std::size_t exact_bytes = kExactBytes);
 
 // The human-readable result; `source` names the log ("train.log", "stdin").
 std::string renderTriage(const Triage& triage, const std::string& source);
