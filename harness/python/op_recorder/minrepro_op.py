@@ -372,11 +372,25 @@ def _literals(tensors, call):
         owners.setdefault(_storage_key(t), []).append(key)
     literals = {}
     for key, t in tensors.items():
-        source = literal_source(t) if len(owners[_storage_key(t)]) == 1 else None
         usable = key.isidentifier() and not keyword.iskeyword(key) and key not in _RESERVED
-        if source is not None and usable and "T[%r]" % key in call:
+        if not usable or "T[%r]" % key not in call:
+            continue
+        sharing = owners[_storage_key(t)]
+        if len(sharing) == 1:
+            source = literal_source(t)
+        elif _same_view(t, tensors[sharing[0]]) and all(_same_view(t, tensors[k]) for k in sharing):
+            # The very same tensor passed twice (bmm(x, x)): spelled out once, then named again.
+            source = literal_source(t) if key == sharing[0] else (sharing[0] if sharing[0] in literals else None)
+        else:
+            source = None
+        if source is not None:
             literals[key] = source
     return literals
+
+
+def _same_view(a, b):
+    return (a.shape == b.shape and a.stride() == b.stride() and a.storage_offset() == b.storage_offset()
+            and a.dtype == b.dtype)
 
 
 def script_text(fields, call, literals, variants=False):
