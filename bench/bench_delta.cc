@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <algorithm>
 
-#include "engine/delta.h"
+#include "core/delta.h"
 #include "tests/list_problems.h"
 
 namespace {

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/case_config.h"
-#include "engine/failure_signature.h"
+#include "core/case_config.h"
+#include "core/failure_signature.h"
 #include "engine/executors/fork_server.h"
 #include "engine/oracle.h"
 #include "engine/trial_spec.h"

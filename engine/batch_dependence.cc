@@ -2,8 +2,8 @@
 
 #include <regex>
 
-#include "engine/error_readers.h"
-#include "engine/text_lines.h"
+#include "core/error_readers.h"
+#include "core/text_lines.h"
 #include "harness/batch_store.h"
 
 namespace fs = std::filesystem;
@@ -13,7 +13,7 @@ namespace minrepro {
 namespace {
 
 // The first error the trial raised, as its signature reads it
-// (engine/error_readers.h): "ModuleNotFoundError", "No module named 'x'".
+// (core/error_readers.h): "ModuleNotFoundError", "No module named 'x'".
 struct PythonError {
   std::string type;
   std::string line;  // "ModuleNotFoundError: No module named 'x'"

@@ -15,9 +15,9 @@
 #include <optional>
 #include <string>
 
-#include "engine/case_config.h"
-#include "engine/executors/process.h"
-#include "engine/failure_signature.h"
+#include "core/case_config.h"
+#include "core/process/process.h"
+#include "core/failure_signature.h"
 
 namespace minrepro {
 

@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "engine/case_config.h"
+#include "core/case_config.h"
 
 namespace minrepro {
 

@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "engine/case_config.h"
-#include "engine/executors/process.h"
+#include "core/case_config.h"
+#include "core/process/process.h"
 
 namespace minrepro {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/case_config.h"
+#include "core/case_config.h"
 #include "harness/batch_store.h"
 
 namespace minrepro {

@@ -100,7 +100,6 @@ std::optional<std::string> Journal::lastAccepted(const fs::path& dir, const std:
 
 void Journal::recordReference(const std::string& text) { append("reference " + text); }
 
-void Journal::recordNote(const std::string& text) { append("note " + text); }
 
 void Journal::load(const fs::path& file, const std::string& identity) {
   std::ifstream in(file);

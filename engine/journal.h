@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/content_hash.h"
-#include "engine/errors.h"
+#include "core/content_hash.h"
+#include "core/errors.h"
 
 namespace minrepro {
 
@@ -57,7 +57,6 @@ class Journal {
   // An accepted candidate and what it keeps (reducers/selection_text.h):
   // the best case so far can be written from the journal alone.
   void recordAccepted(const std::string& candidate, std::size_t samples, const std::string& selection);
-  void recordNote(const std::string& text);
   // The original's failure, as one line of text (see TrialOracle).
   void recordReference(const std::string& text);
   const std::string& loadedReference() const { return loaded_reference_; }

@@ -6,7 +6,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "engine/text_lines.h"
+#include "core/text_lines.h"
 
 namespace minrepro {
 

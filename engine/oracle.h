@@ -20,13 +20,13 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/errors.h"
-#include "engine/case_config.h"
-#include "engine/failure_signature.h"
-#include "engine/flaky.h"
+#include "core/errors.h"
+#include "core/case_config.h"
+#include "core/failure_signature.h"
+#include "core/flaky.h"
 #include "engine/journal.h"
 #include "engine/log.h"
-#include "engine/executors/process.h"
+#include "core/process/process.h"
 #include "harness/batch_store.h"
 #include "reducers/reducer.h"
 

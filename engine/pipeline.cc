@@ -5,9 +5,9 @@
 #include <set>
 #include <sstream>
 
-#include "engine/delta.h"
+#include "core/delta.h"
 #include "engine/format_list.h"
-#include "engine/knob_search.h"
+#include "core/knob_search.h"
 
 namespace minrepro {
 

@@ -4,7 +4,7 @@
 // KnobSearch; every accepted step is logged with the case's size.
 #pragma once
 
-#include "engine/case_config.h"
+#include "core/case_config.h"
 #include "engine/log.h"
 #include "engine/oracle.h"
 #include "reducers/reducer.h"

@@ -3,8 +3,8 @@
 
 #include <vector>
 
-#include "engine/executors/process.h"
-#include "engine/text_lines.h"
+#include "core/process/process.h"
+#include "core/text_lines.h"
 #include "engine/trial_spec.h"
 
 namespace fs = std::filesystem;

@@ -15,7 +15,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/case_config.h"
+#include "core/case_config.h"
 
 namespace minrepro {
 

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "engine/errors.h"
+#include "core/errors.h"
 
 namespace minrepro {
 
@@ -98,7 +98,7 @@ std::unique_ptr<TrialExecutors> makeTrialExecutors(const CaseConfig& config, con
   case ExecutorKind::enumerator:                                       \
     builder(*stack, config, e, trial_binary, jobs);                    \
     break;
-#include "engine/executors/executor_kinds.def"
+#include "core/executor_kinds.def"
 #undef MINREPRO_EXECUTOR_KIND
   }
   return stack;

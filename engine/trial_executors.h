@@ -10,9 +10,9 @@
 #include <memory>
 #include <string>
 
-#include "engine/case_config.h"
+#include "core/case_config.h"
 #include "engine/executors/device_pool.h"
-#include "engine/executors/executor_config.h"
+#include "core/executor_config.h"
 #include "engine/executors/fork_server.h"
 #include "engine/executors/slurm_executor.h"
 
@@ -27,10 +27,10 @@ class TrialExecutors {
   const ForkServerExecutor* forkServers() const { return forked_.get(); }
 
  private:
-  // One builder per line of engine/executors/executor_kinds.def, each stacking its executors here.
+  // One builder per line of core/executor_kinds.def, each stacking its executors here.
 #define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, description) \
   friend void builder(TrialExecutors&, const CaseConfig&, const ExecutorConfig&, const std::string&, std::size_t);
-#include "engine/executors/executor_kinds.def"
+#include "core/executor_kinds.def"
 #undef MINREPRO_EXECUTOR_KIND
   LocalExecutor local_;
   std::unique_ptr<ForkServerExecutor> forked_;

@@ -8,8 +8,8 @@
 #include <set>
 #include <string>
 
-#include "engine/case_config.h"
-#include "engine/executors/process.h"
+#include "core/case_config.h"
+#include "core/process/process.h"
 
 namespace minrepro {
 

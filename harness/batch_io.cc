@@ -16,7 +16,7 @@
 #include <numeric>
 #include <sstream>
 
-#include "engine/errors.h"
+#include "core/errors.h"
 #include "harness/stored_zip.h"
 
 namespace fs = std::filesystem;

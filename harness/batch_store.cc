@@ -1,7 +1,7 @@
 // Reading, checking and cutting failing batches (LibTorch inside).
 #include "harness/batch_store.h"
 
-#include "engine/build_info.h"
+#include "core/build_info.h"
 
 #include <ATen/ATen.h>
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/case_config.h"
+#include "core/case_config.h"
 #include "reducers/reducer.h"
 
 namespace minrepro {

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "engine/errors.h"
+#include "core/errors.h"
 #include "harness/batch_io.h"
 
 namespace fs = std::filesystem;

@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "engine/case_config.h"
+#include "core/case_config.h"
 #include "harness/contract_tensors.h"
 
 namespace minrepro {

@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/executors/fork_protocol.h"
+#include "core/process/fork_protocol.h"
 #include "harness/trial_main.h"
 
 namespace minrepro {

@@ -6,7 +6,7 @@
 // request with `selection=` then gets its candidate cut from it in the child,
 // in memory, instead of a file written and read per trial),
 // set one intra-op thread before any op and never touches an accelerator. It
-// reads requests on fd 3 (engine/executors/fork_protocol.h): `clone` forks a copy of the
+// reads requests on fd 3 (core/process/fork_protocol.h): `clone` forks a copy of the
 // server for another job slot; a `run` request goes to a child forked for it
 // ahead, during the previous trial (the standby, which has run nothing but
 // its own set-up), or forked then. That child becomes a fresh trial: its own

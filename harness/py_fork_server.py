@@ -3,7 +3,7 @@
 Started by minrepro as
 `python [-u] py_fork_server.py --script-dir D [--preload M]... [--native-hooks SO] [--no-standby]`
 with the trials' interpreter, flags and environment and its socket on fd 3
-(wire format: engine/executors/fork_protocol.h). The parent imports torch and the
+(wire format: core/process/fork_protocol.h). The parent imports torch and the
 preloaded modules once, never runs a torch op and never initialises CUDA (a
 CUDA context does not survive fork), then forks one child per trial, ahead
 of it: while a trial runs, the next trial's child is forked and waits (the
@@ -224,7 +224,7 @@ def prepare_child():
 def _adopt_orphans():
     """Descendants that leave the trial's group are reparented to the trial,
     not to minrepro, while it runs: forked ones carry no tag that minrepro
-    could find them by (engine/executors/containment.h)."""
+    could find them by (core/process/containment.h)."""
     try:
         import ctypes
         ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER

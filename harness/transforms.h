@@ -9,7 +9,7 @@
 #include <map>
 #include <string>
 
-#include "engine/case_config.h"
+#include "core/case_config.h"
 #include "harness/batch_io.h"
 
 namespace minrepro {

@@ -1,5 +1,5 @@
 // A reducer only enumerates what could go and applies a choice; the engine
-// owns the search (engine/delta.h for sets of units, a binary search for
+// owns the search (core/delta.h for sets of units, a binary search for
 // knobs), as in llvm-reduce's deltas/. Reducers never see LibTorch: what they
 // need to know about the batch comes through CaseView.
 #pragma once

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "engine/content_hash.h"
+#include "core/content_hash.h"
 
 namespace minrepro {
 

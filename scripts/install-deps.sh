@@ -14,7 +14,7 @@ PACKAGES=(
   zlib1g-dev                          # CRC-32 of the candidate files minrepro streams (harness/stored_zip.cc)
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev         # the fuzz targets (tests/fuzz/: libFuzzer, ASan, UBSan)
-  bubblewrap                          # verify/regress/compare --sandbox: an archive's code from elsewhere (engine/executors/sandbox.h)
+  bubblewrap                          # verify/regress/compare --sandbox: an archive's code from elsewhere (core/process/sandbox.h)
 )
 
 missing=()

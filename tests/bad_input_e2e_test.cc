@@ -1,7 +1,7 @@
 // Whole-binary tier: bad paths and a model that is not TorchScript are bad
 // input, found before the first trial (exit 2, one line that says what to
 // do), not after a whole reduction (#14, item 3); and no command ends in
-// std::terminate, whatever it throws (engine/commands/run_command.h).
+// std::terminate, whatever it throws (commands/run_command.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include <new>
 #include <sstream>
 
-#include "engine/commands/run_command.h"
+#include "commands/run_command.h"
 #include "tests/e2e_fixture.h"
 #include "tests/test_util.h"
 

@@ -1,15 +1,15 @@
 // What the archive carries of the files a trial reads (engine/archive/bundle.h), the
 // real file tracer on real processes, and the self-check's and the fork
-// comparison's small rules (engine/archive/self_check.h, engine/flaky.h).
+// comparison's small rules (engine/archive/self_check.h, core/flaky.h).
 #include "engine/archive/bundle.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "engine/flaky.h"
+#include "core/flaky.h"
 #include "engine/archive/self_check.h"
-#include "engine/commands/verify.h"
+#include "commands/verify.h"
 #include "tests/test_util.h"
 
 namespace minrepro {

@@ -1,7 +1,7 @@
 // case.yaml loading: one test per kind of bad input (each checks the file,
 // the key path, the line:column and the expected/found words of the
 // message), the defaults, both trial kinds, and renderCase round trips.
-#include "engine/case_config.h"
+#include "core/case_config.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -2,7 +2,7 @@
 // each run gets (a fake executor records the specs), and the real binary on
 // real cases: the class4 example's archive, and a float16 case that fails
 // only in half precision on the CPU (LibTorch 1.13 has no Half addmm there).
-#include "engine/commands/compare.h"
+#include "commands/compare.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

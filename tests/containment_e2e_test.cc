@@ -1,5 +1,5 @@
 // Whole-binary tier: nothing a trial starts outlives it, whatever it does to
-// its session or group (engine/executors/containment.h). The trial is a
+// its session or group (core/process/containment.h). The trial is a
 // user's step script that, before it fails, starts two processes that leave
 // its process group with setsid() and ignore SIGTERM: one exec'd (a shell
 // loop, which carries the trial's tag) and one only forked (a Python child,
@@ -13,7 +13,7 @@
 #include <chrono>
 #include <thread>
 
-#include "engine/executors/containment.h"
+#include "core/process/containment.h"
 #include "tests/e2e_fixture.h"
 #include "tests/test_util.h"
 

@@ -5,7 +5,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include "engine/case_config.h"
+#include "core/case_config.h"
 #include "harness/batch_io.h"
 #include "tests/test_util.h"
 

@@ -1,10 +1,10 @@
-#include "engine/delta.h"
+#include "core/delta.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "engine/knob_search.h"
+#include "core/knob_search.h"
 
 #include "tests/list_problems.h"
 
@@ -104,7 +104,7 @@ TEST(DeltaTest, TinyInputs) {
 }  // namespace
 }  // namespace minrepro
 
-#include "engine/flaky.h"
+#include "core/flaky.h"
 
 namespace minrepro {
 namespace {

@@ -1,7 +1,7 @@
 // Failure signatures from real outputs (captured on CPU with torch 1.13 by
 // tests/fixtures/outputs/capture.sh) and from documented CUDA/ROCm texts
 // (the doc_* fixtures, written by hand: no GPU on the capture machine).
-#include "engine/failure_signature.h"
+#include "core/failure_signature.h"
 
 #include <gtest/gtest.h>
 

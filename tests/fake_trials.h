@@ -8,7 +8,7 @@
 #include <mutex>
 #include <sstream>
 
-#include "engine/executors/process.h"
+#include "core/process/process.h"
 #include "harness/batch_store.h"
 
 namespace minrepro::testing {

@@ -17,7 +17,7 @@
 #include <sstream>
 #include <thread>
 
-#include "engine/failure_signature.h"
+#include "core/failure_signature.h"
 #include "engine/oracle.h"
 #include "engine/trial_spec.h"
 #include "harness/trial_main.h"

@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <sstream>
 
-#include "engine/commands/triage.h"
-#include "engine/failure_signature.h"
+#include "commands/triage.h"
+#include "core/failure_signature.h"
 #include "tests/test_util.h"
 
 namespace minrepro {

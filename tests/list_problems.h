@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/delta.h"
-#include "engine/flaky.h"
+#include "core/delta.h"
+#include "core/flaky.h"
 
 namespace minrepro::testing {
 

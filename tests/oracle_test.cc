@@ -9,7 +9,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "engine/delta.h"
+#include "core/delta.h"
 #include "tests/fake_trials.h"
 #include "tests/test_util.h"
 

@@ -1,6 +1,6 @@
-#include "engine/executors/process.h"
+#include "core/process/process.h"
 
-#include "engine/failure_signature.h"
+#include "core/failure_signature.h"
 
 #include <signal.h>
 #include <sys/stat.h>

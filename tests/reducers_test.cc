@@ -8,7 +8,7 @@
 
 #include "engine/case_branches.h"
 #include "engine/invariants.h"
-#include "engine/knob_search.h"
+#include "core/knob_search.h"
 #include "harness/batch_io.h"
 #include "harness/batch_store.h"
 #include "reducers/reducer.h"

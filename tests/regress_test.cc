@@ -1,6 +1,6 @@
 // Regression sets: shrink --add-to stores a real minimal case, regress
 // reruns the set and compares with each case's expectation.
-#include "engine/commands/regress.h"
+#include "commands/regress.h"
 
 #include "engine/archive/tar_gz.h"
 

@@ -14,7 +14,7 @@
 #include <sstream>
 #include <thread>
 
-#include "engine/case_config.h"
+#include "core/case_config.h"
 #include "engine/executors/slurm_executor.h"
 #include "tests/test_util.h"
 #include "tests/trial_env_probe.h"

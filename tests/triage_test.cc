@@ -1,6 +1,6 @@
 // minrepro triage: the first error of real (CPU) and documented (CUDA, ROCm)
 // outputs, its line, the backend, and the command as the user runs it.
-#include "engine/commands/triage.h"
+#include "commands/triage.h"
 
 #include <gtest/gtest.h>
 
@@ -165,7 +165,7 @@ TEST(Triage, AnEmbeddingIndexErrorIsATokenPastTheTableNotAClassPastTheOutputLaye
 std::string minrepro() { return MINREPRO_BINARY; }
 
 // A large log is read in bounded memory: past the first bytes, only lines
-// near what reads like an error are kept (engine/commands/log_window.h).
+// near what reads like an error are kept (commands/log_window.h).
 // Windowed from the first byte, every fixture inside hundreds of progress
 // lines gives the same triage as the whole log: the same first error, at
 // the same line, and the same errors set aside at theirs.

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/executors/process.h"
+#include "core/process/process.h"
 #include "tests/test_util.h"
 
 namespace minrepro::testing {

@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/case_config.h"
+#include "core/case_config.h"
 #include "engine/executors/fork_server.h"
 #include "engine/trial_executors.h"
 #include "tests/trial_env_probe.h"

@@ -2,10 +2,10 @@
 // examples, fixes applied to them, and hostile archives; plus small
 // hand-made archives for the run-level rules (fresh processes, diagnostic
 // variables removed, reproduction rate).
-#include "engine/commands/verify.h"
+#include "commands/verify.h"
 #include "engine/archive/tar_gz.h"
 #include "engine/diagnostics.h"
-#include "engine/executors/sandbox.h"
+#include "core/process/sandbox.h"
 
 #include <gtest/gtest.h>
 

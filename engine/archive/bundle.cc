@@ -7,7 +7,7 @@
 #include <fstream>
 #include <set>
 
-#include "engine/executors/process.h"
+#include "core/process/process.h"
 
 namespace fs = std::filesystem;
 

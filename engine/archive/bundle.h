@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/case_config.h"
+#include "core/case_config.h"
 
 namespace minrepro {
 

@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "engine/text_lines.h"
+#include "core/text_lines.h"
 
 
 namespace fs = std::filesystem;

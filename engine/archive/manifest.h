@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/errors.h"
-#include "engine/failure_signature.h"
+#include "core/errors.h"
+#include "core/failure_signature.h"
 #include "engine/archive/neighbours.h"
 
 namespace minrepro {
@@ -40,7 +40,7 @@ struct Manifest {
   // its own expected count; and the neighbours that could not be made, why.
   std::vector<NeighbourCase> neighbours;
   std::vector<std::string> neighbours_skipped;
-  // The machine that made the archive (engine/executors/sandbox.h,
+  // The machine that made the archive (core/process/sandbox.h,
   // machineTag): --sandbox auto runs an archive made elsewhere in a sandbox.
   std::string made_on;
 };

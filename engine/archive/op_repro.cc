@@ -8,8 +8,8 @@
 
 #include "engine/archive/tar_gz.h"
 #include "engine/diagnostics.h"
-#include "engine/executors/process.h"
-#include "engine/text_lines.h"
+#include "core/process/process.h"
+#include "core/text_lines.h"
 
 namespace fs = std::filesystem;
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/archive/tar_gz.h"
-#include "engine/errors.h"
+#include "core/errors.h"
 
 namespace fs = std::filesystem;
 

@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "engine/case_config.h"
+#include "core/case_config.h"
 
 namespace minrepro {
 

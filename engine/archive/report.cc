@@ -5,7 +5,7 @@
 
 #include "engine/archive/scrub.h"
 #include "engine/trial_spec.h"
-#include "engine/text_lines.h"
+#include "core/text_lines.h"
 
 namespace fs = std::filesystem;
 

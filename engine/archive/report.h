@@ -7,10 +7,10 @@
 #include <utility>
 #include <vector>
 
-#include "engine/case_config.h"
+#include "core/case_config.h"
 #include "engine/format_list.h"
-#include "engine/failure_signature.h"
-#include "engine/flaky.h"
+#include "core/failure_signature.h"
+#include "core/flaky.h"
 #include "engine/oracle.h"
 #include "engine/archive/op_repro.h"
 #include "engine/archive/self_check.h"

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "engine/archive/tar_gz.h"
-#include "engine/case_config.h"
-#include "engine/failure_signature.h"
+#include "core/case_config.h"
+#include "core/failure_signature.h"
 
 namespace minrepro {
 

@@ -9,11 +9,11 @@
 #include "engine/format_list.h"
 #include "engine/archive/manifest.h"
 #include "engine/archive/secrets.h"
-#include "engine/executors/sandbox.h"
+#include "core/process/sandbox.h"
 #include "engine/archive/what_sets_apart.h"
 #include "engine/archive/repro_cpp.h"
 #include "engine/archive/scrub.h"
-#include "engine/text_lines.h"
+#include "core/text_lines.h"
 
 namespace fs = std::filesystem;
 

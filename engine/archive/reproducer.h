@@ -11,8 +11,8 @@
 #include <functional>
 #include <string>
 
-#include "engine/case_config.h"
-#include "engine/errors.h"
+#include "core/case_config.h"
+#include "core/errors.h"
 #include "engine/log.h"
 #include "engine/archive/neighbours.h"
 #include "engine/oracle.h"

@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "engine/build_info.h"
-#include "engine/errors.h"
-#include "engine/failure_signature.h"
+#include "core/build_info.h"
+#include "core/errors.h"
+#include "core/failure_signature.h"
 #include "engine/archive/manifest.h"
-#include "engine/executors/process.h"
-#include "engine/executors/sandbox.h"
+#include "core/process/process.h"
+#include "core/process/sandbox.h"
 
 namespace minrepro {
 
@@ -42,7 +42,7 @@ struct VerifyOptions {
   std::chrono::milliseconds timeout{600'000};
   std::size_t max_entry_bytes = std::size_t{1} << 30;
   std::uint64_t max_total_bytes = std::uint64_t{4} << 30;  // all entries together, streamed to disk
-  // The archive's code runs in bubblewrap (engine/executors/sandbox.h):
+  // The archive's code runs in bubblewrap (core/process/sandbox.h):
   // auto for an archive made on another machine, when bwrap is installed.
   SandboxMode sandbox = SandboxMode::Auto;
 };

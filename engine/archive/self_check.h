@@ -17,7 +17,7 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/flaky.h"
+#include "core/flaky.h"
 
 namespace minrepro {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/errors.h"
+#include "core/errors.h"
 
 namespace minrepro {
 

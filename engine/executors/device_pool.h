@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/errors.h"
-#include "engine/executors/process.h"
+#include "core/errors.h"
+#include "core/process/process.h"
 
 namespace minrepro {
 

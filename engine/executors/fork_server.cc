@@ -18,8 +18,8 @@
 #include <set>
 #include <thread>
 
-#include "engine/executors/containment.h"
-#include "engine/executors/fork_protocol.h"
+#include "core/process/containment.h"
+#include "core/process/fork_protocol.h"
 
 extern char** environ;
 
@@ -160,7 +160,7 @@ std::optional<Server> spawnServer(const ForkRoute& route, const ForkServerOption
 }
 
 // A copy of `from` (idle) for another job slot, forked by it: no second
-// start-up (engine/executors/fork_protocol.h); nullopt with `why` on failure.
+// start-up (core/process/fork_protocol.h); nullopt with `why` on failure.
 std::optional<Server> cloneServer(const Server& from, std::string& why) {
   ForkMessage request;
   request.add("op", "clone");
@@ -298,7 +298,7 @@ class ForkServerExecutor::Impl {
     if (!route) return runPlain(given);
     // The forked child and what it starts carry the trial's tag; what
     // escaped its group is reparented here and killed when it ends
-    // (engine/executors/containment.h).
+    // (core/process/containment.h).
     TrialSpec spec = given;
     if (!spec.env_set.count(kTrialTagVariable)) spec.env_set[kTrialTagVariable] = newTrialTag();
     const std::string tag = spec.env_set.at(kTrialTagVariable);

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/executors/process.h"
+#include "core/process/process.h"
 
 namespace minrepro {
 

@@ -28,7 +28,7 @@
 #include <sstream>
 #include <thread>
 
-#include "engine/errors.h"
+#include "core/errors.h"
 #include "engine/executors/slurm_job.h"
 
 namespace bp = boost::process;

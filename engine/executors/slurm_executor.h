@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/executors/executor_config.h"
-#include "engine/executors/process.h"
+#include "core/executor_config.h"
+#include "core/process/process.h"
 
 namespace minrepro {
 

@@ -21,7 +21,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/executors/process.h"
+#include "core/process/process.h"
 
 namespace minrepro {
 

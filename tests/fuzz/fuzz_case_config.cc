@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "engine/case_config.h"
+#include "core/case_config.h"
 #include "tests/fuzz/scratch_dir.h"
 
 namespace fs = std::filesystem;

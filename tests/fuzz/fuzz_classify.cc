@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/commands/triage.h"
-#include "engine/failure_signature.h"
+#include "commands/triage.h"
+#include "core/failure_signature.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -1,0 +1,368 @@
+#include "commands/compare.h"
+
+#include "engine/archive/op_repro.h"
+#include "core/build_info.h"
+
+#include <stdlib.h>
+
+#include <fstream>
+#include <memory>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "engine/archive/tar_gz.h"
+#include "engine/diagnostics.h"
+#include "engine/archive/manifest.h"
+#include "engine/trial_spec.h"
+#include "harness/precision.h"
+
+namespace fs = std::filesystem;
+
+namespace minrepro {
+
+// ---------------------------------------------------------------- planning
+
+namespace {
+
+Variant named(std::string name, std::string change = "", std::string not_applicable = "") {
+  Variant v;
+  v.name = std::move(name);
+  v.change = std::move(change);
+  v.not_applicable = std::move(not_applicable);
+  return v;
+}
+
+std::string backendText(const BackendInfo& b) {
+  const std::string version = b.version.empty() ? "" : " " + b.version;
+  switch (b.kind) {
+    case Backend::Cuda: return "CUDA" + version;
+    case Backend::Rocm: return "ROCm" + version;
+    case Backend::Cpu: return "the CPU";
+    case Backend::Unknown: break;
+  }
+  return "the accelerators";
+}
+
+Variant cpuVariant(const CaseConfig& config, const fs::path& dev_root) {
+  Variant v = named("cpu");
+  const BackendInfo recorded = backendFromContext(config.context);
+  if (config.harness) {
+    v.not_applicable = "the built-in harness runs on the CPU already";
+    if (recorded.kind == Backend::Cuda || recorded.kind == Backend::Rocm)
+      v.not_applicable += "; the captured run used " + backendText(recorded) +
+                          ": run your own program with CUDA_VISIBLE_DEVICES= to compare";
+    return v;
+  }
+  const BackendInfo backend = recorded.kind != Backend::Unknown ? recorded : detectMachineBackend(dev_root);
+  if (backend.kind == Backend::Cpu) {
+    v.not_applicable = recorded.kind == Backend::Cpu ? "the case ran on the CPU (backend in the captured context)"
+                                                     : "no accelerator recorded in the case and none on this machine";
+    return v;
+  }
+  // Hidden devices: a program that picks "cuda if available" runs on the
+  // CPU; one that insists on a device fails to find it (a different failure).
+  v.env_set = {{"CUDA_VISIBLE_DEVICES", ""}, {"HIP_VISIBLE_DEVICES", ""}, {"MINREPRO_DEVICE", "cpu"}};
+  v.change = "the CPU instead of " + backendText(backend) +
+             ": accelerators hidden (CUDA_VISIBLE_DEVICES= HIP_VISIBLE_DEVICES=), MINREPRO_DEVICE=cpu";
+  return v;
+}
+
+Variant float32Variant(const CaseConfig& config, const std::vector<TensorInfo>& tensors) {
+  Variant v = named("float32");
+  std::string names;
+  for (const auto& t : tensors)
+    if (t.dtype == "float16" || t.dtype == "bfloat16") names += (names.empty() ? "" : ", ") + t.name + " (" + t.dtype + ")";
+  if (names.empty()) {
+    v.not_applicable = "no float16 or bfloat16 tensor in the batch";
+    return v;
+  }
+  v.float32_batch = true;
+  v.env_set = {{"MINREPRO_FLOAT32", "1"}};
+  v.change = "float32 instead of half precision: " + names + " cast, stride order kept; MINREPRO_FLOAT32=1 " +
+             (config.harness ? "(the harness casts the model's half parameters too)"
+                             : "(your program must cast its model when it is set)");
+  return v;
+}
+
+Variant deterministicVariant(const CaseConfig& config) {
+  Variant v = named("deterministic");
+  if (config.deterministic) {
+    v.not_applicable = "the case runs with deterministic algorithms already (trial.deterministic: true)";
+    return v;
+  }
+  v.env_set = {{"MINREPRO_DETERMINISTIC", "1"}, {"CUBLAS_WORKSPACE_CONFIG", ":4096:8"}};
+  v.change = std::string("deterministic algorithms on: MINREPRO_DETERMINISTIC=1 CUBLAS_WORKSPACE_CONFIG=:4096:8") +
+             (config.harness ? "" : " (your program must call torch.use_deterministic_algorithms(True) when it is set)");
+  return v;
+}
+
+// Optional branches the case declares: harness transforms marked optional,
+// command switches.
+std::vector<std::string> optionalBranches(const CaseConfig& config) {
+  std::vector<std::string> names;
+  if (config.harness)
+    for (const auto& t : config.harness->transforms)
+      if (t.optional) names.push_back(t.name);
+  if (config.command)
+    for (const auto& s : config.command->switches) names.push_back(s.name);
+  return names;
+}
+
+}  // namespace
+
+std::vector<Variant> planVariants(const CaseConfig& config, const std::vector<TensorInfo>& tensors,
+                                  const fs::path& dev_root) {
+  std::vector<Variant> variants;
+  variants.push_back(named("as-is", "nothing (the reference)"));
+  variants.push_back(cpuVariant(config, dev_root));
+  variants.push_back(float32Variant(config, tensors));
+  variants.push_back(deterministicVariant(config));
+  const std::vector<std::string> branches = optionalBranches(config);
+  if (branches.empty())
+    variants.push_back(named("branch-off", "",
+                             "the case declares no optional branch (trial.harness.transforms or trial.switches)"));
+  for (const auto& b : branches) {
+    variants.push_back(named("branch-off:" + b, "branch '" + b + "' switched off"));
+    variants.back().branches_off = {b};
+  }
+  return variants;
+}
+
+// ---------------------------------------------------------------- running
+
+namespace {
+
+
+bool isGzip(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  unsigned char magic[2] = {0, 0};
+  in.read(reinterpret_cast<char*>(magic), 2);
+  return in && magic[0] == 0x1f && magic[1] == 0x8b;
+}
+
+// The case to compare: case.yaml as given, or the one inside an archive
+// (extracted with verify's checks); `recorded` gets the archive's failure.
+CaseConfig loadInput(const fs::path& input, const fs::path& scratch, std::string* recorded, std::string* made_on) {
+  std::error_code ec;
+  if (!fs::is_regular_file(input, ec))
+    throw BadInputError(input.string() + ": no such file; give a repro.tar.gz from minrepro shrink or a case.yaml");
+  if (!isGzip(input)) {
+    *made_on = machineTag();  // your own case.yaml: runs as it is unless --sandbox on
+    return loadCase(input);
+  }
+  const fs::path dir = scratch / "case";
+  extractArchive(input, dir);
+  if (!fs::is_regular_file(dir / "case.yaml"))
+    throw BadInputError(input.string() + ": no case.yaml in the archive: not a minrepro reproducer");
+  if (fs::is_regular_file(dir / "signature.txt")) {
+    const Manifest m = parseManifest(readFileBytes(dir / "signature.txt"), input.string() + ":signature.txt");
+    *recorded = m.signature.summary();
+    *made_on = m.made_on;
+  }
+  return loadCase(dir / "case.yaml");
+}
+
+TrialSpec variantSpec(const CaseConfig& c, const Variant& v, const fs::path& batch, const fs::path& dir,
+                      const std::string& trial_binary, int run) {
+  TrialSpec spec = trialSpecFor(c, trial_binary, {batch, dir, v.branches_off, static_cast<std::size_t>(run)});
+  // The normal configuration: the variant is the only change.
+  removeDiagnosticVariables(spec);
+  for (const auto& [name, value] : v.env_set) spec.env_set[name] = value;
+  return spec;
+}
+
+struct Runner {
+  const CaseConfig& config;
+  const CompareOptions& options;
+  Executor& executor;
+  const fs::path& scratch;
+  CompareResult& result;
+  int run_number = 0;
+
+  VariantResult runVariant(const Variant& v) {
+    VariantResult r;
+    r.variant = v;
+    fs::path batch = config.batch;
+    if (v.float32_batch) {
+      batch = scratch / "float32-batch.pt";
+      r.cast = writeFloat32Batch(config.batch, batch);
+    }
+    for (int i = 0; i < options.runs; ++i) record(r, runOnce(v, batch));
+    return r;
+  }
+
+  TrialOutcome runOnce(const Variant& v, const fs::path& batch) {
+    const fs::path dir = scratch / ("run-" + std::to_string(++run_number));
+    fs::create_directories(dir);
+    const std::string binary = options.trial_binary.empty() ? defaultTrialBinary() : options.trial_binary;
+    TrialOutcome outcome = executor.run(variantSpec(config, v, batch, dir, binary, run_number));
+    if (outcome.end == TrialEnd::FailedToStart)
+      throw TrialStartError("variant " + v.name + ": the run could not start: " + outcome.start_error);
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    return outcome;
+  }
+
+  void record(VariantResult& r, const TrialOutcome& outcome) {
+    const FailureSignature sig = classify(outcome);
+    ++r.runs;
+    // The first failure of the case as is (as case.yaml's failure section
+    // expects it) is what every other run is compared with.
+    if (!result.reference.failed() && sig.failed() && matchSignature(sig, sig, config.expected).matches)
+      result.reference = sig;
+    if (!sig.failed()) ++r.passed;
+    else if (result.reference.failed() && matchSignature(result.reference, sig, config.expected).matches) ++r.same;
+    else ++r.different, ++r.other_failures[sig.summary()];
+  }
+};
+
+void printProgress(std::ostream* progress, const VariantResult& r) {
+  if (!progress) return;
+  if (!r.variant.applies()) {
+    *progress << "  " << r.variant.name << ": not applicable (" << r.variant.not_applicable << ")\n";
+    return;
+  }
+  *progress << "  " << r.variant.name << ": " << r.runs << " run(s): " << r.same << " failed the same way, "
+            << r.different << " failed differently, " << r.passed << " passed\n" << std::flush;
+}
+
+// The op-level reproducer of an extracted archive as a case of its own, in
+// `scratch`: the call rendered to load every tensor from its batch (the
+// archived script spells small ones out, which a float32 variant could not
+// cast), its inputs.pt the batch. Empty when the archive has none.
+fs::path opCaseOf(const fs::path& extracted, const fs::path& scratch, FailureFamily family) {
+  const fs::path op = extracted / "op";
+  const auto call = readOpCall(op / "call.txt");
+  if (!call || !fs::is_regular_file(op / "inputs.pt") || opRecorderDir().empty()) return {};
+  const OpCaseAxes axes = sharedSampleAxes(call->tensors, call->args);
+  if (axes.axes.empty()) return {};
+  const fs::path dir = scratch / "op-case";
+  fs::create_directories(dir);
+  fs::copy_file(op / "inputs.pt", dir / "inputs.pt");
+  TrialSpec render;
+  render.argv = {kDefaultPython, (fs::path(opRecorderDir()) / "minrepro_op.py").string(), "render", op.string(),
+                 dir.string()};
+  render.work_dir = scratch / "op-render";
+  if (!LocalExecutor().run(render).passed()) return {};
+  FailureSignature signature;
+  signature.family = family;
+  std::ofstream(dir / "case.yaml") << renderOpCase(kDefaultPython, axes, signature, std::chrono::seconds(600), false);
+  return dir / "case.yaml";
+}
+
+}  // namespace
+
+CompareResult compareVariants(const CompareOptions& options, std::ostream* progress, Executor* executor) {
+  if (options.runs < 1) throw BadInputError("--runs must be at least 1, found " + std::to_string(options.runs));
+  const auto scratch = std::make_unique<ScratchDir>("minrepro-compare");
+  CompareResult result;
+  result.input = options.input;
+  std::string made_on;
+  const CaseConfig config = loadInput(options.input, scratch->path(), &result.recorded, &made_on);
+  const SandboxChoice sandbox = chooseSandbox(options.sandbox, made_on);
+  const std::vector<Variant> variants = planVariants(config, BatchStore::open(config)->describe(), options.dev_root);
+  if (progress)
+    *progress << "compare " << options.input.string() << ": " << sandbox.describe << "; " << options.runs
+              << " run(s) per variant, each a fresh process without diagnostic variables\n";
+  LocalExecutor plain;
+  std::optional<SandboxedExecutor> sandboxed;
+  if (sandbox.used) sandboxed.emplace(executor ? *executor : plain, scratch->path(), *findBubblewrap());
+  Executor& chosen = sandboxed ? static_cast<Executor&>(*sandboxed) : executor ? *executor : plain;
+  Runner runner{config, options, chosen, scratch->path(), result};
+  for (const Variant& v : variants) {
+    VariantResult skipped;
+    skipped.variant = v;
+    result.results.push_back(v.applies() ? runner.runVariant(v) : skipped);
+    printProgress(progress, result.results.back());
+    if (v.name == "as-is" && !result.reproduces()) break;  // nothing to compare with
+  }
+  const fs::path op_case = result.reproduces() && !result.recorded.empty()
+                               ? opCaseOf(scratch->path() / "case", scratch->path(), result.reference.family)
+                               : fs::path();
+  if (!op_case.empty()) {
+    if (progress) *progress << "op/repro_op.py, the failing call alone, under the same variants:\n";
+    CompareOptions op_options = options;
+    op_options.input = op_case;
+    // The archive's op/repro_op.py: sandboxed as the archive was, in its own scratch directory.
+    op_options.sandbox = sandbox.used ? SandboxMode::On : SandboxMode::Off;
+    result.op = std::make_shared<CompareResult>(compareVariants(op_options, progress, executor));
+    result.op_call = readOpCall(scratch->path() / "case" / "op" / "call.txt")->op;
+  }
+  return result;
+}
+
+// ---------------------------------------------------------------- report
+
+namespace {
+
+// What an applicable variant's counts suggest, one line.
+std::string reading(const VariantResult& r) {
+  const Variant& v = r.variant;
+  if (r.same == r.runs) return "still fails the same way: " + v.change.substr(0, v.change.find(':')) + " does not remove it";
+  if (r.passed == r.runs) {
+    if (v.name == "cpu")
+      return "passes on the CPU: a hint that the accelerator path (its kernel, driver or placement) matters; "
+             "not a validation, the CPU runs other kernels";
+    if (v.name == "float32") return "passes in float32: the failure needs half precision";
+    if (v.name == "deterministic")
+      return "passes with deterministic algorithms: a nondeterministic kernel is involved";
+    return "passes with this branch off: the branch is needed for the failure";
+  }
+  if (r.same == 0 && r.passed == 0)
+    return "fails differently in every run: this variant meets another error first, which says nothing about "
+           "the original failure";
+  return "mixed: " + std::to_string(r.same) + " of " + std::to_string(r.runs) +
+         " runs fail the same way (a flaky failure, or one the change makes rarer)";
+}
+
+void writeTable(std::ostream& out, const CompareResult& result) {
+  out << "| variant | change | runs | failed the same way | failed differently | passed |\n"
+      << "|---|---|---:|---:|---:|---:|\n";
+  for (const auto& r : result.results) {
+    if (!r.variant.applies()) {
+      out << "| " << r.variant.name << " | not applicable (" << r.variant.not_applicable << ") | - | - | - | - |\n";
+      continue;
+    }
+    out << "| " << r.variant.name << " | " << r.variant.change << " | " << r.runs << " | " << r.same << " | "
+        << r.different << " | " << r.passed << " |\n";
+  }
+}
+
+}  // namespace
+
+std::string renderComparison(const CompareResult& result) {
+  std::ostringstream out;
+  out << "\nReference, the case as is: " << (result.reproduces() ? result.reference.summary() : "no failure") << "\n";
+  if (!result.recorded.empty()) out << "Recorded in the archive: " << result.recorded << "\n";
+  out << "\n";
+  writeTable(out, result);
+  out << "\nWhat the variants suggest:\n";
+  for (const auto& r : result.results) {
+    if (!r.variant.applies() || r.variant.name == "as-is") continue;
+    out << "- " << r.variant.name << ": " << reading(r) << "\n";
+    for (const auto& [summary, count] : r.other_failures) out << "  - failed differently " << count << "x: " << summary << "\n";
+    for (const auto& line : r.cast) out << "  - cast " << line << "\n";
+  }
+  if (result.op) {
+    out << "\nThe failing call alone (op/repro_op.py, `" << result.op_call << "`):\n";
+    std::string op_text = renderComparison(*result.op);
+    op_text.erase(op_text.rfind("\nA CPU success"));  // said once, below
+    out << op_text;
+  }
+  out << "\nA CPU success is a hint, not a validation: the CPU runs other kernels, so a case that passes on the "
+         "CPU can still be a bug of the accelerator path, and a fix must be checked on the accelerator.\n";
+  return out.str();
+}
+
+int runCompare(const CompareOptions& options, std::ostream& out, std::ostream&) {
+  const CompareResult result = compareVariants(options, &out);
+  out << renderComparison(result);
+  if (!result.reproduces())
+    throw DoesNotReproduceError("the case as is did not fail in " + std::to_string(options.runs) +
+                                " run(s): there is nothing to compare the variants with (check the case, or give "
+                                "more --runs for a flaky failure)");
+  return 0;
+}
+
+}  // namespace minrepro

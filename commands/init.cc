@@ -1,0 +1,150 @@
+#include "commands/init.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <optional>
+#include <ostream>
+
+#include "core/errors.h"
+#include "harness/case_inference.h"
+
+namespace fs = std::filesystem;
+
+namespace minrepro {
+
+namespace {
+
+bool sameFile(const fs::path& a, const fs::path& b) {
+  std::error_code ec;
+  return fs::equivalent(a, b, ec);
+}
+
+// `file` relative to the case directory when it lies inside it, else nothing.
+std::optional<std::string> insideCase(const fs::path& file, const fs::path& case_dir) {
+  std::error_code ec;
+  const fs::path rel = fs::weakly_canonical(file, ec).lexically_relative(fs::weakly_canonical(case_dir, ec));
+  if (rel.empty() || *rel.begin() == "..") return std::nullopt;
+  return rel.generic_string();
+}
+
+// A path the command names relative to the case directory, as the trial
+// must see it: {case_dir}/NAME (a trial's own directory is its cwd).
+std::string caseArgument(const std::string& arg, const fs::path& case_dir) {
+  if (arg.empty() || arg.find('{') != std::string::npos || arg.front() == '-') return arg;
+  const fs::path p = fs::path(arg).is_absolute() ? fs::path(arg) : case_dir / arg;
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec)) return arg;
+  const auto rel = insideCase(p, case_dir);
+  return rel ? "{case_dir}/" + *rel : fs::absolute(p).lexically_normal().string();
+}
+
+// Written to a temp file beside it, then renamed: never half a case file.
+void writeWhole(const fs::path& file, const std::string& text) {
+  const fs::path tmp = file.string() + ".partial";
+  std::ofstream out(tmp);
+  out << text;
+  out.close();
+  std::error_code ec;
+  if (!out || (fs::rename(tmp, file, ec), ec)) {
+    fs::remove(tmp, ec);
+    throw BadInputError(file.string() + ": cannot be written; give a path where this user may write");
+  }
+}
+
+std::vector<std::string> caseCommand(const InitOptions& o) {
+  if (o.argv.empty())
+    throw BadInputError("no trial command: give it after --, e.g. minrepro init --batch " + o.batch.string() +
+                        " -- python step.py {batch}");
+  bool has_batch = false;
+  for (const auto& a : o.argv) has_batch = has_batch || a.find("{batch}") != std::string::npos;
+  std::vector<std::string> argv;
+  for (std::size_t i = 0; i < o.argv.size(); ++i) {
+    const std::string& a = o.argv[i];
+    if (!has_batch && i > 0 && sameFile(fs::path(a).is_absolute() ? fs::path(a) : o.case_dir / a, o.batch)) {
+      argv.push_back("{batch}");
+      has_batch = true;
+      continue;
+    }
+    // The program keeps its name (looked up on PATH at each trial, as the shell did) unless it is a path.
+    argv.push_back(i == 0 && a.find('/') == std::string::npos ? a : caseArgument(a, o.case_dir));
+  }
+  if (!has_batch)
+    throw BadInputError("the trial command must take the batch as {batch} (e.g. -- python step.py {batch}): minrepro "
+                        "puts each candidate's file there; found no {batch} and no argument naming " +
+                        o.batch.string());
+  return argv;
+}
+
+
+void emitSequence(YAML::Emitter& y, const InferredCase& c) {
+  if (c.sequence_tensors.empty()) return;
+  y << YAML::Key << "sequence" << YAML::Value << YAML::BeginMap;
+  y << YAML::Key << "tensors" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  for (const auto& name : c.sequence_tensors) y << YAML::Key << name << YAML::Value << 1;
+  y << YAML::EndMap;
+  y << YAML::Key << "padding" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  for (const auto& name : c.sequence_tensors) y << YAML::Key << name << YAML::Value << c.padding.at(name);
+  y << YAML::EndMap;
+  if (!c.lengths.empty()) y << YAML::Key << "lengths" << YAML::Value << c.lengths;
+  y << YAML::EndMap;
+}
+
+}  // namespace
+
+std::string renderInitCase(const InitOptions& o, std::vector<std::string>& notes) {
+  const std::vector<std::string> argv = caseCommand(o);
+  const InferredCase c = inferCase(o.batch);
+  notes = c.notes;
+  YAML::Emitter y;
+  y << YAML::BeginMap;
+  y << YAML::Key << "batch" << YAML::Value
+    << insideCase(o.batch, o.case_dir).value_or(fs::absolute(o.batch).lexically_normal().string());
+  y << YAML::Key << "samples" << YAML::Value << YAML::BeginMap;
+  y << YAML::Key << "tensors" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  for (const auto& name : c.sample_tensors) y << YAML::Key << name << YAML::Value << 0;
+  y << YAML::EndMap;
+  if (!c.ids.empty()) y << YAML::Key << "ids" << YAML::Value << c.ids;
+  y << YAML::EndMap;
+  emitSequence(y, c);
+  y << YAML::Key << "trial" << YAML::Value << YAML::BeginMap;
+  y << YAML::Key << "command" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const auto& a : argv) y << YAML::DoubleQuoted << a;
+  y << YAML::EndSeq << YAML::EndMap << YAML::EndMap;
+  if (!y.good()) throw BadInputError("cannot write the case: " + y.GetLastError());
+  std::string header = "# Inferred by minrepro from " + o.batch.filename().string() +
+                       "; edit what is wrong (every key: configs/README.md in minrepro's sources).\n";
+  for (const auto& n : notes) header += "#   " + n + "\n";
+  return header + "# failure: {family: ..., message: ...} pins the failure when the batch fails more than one way.\n" +
+         y.c_str() + "\n";
+}
+
+int runInit(const InitOptions& o, const fs::path& output, bool force, std::ostream& out) {
+  std::error_code ec;
+  if (fs::exists(output, ec) && !force)
+    throw BadInputError(output.string() + " exists: give another --output, or --force to replace it");
+  std::vector<std::string> notes;
+  writeWhole(output, renderInitCase(o, notes));
+  out << "minrepro: wrote " << output.string() << ", inferred from " << o.batch.string() << ":\n";
+  for (const auto& n : notes) out << "  " << n << "\n";
+  out << "Check it, then: minrepro shrink --config " << output.string() << "\n";
+  return 0;
+}
+
+fs::path writeZeroConfigCase(const InitOptions& o, const fs::path& work_dir, bool quiet, std::ostream& out) {
+  std::vector<std::string> notes;
+  const std::string text = renderInitCase(o, notes);
+  fs::create_directories(work_dir);
+  const fs::path file = work_dir / "case.yaml";
+  writeWhole(file, "# The zero-config start's case: its paths are relative to " + o.case_dir.string() +
+                       ".\n# Rerun the same minrepro shrink --batch command (with --resume to go on), or write an "
+                       "editable case.yaml with minrepro init.\n" + text);
+  if (!quiet) {
+    out << "minrepro: no case.yaml: inferred from " << o.batch.string() << " (" << file.string() << "):\n";
+    for (const auto& n : notes) out << "  " << n << "\n";
+    out.flush();
+  }
+  return file;
+}
+
+}  // namespace minrepro

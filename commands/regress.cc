@@ -1,0 +1,138 @@
+#include "commands/regress.h"
+
+#include "engine/archive/tar_gz.h"
+#include "core/case_config.h"
+#include "core/text_lines.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <sstream>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace minrepro {
+namespace {
+
+// Names become file names in a directory kept under version control.
+bool validName(const std::string& name) {
+  if (name.empty() || name.size() > 100 || name[0] == '.') return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'; });
+}
+
+// NAME.expect's word ("fail" when there is no file). Only a small regular
+// file is read: a FIFO or a device put there would block or never end, and
+// its name comes back instead, which the row reports as an error.
+std::string readExpect(const fs::path& file) {
+  // O_NOFOLLOW: a NAME.expect that links elsewhere (/etc/shadow) is not read.
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return errno == ENOENT ? "fail" : errno == ELOOP ? "(a symbolic link)" : "(unreadable)";
+  struct stat st {};
+  const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  std::string text(regular ? static_cast<std::size_t>(std::min<off_t>(st.st_size, 256)) : 0, '\0');
+  const ssize_t n = regular ? ::read(fd, text.data(), text.size()) : 0;
+  ::close(fd);
+  if (!regular) return "(not a regular file)";
+  text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  std::istringstream words(text);
+  std::string word;
+  words >> word;
+  return word.empty() ? "fail" : text::printable(word);
+}
+
+struct Row {
+  std::string name, expected, got;
+  bool same = false;
+};
+
+// What the case did, in the table's words: the expectation when every run
+// met it, else what the first run that did not met did instead.
+Row rerun(const fs::path& archive, const VerifyOptions& base) {
+  Row row{archive.filename().string().substr(0, archive.filename().string().size() - 7),
+          readExpect(fs::path(archive).replace_extension("").replace_extension(".expect")), "", false};
+  if (row.expected != "fail" && row.expected != "pass") {
+    row.got = "error: " + row.name + ".expect must say fail or pass";
+    return row;
+  }
+  VerifyOptions o = base;
+  o.archive = archive;
+  o.expect = row.expected == "pass" ? Expect::Pass : Expect::Fail;
+  try {
+    const VerifyResult r = verifyArchive(o, nullptr);
+    row.same = r.allAsExpected();
+    if (row.same) row.got = row.expected;
+    for (const auto& run : r.runs)
+      if (!run.as_expected && row.got.empty())
+        row.got = std::to_string(r.asExpected()) + "/" + std::to_string(r.runs.size()) + " as expected; " + run.detail;
+    for (const auto& run : r.neighbour_runs)
+      if (!run.as_expected && row.got.empty()) row.got = "neighbour " + run.neighbour + ": " + run.detail;
+  } catch (const BadInputError& e) {
+    row.got = std::string("error: ") + e.what();
+  }
+  return row;
+}
+
+void printTable(const std::vector<Row>& rows, std::ostream& out) {
+  std::size_t width = 4;
+  for (const auto& r : rows) width = std::max(width, r.name.size());
+  out << std::left << std::setw(static_cast<int>(width)) << "name" << "  expected  got\n";
+  for (const auto& r : rows)
+    out << std::left << std::setw(static_cast<int>(width)) << r.name << "  " << std::setw(8) << r.expected << "  "
+        << r.got << (r.same ? "" : "   <-- differs") << "\n";
+}
+
+}  // namespace
+
+void addToRegressionSet(const fs::path& archive, const fs::path& dir, const std::string& name) {
+  if (!validName(name))
+    throw BadInputError("regression case name '" + name + "': use letters, digits, '-', '_' and '.' (e.g. --name class4)");
+  const std::vector<ArchiveEntry> entries = readTarGz(archive);  // only a readable archive is kept
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw BadInputError("cannot create the regression directory " + dir.string() + ": " + ec.message());
+  writeTarGz(dir / (name + ".tar.gz"), entries);
+  std::ofstream(dir / (name + ".expect")) << "fail\n";
+}
+
+void addShrunkCase(const fs::path& config, const std::string& output, const fs::path& dir, std::string name,
+                  std::ostream& out) {
+  const fs::path archive = output.empty() ? loadCase(config).output : fs::absolute(output);
+  if (name.empty()) name = fs::absolute(config).parent_path().filename().string();
+  addToRegressionSet(archive, dir, name);
+  out << "added '" << name << "' to the regression set " << dir.string() << " (expected: fail; write 'pass' into "
+      << (dir / (name + ".expect")).string() << " once fixed)\n";
+}
+
+int runRegress(const fs::path& dir, const VerifyOptions& base, std::ostream& out) {
+  std::vector<fs::path> archives;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string file = entry.path().filename().string();
+    if (entry.is_regular_file() && file.size() > 7 && file.ends_with(".tar.gz")) archives.push_back(entry.path());
+  }
+  if (ec || archives.empty())
+    throw BadInputError(dir.string() + (ec ? ": " + ec.message() : ": no NAME.tar.gz cases") +
+                        "; add cases with minrepro shrink --config case.yaml --add-to " + dir.string());
+  std::sort(archives.begin(), archives.end());
+  // Said first: the cases' own code runs (and --sandbox on without bwrap stops here).
+  const std::string how = base.sandbox == SandboxMode::Auto
+                              ? chooseSandbox(SandboxMode::Auto, "").describe + " (archives made here: without)"
+                              : chooseSandbox(base.sandbox, "").describe;
+  out << "regress " << dir.string() << ": each case " << how << "\n";
+  std::vector<Row> rows;
+  for (const auto& archive : archives) rows.push_back(rerun(archive, base));
+  printTable(rows, out);
+  const auto differ = std::count_if(rows.begin(), rows.end(), [](const Row& r) { return !r.same; });
+  out << rows.size() << " case(s), " << differ << " differ\n";
+  return differ == 0 ? 0 : 1;
+}
+
+}  // namespace minrepro

@@ -1,0 +1,535 @@
+#include "commands/shrink.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <future>
+#include <fstream>
+#include <iomanip>
+
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <cstring>
+
+#include "engine/archive/output_guard.h"
+#include "engine/archive/tar_gz.h"
+#include "core/process/process.h"
+#include "engine/batch_dependence.h"
+#include "engine/torch_versions.h"
+#include "engine/case_branches.h"
+#include "engine/diagnostics.h"
+#include "engine/trial_executors.h"
+#include "core/process/containment.h"
+#include "engine/executors/fork_server.h"
+#include "engine/fresh_check.h"
+#include "engine/journal.h"
+#include "engine/oracle.h"
+#include "engine/pipeline.h"
+#include "engine/start_probe.h"
+#include "engine/archive/reproducer.h"
+#include "commands/op_step.h"
+#include "engine/trial_spec.h"
+#include "reducers/selection_text.h"
+#include "harness/trial_main.h"
+
+namespace fs = std::filesystem;
+
+namespace minrepro {
+
+namespace {
+
+// The original must fail, and fail as the user expects when they said how.
+// A pass of a flaky original is not "does not reproduce": it runs until
+// enough failures are seen or the budget of runs is spent.
+ExitStatus checkOriginal(const CaseConfig& config, const CaseView& view, TrialOracle& oracle, const Selection& all,
+                         Log& log, OriginalEstimate& estimate) {
+  // Free job slots already try what the search will ask first.
+  estimate = oracle.estimateOriginal(
+      all, [&](std::size_t max, bool) { return openingCandidates(config, view, all, max); });
+  if (estimate.failures == 0) {
+    const auto& others = oracle.stats().other_bugs;
+    std::string why = "the original case does not reproduce: " + std::to_string(estimate.runs) + " run(s), none failed";
+    if (oracle.stats().timeouts > 0 && others.empty())
+      why = "the original did not end within trial.timeout (" + formatSeconds(config.timeout) + " s" +
+            ") in " + std::to_string(oracle.stats().timeouts) + " of " + std::to_string(estimate.runs) +
+            " run(s). A timeout is the failure only when case.yaml says so (failure: {family: timeout}, for a step "
+            "that hangs). If the step ends in your shell, it hangs only as a trial: compare how you run it with how a "
+            "trial does (its own empty directory, stdin from /dev/null, TMPDIR, no terminal); if it is only slow, "
+            "raise trial.timeout";
+    else if (!others.empty())
+      why = "the original fails, but not as case.yaml's failure section expects (it failed with: " +
+            others.begin()->first + "). Fix the failure section or remove it";
+    else
+      why += " (check that the batch is the failing one and that the trial runs the code that failed)";
+    log.info("error: " + why);
+    return ExitStatus::DoesNotReproduce;
+  }
+  log.info("original reproduces: " + oracle.reference().summary() + " (" + oracle.firstFailureExit() + "); " +
+           std::to_string(estimate.failures) + " of " + std::to_string(estimate.runs) + " runs failed the same way");
+  return ExitStatus::Reduced;
+}
+
+// The torch versions that differ (engine/torch_versions.h), logged once as
+// warnings; REPORT.md lists them too.
+std::vector<std::string> logTorchMismatches(const CaseConfig& config, const KeyValues& environment, Log& log) {
+  const auto mismatches = torchVersionMismatches(config.context, environment, config.harness.has_value());
+  for (const auto& m : mismatches) log.info("warning: " + m);
+  return mismatches;
+}
+
+// A command that fails the same way on a batch with no tensor and every
+// switch off never reached the data (engine/batch_dependence.h): exit 3
+// with what it is. Not for a
+// hang (the probe would cost a whole timeout) nor the built-in harness,
+// which reads the batch before anything else.
+ExitStatus checkDependsOnBatch(const CaseConfig& config, const TrialOracle& oracle, Executor& executor,
+                               const Selection& all, Log& log) {
+  if (!config.command || oracle.reference().family == FailureFamily::Timeout) return ExitStatus::Reduced;
+  // Every switch off too: a failure that needs one of them depends on the case after all.
+  Selection nothing = all;
+  for (const auto& s : config.command->switches) nothing.branches_off.insert(s.name);
+  const auto why = checkBatchDependence(config, oracle.specFor(nothing, config.work_dir / "trials" / "no-tensors"),
+                                        oracle.reference(), executor);
+  if (!why) return ExitStatus::Reduced;
+  log.info("error: nothing to reduce: " + *why);
+  return ExitStatus::DoesNotReproduce;
+}
+
+// Where the trials' tensors lived, as far as minrepro can know it: the
+// built-in harness runs on the CPU; a command chooses for itself, so the
+// report gives what it had to choose from and what the captured run used.
+std::string trialBackend(const ShrinkOptions& options, const CaseConfig& config) {
+  if (config.harness) return "CPU (the built-in harness runs on the CPU)";
+  const BackendInfo recorded = backendFromContext(config.context);
+  const std::string captured =
+      recorded.kind == Backend::Unknown ? "" : "; the captured run used " + backendName(recorded);
+  if (effectiveExecutor(config, options.executor).kind == ExecutorKind::Slurm)
+    return "chosen by the trial command on the Slurm nodes" + captured;
+  return "chosen by the trial command; this machine offers " + backendName(detectMachineBackend()) + captured;
+}
+
+KeyValues probeEnvironment(const ShrinkOptions& options, const CaseConfig& config) {
+  KeyValues env = libtorchEnvironment();
+  for (auto& entry : pythonTorchVersions(trialPython(options, config), config.work_dir / "probe"))
+    env.push_back(std::move(entry));
+  env.emplace_back("Backend of the trials", trialBackend(options, config));
+  return env;
+}
+
+// Why the archive is not to be checked on its own, or "" when it is (an
+// interruption or a spent budget skip it too: engine/archive/reproducer.h).
+bool slurmTrials(const ShrinkOptions& options, const CaseConfig& config) {
+  return effectiveExecutor(config, options.executor).kind == ExecutorKind::Slurm;
+}
+
+std::string selfCheckSkipped(const ShrinkOptions& options, const CaseConfig& config) {
+  if (!options.self_check) return "--no-self-check";
+  if (slurmTrials(options, config)) return "the trials ran as Slurm jobs; repro.py may need the nodes' devices";
+  return "";
+}
+
+}  // namespace
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+// Why the failing operator call is not looked for, or "" when it is.
+std::string opStepSkipped(const ShrinkOptions& options, const CaseConfig& config) {
+  if (!options.op_repro) return "--no-op-repro";
+  if (slurmTrials(options, config)) return "the trials ran as Slurm jobs; the op step runs repro.py on this machine";
+  return "";
+}
+
+std::function<OpRepro(const fs::path&)> opStepFor(const ShrinkOptions& options, const CaseConfig& config,
+                                                  const FailureSignature& signature, const SelfCheckPlan& plan) {
+  OpStep step;
+  step.work = config.work_dir;
+  step.python = trialPython(options, config);
+  step.signature = signature;
+  step.message_regex = config.expected.message_regex;
+  step.plan = plan;
+  step.timeout = config.timeout;
+  step.stop = &g_stop;
+  step.reduce = opReducer(options);
+  return [step](const fs::path& archive) {
+    OpStep with_archive = step;
+    with_archive.archive = archive;
+    return makeOpRepro(with_archive);
+  };
+}
+
+// SIGUSR1: write the best case so far to work_dir/best/ after the current round.
+std::atomic<bool> g_materialize{false};
+
+// Said at once (write(2) is async-signal-safe): what follows a Ctrl-C, the
+// running trials ended and the archive written, takes seconds with a
+// large batch, and silence then reads as a hang.
+extern "C" void requestStop(int) {
+  if (g_stop.exchange(true)) return;
+  static constexpr char kSaid[] =
+      "\nminrepro: signal received: ending the running trials; the best case so far is written next\n";
+  [[maybe_unused]] const auto written = ::write(STDERR_FILENO, kSaid, sizeof kSaid - 1);
+}
+extern "C" void carryOn(int) {}
+extern "C" void requestBest(int) { g_materialize.store(true); }
+
+// SIGINT, SIGTERM and SIGHUP (the terminal of an overnight run went away):
+// stop launching, kill running trials (their groups), write the best so far.
+// SIGPIPE (stdout or stderr closed under us: `| tee` gone) must not end the
+// run either way: writes then fail and the log file keeps everything. Both
+// are handlers, not SIG_IGN, so that trials start with the default
+// dispositions (exec resets handled signals; ignored ones would stay
+// ignored). Restores the previous handlers when the run ends.
+class StopOnSignals {
+ public:
+  StopOnSignals() {
+    // A run inside a run (the op step's reduction) keeps a stop asked of the outer one.
+    if (depth_++ == 0) g_stop.store(false);
+    struct sigaction stop{}, carry_on{}, best{};
+    stop.sa_handler = requestStop;
+    carry_on.sa_handler = carryOn;
+    best.sa_handler = requestBest;
+    sigemptyset(&stop.sa_mask);
+    sigemptyset(&carry_on.sa_mask);
+    sigemptyset(&best.sa_mask);
+    for (std::size_t i = 0; i < kSignals.size(); ++i)
+      ::sigaction(kSignals[i], kSignals[i] == SIGPIPE ? &carry_on : kSignals[i] == SIGUSR1 ? &best : &stop, &old_[i]);
+  }
+  ~StopOnSignals() {
+    for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
+    --depth_;
+  }
+
+ private:
+  static constexpr std::array<int, 5> kSignals{SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGUSR1};
+  std::array<struct sigaction, 5> old_{};
+  static inline int depth_ = 0;
+};
+
+// What would otherwise fail only after the whole reduction, or be reduced as
+// if it were the bug: found before the first trial, as bad input (exit 2).
+void checkWorkDirAndModel(const CaseConfig& config) {
+  std::error_code ec;
+  if (fs::exists(config.work_dir, ec) && !fs::is_directory(config.work_dir, ec))
+    throw BadInputError(config.work_dir.string() + ": the work directory (work_dir or --work-dir) is a file; give a "
+                        "directory (made when missing)");
+  if (config.harness) checkModelLoads(config.harness->model);
+}
+
+// The work directory, made when missing, and writable: a symlink loop, a
+// read-only place or a full disk is bad input naming work_dir, not an
+// internal error in the middle of the run.
+void makeWorkDir(const fs::path& work_dir) {
+  const std::string what = work_dir.string() + ": the work directory (work_dir or --work-dir) ";
+  std::error_code ec;
+  fs::create_directories(work_dir, ec);
+  if (ec) throw BadInputError(what + "cannot be made (" + ec.message() + "); give a directory this user may write");
+  const fs::path probe = work_dir / (".minrepro-write-check-" + std::to_string(::getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw BadInputError(what + "cannot be written (" + std::strerror(errno) + "); give a directory this user may write");
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+// A harness key that names no tensor of the batch would fail every trial
+// the same way, and be "reduced" as if it were the bug.
+void checkHarnessKeys(const CaseConfig& config, const BatchStore& batch) {
+  if (!config.harness) return;
+  std::set<std::string> names;
+  for (const auto& t : batch.describe()) names.insert(t.name);
+  std::string known;
+  for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+  const std::pair<const char*, std::string> keys[] = {{"input", config.harness->input},
+                                                      {"target", config.harness->target}};
+  for (const auto& [key, name] : keys)
+    if (!name.empty() && !names.count(name))
+      throw BadInputError(config.case_file.string() + ": trial.harness." + key + " names '" + name + "', which " +
+                          config.batch.string() + " does not hold (its tensors: " + known + ")");
+}
+
+// A run killed with SIGKILL could not end its trials' escaped descendants
+// nor remove its trial directories: the next run in the directory does,
+// once the lock says no run is using it. Tags of this run's trials carry
+// the work directory from here on. Returns the processes it killed.
+std::size_t cleanUpAfterKilledRun(const fs::path& work_dir) {
+  const std::string scope = fs::weakly_canonical(work_dir).string();
+  setTrialScope(scope);
+  const std::size_t killed = killLeftovers(scope, work_dir / "trials");
+  std::error_code ec;
+  for (fs::directory_iterator it(work_dir / "trials", ec), end; !ec && it != end; it.increment(ec))
+    removeTrialTemp(it->path());  // a short temporary directory under /tmp, linked from the trial's
+  fs::remove_all(work_dir / "trials", ec);
+  return killed;
+}
+
+// What identifies a run for --resume: the case file, the batch and the
+// settings that change which trials are run.
+std::string runIdentity(const CaseConfig& config) {
+  std::ostringstream id;
+  id << "case=" << contentHash(readFileBytes(config.case_file)) << " batch=" << contentHashOfFile(config.batch)
+     << " flaky=" << config.flaky.enabled << "/" << config.flaky.alpha;
+  return id.str();
+}
+
+// The best case so far, always valid on disk: batch and case file each
+// written to a temp file and renamed. Written when the run ends (the
+// archive's batch is this one), on SIGUSR1 and by --materialize-best, not at
+// every acceptance: the journal records each accepted selection, and a
+// batch of gigabytes rewritten at every step would cost more than the
+// trials. Nothing reduced: the user's own file, as the trials ran it.
+fs::path writeBestSoFar(const CaseConfig& config, const BatchStore& batch, const Selection& best) {
+  const fs::path dir = config.work_dir / "best";
+  fs::create_directories(dir);
+  if (selectionKey(best) == selectionKey(fullSelection(batch))) {
+    fs::copy_file(config.batch, dir / "batch.pt.partial", fs::copy_options::overwrite_existing);
+    fs::rename(dir / "batch.pt.partial", dir / "batch.pt");
+  } else {
+    batch.writeCandidate(best, dir / "batch.pt");
+  }
+  const fs::path tmp = dir / "case.yaml.partial";
+  {
+    std::ofstream out(tmp);
+    out << renderCase(bakeBranches(config, best.branches_off), config.base_dir, "batch.pt",
+                      config.harness ? config.harness->model.string() : "");
+  }
+  fs::rename(tmp, dir / "case.yaml");
+  return dir / "batch.pt";
+}
+
+// --materialize-best: best/ from the journal of a run that is not running
+// (killed with SIGKILL, or ended), without a trial.
+ExitStatus materializeBest(const CaseConfig& config, bool quiet) {
+  const auto batch = BatchStore::open(config);
+  std::optional<WorkDirLock> lock;
+  try {
+    lock.emplace(config.work_dir);
+  } catch (const BadInputError& e) {
+    throw BadInputError(std::string(e.what()) + "; a running shrink writes best/ when sent SIGUSR1 (kill -USR1 PID)");
+  }
+  const auto text = Journal::lastAccepted(config.work_dir, runIdentity(config));
+  if (!text)
+    throw BadInputError((config.work_dir / "journal.txt").string() + ": no candidate was accepted yet: the best case "
+                        "so far is the original batch (" + config.batch.string() + ")");
+  const auto selection = parseSelectionText(*text);
+  const bool in_range = selection && !selection->samples.empty() && selection->samples.back() < batch->sampleCount();
+  if (!in_range)
+    throw BadInputError((config.work_dir / "journal.txt").string() + ": its last accepted candidate cannot be read "
+                        "(the journal was edited or is not this batch's); run shrink again without --resume");
+  const fs::path written = writeBestSoFar(config, *batch, *selection);
+  if (!quiet)
+    std::cout << "minrepro: wrote " << written.parent_path().string() << " (" << selection->samples.size()
+              << " samples; run it with minrepro shrink --config " << (written.parent_path() / "case.yaml").string()
+              << ", or resume the run with --resume)\n";
+  return ExitStatus::Reduced;
+}
+
+}  // namespace
+
+ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Executor& executor,
+                           const ForkServerExecutor* forked);
+
+ExitStatus runShrink(const ShrinkOptions& options, Executor* executor) {
+  CaseConfig config = loadCase(options.config, options.case_dir);
+  if (options.output) config.output = fs::absolute(*options.output);
+  if (options.work_dir) config.work_dir = fs::absolute(*options.work_dir);
+  if (options.materialize_best) return materializeBest(config, options.quiet);
+  // Local processes (fork servers, a device each) or Slurm jobs, checked
+  // before anything runs: engine/trial_executors.h.
+  const auto stack = executor ? nullptr
+                              : makeTrialExecutors(config, options.executor, options.trial_binary.empty()
+                                                       ? defaultTrialBinary() : options.trial_binary, options.jobs);
+  Executor& chosen = executor ? *executor : stack->top();
+  return runShrinkLoaded(options, config, chosen, stack ? stack->forkServers() : nullptr);
+}
+
+ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Executor& executor,
+                           const ForkServerExecutor* forked) {
+  const auto batch = BatchStore::open(config);
+  checkWorkDirAndModel(config);
+  checkHarnessKeys(config, *batch);
+  // Before anything is written: trial.diagnostic: on without a backend is bad input.
+  const DiagnosticPlan diagnostic = planDiagnostics(config);
+  makeWorkDir(config.work_dir);
+  checkArchiveOutput(config, options.force);  // after the work directory is made: the archive may go into it
+  const WorkDirLock lock(config.work_dir);  // before the journal and the log are touched
+  const std::size_t leftovers = cleanUpAfterKilledRun(config.work_dir);
+  Log log(options.quiet);
+  log.openFile(config.work_dir / "minrepro.log");
+  Journal journal(config.work_dir, runIdentity(config), options.resume);
+  if (leftovers > 0)
+    log.info("killed " + std::to_string(leftovers) + " process(es) that the trials of a run killed before its end "
+             "had left running");
+  StopOnSignals stop_on_signals;
+  // The environment record imports torch in a Python process (~2 s here):
+  // started now, it runs beside the trials instead of after them.
+  std::shared_future<KeyValues> environment =
+      std::async(options.archive ? std::launch::async : std::launch::deferred,
+                 [options, config] { return probeEnvironment(options, config); })
+          .share();
+  log.info("case " + config.case_file.filename().string() + ": " + std::to_string(batch->sampleCount()) +
+           " samples; reducers:" + [&] { std::string r; for (auto& n : config.reducers) r += " " + n; return r; }() +
+           (options.resume ? "; resuming from " + std::to_string(journal.loadedTrials()) + " journaled trials" : ""));
+  TrialOracle oracle(config, *batch, executor, options.trial_binary.empty() ? defaultTrialBinary() : options.trial_binary,
+                     log, &journal, RunLimits{options.max_trials, options.max_seconds, &g_stop}, options.jobs);
+  oracle.setDiagnosticEnvironment(diagnostic.env);
+  log.info("diagnostic variables for the trials: " + diagnostic.describe() +
+           "; the final confirmation runs without them");
+  // The trials a caller that runs shrink itself is told of, however the run ends.
+  struct TallyOnReturn {
+    ShrinkTally* tally;
+    const TrialOracle& oracle;
+    ~TallyOnReturn() {
+      if (tally) tally->trials = oracle.stats().trials + oracle.stats().replayed;
+    }
+  } tally_on_return{options.tally, oracle};
+  const Selection all = fullSelection(*batch);
+  Selection best = all;
+  oracle.onBetter([&](const Selection& s) { best = s; });
+  oracle.onRound([&] {
+    if (!g_materialize.exchange(false)) return;
+    log.info("SIGUSR1: wrote the best case so far to " + writeBestSoFar(config, *batch, best).parent_path().string());
+  });
+
+  ExitStatus status = ExitStatus::Reduced;
+  std::string incomplete;
+  bool confirmed = false;
+  // Whether the trials run in fork servers: decided from the trial itself,
+  // not from what ran, so that a resumed run (whose first results are
+  // replayed) checks exactly what the interrupted one did.
+  const bool forks = forked && forked->routes(oracle.specFor(all, config.work_dir / "trials" / "preview"));
+  std::string processes = "plain processes (no fork server applies to this trial)";
+  FreshMinimality fresh_minimality;
+  std::size_t plain_passes = 0;  // of the original, run as plain processes (the self-check's evidence)
+  // A memory limit too low for the program to start is not the bug (exit 4).
+  if (auto why = memoryLimitStopsStart(config, options.trial_binary.empty() ? defaultTrialBinary()
+                                                                            : options.trial_binary,
+                                       config.work_dir / "trials" / "start-probe"))
+    throw TrialStartError(*why);
+  try {
+    OriginalEstimate original;
+    ExitStatus s = checkOriginal(config, *batch, oracle, all, log, original);
+    if (s == ExitStatus::Reduced && !options.checked_by_caller) s = checkDependsOnBatch(config, oracle, executor, all, log);
+    if (s != ExitStatus::Reduced) {
+      if (!logTorchMismatches(config, environment.get(), log).empty())
+        log.info("note: the torch versions above differ; that may be why");
+      return s;
+    }
+    if (!config.fork_server) processes = "plain processes (trial.fork_server: false)";
+    plain_passes = original.runs - original.failures;
+    if (forks) {
+      const std::size_t streak =
+          config.flaky.enabled ? oracle.rate().passesToReject(config.flaky.alpha, config.flaky.max_passes) : 1;
+      const ForkComparison comparison = compareForkedWithFresh(all, original, oracle, streak,
+                                                               static_cast<double>(config.timeout.count()) / 1000);
+      plain_passes = comparison.plain.runs - comparison.plain.failures;
+      processes = comparison.describe();
+      // A server that refused to fork (threads, CUDA) leaves its trials to
+      // plain processes: say so rather than claim children that never were.
+      if (const ForkServerCounts counts = forked->counts(); counts.forked == 0 && counts.plain > 0)
+        processes = "plain processes: the fork server could not be used (" + (config.work_dir / "fork-server.log").string() +
+                    " says why); " + comparison.counts();
+      log.info("trial processes: " + processes);
+      if (comparison.verdict == ForkVerdict::FailsOnlyForked || comparison.verdict == ForkVerdict::PlainTimesOut)
+        return ExitStatus::DoesNotReproduce;
+    }
+    const bool searched_forked = forks && !oracle.freshProcessesOnly();
+    best = runPipeline(config, *batch, all, oracle, log);
+    if (searched_forked) {
+      best = checkMinimalityFresh(*batch, oracle, best, fresh_minimality);
+      log.info("1-minimality in plain processes: " + fresh_minimality.describe());
+    }
+    confirmed = options.checked_by_caller || oracle.confirm(best);
+    if (!confirmed && searched_forked) {
+      // The case forked trials converged on may fail only in the fork
+      // server's children: the search starts again from the original, the
+      // last case confirmed in plain processes, with plain processes only.
+      log.info("the minimal case of the forked trials did not fail again in a plain process; searching again from "
+               "the original with plain processes only, in case it fails only in the fork server's children");
+      processes += "; the forked trials' minimal case did not fail in a plain process, so the search ran again from "
+                   "the original with plain processes only";
+      best = runPipeline(config, *batch, all, oracle, log);
+      confirmed = oracle.confirm(best);
+    }
+    if (!confirmed)
+      log.info("warning: the minimal case did not fail again when confirmed in fresh processes. Your batch file "
+               "fails and the candidate files minrepro writes do not: the step may read what a tensor does not "
+               "show, such as the bytes of a view's storage that no view covers (they are zeros once cut), or "
+               "the storage behind views that do not lie in one block per sample (those are written apart "
+               "once cut)");
+  } catch (const RunStopped& e) {
+    status = e.reason == RunStopped::Reason::Interrupted ? ExitStatus::Interrupted : ExitStatus::BudgetSpent;
+    incomplete = e.what();
+    log.info("stopping: " + incomplete + "; writing the best case so far (possibly not minimal) to " +
+             config.output.string());
+    if (!oracle.reference().failed()) return status;  // nothing failed yet: nothing to write
+  }
+
+  const fs::path minimal_batch = writeBestSoFar(config, *batch, best);
+  if (!options.archive) {
+    log.info("best case written to " + minimal_batch.string() + " (no archive asked for)");
+    return status;
+  }
+  const NeighbourPlan neighbours = writeNeighbours(config, *batch, best);
+  ReductionSummary summary = summarize(environment.get(), config, *batch, oracle, best, minimal_batch);
+  summary.warnings = logTorchMismatches(config, summary.environment, log);
+  for (const auto& n : neighbours.cases)
+    summary.neighbours.push_back("`" + n.file + "`: sample ids " + formatList(n.ids, 16) +
+                                 (n.processed ? ", a correct run processes " + std::to_string(*n.processed) : ""));
+  for (const auto& why : neighbours.skipped) summary.neighbours.push_back("not made: " + why);
+  summary.confirmed = confirmed;
+  summary.diagnostic = diagnostic.describe();
+  summary.incomplete = incomplete;
+  summary.processes = processes;
+  if (config.command)
+    summary.compile_cache = config.share_compile_cache
+                                ? "shared between trials (work_dir/compile-cache), as your own runs share "
+                                  "torch.compile's default cache; `trial.compile_cache: fresh` compiles in every "
+                                  "trial anew"
+                                : "fresh in every trial (trial.compile_cache: fresh)";
+  summary.fresh_minimality = fresh_minimality.describe();
+  ArchiveJob job{minimal_batch, neighbours,        plain_passes,
+                 trialPython(options, config), selfCheckSkipped(options, config), &g_stop};
+  job.skip_op_step = opStepSkipped(options, config);
+  const SelfCheckPlan plan = planSelfCheck(oracle.rate(), config.flaky, plain_passes, best.samples.size());
+  if (!plan.require_every_run) summary.flaky_rate = oracle.rate().estimate();
+  if (job.skip_op_step.empty()) job.op_step = opStepFor(options, config, oracle.reference(), plan);
+  return writeAndCheckArchive(config, oracle, best, job, summary, status, log);
+}
+
+std::string trialPython(const ShrinkOptions& options, const CaseConfig& config) {
+  if (options.python_given || !config.command || !isPythonProgram(config.command->argv.front())) return options.python;
+  const std::string own = resolveProgram(config.command->argv.front());
+  return own.empty() ? options.python : own;
+}
+
+KeyValues pythonTorchVersions(const std::string& python, const fs::path& scratch) {
+  KeyValues env;
+  TrialSpec spec;
+  spec.argv = {python, "-c",
+               "import sys, platform, torch\n"
+               "print('Python', platform.python_version())\n"
+               "print('PyTorch', torch.__version__)\n"
+               "print('PyTorch CUDA', torch.version.cuda or 'none')\n"
+               "print('PyTorch HIP (ROCm)', torch.version.hip or 'none')\n"};
+  spec.work_dir = scratch;
+  spec.timeout = std::chrono::seconds(60);
+  const TrialOutcome out = LocalExecutor().run(spec);
+  std::istringstream lines(out.stdout_text);
+  for (std::string line; std::getline(lines, line);) {
+    const auto space = line.rfind(' ');
+    if (space != std::string::npos) env.emplace_back(line.substr(0, space), line.substr(space + 1));
+  }
+  if (!out.passed()) env.emplace_back("PyTorch", "not importable by " + python);
+  env.emplace_back("PyTorch from", python);
+  std::error_code ec;
+  fs::remove_all(spec.work_dir, ec);
+  return env;
+}
+
+}  // namespace minrepro

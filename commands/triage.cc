@@ -1,0 +1,259 @@
+#include "commands/triage.h"
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <optional>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <sstream>
+#include <string_view>
+#include <vector>
+
+#include "commands/log_window.h"
+#include "core/text_lines.h"
+
+#include <sys/stat.h>
+
+namespace minrepro {
+namespace {
+
+mode_t fileMode(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_mode : 0;
+}
+
+// Where the 1-based line `number` starts; a line ends at the next '\n'.
+std::size_t lineStart(const std::string& text, std::size_t number) {
+  std::size_t start = 0;
+  for (std::size_t line = 1; line < number && start != std::string::npos; ++line) {
+    start = text.find('\n', start);
+    if (start != std::string::npos) ++start;
+  }
+  return start == std::string::npos ? text.size() : start;
+}
+
+std::string lineAt(const std::string& text, std::size_t start) {
+  const std::size_t end = text.find('\n', start);
+  std::string line = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  return line;
+}
+
+bool containsAny(const std::string& text, std::initializer_list<std::string_view> parts) {
+  for (auto part : parts)
+    if (text.find(part) != std::string::npos) return true;
+  return false;
+}
+
+std::string backendName(Backend backend) {
+  switch (backend) {
+    case Backend::Cuda: return "CUDA (NVIDIA)";
+    case Backend::Rocm: return "ROCm (HIP)";
+    default: return "not named by the log (CPU, or no GPU wording)";
+  }
+}
+
+// A crash has no Python error to read: where it happened decides what to look at.
+std::vector<std::string> signalSteps(const Triage& t) {
+  std::vector<std::string> steps;
+  if (t.signature.family != FailureFamily::Signal) return steps;
+  const bool in_worker = t.where.find("DataLoader worker") != std::string::npos;
+  if (in_worker && t.signature.signal_name == "SIGBUS")
+    steps.push_back("a bus error in a DataLoader worker is most often shared memory running out (check the size of "
+                    "/dev/shm; docker run --shm-size) or a memory-mapped file shrinking while it is read");
+  if (in_worker)
+    steps.push_back("the crash is in a DataLoader worker: check the dataset's __getitem__ and the native code it "
+                    "calls (decoders, extensions) for the sample it was loading; rerun with num_workers=0 to get the "
+                    "crash in the main process, with its frames");
+  if (t.user_frame.empty())
+    steps.push_back("rerun once with PYTHONFAULTHANDLER=1 (python -X faulthandler) to get the Python frames of "
+                    "the crash");
+  return steps;
+}
+
+// docs/method.md, "Diagnostic mode", "Failure families", "ROCm": what to do next on this stack. ROCm keeps the cuda
+// device name, so its switches must not be confused with NVIDIA's.
+std::vector<std::string> nextSteps(const Triage& t) {
+  std::vector<std::string> steps;
+  if (t.signature.family == FailureFamily::DeviceAssert) {
+    steps.push_back("restart the process before anything else: after a device-side assert the process's GPU "
+                    "context is unusable (a restart fixes neither a bad target nor a bad index)");
+    if (t.backend == Backend::Rocm)
+      steps.push_back("to move the error to its launch, rerun once with AMD_SERIALIZE_KERNEL=3 "
+                      "(HIP_LAUNCH_BLOCKING=1 on older ROCm); CUDA_LAUNCH_BLOCKING is NVIDIA's and does nothing here");
+    else
+      steps.push_back("to move the error to its launch, rerun once with CUDA_LAUNCH_BLOCKING=1 (for diagnosis "
+                      "only; not on a ROCm stack)");
+  }
+  if (t.backend == Backend::Unknown && t.signature.family == FailureFamily::OutOfMemory)
+    steps.push_back("this is host memory unless the message names the GPU");
+  for (auto& step : signalSteps(t)) steps.push_back(std::move(step));
+  if (t.where.rfind("rank ", 0) == 0 || t.where.rfind("local rank ", 0) == 0)
+    steps.push_back("fix the error of " + t.where + " first: the other ranks' timeouts and closed connections are "
+                    "their waits for it");
+  steps.push_back("reduce the failing batch to a minimal case: minrepro shrink --config case.yaml");
+  return steps;
+}
+
+std::string shorten(const std::string& line) {
+  constexpr std::size_t kShown = 300;  // a printed tensor on the error line is not worth reading
+  return line.size() > kShown ? line.substr(0, kShown) + "..." : line;
+}
+
+// "2 collective timeout (rank 0), 1 launcher summary": the kinds set aside,
+// in the order first met, with the processes they came from.
+std::string countKinds(const std::vector<SetAside>& set_aside) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> kinds;  // kind, distinct places
+  std::vector<std::size_t> counts;
+  for (const SetAside& other : set_aside) {
+    auto kind = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == other.kind; });
+    if (kind == kinds.end()) {
+      kinds.push_back({other.kind, {}});
+      counts.push_back(0);
+      kind = kinds.end() - 1;
+    }
+    ++counts[static_cast<std::size_t>(kind - kinds.begin())];
+    if (!other.where.empty() && std::find(kind->second.begin(), kind->second.end(), other.where) == kind->second.end())
+      kind->second.push_back(other.where);
+  }
+  std::string text;
+  for (std::size_t i = 0; i < kinds.size(); ++i) {
+    text += (i ? ", " : "") + std::to_string(counts[i]) + " " + kinds[i].first + (counts[i] > 1 ? "s" : "");
+    for (std::size_t j = 0; j < kinds[i].second.size(); ++j)
+      text += (j ? ", " : " (") + kinds[i].second[j] + (j + 1 == kinds[i].second.size() ? ")" : "");
+  }
+  return text;
+}
+
+// What was read as a consequence of the first error, so that the rank-0
+// timeout at the end of the log is seen for what it is.
+void renderSetAside(std::ostream& out, const Triage& t, const std::string& source) {
+  if (t.set_aside.empty()) {
+    out << "set aside:           nothing (the first error is the only one in the log)\n";
+    return;
+  }
+  out << "set aside:           " << t.set_aside.size() << " read as consequences of the first error: "
+      << countKinds(t.set_aside) << "\n";
+  constexpr std::size_t kListed = 8;
+  for (std::size_t i = 0; i < t.set_aside.size() && i < kListed; ++i) {
+    const SetAside& other = t.set_aside[i];
+    out << "  " << source << ":" << other.line << (other.where.empty() ? "" : " (" + other.where + ")") << ": "
+        << other.kind << ": " << shorten(other.summary) << "\n";
+  }
+  if (t.set_aside.size() > kListed) out << "  ... and " << t.set_aside.size() - kListed << " more\n";
+  for (const SetAside& other : t.set_aside)
+    if (other.kind == "launcher summary" && !t.where.empty() && other.where != t.where)
+      out << "note: the launcher's \"Root Cause (first observed failure)\" names " << other.where
+          << ", the first process to exit; the first error happened in " << t.where << "\n";
+}
+
+}  // namespace
+
+Backend detectBackend(const text::Lines& lines) {
+  for (const std::string& line : lines)
+    if (const Backend b = detectBackend(line); b != Backend::Unknown) return b;
+  return Backend::Unknown;
+}
+
+Backend detectBackend(const std::string& text) {
+  if (containsAny(text, {"HIP error", "hipError", "HIP out of memory", "HIP kernel errors", ".hip:", "rocdevice",
+                         "HSA_STATUS", "ROCm", "AMD_SERIALIZE_KERNEL", "HIP_LAUNCH_BLOCKING"}))
+    return Backend::Rocm;
+  if (containsAny(text, {"CUDA error", "cudaError", "CUDA out of memory", "CUDA kernel errors", ".cu:", "cuda:",
+                         "CUDA_LAUNCH_BLOCKING", "NVIDIA", "no kernel image is available"}))
+    return Backend::Cuda;
+  return Backend::Unknown;
+}
+
+Triage triageStream(std::istream& in, std::size_t exact_bytes) {
+  LogLines log = readLogBounded(in, exact_bytes);
+  Triage t;
+  t.cut_lines = log.cut_lines;
+  t.dropped = log.dropped;
+  t.backend = detectBackend(log.lines);
+  const std::vector<std::size_t> numbers = std::move(log.numbers);
+  static_cast<LogReading&>(t) = readLog(std::move(log.lines));
+  const LogLines map{{}, numbers, 0, 0};
+  t.first_line = map.numberInLog(t.first_line);
+  for (SetAside& other : t.set_aside) other.line = map.numberInLog(other.line);
+  return t;
+}
+
+Triage triageText(const std::string& text) {
+  std::istringstream in(text);
+  Triage t = triageStream(in);
+  if (t.signature.failed()) t.first_line_text = lineAt(text, lineStart(text, t.first_line));
+  return t;
+}
+
+std::string renderTriage(const Triage& t, const std::string& source) {
+  std::ostringstream out;
+  if (!t.signature.failed()) {
+    out << source << ": no error found (no traceback, uncaught exception, kernel assertion, fatal-signal report "
+        << "or error line)\n";
+    return out.str();
+  }
+  const auto [check, avoid] = adviceFor(t.signature);
+  out << "first error:         " << source << ":" << t.first_line << ": " << shorten(t.first_line_text) << "\n";
+  if (!t.where.empty()) out << "in:                  " << t.where << "\n";
+  out << "family:              " << familyName(t.signature.family) << "\n";
+  if (t.signature.family == FailureFamily::Signal && !t.signature.signal_name.empty())
+    out << "signal:              " << t.signature.signal_name << "\n";
+  // torch.compile's errors name the stage that failed where others name an operator.
+  out << (t.signature.family == FailureFamily::CompileError ? "compiler stage:      " : "suspect operator:    ")
+      << (t.signature.op.empty() ? "(not named by the log)" : t.signature.op) << "\n"
+      << "first message:       " << t.signature.message << "\n"
+      << "open first:          " << (t.user_frame.empty() ? "(no frame of your code in the log)" : t.user_frame)
+      << "\n"
+      << "backend:             " << backendName(t.backend) << "\n"
+      << "first check:         " << check << "\n"
+      << "conclusion to avoid: " << avoid << "\n";
+  renderSetAside(out, t, source);
+  for (const auto& step : nextSteps(t)) out << "next: " << step << "\n";
+  if (t.dropped > 0)
+    out << "note: the log is over " << (kExactBytes >> 20) << " MiB: " << t.dropped << " line(s) more than "
+        << kContext << " lines away from anything that reads like an error were skipped\n";
+  if (t.cut_lines > 0)
+    out << "note: " << t.cut_lines << " line(s) longer than " << text::kMaxLine << " bytes were read in their first "
+        << text::kMaxLine << " bytes only\n";
+  return out.str();
+}
+
+// The log's line `number` as written (rank and logger prefixes kept), read
+// again from the file; "" when it cannot be.
+std::string lineOfFile(const std::string& path, std::size_t number) {
+  std::ifstream file(path, std::ios::binary);
+  for (std::size_t skipped = 1; skipped < number && file; ++skipped)
+    file.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  std::string line(text::kMaxLine, '\0');
+  file.get(line.data(), static_cast<std::streamsize>(line.size() + 1), '\n');
+  line.resize(file ? static_cast<std::size_t>(file.gcount()) : 0);
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  return line;
+}
+
+int runTriage(const std::string& path, std::istream& in, std::ostream& out) {
+  // The log held once, as lines of at most kMaxLine bytes (a training log
+  // may be gigabytes, a line of it a megabyte of progress bar).
+  Triage t;
+  if (path == "-") {
+    t = triageStream(in);
+  } else {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode)))
+      throw BadInputError(path + " is a device or a socket, not a log file; give a log file, or '-' with the log on "
+                          "standard input");
+    std::ifstream file(path, std::ios::binary);
+    if (!file || std::filesystem::is_directory(path))
+      throw BadInputError("cannot read " + path + ": no such file or not readable; give a log file, or '-' to "
+                          "read standard input");
+    t = triageStream(file);
+  }
+  if (t.signature.failed() && path != "-" && S_ISREG(fileMode(path))) t.first_line_text = lineOfFile(path, t.first_line);
+  out << text::printable(renderTriage(t, path == "-" ? "stdin" : path));
+  return t.signature.failed() ? 0 : 1;
+}
+
+}  // namespace minrepro

@@ -1,0 +1,37 @@
+#include "commands/verify.h"
+
+#include <ostream>
+
+#include "engine/archive/runs.h"
+
+namespace minrepro {
+
+int runVerify(const VerifyOptions& o, std::ostream& out, std::ostream&) {
+  const VerifyResult r = verifyArchive(o, &out);
+  const Manifest& m = r.manifest;
+  const int n = static_cast<int>(r.runs.size()), ok = r.asExpected();
+  if (o.expect == Expect::Fail) {
+    out << "recorded failure: " << m.signature.summary() << "\nreproduced in " << ok << " of " << n << " runs ("
+        << 100 * ok / n << "%)\n";
+  } else {
+    out << "expected: exit 0" << (m.processed ? " and processed=" + std::to_string(*m.processed) : std::string())
+        << "\npassed in " << ok << " of " << n << " runs ("
+        << 100 * ok / n << "%)\n";
+    if (!r.neighbour_runs.empty())
+      out << "neighbours passed: " << r.neighboursAsExpected() << " of " << r.neighbour_runs.size() << "\n";
+  }
+  if (!r.op_runs.empty())
+    out << m.op_repro << " " << (o.expect == Expect::Fail ? "failed alike" : "passed (not judged)") << " in "
+        << r.opAsExpected() << " of " << r.op_runs.size() << " runs\n";
+  if (o.expect == Expect::Fail && m.flaky_rate) {
+    // The self-check's rule (engine/archive/runs.h): judged by the recorded rate, not by "every run fails".
+    const FlakyJudgement j = judgeFlakyRuns(r.runs, *m.flaky_rate);
+    const FlakyJudgement op = judgeFlakyRuns(r.op_runs, *m.flaky_rate);
+    out << j.describe(*m.flaky_rate) << "\n";
+    if (!j.conclusive) return 3;
+    return j.reproduces && (r.op_runs.empty() || op.other == 0) ? 0 : 1;
+  }
+  return r.allAsExpected() ? 0 : 1;
+}
+
+}  // namespace minrepro

@@ -1,0 +1,60 @@
+// Running code from an archive someone else made, without trusting it.
+//
+// verify, regress and compare run the archive's repro.py, op/repro_op.py
+// and bundled step: a stranger's code with this user's rights (a booby-
+// trapped repro.py wrote a marker file anywhere it liked and the run still
+// said "reproduced"). A SandboxedExecutor runs each trial inside bubblewrap
+// (bwrap, a well-kept tool Debian ships): no network, the whole file system
+// read-only, a private /tmp and /dev, new PID, IPC and UTS namespaces, its
+// own session (no terminal input injection), and one directory writable:
+// the scratch directory the archive was extracted into.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/process/process.h"
+
+namespace minrepro {
+
+enum class SandboxMode { Auto, On, Off };
+
+// "auto", "on" or "off"; throws BadInputError naming --sandbox otherwise.
+SandboxMode parseSandboxMode(const std::string& text);
+
+// This machine, as a short hash of /etc/machine-id (else the host name):
+// recorded in the archives it makes (signature.txt's made-on), so that
+// --sandbox auto knows which archives came from elsewhere. Not the id
+// itself: the archive leaves the machine.
+std::string machineTag();
+
+// The bwrap program on PATH; nothing when it is not installed.
+std::optional<std::string> findBubblewrap();
+
+// Whether to sandbox, and the words that say so (for the first line of output):
+// On needs bwrap (BadInputError saying how to install it); Auto sandboxes an
+// archive made elsewhere (`made_on` differs from machineTag()) when bwrap is
+// there, and says when it cannot.
+struct SandboxChoice {
+  bool used = false;
+  std::string describe;  // "in a sandbox (bubblewrap: ...)" / "NOT in a sandbox: ..."
+};
+SandboxChoice chooseSandbox(SandboxMode mode, const std::string& made_on);
+
+// Runs each trial of `inner` inside bwrap, with `writable` (the scratch
+// directory) the only directory it may write.
+class SandboxedExecutor : public Executor {
+ public:
+  SandboxedExecutor(Executor& inner, std::filesystem::path writable, std::string bwrap)
+      : inner_(inner), writable_(std::move(writable)), bwrap_(std::move(bwrap)) {}
+  TrialOutcome run(const TrialSpec& spec) override;
+
+ private:
+  Executor& inner_;
+  std::filesystem::path writable_;
+  std::string bwrap_;
+};
+
+}  // namespace minrepro
