@@ -146,6 +146,11 @@ int shrinkCommand(const std::vector<std::string>& all_args) {
       ("force", "replace an existing file at the output that is not an archive minrepro wrote (never the batch, "
                 "the model, the case file or a file the trial reads)")
       ("quiet,q", "only print errors")
+      ("progress", po::value<std::string>()->default_value("auto"),
+       "auto: a status line redrawn on a terminal, and where stderr is a pipe or a file a 'progress:' line "
+       "(size, trials, trials per minute, the pass's estimate left) every --progress-every seconds; never; "
+       "always: the periodic lines on a terminal too")
+      ("progress-every", po::value<std::string>()->default_value("30"), "seconds between the periodic progress lines")
       ("resume", "continue an interrupted run from the journal in the work directory")
       ("materialize-best", "run nothing: write the best case so far of the run whose journal is in the work "
                            "directory to its best/ (after a kill -9; a running shrink does it on SIGUSR1)")
@@ -185,6 +190,8 @@ int shrinkCommand(const std::vector<std::string>& all_args) {
   options.op_repro = vm.count("no-op-repro") == 0;
   options.resume = vm.count("resume") > 0;
   options.force = vm.count("force") > 0;
+  options.progress = minrepro::parseProgressMode(vm["progress"].as<std::string>());
+  options.progress_seconds = secondsOption(vm, "progress-every", false);
   options.materialize_best = vm.count("materialize-best") > 0;
   options.jobs = static_cast<std::size_t>(countOption(vm, "jobs", 1));
   options.max_trials = static_cast<std::size_t>(countOption(vm, "max-trials", 0));

@@ -360,6 +360,7 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   const WorkDirLock lock(config.work_dir);  // before the journal and the log are touched
   const std::size_t leftovers = cleanUpAfterKilledRun(config.work_dir);
   Log log(options.quiet);
+  log.setProgress(options.progress, options.progress_seconds);
   log.openFile(config.work_dir / "minrepro.log");
   Journal journal(config.work_dir, runIdentity(config), options.resume);
   if (leftovers > 0)

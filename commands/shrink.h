@@ -13,6 +13,7 @@
 #include "core/errors.h"
 #include "core/executor_config.h"
 #include "core/process/process.h"
+#include "engine/log.h"
 
 namespace minrepro {
 
@@ -34,6 +35,8 @@ struct ShrinkOptions {
   bool quiet = false;
   bool resume = false;           // continue from the journal in the work directory
   bool force = false;            // --force: the archive may replace a file minrepro did not write
+  ProgressMode progress = ProgressMode::Auto;  // --progress (engine/log.h)
+  double progress_seconds = 30;                // --progress-every
   bool materialize_best = false;  // only write work_dir/best/ from the journal, run nothing
   bool self_check = true;        // run the archive on its own before finishing (engine/archive/self_check.h)
   std::size_t jobs = 1;          // trials at once

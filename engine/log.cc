@@ -6,6 +6,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "core/errors.h"
 #include "core/text_lines.h"
 
 namespace minrepro {
@@ -46,10 +47,30 @@ void Log::detail(const std::string& line) {
   if (file_) file_ << stamp(elapsedSeconds()) << "  " << text::printable(line) << std::endl;
 }
 
+ProgressMode parseProgressMode(const std::string& text) {
+  if (text == "never") return ProgressMode::Never;
+  if (text == "auto") return ProgressMode::Auto;
+  if (text == "always") return ProgressMode::Always;
+  throw BadInputError("--progress must be never, auto or always, found '" + text + "'");
+}
+
+void Log::setProgress(ProgressMode mode, double seconds) {
+  progress_ = mode;
+  progress_seconds_ = seconds;
+}
+
 void Log::status(const std::string& line) {
-  if (quiet_ || !terminal_) return;
-  std::cerr << "\r\033[K" << text::printable(line) << std::flush;
-  status_shown_ = true;
+  if (quiet_ || progress_ == ProgressMode::Never) return;
+  if (terminal_) {
+    std::cerr << "\r\033[K" << text::printable(line) << std::flush;
+    status_shown_ = true;
+  }
+  const double now = elapsedSeconds();
+  if ((terminal_ && progress_ != ProgressMode::Always) || now - last_progress_ < progress_seconds_) return;
+  last_progress_ = now;
+  clearStatus();
+  std::cerr << "minrepro: progress: " << text::printable(line) << std::endl;
+  if (file_) file_ << stamp(now) << "progress: " << text::printable(line) << std::endl;
 }
 
 std::uint64_t ownPeakMemoryBytes() {

@@ -13,15 +13,24 @@ namespace minrepro {
 // /proc does not say.
 std::uint64_t ownPeakMemoryBytes();
 
+// --progress: the status line on a terminal and, where stderr is a pipe or
+// a file (a Slurm job's log, `| tee`), a plain "progress:" line every few
+// seconds; never: neither; always: the periodic lines on a terminal too.
+enum class ProgressMode { Never, Auto, Always };
+
+// "never", "auto" or "always"; throws BadInputError naming --progress otherwise.
+ProgressMode parseProgressMode(const std::string& text);
+
 class Log {
  public:
   explicit Log(bool quiet = false);
   void openFile(const std::filesystem::path& file);
   void info(const std::string& line);    // stderr (unless quiet) and file
   void detail(const std::string& line);  // file only
-  // A live status line, redrawn in place on a terminal; not shown otherwise
-  // (plain log lines carry the progress there).
+  // Where the run stands: redrawn in place on a terminal; elsewhere a
+  // "progress:" line at most every `progress_seconds` (stderr and file).
   void status(const std::string& line);
+  void setProgress(ProgressMode mode, double seconds);
   double elapsedSeconds() const;
 
  private:
@@ -29,6 +38,9 @@ class Log {
   bool quiet_;
   bool terminal_;
   bool status_shown_ = false;
+  ProgressMode progress_ = ProgressMode::Auto;
+  double progress_seconds_ = 30;
+  double last_progress_ = 0;  // elapsed seconds at the last periodic line
   std::chrono::steady_clock::time_point start_;
   std::ofstream file_;
 };

@@ -55,7 +55,9 @@ std::string progressLine(const PassContext& pc) {
        << s.replayed << ", cached " << s.reused << ") fail " << s.same_failure << " pass " << s.passed << " other "
        << s.different_failure << " timeout " << s.timeouts << " invariant " << s.rejected_by_invariant << " | p~"
        << std::fixed << std::setprecision(2) << pc.oracle.rate().estimate() << " | " << std::setprecision(0)
-       << pc.log.elapsedSeconds() << "s" << passProgress(pc);
+       << pc.log.elapsedSeconds() << "s, " << std::setprecision(1)
+       << 60.0 * static_cast<double>(s.trials) / std::max(pc.log.elapsedSeconds(), 1.0) << " trials/min"
+       << std::setprecision(0) << passProgress(pc);
   return line.str();
 }
 

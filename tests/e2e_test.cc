@@ -63,6 +63,32 @@ TEST_F(EndToEnd, ClosedOutputPipeDoesNotStopTheRun) {
             std::string::npos);
 }
 
+// Not on a terminal (a pipe, here), progress comes as plain periodic lines
+// (#32.3): size, trials, trials per minute; in the log file too. --progress
+// never prints none.
+TEST_F(EndToEnd, APipedRunPrintsPeriodicProgressLines) {
+  const std::string command = std::string(MINREPRO_BINARY) + " shrink --config " +
+                              (example("class4") / "case.yaml").string() + " --output " +
+                              (work_.path() / "repro.tar.gz").string() + " --no-self-check --no-op-repro";
+  std::string output;
+  ASSERT_EQ(runCommand(command + " --work-dir " + (work_.path() / "w1").string() + " --progress-every 0", &output), 0)
+      << output;
+  const auto count = [](const std::string& text, const std::string& part) {
+    std::size_t n = 0;
+    for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_GE(count(output, "minrepro: progress: "), 20u) << output;  // one per trial at interval 0
+  EXPECT_NE(output.find("(was 512 samples) | trials "), std::string::npos) << output;
+  EXPECT_NE(output.find(" trials/min"), std::string::npos) << output;
+  EXPECT_GE(count(readFile(work_.path() / "w1" / "minrepro.log"), "progress: "), 20u);
+  ASSERT_EQ(runCommand(command + " --work-dir " + (work_.path() / "w2").string() + " --progress never " +
+                       "--progress-every 0 --force", &output), 0) << output;
+  EXPECT_EQ(count(output, "progress: "), 0u) << output;
+  EXPECT_EQ(runCommand(command + " --progress sometimes", &output), 2) << output;
+  EXPECT_NE(output.find("--progress must be never, auto or always, found 'sometimes'"), std::string::npos) << output;
+}
+
 TEST_F(EndToEnd, ExtractedCaseRunsAgainWithMinrepro) {
   const testing::ShrunkExample run = testing::shrunkExample("class4");
   ASSERT_EQ(run.status, 0) << run.output;
