@@ -94,6 +94,15 @@ double secondsOption(const po::variables_map& vm, const std::string& name, bool 
   return value;
 }
 
+// --sandbox of verify, regress and compare: they run an archive's code (core/process/sandbox.h).
+void addSandboxOption(po::options_description& opts) {
+  opts.add_options()("sandbox", po::value<std::string>()->default_value("auto"),
+                     "the archive's code (repro.py, op/repro_op.py, bundled scripts) is a program like any other: "
+                     "auto runs it in a bubblewrap sandbox (no network, read-only file system, only the scratch "
+                     "directory writable) when the archive was made on another machine and bwrap is installed; "
+                     "on: always (bwrap required); off: never");
+}
+
 // The trial command after "--" (as typed in a shell), and the options before it.
 std::pair<std::vector<std::string>, std::vector<std::string>> splitAtDashes(const std::vector<std::string>& args) {
   const auto dashes = std::find(args.begin(), args.end(), "--");
@@ -222,11 +231,8 @@ int verifyCommand(const std::vector<std::string>& args) {
       ("code", po::value(&o.code_dir), "a directory of your current code: its files replace the archive's bundled "
                                        "copies of the same names (step.py, ...), to check a fix in your code")
       ("max-size", po::value<std::string>()->default_value("4096"),
-       "MiB the archive may expand to in all; a larger one is refused (exit 2) before it fills the disk")
-      ("sandbox", po::value<std::string>()->default_value("auto"),
-       "the archive's code (repro.py, op/repro_op.py, bundled scripts) is a program like any other: auto runs it "
-       "in a bubblewrap sandbox (no network, read-only file system, only the scratch directory writable) when "
-       "the archive was made on another machine and bwrap is installed; on: always (bwrap required); off: never");
+       "MiB the archive may expand to in all; a larger one is refused (exit 2) before it fills the disk");
+  addSandboxOption(opts);
   po::positional_options_description positional;
   positional.add("archive", 1);
   po::variables_map vm;
@@ -253,11 +259,8 @@ int compareCommand(const std::vector<std::string>& args) {
   opts.add_options()("help,h", "show this help")
       ("input", po::value(&input)->required(), "a repro.tar.gz from minrepro shrink, or a case.yaml")
       ("runs", po::value<std::string>()->default_value("3"), "fresh runs per variant")
-      ("trial-binary", po::value(&o.trial_binary), "minrepro-trial to use (default: next to minrepro)")
-      ("sandbox", po::value<std::string>()->default_value("auto"),
-       "the archive's code (repro.py, op/repro_op.py, bundled scripts) is a program like any other: auto runs it "
-       "in a bubblewrap sandbox (no network, read-only file system, only the scratch directory writable) when "
-       "the archive was made on another machine and bwrap is installed; on: always (bwrap required); off: never");
+      ("trial-binary", po::value(&o.trial_binary), "minrepro-trial to use (default: next to minrepro)");
+  addSandboxOption(opts);
   po::positional_options_description positional;
   positional.add("input", 1);
   po::variables_map vm;
@@ -276,11 +279,8 @@ int regressCommand(const std::vector<std::string>& args) {
   opts.add_options()("help,h", "show this help")
       ("dir", po::value(&dir)->required(), "the regression set (NAME.tar.gz and NAME.expect files)")
       ("runs", po::value<std::string>()->default_value("1"), "fresh runs per case")
-      ("python", po::value(&o.python)->default_value(std::string(minrepro::kDefaultPython)), "Python with PyTorch")
-      ("sandbox", po::value<std::string>()->default_value("auto"),
-       "the archive's code (repro.py, op/repro_op.py, bundled scripts) is a program like any other: auto runs it "
-       "in a bubblewrap sandbox (no network, read-only file system, only the scratch directory writable) when "
-       "the archive was made on another machine and bwrap is installed; on: always (bwrap required); off: never");
+      ("python", po::value(&o.python)->default_value(std::string(minrepro::kDefaultPython)), "Python with PyTorch");
+  addSandboxOption(opts);
   po::positional_options_description positional;
   positional.add("dir", 1);
   po::variables_map vm;
