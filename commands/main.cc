@@ -16,7 +16,7 @@
 #include "commands/init.h"
 #include "commands/regress.h"
 #include "commands/run_command.h"
-#include "commands/shrink.h"
+#include "engine/shrink.h"
 #include "commands/triage.h"
 #include "commands/verify.h"
 #include "harness/batch_store.h"

@@ -10,7 +10,7 @@
 
 #include "engine/archive/tar_gz.h"
 #include "engine/diagnostics.h"
-#include "commands/shrink.h"
+#include "engine/shrink.h"
 #include "harness/batch_io.h"
 #include "tests/fake_trials.h"
 #include "tests/test_util.h"

@@ -1,7 +1,7 @@
 // The shrink job with a fake executor on real batch files: flaky failures,
 // journal and resume, budgets, interruption, parallel trials. Trials cost
 // nothing here, so these run hundreds of them in milliseconds.
-#include "commands/shrink.h"
+#include "engine/shrink.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "commands/op_step.h"
+#include "engine/op_step.h"
 
 #include "core/process/containment.h"
 

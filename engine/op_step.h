@@ -1,14 +1,15 @@
 // The reduction of the failing call's inputs (engine/archive/op_repro.h):
 // the same engine as the batch's (a nested shrink of the call's case, in
 // the work directory's op-reduce/), quiet, without a self-check or an op
-// step of its own. Lives with the commands because it runs one.
+// step of its own: a call of the run itself (engine/shrink.h), not a
+// re-entry through the command.
 #pragma once
 
 #include <filesystem>
 #include <functional>
 
 #include "engine/archive/op_repro.h"
-#include "commands/shrink.h"
+#include "engine/shrink.h"
 
 namespace minrepro {
 

@@ -1,4 +1,4 @@
-#include "commands/shrink.h"
+#include "engine/shrink.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -31,7 +31,7 @@
 #include "engine/pipeline.h"
 #include "engine/start_probe.h"
 #include "engine/archive/reproducer.h"
-#include "commands/op_step.h"
+#include "engine/op_step.h"
 #include "engine/trial_spec.h"
 #include "reducers/selection_text.h"
 #include "harness/trial_main.h"
@@ -348,159 +348,225 @@ ExitStatus runShrink(const ShrinkOptions& options, Executor* executor) {
   return runShrinkLoaded(options, config, chosen, stack ? stack->forkServers() : nullptr);
 }
 
-ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Executor& executor,
-                           const ForkServerExecutor* forked) {
-  const auto batch = BatchStore::open(config);
-  checkWorkDirAndModel(config);
-  checkHarnessKeys(config, *batch);
-  // Before anything is written: trial.diagnostic: on without a backend is bad input.
-  const DiagnosticPlan diagnostic = planDiagnostics(config);
-  makeWorkDir(config.work_dir);
-  checkArchiveOutput(config, options.force);  // after the work directory is made: the archive may go into it
-  const WorkDirLock lock(config.work_dir);  // before the journal and the log are touched
-  const std::size_t leftovers = cleanUpAfterKilledRun(config.work_dir);
-  Log log(options.quiet);
-  log.setProgress(options.progress, options.progress_seconds);
-  log.openFile(config.work_dir / "minrepro.log");
-  Journal journal(config.work_dir, runIdentity(config), options.resume);
-  if (leftovers > 0)
-    log.info("killed " + std::to_string(leftovers) + " process(es) that the trials of a run killed before its end "
-             "had left running");
-  StopOnSignals stop_on_signals;
-  // The environment record imports torch in a Python process (~2 s here):
-  // started now, it runs beside the trials instead of after them.
-  std::shared_future<KeyValues> environment =
-      std::async(options.archive ? std::launch::async : std::launch::deferred,
-                 [options, config] { return probeEnvironment(options, config); })
-          .share();
-  log.info("case " + config.case_file.filename().string() + ": " + std::to_string(batch->sampleCount()) +
-           " samples; reducers:" + [&] { std::string r; for (auto& n : config.reducers) r += " " + n; return r; }() +
-           (options.resume ? "; resuming from " + std::to_string(journal.loadedTrials()) + " journaled trials" : ""));
-  TrialOracle oracle(config, *batch, executor, options.trial_binary.empty() ? defaultTrialBinary() : options.trial_binary,
-                     log, &journal, RunLimits{options.max_trials, options.max_seconds, &g_stop}, options.jobs);
-  oracle.setDiagnosticEnvironment(diagnostic.env);
-  log.info("diagnostic variables for the trials: " + diagnostic.describe() +
-           "; the final confirmation runs without them");
-  // The trials a caller that runs shrink itself is told of, however the run ends.
-  struct TallyOnReturn {
-    ShrinkTally* tally;
-    const TrialOracle& oracle;
-    ~TallyOnReturn() {
-      if (tally) tally->trials = oracle.stats().trials + oracle.stats().replayed;
-    }
-  } tally_on_return{options.tally, oracle};
-  const Selection all = fullSelection(*batch);
-  Selection best = all;
-  oracle.onBetter([&](const Selection& s) { best = s; });
-  oracle.onRound([&] {
-    if (!g_materialize.exchange(false)) return;
-    log.info("SIGUSR1: wrote the best case so far to " + writeBestSoFar(config, *batch, best).parent_path().string());
-  });
+namespace {
 
+// What the steps of one run share (runShrinkLoaded below), in the order
+// they come to exist: the checked case, the claimed work directory, the
+// log and journal, the oracle; then what the search found.
+struct Run {
+  const ShrinkOptions& options;
+  CaseConfig& config;
+  Executor& executor;
+  const ForkServerExecutor* forked;
+  std::unique_ptr<BatchStore> batch;
+  DiagnosticPlan diagnostic;
+  std::optional<WorkDirLock> lock;
+  Log log;
+  std::optional<Journal> journal;
+  std::shared_future<KeyValues> environment;
+  std::optional<TrialOracle> oracle;
+  Selection all, best;
+  // What the search found, for REPORT.md.
   ExitStatus status = ExitStatus::Reduced;
-  std::string incomplete;
+  std::string incomplete;  // why the run stopped before its end ("" when it did not)
   bool confirmed = false;
-  // Whether the trials run in fork servers: decided from the trial itself,
-  // not from what ran, so that a resumed run (whose first results are
-  // replayed) checks exactly what the interrupted one did.
-  const bool forks = forked && forked->routes(oracle.specFor(all, config.work_dir / "trials" / "preview"));
   std::string processes = "plain processes (no fork server applies to this trial)";
   FreshMinimality fresh_minimality;
   std::size_t plain_passes = 0;  // of the original, run as plain processes (the self-check's evidence)
-  // A memory limit too low for the program to start is not the bug (exit 4).
-  if (auto why = memoryLimitStopsStart(config, options.trial_binary.empty() ? defaultTrialBinary()
-                                                                            : options.trial_binary,
-                                       config.work_dir / "trials" / "start-probe"))
-    throw TrialStartError(*why);
-  try {
-    OriginalEstimate original;
-    ExitStatus s = checkOriginal(config, *batch, oracle, all, log, original);
-    if (s == ExitStatus::Reduced && !options.checked_by_caller) s = checkDependsOnBatch(config, oracle, executor, all, log);
-    if (s != ExitStatus::Reduced) {
-      if (!logTorchMismatches(config, environment.get(), log).empty())
-        log.info("note: the torch versions above differ; that may be why");
-      return s;
-    }
-    if (!config.fork_server) processes = "plain processes (trial.fork_server: false)";
-    plain_passes = original.runs - original.failures;
-    if (forks) {
-      const std::size_t streak =
-          config.flaky.enabled ? oracle.rate().passesToReject(config.flaky.alpha, config.flaky.max_passes) : 1;
-      const ForkComparison comparison = compareForkedWithFresh(all, original, oracle, streak,
-                                                               static_cast<double>(config.timeout.count()) / 1000);
-      plain_passes = comparison.plain.runs - comparison.plain.failures;
-      processes = comparison.describe();
-      // A server that refused to fork (threads, CUDA) leaves its trials to
-      // plain processes: say so rather than claim children that never were.
-      if (const ForkServerCounts counts = forked->counts(); counts.forked == 0 && counts.plain > 0)
-        processes = "plain processes: the fork server could not be used (" + (config.work_dir / "fork-server.log").string() +
-                    " says why); " + comparison.counts();
-      log.info("trial processes: " + processes);
-      if (comparison.verdict == ForkVerdict::FailsOnlyForked || comparison.verdict == ForkVerdict::PlainTimesOut)
-        return ExitStatus::DoesNotReproduce;
-    }
-    const bool searched_forked = forks && !oracle.freshProcessesOnly();
-    best = runPipeline(config, *batch, all, oracle, log);
-    if (searched_forked) {
-      best = checkMinimalityFresh(*batch, oracle, best, fresh_minimality);
-      log.info("1-minimality in plain processes: " + fresh_minimality.describe());
-    }
-    confirmed = options.checked_by_caller || oracle.confirm(best);
-    if (!confirmed && searched_forked) {
-      // The case forked trials converged on may fail only in the fork
-      // server's children: the search starts again from the original, the
-      // last case confirmed in plain processes, with plain processes only.
-      log.info("the minimal case of the forked trials did not fail again in a plain process; searching again from "
-               "the original with plain processes only, in case it fails only in the fork server's children");
-      processes += "; the forked trials' minimal case did not fail in a plain process, so the search ran again from "
-                   "the original with plain processes only";
-      best = runPipeline(config, *batch, all, oracle, log);
-      confirmed = oracle.confirm(best);
-    }
-    if (!confirmed)
-      log.info("warning: the minimal case did not fail again when confirmed in fresh processes. Your batch file "
+
+  std::string trialBinary() const {
+    return options.trial_binary.empty() ? defaultTrialBinary() : options.trial_binary;
+  }
+};
+
+// Everything about the case that can be wrong, before anything is written;
+// then the work directory claimed (lock, leftovers of a killed run), the
+// log and the journal opened.
+void openRun(Run& r) {
+  r.batch = BatchStore::open(r.config);
+  checkWorkDirAndModel(r.config);
+  checkHarnessKeys(r.config, *r.batch);
+  r.diagnostic = planDiagnostics(r.config);  // trial.diagnostic: on without a backend is bad input
+  makeWorkDir(r.config.work_dir);
+  checkArchiveOutput(r.config, r.options.force);  // after the work directory is made: the archive may go into it
+  r.lock.emplace(r.config.work_dir);              // before the journal and the log are touched
+  const std::size_t leftovers = cleanUpAfterKilledRun(r.config.work_dir);
+  r.log.setProgress(r.options.progress, r.options.progress_seconds);
+  r.log.openFile(r.config.work_dir / "minrepro.log");
+  r.journal.emplace(r.config.work_dir, runIdentity(r.config), r.options.resume);
+  if (leftovers > 0)
+    r.log.info("killed " + std::to_string(leftovers) + " process(es) that the trials of a run killed before its "
+               "end had left running");
+}
+
+// The environment record imports torch in a Python process (~2 s here):
+// started now, it runs beside the trials instead of after them.
+void startEnvironmentRecord(Run& r) {
+  r.environment = std::async(r.options.archive ? std::launch::async : std::launch::deferred,
+                             [options = r.options, config = r.config] { return probeEnvironment(options, config); })
+                      .share();
+}
+
+// The oracle, with the run's budget, and the best case it has seen.
+void makeOracle(Run& r) {
+  std::string reducers;
+  for (const auto& name : r.config.reducers) reducers += " " + name;
+  r.log.info("case " + r.config.case_file.filename().string() + ": " + std::to_string(r.batch->sampleCount()) +
+             " samples; reducers:" + reducers +
+             (r.options.resume ? "; resuming from " + std::to_string(r.journal->loadedTrials()) + " journaled trials"
+                               : ""));
+  r.oracle.emplace(r.config, *r.batch, r.executor, r.trialBinary(), r.log, &*r.journal,
+                   RunLimits{r.options.max_trials, r.options.max_seconds, &g_stop}, r.options.jobs);
+  r.oracle->setDiagnosticEnvironment(r.diagnostic.env);
+  r.log.info("diagnostic variables for the trials: " + r.diagnostic.describe() +
+             "; the final confirmation runs without them");
+  r.all = r.best = fullSelection(*r.batch);
+  r.oracle->onBetter([&r](const Selection& s) { r.best = s; });
+  r.oracle->onRound([&r] {
+    if (!g_materialize.exchange(false)) return;
+    r.log.info("SIGUSR1: wrote the best case so far to " +
+               writeBestSoFar(r.config, *r.batch, r.best).parent_path().string());
+  });
+}
+
+// The original, in forked and plain processes: Reduced when the search may
+// start, else the status the run ends with.
+ExitStatus checkTheOriginal(Run& r, bool forks) {
+  OriginalEstimate original;
+  ExitStatus s = checkOriginal(r.config, *r.batch, *r.oracle, r.all, r.log, original);
+  if (s == ExitStatus::Reduced && !r.options.checked_by_caller)
+    s = checkDependsOnBatch(r.config, *r.oracle, r.executor, r.all, r.log);
+  if (s != ExitStatus::Reduced) {
+    if (!logTorchMismatches(r.config, r.environment.get(), r.log).empty())
+      r.log.info("note: the torch versions above differ; that may be why");
+    return s;
+  }
+  if (!r.config.fork_server) r.processes = "plain processes (trial.fork_server: false)";
+  r.plain_passes = original.runs - original.failures;
+  if (!forks) return s;
+  const std::size_t streak =
+      r.config.flaky.enabled ? r.oracle->rate().passesToReject(r.config.flaky.alpha, r.config.flaky.max_passes) : 1;
+  const ForkComparison comparison = compareForkedWithFresh(r.all, original, *r.oracle, streak,
+                                                           static_cast<double>(r.config.timeout.count()) / 1000);
+  r.plain_passes = comparison.plain.runs - comparison.plain.failures;
+  r.processes = comparison.describe();
+  // A server that refused to fork (threads, CUDA) leaves its trials to
+  // plain processes: say so rather than claim children that never were.
+  if (const ForkServerCounts counts = r.forked->counts(); counts.forked == 0 && counts.plain > 0)
+    r.processes = "plain processes: the fork server could not be used (" +
+                  (r.config.work_dir / "fork-server.log").string() + " says why); " + comparison.counts();
+  r.log.info("trial processes: " + r.processes);
+  const bool fails_only_forked =
+      comparison.verdict == ForkVerdict::FailsOnlyForked || comparison.verdict == ForkVerdict::PlainTimesOut;
+  return fails_only_forked ? ExitStatus::DoesNotReproduce : s;
+}
+
+// The passes, the plain 1-minimality check of a forked search, and the
+// confirmation; a forked result that does not fail in a plain process is
+// searched again from the original, the last case confirmed in plain
+// processes, with plain processes only.
+void search(Run& r, bool forks) {
+  const bool searched_forked = forks && !r.oracle->freshProcessesOnly();
+  r.best = runPipeline(r.config, *r.batch, r.all, *r.oracle, r.log);
+  if (searched_forked) {
+    r.best = checkMinimalityFresh(*r.batch, *r.oracle, r.best, r.fresh_minimality);
+    r.log.info("1-minimality in plain processes: " + r.fresh_minimality.describe());
+  }
+  r.confirmed = r.options.checked_by_caller || r.oracle->confirm(r.best);
+  if (!r.confirmed && searched_forked) {
+    r.log.info("the minimal case of the forked trials did not fail again in a plain process; searching again "
+               "from the original with plain processes only, in case it fails only in the fork server's children");
+    r.processes += "; the forked trials' minimal case did not fail in a plain process, so the search ran again "
+                   "from the original with plain processes only";
+    r.best = runPipeline(r.config, *r.batch, r.all, *r.oracle, r.log);
+    r.confirmed = r.oracle->confirm(r.best);
+  }
+  if (!r.confirmed)
+    r.log.info("warning: the minimal case did not fail again when confirmed in fresh processes. Your batch file "
                "fails and the candidate files minrepro writes do not: the step may read what a tensor does not "
                "show, such as the bytes of a view's storage that no view covers (they are zeros once cut), or "
                "the storage behind views that do not lie in one block per sample (those are written apart "
                "once cut)");
-  } catch (const RunStopped& e) {
-    status = e.reason == RunStopped::Reason::Interrupted ? ExitStatus::Interrupted : ExitStatus::BudgetSpent;
-    incomplete = e.what();
-    log.info("stopping: " + incomplete + "; writing the best case so far (possibly not minimal) to " +
-             config.output.string());
-    if (!oracle.reference().failed()) return status;  // nothing failed yet: nothing to write
-  }
+}
 
-  const fs::path minimal_batch = writeBestSoFar(config, *batch, best);
-  if (!options.archive) {
-    log.info("best case written to " + minimal_batch.string() + " (no archive asked for)");
-    return status;
-  }
-  const NeighbourPlan neighbours = writeNeighbours(config, *batch, best);
-  ReductionSummary summary = summarize(environment.get(), config, *batch, oracle, best, minimal_batch);
-  summary.warnings = logTorchMismatches(config, summary.environment, log);
+// REPORT.md's account of the run, beside the archive's files.
+ReductionSummary summaryOf(Run& r, const fs::path& minimal_batch, const NeighbourPlan& neighbours) {
+  ReductionSummary summary = summarize(r.environment.get(), r.config, *r.batch, *r.oracle, r.best, minimal_batch);
+  summary.warnings = logTorchMismatches(r.config, summary.environment, r.log);
   for (const auto& n : neighbours.cases)
     summary.neighbours.push_back("`" + n.file + "`: sample ids " + formatList(n.ids, 16) +
                                  (n.processed ? ", a correct run processes " + std::to_string(*n.processed) : ""));
   for (const auto& why : neighbours.skipped) summary.neighbours.push_back("not made: " + why);
-  summary.confirmed = confirmed;
-  summary.diagnostic = diagnostic.describe();
-  summary.incomplete = incomplete;
-  summary.processes = processes;
-  if (config.command)
-    summary.compile_cache = config.share_compile_cache
+  summary.confirmed = r.confirmed;
+  summary.diagnostic = r.diagnostic.describe();
+  summary.incomplete = r.incomplete;
+  summary.processes = r.processes;
+  if (r.config.command)
+    summary.compile_cache = r.config.share_compile_cache
                                 ? "shared between trials (work_dir/compile-cache), as your own runs share "
                                   "torch.compile's default cache; `trial.compile_cache: fresh` compiles in every "
                                   "trial anew"
                                 : "fresh in every trial (trial.compile_cache: fresh)";
-  summary.fresh_minimality = fresh_minimality.describe();
-  ArchiveJob job{minimal_batch, neighbours,        plain_passes,
-                 trialPython(options, config), selfCheckSkipped(options, config), &g_stop};
-  job.skip_op_step = opStepSkipped(options, config);
-  const SelfCheckPlan plan = planSelfCheck(oracle.rate(), config.flaky, plain_passes, best.samples.size());
-  if (!plan.require_every_run) summary.flaky_rate = oracle.rate().estimate();
-  if (job.skip_op_step.empty()) job.op_step = opStepFor(options, config, oracle.reference(), plan);
-  return writeAndCheckArchive(config, oracle, best, job, summary, status, log);
+  summary.fresh_minimality = r.fresh_minimality.describe();
+  return summary;
+}
+
+// The best case written, then the archive, its self-check and the op step
+// (engine/archive/reproducer.h); the op step's own reduction is a run of
+// this same function's caller (engine/op_step.h).
+ExitStatus writeResult(Run& r) {
+  const fs::path minimal_batch = writeBestSoFar(r.config, *r.batch, r.best);
+  if (!r.options.archive) {
+    r.log.info("best case written to " + minimal_batch.string() + " (no archive asked for)");
+    return r.status;
+  }
+  const NeighbourPlan neighbours = writeNeighbours(r.config, *r.batch, r.best);
+  ReductionSummary summary = summaryOf(r, minimal_batch, neighbours);
+  ArchiveJob job{minimal_batch, neighbours, r.plain_passes, trialPython(r.options, r.config),
+                 selfCheckSkipped(r.options, r.config), &g_stop, {}, {}};
+  job.skip_op_step = opStepSkipped(r.options, r.config);
+  const SelfCheckPlan plan = planSelfCheck(r.oracle->rate(), r.config.flaky, r.plain_passes, r.best.samples.size());
+  if (!plan.require_every_run) summary.flaky_rate = r.oracle->rate().estimate();
+  if (job.skip_op_step.empty()) job.op_step = opStepFor(r.options, r.config, r.oracle->reference(), plan);
+  return writeAndCheckArchive(r.config, *r.oracle, r.best, job, summary, r.status, r.log);
+}
+
+}  // namespace
+
+// The run, step by step: the case checked and the work directory claimed,
+// the oracle, the original, the search, the result written.
+ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Executor& executor,
+                           const ForkServerExecutor* forked) {
+  Run r{options, config, executor, forked, {}, {}, {}, Log(options.quiet), {}, {}, {}, {}, {}};
+  openRun(r);
+  StopOnSignals stop_on_signals;
+  startEnvironmentRecord(r);
+  makeOracle(r);
+  // The trials a caller that runs shrink itself is told of, however the run ends.
+  struct TallyOnReturn {
+    const Run& r;
+    ~TallyOnReturn() {
+      if (r.options.tally) r.options.tally->trials = r.oracle->stats().trials + r.oracle->stats().replayed;
+    }
+  } tally_on_return{r};
+  // Forked or not is decided from the trial itself, not from what ran, so
+  // that a resumed run (whose first results are replayed) checks exactly
+  // what the interrupted one did.
+  const bool forks = forked && forked->routes(r.oracle->specFor(r.all, config.work_dir / "trials" / "preview"));
+  // A memory limit too low for the program to start is not the bug (exit 4).
+  if (auto why = memoryLimitStopsStart(config, r.trialBinary(), config.work_dir / "trials" / "start-probe"))
+    throw TrialStartError(*why);
+  try {
+    if (const ExitStatus s = checkTheOriginal(r, forks); s != ExitStatus::Reduced) return s;
+    search(r, forks);
+  } catch (const RunStopped& e) {
+    r.status = e.reason == RunStopped::Reason::Interrupted ? ExitStatus::Interrupted : ExitStatus::BudgetSpent;
+    r.incomplete = e.what();
+    r.log.info("stopping: " + r.incomplete + "; writing the best case so far (possibly not minimal) to " +
+               config.output.string());
+    if (!r.oracle->reference().failed()) return r.status;  // nothing failed yet: nothing to write
+  }
+  return writeResult(r);
 }
 
 std::string trialPython(const ShrinkOptions& options, const CaseConfig& config) {
