@@ -9,7 +9,7 @@
 #include <iosfwd>
 #include <string>
 
-#include "engine/archive/runs.h"
+#include "engine/archive/run_archive.h"
 
 namespace minrepro {
 

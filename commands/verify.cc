@@ -2,7 +2,7 @@
 
 #include <ostream>
 
-#include "engine/archive/runs.h"
+#include "engine/archive/run_archive.h"
 
 namespace minrepro {
 
@@ -24,7 +24,7 @@ int runVerify(const VerifyOptions& o, std::ostream& out, std::ostream&) {
     out << m.op_repro << " " << (o.expect == Expect::Fail ? "failed alike" : "passed (not judged)") << " in "
         << r.opAsExpected() << " of " << r.op_runs.size() << " runs\n";
   if (o.expect == Expect::Fail && m.flaky_rate) {
-    // The self-check's rule (engine/archive/runs.h): judged by the recorded rate, not by "every run fails".
+    // The self-check's rule (engine/archive/run_archive.h): judged by the recorded rate, not by "every run fails".
     const FlakyJudgement j = judgeFlakyRuns(r.runs, *m.flaky_rate);
     const FlakyJudgement op = judgeFlakyRuns(r.op_runs, *m.flaky_rate);
     out << j.describe(*m.flaky_rate) << "\n";

@@ -1,11 +1,11 @@
 // `minrepro verify repro.tar.gz`: runs a reproducer archive the way a
-// maintainer would (engine/archive/runs.h) and prints how many runs went as
+// maintainer would (engine/archive/run_archive.h) and prints how many runs went as
 // expected.
 #pragma once
 
 #include <iosfwd>
 
-#include "engine/archive/runs.h"
+#include "engine/archive/run_archive.h"
 
 namespace minrepro {
 

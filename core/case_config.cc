@@ -1,51 +1,39 @@
-// case.yaml: loading, validation and writing.
-//
-// Every rejection is a BadInputError of the form
-//   <file>:<line>:<column>: <key.path>: expected <what>, found <what>[; <what to do>]
-// so that a user can fix the case without reading this file. Lines and
-// columns are printed 1-based (yaml-cpp's marks are 0-based).
+// case.yaml's sections, read into a CaseConfig with the primitives of
+// core/case_yaml.h (whose messages point at the place); the executor kinds
+// read their own keys (core/executor_keys/), and the case is written back by
+// core/case_render.cc. Only what the file itself can show is checked here:
+// the batch's contents are checked when it is opened, the pass names by the
+// engine that runs the passes (engine/pipeline.h).
 #include "core/case_config.h"
 
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cctype>
-#include <cerrno>
-#include <charconv>
-#include <climits>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <limits>
 #include <regex>
 #include <set>
-#include <sstream>
-#include <string_view>
 #include <utility>
+
+#include "core/case_yaml.h"
+#include "core/executor_keys/executor_keys.h"
 
 namespace minrepro {
 
 namespace fs = std::filesystem;
 
-// Taken from the reducer registry itself, so a new reducer is accepted in
-// case.yaml as soon as it is registered.
-const std::vector<std::string>& knownReducers() {
-  static const std::vector<std::string> names{
-#define MINREPRO_REDUCER(name, factory, key_writer, description) #name,
-#include "reducers/reducers.def"
-#undef MINREPRO_REDUCER
-  };
+const std::vector<std::string>& diagnosticSettingNames() {
+  static const std::vector<std::string> names{"auto", "on", "off", "cuda", "rocm"};
   return names;
 }
 
 namespace {
 
+using namespace case_yaml;
+
 const std::vector<std::string> kTopKeys{"batch",    "samples",  "trial",    "failure",  "reducers",
                                         "output",   "work_dir", "seed",     "context",  "flaky",
                                         "pipeline", "sequence", "values",   "invariants", "executor"};
-const std::vector<std::string> kExecutorKeys{"kind",       "partition", "gres",    "time",             "account",
-                                             "extra_args", "retries",   "devices", "trials_per_device"};
 const std::vector<std::string> kSequenceKeys{"tensors", "padding", "lengths", "min_length"};
 const std::vector<std::string> kTransformKeys{"type", "name", "tensor", "optional", "seed", "mean", "std",
                                               "axis", "length", "value", "dtype"};
@@ -57,258 +45,13 @@ const std::vector<std::string> kSampleKeys{"tensors", "ids"};
 const std::vector<std::string> kTrialKeys{"harness", "command", "env", "timeout",
                                           "memory_limit_mb", "fork_server", "preload", "deterministic", "compile_cache",
                                           "switches", "diagnostic", "files", "exclude_files"};
-const std::vector<std::string> kDiagnosticSettings{"auto", "on", "off", "cuda", "rocm"};
+const std::vector<std::string>& kDiagnosticSettings = diagnosticSettingNames();
 const std::vector<std::string> kHarnessKeys{"model", "input", "target", "loss", "ignore_index", "transforms"};
 const std::vector<std::string> kFailureKeys{"family", "operator", "message"};
 const std::vector<std::string> kFlakyKeys{"enabled", "alpha", "initial_failures", "initial_runs", "max_passes"};
 const std::vector<std::string> kLosses{"cross_entropy", "nll", "none"};
 
-constexpr double kMaxTimeoutSeconds = 1e7;  // ~115 days; keeps milliseconds far from overflow
 constexpr std::int64_t kMaxMemoryMiB = std::int64_t{1} << 40;  // bytes must fit in 64 bits
-
-// ---------------------------------------------------------------- reporting
-
-// A node of the YAML tree with where it came from.
-struct Value {
-  YAML::Node node;
-  std::string path;  // dotted key path, "trial.timeout"; empty for the top level
-  YAML::Mark mark;   // where to point: the value, or its key when the value is empty
-};
-
-struct Loader {
-  std::string file;   // the case file as the user named it, for messages
-  fs::path base_dir;  // relative paths in the case resolve against this
-};
-
-std::string location(const Loader& l, const YAML::Mark& mark) {
-  if (mark.is_null()) return l.file;
-  return l.file + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
-}
-
-[[noreturn]] void fail(const Loader& l, const Value& v, const std::string& expected,
-                       const std::string& found, const std::string& hint = "") {
-  std::string msg = location(l, v.mark) + ": ";
-  if (!v.path.empty()) msg += v.path + ": ";
-  msg += "expected " + expected + ", found " + found;
-  if (!hint.empty()) msg += "; " + hint;
-  throw BadInputError(msg);
-}
-
-std::string inQuotes(const std::string& s) {
-  constexpr std::size_t kMax = 80;
-  std::string out = "'";
-  for (char ch : s.substr(0, kMax)) out += ch == '\n' ? std::string("\\n") : std::string(1, ch);
-  return out + (s.size() > kMax ? "...'" : "'");
-}
-
-std::string describeFound(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Scalar: return inQuotes(node.Scalar());
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Map: return "a map";
-    case YAML::NodeType::Null: return "an empty value";
-    default: return "nothing";
-  }
-}
-
-std::string joinNames(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
-
-std::string joinPath(const std::string& path, const std::string& key) {
-  return path.empty() ? key : path + "." + key;
-}
-
-// Levenshtein distance, ignoring case and treating '-' and '_' alike.
-std::size_t editDistance(const std::string& a, const std::string& b) {
-  auto fold = [](char c) {
-    return c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  };
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t subst = diagonal + (fold(a[i - 1]) == fold(b[j - 1]) ? 0 : 1);
-      diagonal = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, subst});
-    }
-  }
-  return row[b.size()];
-}
-
-// "did you mean 'timeout'?" when exactly one option is close enough to be a typo.
-std::string suggestion(const std::string& word, const std::vector<std::string>& options) {
-  const std::size_t limit = std::max<std::size_t>(2, word.size() / 3);
-  std::size_t best = limit + 1;
-  std::vector<std::string> closest;
-  for (const std::string& option : options) {
-    const std::size_t d = editDistance(word, option);
-    if (d < best) {
-      closest.clear();
-      best = d;
-    }
-    if (d == best) closest.push_back(option);
-  }
-  if (closest.size() != 1 || best >= word.size()) return "";
-  return "did you mean '" + closest.front() + "'?";
-}
-
-// ---------------------------------------------------------------- maps
-
-struct Entry {
-  std::string name;
-  YAML::Mark key_mark;
-  Value value;
-};
-using Entries = std::vector<Entry>;
-
-Value valueOf(const Value& map, const YAML::Node& key, const YAML::Node& value) {
-  // yaml-cpp gives an empty value the mark of whatever follows it: point at its key.
-  const YAML::Mark mark = value.IsNull() ? key.Mark() : value.Mark();
-  return Value{value, joinPath(map.path, key.Scalar()), mark};
-}
-
-// The entries of a map in file order; keys must be non-empty scalars, each once.
-Entries mapEntries(const Loader& l, const Value& map, const std::string& expected) {
-  if (!map.node.IsMap()) fail(l, map, expected, describeFound(map.node));
-  Entries entries;
-  std::set<std::string> seen;
-  for (const auto& kv : map.node) {
-    Value key{kv.first, map.path, kv.first.Mark()};
-    if (!kv.first.IsScalar() || kv.first.Scalar().empty())
-      fail(l, key, "a key name", kv.first.IsScalar() ? "an empty key" : describeFound(kv.first));
-    const std::string& name = kv.first.Scalar();
-    key.path = joinPath(map.path, name);
-    if (!seen.insert(name).second) fail(l, key, "each key once", "it again", "remove one of them");
-    entries.push_back(Entry{name, kv.first.Mark(), valueOf(map, kv.first, kv.second)});
-  }
-  return entries;
-}
-
-// A map of fixed keys: unknown keys are rejected up front, so a typo is
-// reported as a typo and not as the key it was meant to be missing.
-class MapView {
- public:
-  MapView(const Loader& l, Value v, const std::vector<std::string>& allowed)
-      : l_(l),
-        v_(std::move(v)),
-        entries_(mapEntries(l, v_, "a map with the keys " + joinNames(allowed))) {
-    for (const Entry& e : entries_) checkKnown(e, allowed);
-  }
-
-  const Value& self() const { return v_; }
-
-  const Value* find(const std::string& key) const {
-    for (const Entry& e : entries_)
-      if (e.name == key) return &e.value;
-    return nullptr;
-  }
-
-  // A missing key is reported at the map that should hold it.
-  const Value& require(const std::string& key, const std::string& expected) const {
-    if (const Value* v = find(key)) return *v;
-    const std::string where = v_.path.empty() ? "at the top level" : "in " + v_.path;
-    fail(l_, Value{v_.node, joinPath(v_.path, key), v_.mark}, expected,
-         "no '" + key + "' key " + where, "add '" + key + ":' to this map");
-  }
-
- private:
-  void checkKnown(const Entry& e, const std::vector<std::string>& allowed) const {
-    if (std::find(allowed.begin(), allowed.end(), e.name) != allowed.end()) return;
-    const std::string hint = suggestion(e.name, allowed);
-    fail(l_, Value{e.value.node, e.value.path, e.key_mark}, "one of the keys " + joinNames(allowed),
-         "unknown key " + inQuotes(e.name), hint.empty() ? "remove it or fix its name" : hint);
-  }
-
-  const Loader& l_;
-  Value v_;
-  Entries entries_;
-};
-
-// ---------------------------------------------------------------- scalars
-
-std::string scalar(const Loader& l, const Value& v, const std::string& expected) {
-  if (!v.node.IsScalar()) fail(l, v, expected, describeFound(v.node));
-  return v.node.Scalar();
-}
-
-std::string nonEmpty(const Loader& l, const Value& v, const std::string& expected) {
-  std::string s = scalar(l, v, expected);
-  if (s.empty()) fail(l, v, expected, "an empty string");
-  return s;
-}
-
-// Strict decimal: yaml-cpp's own conversion would read 010 as octal and 0x10 as hex.
-std::optional<std::int64_t> parseInt(const std::string& s) {
-  const char* begin = s.data();
-  const char* end = begin + s.size();
-  if (s.size() > 1 && s[0] == '+' && s[1] != '-') ++begin;
-  std::int64_t n = 0;
-  const auto [stop, ec] = std::from_chars(begin, end, n);
-  if (begin == end || ec != std::errc() || stop != end) return std::nullopt;
-  return n;
-}
-
-std::int64_t integer(const Loader& l, const Value& v, const std::string& expected, std::int64_t min,
-                     std::int64_t max) {
-  std::optional<std::int64_t> n;
-  if (v.node.IsScalar()) n = parseInt(v.node.Scalar());
-  if (!n || *n < min || *n > max) fail(l, v, expected, describeFound(v.node));
-  return *n;
-}
-
-std::chrono::milliseconds seconds(const Loader& l, const Value& v) {
-  double s = 0;
-  bool ok = false;
-  if (v.node.IsScalar()) {
-    const std::string& text = v.node.Scalar();
-    const auto [stop, ec] = std::from_chars(text.data(), text.data() + text.size(), s);
-    ok = !text.empty() && ec == std::errc() && stop == text.data() + text.size() &&
-         std::isfinite(s) && s > 0 && s <= kMaxTimeoutSeconds;
-  }
-  if (!ok)
-    fail(l, v, "a positive number of seconds", describeFound(v.node),
-         "write e.g. 'timeout: 60' or 'timeout: 2.5'");
-  // Nearest millisecond, at least one: a tiny positive timeout must not become zero.
-  return std::chrono::milliseconds(std::max<long long>(1, std::llround(s * 1000)));
-}
-
-fs::path existingFile(const Loader& l, const Value& v, const std::string& what) {
-  const fs::path path = (l.base_dir / nonEmpty(l, v, what)).lexically_normal();
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
-  if (fs::is_regular_file(st)) return path;
-  // A FIFO or a device is there, but is not a file minrepro can read twice (or at all).
-  const std::string found = fs::is_directory(st)           ? "a directory at "
-                            : fs::is_fifo(st)              ? "a FIFO (named pipe) at "
-                            : fs::is_character_file(st) || fs::is_block_file(st) ? "a device at "
-                            : fs::is_socket(st)            ? "a socket at "
-                                                           : "no file at ";
-  fail(l, v, what + " (an existing regular file)", found + path.string(),
-       found == "no file at " ? "paths are relative to the case file's directory, " + l.base_dir.string()
-                              : "save it to a regular file first (minrepro reads it many times)");
-}
-
-fs::path resolved(const Loader& l, const Value& v, const std::string& what) {
-  return (l.base_dir / nonEmpty(l, v, what)).lexically_normal();
-}
-
-std::vector<std::string> stringList(const Loader& l, const Value& v, const std::string& expected) {
-  if (!v.node.IsSequence() || v.node.size() == 0)
-    fail(l, v, "a non-empty list of " + expected,
-         v.node.IsSequence() ? "an empty list" : describeFound(v.node),
-         "write it as a list: [\"a\", \"b\"]");
-  std::vector<std::string> items;
-  for (const YAML::Node& item : v.node) {
-    const std::string path = v.path + "[" + std::to_string(items.size()) + "]";
-    items.push_back(scalar(l, Value{item, path, item.IsNull() ? v.mark : item.Mark()}, expected));
-  }
-  return items;
-}
 
 // ---------------------------------------------------------------- sections
 
@@ -535,21 +278,6 @@ void readFailure(const Loader& l, const MapView& top, CaseConfig& c) {
   if (const Value* x = f.find("message")) c.expected.message_regex = readRegex(l, *x);
 }
 
-bool boolean(const Loader& l, const Value& v) {
-  const std::string text = v.node.IsScalar() ? v.node.Scalar() : "";
-  if (text == "true" || text == "yes" || text == "on") return true;
-  if (text == "false" || text == "no" || text == "off") return false;
-  fail(l, v, "true or false", describeFound(v.node));
-}
-
-double probability(const Loader& l, const Value& v) {
-  double p = 0;
-  const std::string text = v.node.IsScalar() ? v.node.Scalar() : "";
-  const auto [stop, ec] = std::from_chars(text.data(), text.data() + text.size(), p);
-  if (text.empty() || ec != std::errc() || stop != text.data() + text.size() || !(p > 0 && p < 1))
-    fail(l, v, "a probability between 0 and 1 (exclusive)", describeFound(v.node), "e.g. 'alpha: 0.001'");
-  return p;
-}
 
 void readFlaky(const Loader& l, const MapView& top, CaseConfig& c) {
   const Value* v = top.find("flaky");
@@ -568,14 +296,6 @@ void readFlaky(const Loader& l, const MapView& top, CaseConfig& c) {
 
 // ---------------------------------------------------------------- reduction
 
-double number(const Loader& l, const Value& v, const std::string& expected) {
-  double x = 0;
-  const std::string text = v.node.IsScalar() ? v.node.Scalar() : "";
-  const auto [stop, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
-  if (text.empty() || ec != std::errc() || stop != text.data() + text.size() || !std::isfinite(x))
-    fail(l, v, expected, describeFound(v.node));
-  return x;
-}
 
 // 0.5 as "0.5", 520 as "520": the text the transform's parameters travel as.
 std::string shortNumber(double x) {
@@ -584,10 +304,6 @@ std::string shortNumber(double x) {
   return text;
 }
 
-Value itemOf(const Value& list, std::size_t i) {
-  const YAML::Node item = list.node[i];
-  return Value{item, list.path + "[" + std::to_string(i) + "]", item.IsNull() ? list.mark : item.Mark()};
-}
 
 // sequence: {tensors: {name: axis}, padding: {name: value}, lengths: name, min_length: n}
 void readSequence(const Loader& l, const MapView& top, CaseConfig& c) {
@@ -752,9 +468,7 @@ fs::path findPipeline(const Loader& l, const Value& v, const std::string& name) 
        "set MINREPRO_PIPELINES to the directory of configs/pipelines, or list the passes with 'reducers'");
 }
 
-std::vector<std::string> readReducers(const Loader& l, const Value& v);
-std::string readText(const Loader& l, const fs::path& file);
-YAML::Node parseText(const Loader& l, const std::string& text);
+std::vector<std::string> readReducers(const Loader& l, const Value& v, std::vector<std::string>& places);
 
 // `reducers: [...]` lists the passes; otherwise `pipeline` (default "default")
 // names a file of configs/pipelines with `passes: [...]`.
@@ -764,7 +478,7 @@ void readPipeline(const Loader& l, const MapView& top, CaseConfig& c) {
   if (reducers && pipeline)
     fail(l, *pipeline, "either 'pipeline' or 'reducers'", "both", "remove one of them");
   if (reducers) {
-    c.reducers = readReducers(l, *reducers);
+    c.reducers = readReducers(l, *reducers, c.reducer_places);
     c.pipeline.clear();
     return;
   }
@@ -773,19 +487,20 @@ void readPipeline(const Loader& l, const MapView& top, CaseConfig& c) {
   const Loader pl{file.string(), file.parent_path()};
   const YAML::Node root = parseText(pl, readText(pl, file));
   const MapView m(pl, Value{root, "", root.Mark()}, kPipelineKeys);
-  c.reducers = readReducers(pl, m.require("passes", "the list of passes"));
+  c.reducers = readReducers(pl, m.require("passes", "the list of passes"), c.reducer_places);
 }
 
-std::vector<std::string> readReducers(const Loader& l, const Value& v) {
-  const std::vector<std::string>& known = knownReducers();
-  std::vector<std::string> names = stringList(l, v, "reducer names (" + joinNames(known) + ")");
+// The pass names and where each was written; whether a name is a pass is
+// the engine's to say (engine/pipeline.h: checkPassNames), which holds the
+// registry.
+std::vector<std::string> readReducers(const Loader& l, const Value& v, std::vector<std::string>& places) {
+  std::vector<std::string> names = stringList(l, v, "reducer names (e.g. [samples, values])");
+  places.clear();
   for (std::size_t i = 0; i < names.size(); ++i) {
-    const Value item{v.node[i], v.path + "[" + std::to_string(i) + "]", v.node[i].Mark()};
-    if (std::find(known.begin(), known.end(), names[i]) == known.end())
-      fail(l, item, "one of the reducers " + joinNames(known), inQuotes(names[i]),
-           suggestion(names[i], known));
+    const Value item = itemOf(v, i);
     if (std::find(names.begin(), names.begin() + i, names[i]) != names.begin() + i)
       fail(l, item, "each reducer once", inQuotes(names[i]) + " again", "remove it");
+    places.push_back(location(l, item.mark) + ": " + item.path);
   }
   return names;
 }
@@ -800,58 +515,20 @@ std::map<std::string, std::string> readContext(const Loader& l, const Value& v) 
   return context;
 }
 
-// executor.extra_args: sbatch options, except those the Slurm executor sets
-// itself (its files and the job's directory are how outcomes come back).
-std::vector<std::string> readSbatchArgs(const Loader& l, const Value& v) {
-  std::vector<std::string> args = stringList(l, v, "sbatch options (e.g. [\"--qos=debug\"])");
-  static const std::vector<std::string> kOwn{"--output", "--error", "--chdir", "--wrap", "--array", "--parsable",
-                                             "--test-only", "--job-name", "-o", "-e", "-D", "-J", "-a"};
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string name = args[i].substr(0, args[i].find('='));
-    if (args[i].empty() || args[i][0] != '-')
-      fail(l, itemOf(v, i), "an sbatch option starting with '-'", inQuotes(args[i]), "write e.g. --qos=debug");
-    if (std::find(kOwn.begin(), kOwn.end(), name) != kOwn.end())
-      fail(l, itemOf(v, i), "an option minrepro does not set itself", inQuotes(args[i]),
-           "remove it: each trial's job gets its own name, directory and output files");
-  }
-  return args;
-}
-
-// executor: {kind, partition, gres, time, account, extra_args, retries,
-// devices, trials_per_device} (core/executor_config.h). Slurm keys are
-// kept with kind: local, so --executor slurm can use them.
+// executor: {kind, then each kind's own keys (core/executor_keys/)}.
 void readExecutor(const Loader& l, const MapView& top, CaseConfig& c) {
   const Value* v = top.find("executor");
   if (!v) return;
-  const MapView m(l, *v, kExecutorKeys);
-  ExecutorConfig& e = c.executor;
+  std::vector<std::string> allowed{"kind"};
+  for (const ExecutorKeys* keys : allExecutorKeys()) allowed.insert(allowed.end(), keys->names.begin(), keys->names.end());
+  const MapView m(l, *v, allowed);
   if (const Value* x = m.find("kind")) {
     const std::string kind = scalar(l, *x, executorKindChoices());
     const std::optional<ExecutorKind> parsed = parseExecutorKind(kind);
     if (!parsed) fail(l, *x, executorKindChoices(), inQuotes(kind), suggestion(kind, executorKindNames()));
-    e.kind = *parsed;
+    c.executor.kind = *parsed;
   }
-  if (const Value* x = m.find("partition")) e.slurm.partition = nonEmpty(l, *x, "a Slurm partition name");
-  if (const Value* x = m.find("gres")) e.slurm.gres = nonEmpty(l, *x, "a Slurm gres request (e.g. gpu:1)");
-  if (const Value* x = m.find("account")) e.slurm.account = nonEmpty(l, *x, "a Slurm account name");
-  if (const Value* x = m.find("time")) {
-    static const std::regex kTime(R"((\d+-)?\d+(:\d+){0,2}|UNLIMITED|INFINITE)");
-    e.slurm.time = nonEmpty(l, *x, "a Slurm time limit");
-    if (!std::regex_match(e.slurm.time, kTime))
-      fail(l, *x, "a Slurm time limit (minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS)", inQuotes(e.slurm.time));
-  }
-  if (const Value* x = m.find("extra_args")) e.slurm.extra_args = readSbatchArgs(l, *x);
-  if (const Value* x = m.find("retries")) e.slurm.retries = static_cast<std::size_t>(integer(l, *x, "an integer from 0 to 100", 0, 100));
-  if (const Value* x = m.find("devices")) {
-    if (e.kind == ExecutorKind::Slurm)
-      fail(l, *x, "no 'devices' with kind: slurm", "it", "ask Slurm for GPUs with 'gres: gpu:1'");
-    e.devices = stringList(l, *x, "device ids (e.g. [0, 1])");
-    for (std::size_t i = 0; i < e.devices.size(); ++i)
-      if (std::find(e.devices.begin(), e.devices.begin() + i, e.devices[i]) != e.devices.begin() + i)
-        fail(l, itemOf(*x, i), "each device once", inQuotes(e.devices[i]) + " again", "remove it");
-  }
-  if (const Value* x = m.find("trials_per_device"))
-    e.trials_per_device = static_cast<std::size_t>(integer(l, *x, "an integer from 1 to 64", 1, 64));
+  for (const ExecutorKeys* keys : allExecutorKeys()) keys->read(l, m, c.executor);
 }
 
 void readOptional(const Loader& l, const MapView& top, CaseConfig& c) {
@@ -872,48 +549,6 @@ void readOptional(const Loader& l, const MapView& top, CaseConfig& c) {
   readExecutor(l, top, c);
 }
 
-// ---------------------------------------------------------------- file
-
-std::string readText(const Loader& l, const fs::path& file) {
-  std::error_code ec;
-  if (fs::is_directory(file, ec))
-    throw BadInputError(l.file +
-                    ": cannot read the case file: it is a directory; "
-                    "pass the path of the case's YAML file");
-  std::ifstream in(file, std::ios::binary);
-  const int err = errno;
-  if (!in)
-    throw BadInputError(l.file + ": cannot read the case file: " + std::strerror(err) +
-                    "; check the path given with --config");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-YAML::Node parseText(const Loader& l, const std::string& text) {
-  try {
-    return YAML::Load(text);
-  } catch (const YAML::Exception& e) {  // ParserException and its kin carry a mark
-    throw BadInputError(location(l, e.mark) + ": invalid YAML: " + e.msg +
-                    "; fix the syntax at this line and column");
-  }
-}
-
-// A "\0" escape in a quoted string: a path, a name or an environment value
-// holding a NUL is cut there by the system (work_dir: "wo\0rk" made "wo"),
-// so no string of a case may hold one.
-void rejectNul(const Loader& l, const YAML::Node& node) {
-  if (node.IsScalar() && node.Scalar().find('\0') != std::string::npos)
-    throw BadInputError(location(l, node.Mark()) + ": a NUL character (\"\\0\") in a string; no path, name or value "
-                        "may hold one: remove it");
-  if (node.IsSequence())
-    for (const auto& item : node) rejectNul(l, item);
-  if (node.IsMap())
-    for (const auto& kv : node) {
-      rejectNul(l, kv.first);
-      rejectNul(l, kv.second);
-    }
-}
 
 }  // namespace
 
@@ -938,220 +573,6 @@ CaseConfig loadCase(const fs::path& case_file, const fs::path& base_dir) {
     for (std::size_t i = 0; i < c.harness->transforms.size(); ++i)
       if (!c.harness->transforms[i].seed) c.harness->transforms[i].seed = c.seed + i;
   return c;
-}
-
-// ---------------------------------------------------------------- rendering
-
-std::string formatSeconds(std::chrono::milliseconds timeout) {
-  const long long ms = timeout.count();
-  std::string text = std::to_string(ms / 1000);
-  if (ms % 1000 == 0) return text;
-  std::string frac = std::to_string(1000 + ms % 1000).substr(1);  // zero-padded to 3 digits
-  while (frac.back() == '0') frac.pop_back();
-  return text + "." + frac;
-}
-
-namespace {
-
-constexpr std::string_view kCaseDir = "{case_dir}/";
-
-// `arg` relative to `dir` when it is an absolute path strictly inside it.
-std::optional<fs::path> relativeUnder(const std::string& arg, const fs::path& dir) {
-  const fs::path path = fs::path(arg).lexically_normal();
-  if (!path.is_absolute() || dir.empty()) return std::nullopt;
-  const fs::path rel = path.lexically_relative(dir.lexically_normal());
-  if (rel.empty() || rel == "." || *rel.begin() == "..") return std::nullopt;
-  return rel;
-}
-
-// A file under the case's directory is written as "{case_dir}/<relative>":
-// the archive copies such files to the same place next to the case, and a
-// trial runs in its own directory, so a bare relative path would not find
-// them. Anything else (/usr/bin/python3) stays as given.
-std::string portableArg(const std::string& arg, const fs::path& base_dir, const fs::path& dir) {
-  for (const fs::path& root : {base_dir, dir})
-    if (const auto rel = relativeUnder(arg, root)) return std::string(kCaseDir) + rel->string();
-  return arg;
-}
-
-void emitSamples(YAML::Emitter& out, const CaseConfig& c) {
-  out << YAML::Key << "samples" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "tensors" << YAML::Value << YAML::BeginMap;
-  for (const SampleAxis& a : c.sample_axes) out << YAML::Key << a.tensor << YAML::Value << a.axis;
-  out << YAML::EndMap;
-  if (!c.sample_ids.empty()) out << YAML::Key << "ids" << YAML::Value << c.sample_ids;
-  out << YAML::EndMap;
-}
-
-void emitHarness(YAML::Emitter& out, const HarnessTrial& h, const std::string& model_name) {
-  out << YAML::Key << "harness" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "model" << YAML::Value << model_name;
-  out << YAML::Key << "input" << YAML::Value << h.input;
-  if (!h.target.empty()) {  // without a target the loss is "none" by default
-    out << YAML::Key << "target" << YAML::Value << h.target;
-    out << YAML::Key << "loss" << YAML::Value << h.loss;
-  }
-  out << YAML::Key << "ignore_index" << YAML::Value << h.ignore_index;
-  if (!h.transforms.empty()) {
-    out << YAML::Key << "transforms" << YAML::Value << YAML::BeginSeq;
-    for (const TransformSpec& t : h.transforms) {
-      out << YAML::Flow << YAML::BeginMap << YAML::Key << "type" << YAML::Value << t.type;
-      if (t.name != t.type) out << YAML::Key << "name" << YAML::Value << t.name;
-      out << YAML::Key << "tensor" << YAML::Value << t.tensor;
-      for (const auto& [key, value] : t.params) out << YAML::Key << key << YAML::Value << value;
-      if (!t.optional) out << YAML::Key << "optional" << YAML::Value << false;
-      if (t.seed && (t.type == "noise" || t.type == "crop")) out << YAML::Key << "seed" << YAML::Value << *t.seed;
-      out << YAML::EndMap;
-    }
-    out << YAML::EndSeq;
-  }
-  out << YAML::EndMap;
-}
-
-void emitSwitches(YAML::Emitter& out, const std::vector<CommandSwitch>& switches) {
-  if (switches.empty()) return;
-  out << YAML::Key << "switches" << YAML::Value << YAML::BeginSeq;
-  for (const CommandSwitch& s : switches) {
-    out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << s.name;
-    for (const auto& [key, args] : {std::pair{"args", &s.args}, std::pair{"off_args", &s.off_args}})
-      if (!args->empty()) out << YAML::Key << key << YAML::Value << YAML::Flow << *args;
-    for (const auto& [key, env] : {std::pair{"env", &s.env}, std::pair{"off_env", &s.off_env}}) {
-      if (env->empty()) continue;
-      out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap;
-      for (const auto& [name, value] : *env) out << YAML::Key << name << YAML::Value << YAML::DoubleQuoted << value;
-      out << YAML::EndMap;
-    }
-    out << YAML::EndMap;
-  }
-  out << YAML::EndSeq;
-}
-
-// sequence, values and invariants, each only when it differs from the default.
-void emitReduction(YAML::Emitter& out, const CaseConfig& c) {
-  if (!c.sequence.tensors.empty()) {
-    out << YAML::Key << "sequence" << YAML::Value << YAML::BeginMap;
-    out << YAML::Key << "tensors" << YAML::Value << YAML::Flow << YAML::BeginMap;
-    for (const auto& t : c.sequence.tensors) out << YAML::Key << t.tensor << YAML::Value << t.axis;
-    out << YAML::EndMap << YAML::Key << "padding" << YAML::Value << YAML::Flow << YAML::BeginMap;
-    for (const auto& t : c.sequence.tensors) out << YAML::Key << t.tensor << YAML::Value << t.pad;
-    out << YAML::EndMap;
-    if (!c.sequence.lengths.empty()) out << YAML::Key << "lengths" << YAML::Value << c.sequence.lengths;
-    out << YAML::Key << "min_length" << YAML::Value << c.sequence.min_length << YAML::EndMap;
-  }
-  if (!c.values.exclude.empty() || !c.values.trivial.empty()) {
-    out << YAML::Key << "values" << YAML::Value << YAML::BeginMap;
-    if (!c.values.exclude.empty()) out << YAML::Key << "exclude" << YAML::Value << YAML::Flow << c.values.exclude;
-    if (!c.values.trivial.empty()) {
-      out << YAML::Key << "trivial" << YAML::Value << YAML::Flow << YAML::BeginMap;
-      for (const auto& [name, value] : c.values.trivial) out << YAML::Key << name << YAML::Value << value;
-      out << YAML::EndMap;
-    }
-    out << YAML::EndMap;
-  }
-  const Invariants& i = c.invariants;
-  if (i.dtype && i.layout && i.op && i.sample_axis) return;
-  out << YAML::Key << "invariants" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "dtype"
-      << YAML::Value << i.dtype << YAML::Key << "layout" << YAML::Value << i.layout << YAML::Key << "operator"
-      << YAML::Value << i.op << YAML::Key << "sample_axis" << YAML::Value << i.sample_axis << YAML::EndMap;
-}
-
-void emitCommand(YAML::Emitter& out, const CaseConfig& c, const fs::path& dir) {
-  out << YAML::Key << "command" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-  for (const std::string& arg : c.command->argv) out << portableArg(arg, c.base_dir, dir);
-  out << YAML::EndSeq;
-  if (c.command->env.empty()) return;
-  out << YAML::Key << "env" << YAML::Value << YAML::BeginMap;
-  // Quoted so that "1" reads as the string it is, not as a number.
-  for (const auto& [name, value] : c.command->env)
-    out << YAML::Key << name << YAML::Value << YAML::DoubleQuoted << value;
-  out << YAML::EndMap;
-}
-
-void emitTrial(YAML::Emitter& out, const CaseConfig& c, const fs::path& dir,
-               const std::string& model_name) {
-  out << YAML::Key << "trial" << YAML::Value << YAML::BeginMap;
-  if (c.harness) emitHarness(out, *c.harness, model_name);
-  if (c.command) emitCommand(out, c, dir);
-  out << YAML::Key << "timeout" << YAML::Value << formatSeconds(c.timeout);
-  const std::uint64_t mib = (c.memory_limit_bytes + (1u << 20) - 1) >> 20;  // round up
-  out << YAML::Key << "memory_limit_mb" << YAML::Value << mib;
-  if (c.deterministic) out << YAML::Key << "deterministic" << YAML::Value << true;
-  if (!c.fork_server) out << YAML::Key << "fork_server" << YAML::Value << false;
-  if (!c.share_compile_cache) out << YAML::Key << "compile_cache" << YAML::Value << "fresh";
-  if (c.diagnostic != DiagnosticSetting::Auto)
-    out << YAML::Key << "diagnostic" << YAML::Value << kDiagnosticSettings[static_cast<std::size_t>(c.diagnostic)];
-  if (!c.preload.empty()) out << YAML::Key << "preload" << YAML::Value << YAML::Flow << c.preload;
-  if (!c.files.empty()) out << YAML::Key << "files" << YAML::Value << YAML::Flow << c.files;
-  if (!c.exclude_files.empty()) out << YAML::Key << "exclude_files" << YAML::Value << YAML::Flow << c.exclude_files;
-  if (c.command) emitSwitches(out, c.command->switches);
-  out << YAML::EndMap;
-}
-
-void emitFailure(YAML::Emitter& out, const ExpectedFailure& e) {
-  if (!e.family && e.op.empty() && e.message_regex.empty()) return;
-  out << YAML::Key << "failure" << YAML::Value << YAML::BeginMap;
-  if (e.family) out << YAML::Key << "family" << YAML::Value << familyName(*e.family);
-  if (!e.op.empty()) out << YAML::Key << "operator" << YAML::Value << e.op;
-  if (!e.message_regex.empty()) out << YAML::Key << "message" << YAML::Value << e.message_regex;
-  out << YAML::EndMap;
-}
-
-void emitFlaky(YAML::Emitter& out, const FlakyOptions& f) {
-  out << YAML::Key << "flaky" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "enabled" << YAML::Value << f.enabled;
-  out << YAML::Key << "alpha" << YAML::Value << f.alpha;
-  out << YAML::Key << "initial_failures" << YAML::Value << f.initial_failures;
-  out << YAML::Key << "initial_runs" << YAML::Value << f.initial_runs;
-  out << YAML::Key << "max_passes" << YAML::Value << f.max_passes;
-  out << YAML::EndMap;
-}
-
-void emitRest(YAML::Emitter& out, const CaseConfig& c) {
-  emitFlaky(out, c.flaky);
-  out << YAML::Key << "reducers" << YAML::Value << YAML::Flow << c.reducers;
-  out << YAML::Key << "output" << YAML::Value << "repro.tar.gz";  // work_dir stays the default
-  out << YAML::Key << "seed" << YAML::Value << c.seed;
-  if (c.context.empty()) return;
-  out << YAML::Key << "context" << YAML::Value << YAML::BeginMap;
-  for (const auto& [name, value] : c.context)
-    out << YAML::Key << name << YAML::Value << YAML::DoubleQuoted << value;
-  out << YAML::EndMap;
-}
-
-}  // namespace
-
-std::string caseRelativeArg(const std::string& arg, const fs::path& base_dir) {
-  return portableArg(arg, base_dir, base_dir);
-}
-
-std::vector<fs::path> commandCaseFiles(const CaseConfig& config) {
-  std::vector<fs::path> files;
-  if (!config.command) return files;
-  for (const std::string& arg : config.command->argv) {
-    std::string path = arg;
-    if (arg.rfind(kCaseDir, 0) == 0)
-      path = (config.base_dir / arg.substr(kCaseDir.size())).string();
-    const auto rel = relativeUnder(path, config.base_dir);
-    std::error_code ec;
-    if (rel && fs::is_regular_file(config.base_dir / *rel, ec)) files.push_back(*rel);
-  }
-  return files;
-}
-
-std::string renderCase(const CaseConfig& config, const fs::path& dir, const std::string& batch_name,
-                       const std::string& model_name) {
-  YAML::Emitter out;
-  out << YAML::BeginMap;
-  out << YAML::Key << "batch" << YAML::Value << batch_name;
-  emitSamples(out, config);
-  emitTrial(out, config, dir, model_name);
-  emitFailure(out, config.expected);
-  emitReduction(out, config);
-  emitRest(out, config);
-  out << YAML::EndMap;
-  if (!out.good()) throw std::runtime_error("cannot write the case: " + out.GetLastError());
-  return "# minrepro case; every key is described in configs/README.md\n" +
-         std::string(out.c_str()) + "\n";
 }
 
 }  // namespace minrepro

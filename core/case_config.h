@@ -128,6 +128,9 @@ struct CaseConfig {
   Invariants invariants;
   std::string pipeline = "default";  // name or file of the pass order; "" when `reducers` lists them
   std::vector<std::string> reducers;  // the passes in order, from `reducers` or the pipeline
+  // Where each was written ("case.yaml:10:21: reducers[1]"), for the engine's
+  // message when a name is not a pass (engine/pipeline.h: checkPassNames).
+  std::vector<std::string> reducer_places;
   std::filesystem::path output;    // absolute; default <base_dir>/repro.tar.gz
   std::filesystem::path work_dir;  // absolute; default <base_dir>/minrepro-work
   std::uint64_t seed = 0;
@@ -137,9 +140,8 @@ struct CaseConfig {
   std::map<std::string, std::string> context;
 };
 
-// The reducer names case.yaml may list under `reducers`: those of
-// reducers/reducers.def, in its order, so a registered reducer is accepted.
-const std::vector<std::string>& knownReducers();
+// case.yaml's words for DiagnosticSetting (trial.diagnostic), in the enum's order.
+const std::vector<std::string>& diagnosticSettingNames();
 
 // Loads and validates case.yaml (file-level checks only: keys, types, files
 // exist). Batch contents are checked when the batch is opened. `base_dir`

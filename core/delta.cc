@@ -80,7 +80,7 @@ void DeltaSearch::advance() {
 
 // Returns true when the caller must answer; answers from the cache (and the
 // empty set, never interesting) are applied at once.
-bool DeltaSearch::ask(Units candidate, Phase awaiting) {
+bool DeltaSearch::propose(Units candidate, Phase awaiting) {
   pending_ = std::move(candidate);
   phase_ = awaiting;
   if (pending_.empty()) {
@@ -109,7 +109,7 @@ bool DeltaSearch::stepOuter() {
     phase_ = Phase::Bisect;
     return false;
   }
-  return ask(merged(needed_, rest_), Phase::AwaitGroup);
+  return propose(merged(needed_, rest_), Phase::AwaitGroup);
 }
 
 // `group_` holds a needed unit given needed_ + rest_: try removing its first
@@ -126,7 +126,7 @@ bool DeltaSearch::stepBisect() {
                                            1, size - 1);
   first_.assign(group_.begin(), group_.begin() + static_cast<std::ptrdiff_t>(cut));
   second_.assign(group_.begin() + static_cast<std::ptrdiff_t>(cut), group_.end());
-  return ask(merged(needed_, second_, rest_), Phase::AwaitBisect);
+  return propose(merged(needed_, second_, rest_), Phase::AwaitBisect);
 }
 
 bool DeltaSearch::stepFinal() {
@@ -134,7 +134,7 @@ bool DeltaSearch::stepFinal() {
     phase_ = Phase::Done;
     return false;
   }
-  return ask(without(needed_, final_index_), Phase::AwaitFinal);
+  return propose(without(needed_, final_index_), Phase::AwaitFinal);
 }
 
 void DeltaSearch::apply(bool interesting) {

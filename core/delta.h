@@ -74,7 +74,7 @@ class DeltaSearch {
   bool stepOuter();
   bool stepBisect();
   bool stepFinal();
-  bool ask(Units candidate, Phase awaiting);
+  bool propose(Units candidate, Phase awaiting);
   void apply(bool interesting);
   std::size_t groupSize() const;
 

@@ -14,7 +14,7 @@ namespace minrepro {
 
 // One per line of core/executor_kinds.def.
 enum class ExecutorKind {
-#define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, description) enumerator,
+#define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, keys, description) enumerator,
 #include "core/executor_kinds.def"
 #undef MINREPRO_EXECUTOR_KIND
 };
@@ -22,7 +22,7 @@ enum class ExecutorKind {
 // "local", "slurm": the names case.yaml and --executor use.
 inline const std::vector<std::pair<ExecutorKind, std::string>>& executorKinds() {
   static const std::vector<std::pair<ExecutorKind, std::string>> kinds{
-#define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, description) {ExecutorKind::enumerator, name},
+#define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, keys, description) {ExecutorKind::enumerator, name},
 #include "core/executor_kinds.def"
 #undef MINREPRO_EXECUTOR_KIND
   };

@@ -233,10 +233,23 @@ std::vector<TrialRecord> TrialOracle::runLive(const std::vector<Selection>& sele
   if (on_round_) on_round_();
   for (std::size_t i = 0; i < records.size(); ++i) {
     records[i] = finishTrial(std::move(records[i]), keys[i]);
+    if (records[i].used) mark(selections[i], records[i].mark, &records[i]);
     std::error_code ec;
     fs::remove_all(trialDir(records[i].number), ec);  // the record holds what matters; keep the disk clean
   }
   return records;
+}
+
+void TrialOracle::mark(const Selection& selection, MarkOutcome outcome, const TrialRecord* record) {
+  if (!timeline_) return;
+  TrialMark m;
+  m.number = record ? record->number : 0;
+  m.seconds = log_.elapsedSeconds();
+  m.duration = record ? std::chrono::duration<double>(record->outcome.duration).count() : 0;
+  m.samples = static_cast<std::int64_t>(selection.samples.size());
+  m.size = measureSize(selection, batch_).product();
+  m.outcome = outcome;
+  timeline_->add(m);
 }
 
 // "(candidate of 500000 samples, 136 MB, 1.2 s)": what the trial cost, for the log.
@@ -278,6 +291,7 @@ TrialRecord TrialOracle::finishTrial(TrialRecord record, const std::string& key)
     // reference its outcome means nothing, and is not kept (if asked, it
     // runs again); nor can a smaller case's failure become the reference.
     log_.detail("trial " + std::to_string(record.number) + ": run ahead before the original failed; not used");
+    record.used = false;
     return record;
   }
   const bool matched = matches(sig);
@@ -299,6 +313,10 @@ TrialRecord TrialOracle::finishTrial(TrialRecord record, const std::string& key)
                               : sig.failed() ? "fails differently: " + sig.summary()
                                              : "passes";
   log_.detail("trial " + std::to_string(record.number) + ": " + verdict + cost);
+  record.mark = matched                                   ? MarkOutcome::Same
+                : sig.family == FailureFamily::Timeout    ? MarkOutcome::TimedOut
+                : sig.failed()                            ? MarkOutcome::Different
+                                                          : MarkOutcome::Passed;
   return record;
 }
 
@@ -317,7 +335,10 @@ std::vector<bool> TrialOracle::resultsFor(const Selection& selection, const std:
   while (out.size() < count) {
     auto& known = results_[key];
     if (cursor < known.size()) {
-      if (cursor < preexisting) ++stats_.reused;
+      if (cursor < preexisting) {
+        ++stats_.reused;
+        mark(selection, MarkOutcome::Cached, nullptr);
+      }
       out.push_back(known[cursor++]);
       continue;
     }
@@ -325,6 +346,7 @@ std::vector<bool> TrialOracle::resultsFor(const Selection& selection, const std:
       known.push_back(it->second.front());
       it->second.erase(it->second.begin());
       ++stats_.replayed;
+      mark(selection, MarkOutcome::Cached, nullptr);
       continue;
     }
     const std::size_t launch = count - out.size();

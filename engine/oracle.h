@@ -26,6 +26,7 @@
 #include "core/flaky.h"
 #include "engine/journal.h"
 #include "engine/log.h"
+#include "engine/timeline.h"
 #include "core/process/process.h"
 #include "harness/batch_store.h"
 #include "reducers/reducer.h"
@@ -63,6 +64,8 @@ struct TrialRecord {
   std::size_t number = 0;
   TrialOutcome outcome;
   FailureSignature signature;
+  MarkOutcome mark = MarkOutcome::Passed;  // what it answered, for the timeline
+  bool used = true;                        // false: run ahead of an original that had not failed yet
 };
 
 // A candidate the search would ask next, or the final confirmation's run
@@ -136,6 +139,9 @@ class TrialOracle {
   void onBetter(std::function<void(const Selection&)> callback) { on_better_ = std::move(callback); }
   // Called after each round of trials (between rounds nothing is in flight).
   void onRound(std::function<void()> callback) { on_round_ = std::move(callback); }
+  // Every answer, with its candidate's size, for the reports (null: none kept).
+  void setTimeline(Timeline* timeline) { timeline_ = timeline; }
+  Timeline* timeline() const { return timeline_; }
   // argv of a trial of the selection on a batch file (placeholders
   // substituted, the selection's branches applied).
   // Why the selection breaks an invariant of the case, if it does (cached).
@@ -184,6 +190,8 @@ class TrialOracle {
   std::size_t trial_number_ = 0;
   std::function<void(const Selection&)> on_better_;
   std::function<void()> on_round_;
+  Timeline* timeline_ = nullptr;
+  void mark(const Selection& selection, MarkOutcome outcome, const TrialRecord* record);
   std::vector<std::pair<std::string, std::string>> diagnostic_env_;
   std::map<std::string, std::vector<bool>> results_;  // candidate key -> results in trial order
   // candidate key -> its runs that failed another way: a candidate that

@@ -5,11 +5,25 @@
 #include <set>
 #include <sstream>
 
+#include "core/case_yaml.h"
 #include "core/delta.h"
+#include "core/errors.h"
 #include "engine/format_list.h"
-#include "core/knob_search.h"
-
+#include "core/setting_search.h"
 namespace minrepro {
+
+void checkPassNames(const CaseConfig& config) {
+  std::vector<std::string> known;
+  for (const ReducerInfo& info : reducerRegistry()) known.push_back(info.name);
+  for (std::size_t i = 0; i < config.reducers.size(); ++i) {
+    const std::string& name = config.reducers[i];
+    if (findReducer(name)) continue;
+    const std::string place = i < config.reducer_places.size() ? config.reducer_places[i] + ": " : "";
+    const std::string hint = case_yaml::suggestion(name, known);
+    throw BadInputError(place + "expected one of the reducers " + case_yaml::joinNames(known) + ", found " +
+                        case_yaml::inQuotes(name) + (hint.empty() ? "" : "; " + hint));
+  }
+}
 
 namespace {
 
@@ -23,10 +37,10 @@ struct PassContext {
   // One pass alone runs one round: the end of its search is the end of the
   // run, so speculation may include the final confirmation.
   bool single_pass;
-  // Knob ("lengths end") -> the value its last search ended at. A later
+  // Setting ("lengths end") -> the value its last search ended at. A later
   // round finding it there again checks one value below instead of
   // searching the whole range again.
-  std::map<std::string, std::int64_t> knob_results;
+  std::map<std::string, std::int64_t> setting_results;
   // The pass under way and its search's estimate of the trials it has left.
   std::string pass;
   std::size_t trials_left = 0;
@@ -43,6 +57,8 @@ std::string passProgress(const PassContext& pc) {
   if (s.write_seconds > 0.05)
     line << ", written at " << static_cast<double>(s.bytes_written) / 1e6 / s.write_seconds << " MB/s";
   const double per_trial = s.last_trial_seconds + (s.bytes_written && s.write_seconds > 0 ? static_cast<double>(s.last_candidate_bytes) / (static_cast<double>(s.bytes_written) / s.write_seconds) : 0);
+  if (Timeline* t = pc.oracle.timeline(); t && !pc.pass.empty())
+    t->setEstimate({pc.pass, pc.trials_left, per_trial * static_cast<double>(pc.trials_left)});
   if (!pc.pass.empty())
     line << " | pass " << pc.pass << ": ~" << pc.trials_left << " trials left (~" << per_trial * static_cast<double>(pc.trials_left) << " s)";
   return line.str();
@@ -62,11 +78,12 @@ std::string progressLine(const PassContext& pc) {
 }
 
 // Asks the oracle; on acceptance logs the new size of the case.
-bool ask(PassContext& pc, const Reducer& reducer, const Selection& candidate, const Speculation& next) {
+bool failsTheSameWay(PassContext& pc, const Reducer& reducer, const Selection& candidate, const Speculation& next) {
   const bool failing = pc.oracle.interesting(candidate, next);
   if (failing) {
     pc.size = measureSize(candidate, pc.view);
     pc.log.detail("accepted (" + reducer.name() + "): " + pc.size.describe());
+    if (Timeline* t = pc.oracle.timeline()) t->accept(pc.size.samples, pc.size.product(), pc.log.elapsedSeconds());
   }
   pc.log.status(progressLine(pc));
   return failing;
@@ -90,7 +107,7 @@ std::vector<Speculated> likelyNext(const Search& search, const Make& make, const
 Selection runSetPass(PassContext& pc, const SetReducer& reducer, const Selection& current, const DeltaOptions& options) {
   const std::size_t units = reducer.unitCount(current);
   if (units == 0) return current;
-  if (reducer.allowsEmpty() && ask(pc, reducer, reducer.apply(current, {}), {})) return reducer.apply(current, {});
+  if (reducer.allowsEmpty() && failsTheSameWay(pc, reducer, reducer.apply(current, {}), {})) return reducer.apply(current, {});
   if (units == 1) return current;
   DeltaSearch search(units, options);
   auto make = [&](const DeltaSearch& s) { return reducer.apply(current, s.query()); };
@@ -100,39 +117,39 @@ Selection runSetPass(PassContext& pc, const SetReducer& reducer, const Selection
       return likelyNext(search, make, finish, max, accepted, pc.single_pass);
     };
     pc.trials_left = search.remainingEstimate();
-    search.answer(ask(pc, reducer, make(search), next));
+    search.answer(failsTheSameWay(pc, reducer, make(search), next));
   }
   return reducer.apply(current, search.result());
 }
 
-Selection runKnobPass(PassContext& pc, const KnobReducer& reducer, Selection current) {
-  // Knobs are re-read after each search: shortening the window changes the
-  // per-sample knobs. Each knob is searched once per pass, by name.
+Selection runSettingPass(PassContext& pc, const SettingReducer& reducer, Selection current) {
+  // Settings are re-read after each search: shortening the window changes the
+  // per-sample settings. Each setting is searched once per pass, by name.
   std::set<std::string> searched;
   for (bool again = true; again;) {
     again = false;
-    for (const Knob& knob : reducer.knobs(current)) {
-      if (!searched.insert(knob.name).second) continue;
-      const std::string id = reducer.name() + " " + knob.name;
-      std::int64_t top = knob.value;  // known to fail
-      if (auto it = pc.knob_results.find(id); it != pc.knob_results.end() && it->second == top && knob.min < top) {
+    for (const Setting& setting : reducer.settings(current)) {
+      if (!searched.insert(setting.name).second) continue;
+      const std::string id = reducer.name() + " " + setting.name;
+      std::int64_t top = setting.value;  // known to fail
+      if (auto it = pc.setting_results.find(id); it != pc.setting_results.end() && it->second == top && setting.min < top) {
         // Minimal last round: one trial says whether it still is.
-        if (!ask(pc, reducer, reducer.withKnob(current, knob, top - 1), {})) continue;
+        if (!failsTheSameWay(pc, reducer, reducer.withSetting(current, setting, top - 1), {})) continue;
         top -= 1;
       }
-      KnobSearch search(knob.min, top);
-      auto make = [&](const KnobSearch& s) { return reducer.withKnob(current, knob, s.query()); };
-      auto finish = [&](const KnobSearch& s) { return reducer.withKnob(current, knob, s.result()); };
+      SettingSearch search(setting.min, top);
+      auto make = [&](const SettingSearch& s) { return reducer.withSetting(current, setting, s.query()); };
+      auto finish = [&](const SettingSearch& s) { return reducer.withSetting(current, setting, s.result()); };
       while (!search.done()) {
-        // Other knobs may follow: no confirmation at the end of this chain.
+        // Other settings may follow: no confirmation at the end of this chain.
         auto next = [&](std::size_t max, bool accepted) { return likelyNext(search, make, finish, max, accepted, false); };
         pc.trials_left = search.remainingEstimate();
-        search.answer(ask(pc, reducer, make(search), next));
+        search.answer(failsTheSameWay(pc, reducer, make(search), next));
       }
-      if (search.result() != knob.value) pc.log.info("  " + reducer.name() + " " + knob.name + ": " +
-                                                     std::to_string(knob.value) + " -> " + std::to_string(search.result()));
-      current = reducer.withKnob(current, knob, search.result());
-      pc.knob_results[id] = search.result();
+      if (search.result() != setting.value) pc.log.info("  " + reducer.name() + " " + setting.name + ": " +
+                                                     std::to_string(setting.value) + " -> " + std::to_string(search.result()));
+      current = reducer.withSetting(current, setting, search.result());
+      pc.setting_results[id] = search.result();
       again = true;
       break;
     }
@@ -144,8 +161,9 @@ Selection runPass(PassContext& pc, const Reducer& reducer, const Selection& curr
   const OracleStats before = pc.oracle.stats();
   const CaseSize size_before = pc.size;
   pc.pass = reducer.name();
+  if (Timeline* t = pc.oracle.timeline()) t->startPass(reducer.name(), pc.log.elapsedSeconds());
   const Selection next = reducer.asSet() ? runSetPass(pc, *reducer.asSet(), current, options)
-                                         : runKnobPass(pc, *reducer.asKnobs(), current);
+                                         : runSettingPass(pc, *reducer.asSettings(), current);
   const OracleStats& after = pc.oracle.stats();
   pc.log.info("pass " + reducer.name() + ": " + size_before.describe() + " -> " + pc.size.describe() + " in " +
               std::to_string(after.trials + after.replayed - before.trials - before.replayed) + " trials (" +
@@ -161,7 +179,7 @@ DeltaOptions deltaOptions(const CaseConfig& config) {
 }  // namespace
 
 // What runPipeline asks first: the first pass's first query and the ones
-// after it if each is accepted (runSetPass / runKnobPass, from a fresh start).
+// after it if each is accepted (runSetPass / runSettingPass, from a fresh start).
 std::vector<Speculated> openingCandidates(const CaseConfig& config, const CaseView& view, const Selection& start,
                                           std::size_t max) {
   if (config.reducers.empty() || max == 0) return {};
@@ -173,12 +191,12 @@ std::vector<Speculated> openingCandidates(const CaseConfig& config, const CaseVi
     for (auto& s : likelyNext(search, make, make, max - 1, true, false)) chain.push_back(std::move(s));
     return chain;
   };
-  if (const KnobReducer* knobbed = reducer->asKnobs()) {
-    const auto knobs = knobbed->knobs(start);
-    if (knobs.empty()) return {};
-    const Knob& knob = knobs.front();
-    return opening(KnobSearch(knob.min, knob.value),
-                   [&](const KnobSearch& s) { return knobbed->withKnob(start, knob, s.query()); });
+  if (const SettingReducer* setting_pass = reducer->asSettings()) {
+    const auto settings = setting_pass->settings(start);
+    if (settings.empty()) return {};
+    const Setting& setting = settings.front();
+    return opening(SettingSearch(setting.min, setting.value),
+                   [&](const SettingSearch& s) { return setting_pass->withSetting(start, setting, s.query()); });
   }
   const SetReducer& set = *reducer->asSet();
   const std::size_t units = set.unitCount(start);
@@ -193,7 +211,7 @@ Selection runPipeline(const CaseConfig& config, const CaseView& view, Selection 
   const DeltaOptions options = deltaOptions(config);
   const CaseSize original = measureSize(current, view);
   PassContext pc{.oracle = oracle, .log = log, .view = view, .original = original, .size = original,
-                 .single_pass = config.reducers.size() == 1, .knob_results = {}, .pass = {}, .trials_left = 0};
+                 .single_pass = config.reducers.size() == 1, .setting_results = {}, .pass = {}, .trials_left = 0};
   std::vector<std::unique_ptr<Reducer>> passes;
   for (const auto& name : config.reducers) passes.push_back(findReducer(name)->create(view));
   for (int round = 1;; ++round) {

@@ -1,7 +1,7 @@
 // The pass schedule: the case's passes (case.yaml `reducers`, or a pipeline
 // of configs/pipelines) in order, repeated until a whole round makes no
-// progress. Set passes are searched by DeltaSearch, knob passes by
-// KnobSearch; every accepted step is logged with the case's size.
+// progress. Set passes are searched by DeltaSearch, setting passes by
+// SettingSearch; every accepted step is logged with the case's size.
 #pragma once
 
 #include "core/case_config.h"
@@ -10,6 +10,12 @@
 #include "reducers/reducer.h"
 
 namespace minrepro {
+
+// Throws BadInputError (exit 2) at the place in case.yaml (or the pipeline
+// file) where a pass is named that reducers/reducers.def does not register,
+// with the registered names and the nearest one. The case loader keeps
+// where each name was written and leaves this to the holder of the registry.
+void checkPassNames(const CaseConfig& config);
 
 Selection runPipeline(const CaseConfig& config, const CaseView& view, Selection start, TrialOracle& oracle, Log& log);
 

@@ -25,13 +25,15 @@
 #include "engine/trial_executors.h"
 #include "core/process/containment.h"
 #include "engine/executors/fork_server.h"
-#include "engine/fresh_check.h"
+#include "engine/plain_process_check.h"
 #include "engine/journal.h"
 #include "engine/oracle.h"
 #include "engine/pipeline.h"
 #include "engine/start_probe.h"
 #include "engine/archive/reproducer.h"
-#include "engine/op_step.h"
+#include "engine/archive/report_html.h"
+#include "engine/archive/sample_panels.h"
+#include "engine/op_call_reduction.h"
 #include "engine/trial_spec.h"
 #include "reducers/selection_text.h"
 #include "harness/trial_main.h"
@@ -175,7 +177,7 @@ extern "C" void requestStop(int) {
       "\nminrepro: signal received: ending the running trials; the best case so far is written next\n";
   [[maybe_unused]] const auto written = ::write(STDERR_FILENO, kSaid, sizeof kSaid - 1);
 }
-extern "C" void carryOn(int) {}
+extern "C" void surviveBrokenPipe(int) {}
 extern "C" void requestBest(int) { g_materialize.store(true); }
 
 // SIGINT, SIGTERM and SIGHUP (the terminal of an overnight run went away):
@@ -190,15 +192,15 @@ class StopOnSignals {
   StopOnSignals() {
     // A run inside a run (the op step's reduction) keeps a stop asked of the outer one.
     if (depth_++ == 0) g_stop.store(false);
-    struct sigaction stop{}, carry_on{}, best{};
+    struct sigaction stop{}, broken_pipe{}, best{};
     stop.sa_handler = requestStop;
-    carry_on.sa_handler = carryOn;
+    broken_pipe.sa_handler = surviveBrokenPipe;
     best.sa_handler = requestBest;
     sigemptyset(&stop.sa_mask);
-    sigemptyset(&carry_on.sa_mask);
+    sigemptyset(&broken_pipe.sa_mask);
     sigemptyset(&best.sa_mask);
     for (std::size_t i = 0; i < kSignals.size(); ++i)
-      ::sigaction(kSignals[i], kSignals[i] == SIGPIPE ? &carry_on : kSignals[i] == SIGUSR1 ? &best : &stop, &old_[i]);
+      ::sigaction(kSignals[i], kSignals[i] == SIGPIPE ? &broken_pipe : kSignals[i] == SIGUSR1 ? &best : &stop, &old_[i]);
   }
   ~StopOnSignals() {
     for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
@@ -350,10 +352,15 @@ ExitStatus runShrink(const ShrinkOptions& options, Executor* executor) {
 
 namespace {
 
+constexpr double kLiveReportSeconds = 5;
+
 // What the steps of one run share (runShrinkLoaded below), in the order
 // they come to exist: the checked case, the claimed work directory, the
 // log and journal, the oracle; then what the search found.
 struct Run {
+  Run(const ShrinkOptions& o, CaseConfig& c, Executor& e, const ForkServerExecutor* f)
+      : options(o), config(c), executor(e), forked(f), log(o.quiet) {}
+
   const ShrinkOptions& options;
   CaseConfig& config;
   Executor& executor;
@@ -365,6 +372,7 @@ struct Run {
   std::optional<Journal> journal;
   std::shared_future<KeyValues> environment;
   std::optional<TrialOracle> oracle;
+  Timeline timeline;  // every answer, for REPORT.html (live while the run goes on)
   Selection all, best;
   // What the search found, for REPORT.md.
   ExitStatus status = ExitStatus::Reduced;
@@ -373,6 +381,7 @@ struct Run {
   std::string processes = "plain processes (no fork server applies to this trial)";
   FreshMinimality fresh_minimality;
   std::size_t plain_passes = 0;  // of the original, run as plain processes (the self-check's evidence)
+  double live_report_at = -1e9;  // when REPORT.html was last written live (the first round writes it)
 
   std::string trialBinary() const {
     return options.trial_binary.empty() ? defaultTrialBinary() : options.trial_binary;
@@ -383,6 +392,7 @@ struct Run {
 // then the work directory claimed (lock, leftovers of a killed run), the
 // log and the journal opened.
 void openRun(Run& r) {
+  checkPassNames(r.config);
   r.batch = BatchStore::open(r.config);
   checkWorkDirAndModel(r.config);
   checkHarnessKeys(r.config, *r.batch);
@@ -407,6 +417,29 @@ void startEnvironmentRecord(Run& r) {
                       .share();
 }
 
+// The work directory's REPORT.html while the run goes on, at most every
+// few seconds (rendering reads only the timeline): where the run stands, the
+// reduction drawn so far, and the pass's own estimate of what it has left,
+// said to be an estimate.
+void writeLiveReport(Run& r) {
+  const double now = r.log.elapsedSeconds();
+  if (now - r.live_report_at < kLiveReportSeconds) return;
+  r.live_report_at = now;
+  const Timeline& t = r.timeline;
+  const OracleStats& s = r.oracle->stats();
+  const std::int64_t samples = t.steps().empty() ? r.batch->sampleCount() : t.steps().back().samples;
+  std::ostringstream status;
+  status << std::fixed << std::setprecision(0) << samples << " of " << r.batch->sampleCount() << " samples kept after "
+         << s.trials + s.replayed << " trials in " << now << " s ("
+         << 60.0 * static_cast<double>(s.trials) / std::max(now, 1.0) << " trials per minute). ";
+  if (!t.estimate().pass.empty())
+    status << "Pass " << t.estimate().pass << ": about " << t.estimate().trials_left << " trials (~"
+           << t.estimate().seconds_left << " s) left by its search's count; an estimate at the last trial's pace, "
+           << "before later passes and rounds, which depend on what this one finds.";
+  writeFileAtomically(r.config.work_dir / "REPORT.html",
+                      renderReportHtml(r.config, {nullptr, &t, {}, "", status.str()}));
+}
+
 // The oracle, with the run's budget, and the best case it has seen.
 void makeOracle(Run& r) {
   std::string reducers;
@@ -418,11 +451,13 @@ void makeOracle(Run& r) {
   r.oracle.emplace(r.config, *r.batch, r.executor, r.trialBinary(), r.log, &*r.journal,
                    RunLimits{r.options.max_trials, r.options.max_seconds, &g_stop}, r.options.jobs);
   r.oracle->setDiagnosticEnvironment(r.diagnostic.env);
+  r.oracle->setTimeline(&r.timeline);
   r.log.info("diagnostic variables for the trials: " + r.diagnostic.describe() +
              "; the final confirmation runs without them");
   r.all = r.best = fullSelection(*r.batch);
   r.oracle->onBetter([&r](const Selection& s) { r.best = s; });
   r.oracle->onRound([&r] {
+    writeLiveReport(r);
     if (!g_materialize.exchange(false)) return;
     r.log.info("SIGUSR1: wrote the best case so far to " +
                writeBestSoFar(r.config, *r.batch, r.best).parent_path().string());
@@ -432,6 +467,7 @@ void makeOracle(Run& r) {
 // The original, in forked and plain processes: Reduced when the search may
 // start, else the status the run ends with.
 ExitStatus checkTheOriginal(Run& r, bool forks) {
+  r.timeline.startPass("original", r.log.elapsedSeconds());
   OriginalEstimate original;
   ExitStatus s = checkOriginal(r.config, *r.batch, *r.oracle, r.all, r.log, original);
   if (s == ExitStatus::Reduced && !r.options.checked_by_caller)
@@ -469,9 +505,11 @@ void search(Run& r, bool forks) {
   const bool searched_forked = forks && !r.oracle->freshProcessesOnly();
   r.best = runPipeline(r.config, *r.batch, r.all, *r.oracle, r.log);
   if (searched_forked) {
+    r.timeline.startPass("plain check", r.log.elapsedSeconds());
     r.best = checkMinimalityFresh(*r.batch, *r.oracle, r.best, r.fresh_minimality);
     r.log.info("1-minimality in plain processes: " + r.fresh_minimality.describe());
   }
+  r.timeline.startPass("confirmation", r.log.elapsedSeconds());
   r.confirmed = r.options.checked_by_caller || r.oracle->confirm(r.best);
   if (!r.confirmed && searched_forked) {
     r.log.info("the minimal case of the forked trials did not fail again in a plain process; searching again "
@@ -487,6 +525,22 @@ void search(Run& r, bool forks) {
                "show, such as the bytes of a view's storage that no view covers (they are zeros once cut), or "
                "the storage behind views that do not lie in one block per sample (those are written apart "
                "once cut)");
+}
+
+// The minimal case in one line, against the original: "512 samples -> 1;
+// length 600 -> 513; branches on 3 -> 1 (off: noise, normalize); non-trivial
+// values 4506 -> 1" (a part only where the case has that dimension).
+std::string minimalCaseLine(const CaseSize& from, const CaseSize& to, const Selection& best) {
+  const std::string arrow = " \u2192 ";
+  std::string line = std::to_string(from.samples) + " samples" + arrow + std::to_string(to.samples);
+  if (from.length > 0) line += "; length " + std::to_string(from.length) + arrow + std::to_string(to.length);
+  if (from.branches > 0) {
+    line += "; branches on " + std::to_string(from.branches) + arrow + std::to_string(to.branches);
+    std::string off;
+    for (const auto& name : best.branches_off) off += (off.empty() ? "" : ", ") + name;
+    if (!off.empty()) line += " (off: " + off + ")";
+  }
+  return line + "; non-trivial values " + std::to_string(from.values) + arrow + std::to_string(to.values);
 }
 
 // REPORT.md's account of the run, beside the archive's files.
@@ -508,12 +562,19 @@ ReductionSummary summaryOf(Run& r, const fs::path& minimal_batch, const Neighbou
                                   "trial anew"
                                 : "fresh in every trial (trial.compile_cache: fresh)";
   summary.fresh_minimality = r.fresh_minimality.describe();
+  summary.size_line = minimalCaseLine(measureSize(r.all, *r.batch), measureSize(r.best, *r.batch), r.best);
+  summary.timeline = &r.timeline;
+  try {
+    summary.panels = collectSamplePanels(r.config, *r.batch, minimal_batch, r.best.samples);
+  } catch (const std::exception& e) {  // a picture is not worth the run: REPORT.html then shows none
+    r.log.info("note: REPORT.html shows no samples: " + std::string(e.what()));
+  }
   return summary;
 }
 
 // The best case written, then the archive, its self-check and the op step
 // (engine/archive/reproducer.h); the op step's own reduction is a run of
-// this same function's caller (engine/op_step.h).
+// this same function's caller (engine/op_call_reduction.h).
 ExitStatus writeResult(Run& r) {
   const fs::path minimal_batch = writeBestSoFar(r.config, *r.batch, r.best);
   if (!r.options.archive) {
@@ -537,7 +598,7 @@ ExitStatus writeResult(Run& r) {
 // the oracle, the original, the search, the result written.
 ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Executor& executor,
                            const ForkServerExecutor* forked) {
-  Run r{options, config, executor, forked, {}, {}, {}, Log(options.quiet), {}, {}, {}, {}, {}};
+  Run r(options, config, executor, forked);
   openRun(r);
   StopOnSignals stop_on_signals;
   startEnvironmentRecord(r);

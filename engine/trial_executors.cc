@@ -61,31 +61,28 @@ ExecutorConfig effectiveExecutor(const CaseConfig& config, const ExecutorOverrid
 
 void buildSlurmExecutors(TrialExecutors& stack, const CaseConfig& config, const ExecutorConfig& e,
                          const std::string&, std::size_t) {
-  SlurmExecutorOptions slurm;
-  slurm.slurm = e.slurm;
-  stack.slurm_ = std::make_unique<SlurmExecutor>(slurm);
+  SlurmExecutorOptions options;
+  options.slurm = e.slurm;
+  SlurmExecutor& slurm = stack.push(std::make_unique<SlurmExecutor>(options));
   try {
-    stack.slurm_->preflight(config.work_dir / "slurm-preflight");
+    slurm.preflight(config.work_dir / "slurm-preflight");
   } catch (const BadInputError& refused) {
     throw BadInputError(config.case_file.string() + ": executor: " + refused.what());
   }
-  stack.top_ = stack.slurm_.get();
-  stack.description_ = "Slurm jobs" + (e.slurm.partition.empty() ? "" : " in partition " + e.slurm.partition);
+  stack.describe("Slurm jobs" + (e.slurm.partition.empty() ? "" : " in partition " + e.slurm.partition));
 }
 
 void buildLocalExecutors(TrialExecutors& stack, const CaseConfig& config, const ExecutorConfig& e,
                          const std::string& trial_binary, std::size_t jobs) {
   // Fork servers: still a fresh process per trial, LibTorch / torch start-up paid once.
-  stack.forked_ = makeForkServerExecutor(config, trial_binary, stack.local_, jobs);
-  if (stack.forked_) {
-    stack.top_ = stack.forked_.get();
-    stack.description_ += " from fork servers";
+  if (auto forked = makeForkServerExecutor(config, trial_binary, stack.local(), jobs)) {
+    stack.noteForkServers(&stack.push(std::move(forked)));
+    stack.describeMore(" from fork servers");
   }
   if (const auto devices = devicesToLease(e, jobs)) {
-    stack.devices_ = std::make_unique<DevicePoolExecutor>(*stack.top_, *devices, e.trials_per_device);
-    stack.top_ = stack.devices_.get();
-    stack.description_ += ", " + devices->variable + " one of " + joined(devices->ids) + " (" + devices->source +
-                          "), " + std::to_string(e.trials_per_device) + " trial(s) per device";
+    stack.push(std::make_unique<DevicePoolExecutor>(stack.top(), *devices, e.trials_per_device));
+    stack.describeMore(", " + devices->variable + " one of " + joined(devices->ids) + " (" + devices->source +
+                       "), " + std::to_string(e.trials_per_device) + " trial(s) per device");
   }
 }
 
@@ -94,7 +91,7 @@ std::unique_ptr<TrialExecutors> makeTrialExecutors(const CaseConfig& config, con
   const ExecutorConfig e = effectiveExecutor(config, overrides);
   auto stack = std::make_unique<TrialExecutors>();
   switch (e.kind) {
-#define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, description) \
+#define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, keys, description) \
   case ExecutorKind::enumerator:                                       \
     builder(*stack, config, e, trial_binary, jobs);                    \
     break;

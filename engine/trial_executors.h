@@ -9,6 +9,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/case_config.h"
 #include "engine/executors/device_pool.h"
@@ -18,27 +20,51 @@
 
 namespace minrepro {
 
+// The executors a shrink runs its trials with, as a stack: this machine's
+// processes at the bottom, each layer a kind's builder pushes wrapping the
+// one below (fork servers, a device pool; or Slurm jobs), the top the one
+// the oracle calls. A new kind adds layers here, not members.
 class TrialExecutors {
  public:
-  Executor& top() { return *top_; }
+  TrialExecutors() = default;
+  TrialExecutors(const TrialExecutors&) = delete;
+  TrialExecutors& operator=(const TrialExecutors&) = delete;
+  ~TrialExecutors() {
+    while (!layers_.empty()) layers_.pop_back();  // the top first: a layer may still use the one below
+  }
+
+  Executor& top() { return layers_.empty() ? static_cast<Executor&>(local_) : *layers_.back(); }
+  Executor& local() { return local_; }
+  // Puts `layer` on top (it usually wraps top()); the stack keeps it alive.
+  template <class E>
+  E& push(std::unique_ptr<E> layer) {
+    E& pushed = *layer;
+    layers_.push_back(std::move(layer));
+    return pushed;
+  }
+
   // One line for the log: "local processes, fork servers, one of CUDA_VISIBLE_DEVICES=0,1 per trial".
   const std::string& description() const { return description_; }
-  // The fork servers under top(), if any: their counts say whether trials were forked.
-  const ForkServerExecutor* forkServers() const { return forked_.get(); }
+  void describe(std::string text) { description_ = std::move(text); }
+  void describeMore(const std::string& text) { description_ += text; }
+
+  // The fork servers in the stack, if any: their counts say whether trials were forked.
+  const ForkServerExecutor* forkServers() const { return forked_; }
+  void noteForkServers(const ForkServerExecutor* forked) { forked_ = forked; }
 
  private:
-  // One builder per line of core/executor_kinds.def, each stacking its executors here.
-#define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, description) \
-  friend void builder(TrialExecutors&, const CaseConfig&, const ExecutorConfig&, const std::string&, std::size_t);
-#include "core/executor_kinds.def"
-#undef MINREPRO_EXECUTOR_KIND
   LocalExecutor local_;
-  std::unique_ptr<ForkServerExecutor> forked_;
-  std::unique_ptr<DevicePoolExecutor> devices_;
-  std::unique_ptr<SlurmExecutor> slurm_;
-  Executor* top_ = &local_;
+  std::vector<std::unique_ptr<Executor>> layers_;
+  const ForkServerExecutor* forked_ = nullptr;
   std::string description_ = "local processes";
 };
+
+// One builder per line of core/executor_kinds.def: puts the kind's
+// executors on the stack.
+#define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, keys, description) \
+  void builder(TrialExecutors&, const CaseConfig&, const ExecutorConfig&, const std::string&, std::size_t);
+#include "core/executor_kinds.def"
+#undef MINREPRO_EXECUTOR_KIND
 
 // The command line's --executor, --devices and --trials-per-device ("" and
 // 0: not given). Throws BadInputError with what to write instead.

@@ -84,6 +84,38 @@ class TorchBatchStore : public BatchStore {
     return toVector(t->flatten().slice(0, 0, static_cast<int64_t>(max_values)));
   }
 
+  std::vector<double> sampleValues(const std::string& name, std::int64_t sample,
+                                   std::size_t max_values) const override {
+    const at::Tensor* t = batch_.find(name);
+    const auto axis = sampleAxisOf(name);
+    if (!t || !axis || sample < 0 || sample >= t->size(*axis) || at::isComplexType(t->scalar_type())) return {};
+    const at::Tensor one = t->select(*axis, sample).flatten().slice(0, 0, static_cast<int64_t>(max_values));
+    const at::Tensor values = one.to(at::kDouble).contiguous();
+    return {values.data_ptr<double>(), values.data_ptr<double>() + values.numel()};
+  }
+
+  ValueRange restRange(const std::string& name, const std::vector<std::int64_t>& except,
+                       bool per_position) const override {
+    const at::Tensor* t = batch_.find(name);
+    const auto axis = sampleAxisOf(name);
+    if (!t || !axis || t->numel() > (int64_t{1} << 26) || at::isComplexType(t->scalar_type())) return {};
+    std::vector<bool> cut(static_cast<std::size_t>(t->size(*axis)), true);
+    for (std::int64_t s : except)
+      if (s >= 0 && s < t->size(*axis)) cut[static_cast<std::size_t>(s)] = false;
+    std::vector<std::int64_t> rest;
+    for (std::size_t s = 0; s < cut.size(); ++s)
+      if (cut[s]) rest.push_back(static_cast<std::int64_t>(s));
+    if (rest.empty()) return {};
+    at::Tensor r = t->index_select(*axis, at::tensor(rest, at::kLong)).movedim(*axis, 0);
+    if (r.scalar_type() == at::kBool) r = r.to(at::kByte);
+    r = r.reshape({static_cast<int64_t>(rest.size()), -1});
+    if (r.size(1) == 0) return {};
+    const at::Tensor lo = (per_position ? r.amin(0) : r.min().reshape({1})).to(at::kDouble).contiguous();
+    const at::Tensor hi = (per_position ? r.amax(0) : r.max().reshape({1})).to(at::kDouble).contiguous();
+    return {{lo.data_ptr<double>(), lo.data_ptr<double>() + lo.numel()},
+            {hi.data_ptr<double>(), hi.data_ptr<double>() + hi.numel()}};
+  }
+
   void writeSubset(const std::vector<std::int64_t>& keep, const fs::path& out) const override {
     const at::Tensor index = at::tensor(keep, at::kLong);
     NamedTensors subset;

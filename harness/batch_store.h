@@ -26,6 +26,10 @@ struct TensorInfo {
   std::vector<std::string> shares_storage_with;  // other tensors of the batch on the same storage
 };
 
+struct ValueRange {
+  std::vector<double> lo, hi;
+};
+
 class BatchStore : public CaseView {
  public:
   // Reads the batch and checks it against the case: a dict of tensors, every
@@ -41,6 +45,17 @@ class BatchStore : public CaseView {
   // The values of a small integer tensor, for reports (empty if not integral).
   virtual std::vector<std::int64_t> integerValues(const std::string& name,
                                                   std::size_t max_values) const = 0;
+  // For the reports that show samples (engine/archive/sample_panels.h): one
+  // sample of a tensor with a sample axis, flattened, at most `max_values`
+  // of it, as doubles (empty: no such tensor or sample).
+  virtual std::vector<double> sampleValues(const std::string& name, std::int64_t sample,
+                                           std::size_t max_values) const = 0;
+  // The smallest and largest values of that tensor over the samples not in
+  // `except`: one pair per position of a sample when `per_position`, else
+  // one pair; empty when no sample is left or the tensor is too large to
+  // scan here (over 64M values).
+  virtual ValueRange restRange(const std::string& name, const std::vector<std::int64_t>& except,
+                               bool per_position) const = 0;
 
   // Writes a batch that keeps only the given samples (indices into this
   // batch, ascending) in every tensor that has the sample axis. Each piece is

@@ -588,7 +588,7 @@ def main():
     # intra-op threads to what a fresh process has (_probe_fresh_threads).
     # OpenBLAS's count is fixed at load: children run numpy's BLAS on one
     # thread where a fresh process would use several, a difference the
-    # check of forked against fresh trials (engine/fresh_check.h) would show.
+    # check of forked against fresh trials (engine/plain_process_check.h) would show.
     pinned = [name for name in _POOL_VARIABLES if name not in os.environ]
     probe = _probe_fresh_threads() if pinned else None
     for name in pinned:

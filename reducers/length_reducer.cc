@@ -1,8 +1,8 @@
-// Lengths: knobs, not units. The window kept on the declared sequence axes
+// Lengths: settings, not units. The window kept on the declared sequence axes
 // is shortened from the end, then from the start; then each kept sample's
 // own length (when the case declares a length tensor) is shortened from its
 // end, its cut positions taking the padding value. The engine searches each
-// knob for its smallest failing value by bisection: O(log L) trials when the
+// setting for its smallest failing value by bisection: O(log L) trials when the
 // failure is monotone in the length, and a failure that needs one exact
 // length keeps it (every shorter probe passes).
 #include "reducers/reducer.h"
@@ -12,13 +12,13 @@
 namespace minrepro {
 namespace {
 
-class LengthReducer : public KnobReducer {
+class LengthReducer : public SettingReducer {
  public:
   explicit LengthReducer(const CaseView& view) : view_(view), lengths_(view.sampleLengths()) {}
   std::string name() const override { return "lengths"; }
 
-  std::vector<Knob> knobs(const Selection& current) const override {
-    std::vector<Knob> out;
+  std::vector<Setting> settings(const Selection& current) const override {
+    std::vector<Setting> out;
     const std::int64_t window = current.seq_end - current.seq_begin;
     if (view_.sequenceLength() == 0 || window <= 0) return out;
     const std::int64_t min = std::min(view_.minLength(), window);
@@ -46,14 +46,14 @@ class LengthReducer : public KnobReducer {
     return lines;
   }
 
-  Selection withKnob(const Selection& current, const Knob& knob, std::int64_t value) const override {
+  Selection withSetting(const Selection& current, const Setting& setting, std::int64_t value) const override {
     Selection next = current;
-    if (knob.name == "end") {
+    if (setting.name == "end") {
       next.seq_end = current.seq_begin + value;
-    } else if (knob.name == "start") {
+    } else if (setting.name == "start") {
       next.seq_begin = current.seq_end - value;
     } else {
-      const std::int64_t sample = std::stoll(knob.name.substr(knob.name.find(' ') + 1));
+      const std::int64_t sample = std::stoll(setting.name.substr(setting.name.find(' ') + 1));
       next.lengths[sample] = current.seq_begin + value;
     }
     return next;

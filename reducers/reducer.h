@@ -1,6 +1,6 @@
 // A reducer only enumerates what could go and applies a choice; the engine
 // owns the search (core/delta.h for sets of units, a binary search for
-// knobs), as in llvm-reduce's deltas/. Reducers never see LibTorch: what they
+// settings), as in llvm-reduce's deltas/. Reducers never see LibTorch: what they
 // need to know about the batch comes through CaseView.
 #pragma once
 
@@ -81,17 +81,17 @@ struct CaseSize {
 CaseSize measureSize(const Selection& selection, const CaseView& view);
 
 // An integer setting of the case that is simpler when smaller (a length).
-struct Knob {
+struct Setting {
   std::string name;         // "end", "sample 313"
   std::int64_t min = 0;     // smallest allowed value
   std::int64_t value = 0;   // the current value
 };
 
 class SetReducer;
-class KnobReducer;
+class SettingReducer;
 
 // A pass. Its kind is its type: a SetReducer has units that can go (delta
-// debugging over them), a KnobReducer has integer settings that are simpler
+// debugging over them), a SettingReducer has integer settings that are simpler
 // when smaller (a binary search each). Either knows its own fields of the
 // Selection, and says what it changed for the report.
 class Reducer {
@@ -106,7 +106,7 @@ class Reducer {
   }
   // The pass as its kind; null when it is the other one.
   const SetReducer* asSet() const;
-  const KnobReducer* asKnobs() const;
+  const SettingReducer* asSettings() const;
 };
 
 class SetReducer : public Reducer {
@@ -120,12 +120,12 @@ class SetReducer : public Reducer {
   virtual bool allowsEmpty() const { return false; }
 };
 
-class KnobReducer : public Reducer {
+class SettingReducer : public Reducer {
  public:
-  // The knobs of `current` (searched one after the other, each for its
+  // The settings of `current` (searched one after the other, each for its
   // smallest value that still fails), and `current` with one set.
-  virtual std::vector<Knob> knobs(const Selection& current) const = 0;
-  virtual Selection withKnob(const Selection& current, const Knob& knob, std::int64_t value) const = 0;
+  virtual std::vector<Setting> settings(const Selection& current) const = 0;
+  virtual Selection withSetting(const Selection& current, const Setting& setting, std::int64_t value) const = 0;
 };
 
 struct ReducerInfo {

@@ -13,7 +13,7 @@ namespace minrepro {
 #undef MINREPRO_REDUCER
 
 const SetReducer* Reducer::asSet() const { return dynamic_cast<const SetReducer*>(this); }
-const KnobReducer* Reducer::asKnobs() const { return dynamic_cast<const KnobReducer*>(this); }
+const SettingReducer* Reducer::asSettings() const { return dynamic_cast<const SettingReducer*>(this); }
 
 std::string selectionKey(const Selection& selection) {
   std::string text;

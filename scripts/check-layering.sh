@@ -5,9 +5,8 @@
 #     minrepro_base, reducers/, harness/, engine/ and commands/ for the
 #     others;
 #  2. includes go down the layers only: core < reducers < harness < engine
-#     < commands (core includes core alone, but for reducers/reducers.def,
-#     whose names the case loader accepts; reducers include core's content
-#     hash alone: a pass knows the case only through reducers/reducer.h);
+#     < commands, without exception (reducers include core's content hash
+#     alone: a pass knows the case only through reducers/reducer.h);
 #  3. no core, reducer, engine or command file includes LibTorch, or a
 #     harness header that does (the build also refuses: only
 #     minrepro_harness has LibTorch's include path; this says which file and
@@ -46,7 +45,7 @@ while IFS=: read -r file line text; do
   target=$(sed -E 's/.*#include "([^"]+)".*/\1/' <<<"$text")
   from=$(layer "$file") to=$(layer "$target")
   [ "$to" -lt 0 ] && continue
-  if [ "$to" -gt "$from" ] && ! { [ "$file" = core/case_config.cc ] && [ "$target" = reducers/reducers.def ]; }; then
+  if [ "$to" -gt "$from" ]; then
     report "$file:$line includes $target, a layer above it (move what it needs down, or the file up)"
   fi
   if [ "$from" -eq 1 ] && [ "$to" -eq 0 ] && [ "$target" != core/content_hash.h ]; then

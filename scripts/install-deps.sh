@@ -15,6 +15,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev         # the fuzz targets (tests/fuzz/: libFuzzer, ASan, UBSan)
   bubblewrap                          # verify/regress/compare --sandbox: an archive's code from elsewhere (core/process/sandbox.h)
+  chromium                            # tests/report_html_e2e_test.cc renders REPORT.html headless (no console message, a screenshot)
 )
 
 missing=()

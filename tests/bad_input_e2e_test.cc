@@ -69,8 +69,8 @@ TEST_F(BadInput, AnOutputThatIsAnInputOrAFileOfTheUsersIsRefusedBeforeAnyTrial) 
                       case_dir / "case.yaml");
   };
   const std::string batch = testing::readFile(case_dir / "batch.pt");
-  for (const std::string& name : {"batch.pt", "case.yaml", "model.pt"}) {
-    for (const std::string& force : {"", "--force"}) {
+  for (const std::string name : {"batch.pt", "case.yaml", "model.pt"}) {
+    for (const std::string force : {"", "--force"}) {
       SCOPED_TRACE(name + " " + force);
       std::string output;
       EXPECT_EQ(shrinkTo(case_dir / name, force, &output), 2) << output;
@@ -165,7 +165,7 @@ TEST_F(BadInput, AWorkDirectoryThatIsAFileIsBadInputNotAnInternalError) {
 // started trials), each in one line, not the options' whole help.
 TEST_F(BadInput, NumericOptionsOutOfRangeAreOneLineBeforeAnyTrial) {
   const fs::path work = work_.path() / "w";
-  for (const std::string& bad : {"--jobs 0", "--jobs -1", "--jobs abc", "--max-trials -1", "--max-time -5",
+  for (const std::string bad : {"--jobs 0", "--jobs -1", "--jobs abc", "--max-trials -1", "--max-time -5",
                                  "--max-time nan", "--trials-per-device 0"}) {
     SCOPED_TRACE(bad);
     std::string output;

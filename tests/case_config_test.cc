@@ -377,11 +377,15 @@ TEST_F(CaseConfigTest, BadRegex) {
              "found 'Target (\\d+ is' (", "escape"});
 }
 
-TEST_F(CaseConfigTest, UnknownReducer) {
-  expectHas(errorFor(std::string(kHarnessCase) + "reducers: [samples, sample]\n"),
-            {at(10, 21, "reducers[1]"), "one of the reducers samples", "found 'sample'"});
+TEST_F(CaseConfigTest, ReducerNamesKeepTheirPlaces) {
   expectHas(errorFor(std::string(kHarnessCase) + "reducers: [samples, samples]\n"),
             {at(10, 21, "reducers[1]"), "each reducer once"});
+  // Whether a name is a pass is the engine's to say (tests/pass_names_test.cc);
+  // the loader keeps where each name was written for its message.
+  const CaseConfig c = loadCase(write("case.yaml", std::string(kHarnessCase) + "reducers: [samples, sample]\n"));
+  EXPECT_EQ(c.reducers, (std::vector<std::string>{"samples", "sample"}));
+  ASSERT_EQ(c.reducer_places.size(), 2u);
+  EXPECT_EQ(c.reducer_places[1], casePath().string() + ":10:21: reducers[1]");
 }
 
 // ---------------------------------------------------------------- good cases
@@ -581,11 +585,6 @@ TEST_F(CaseConfigTest, CommandCaseFiles) {
   const std::string text = renderCase(c, dir_, "b.pt", "");
   EXPECT_NE(text.find("{case_dir}/scripts/step.py"), std::string::npos) << text;
   EXPECT_NE(text.find("{case_dir}/scripts\""), std::string::npos) << text;
-}
-
-TEST(KnownReducers, ComeFromTheRegistry) {
-  EXPECT_FALSE(knownReducers().empty());
-  EXPECT_EQ(knownReducers().front(), "samples");
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "core/knob_search.h"
+#include "core/setting_search.h"
 
 #include "tests/list_problems.h"
 
@@ -69,7 +69,7 @@ TEST(DeltaTest, NeverAsksAboutEmptyOrRepeatedCandidates) {
 // The progress line's estimate of the answers a search still needs: zero
 // exactly when it is done; for one culprit among 1024 units (a bisection)
 // never short of what is left by more than the one check of the needed
-// units alone, and for a knob search an upper bound.
+// units alone, and for a setting search an upper bound.
 TEST(DeltaTest, RemainingEstimateFollowsTheSearch) {
   DeltaSearch search(1024);
   std::vector<std::size_t> estimates;
@@ -83,14 +83,14 @@ TEST(DeltaTest, RemainingEstimateFollowsTheSearch) {
     EXPECT_GE(estimates[i] + 1, estimates.size() - i) << "query " << i;
     EXPECT_LE(estimates[i], estimates.size() - i + 11) << "query " << i;
   }
-  KnobSearch knob(1, 1000);
-  while (!knob.done()) {
-    const std::size_t before = knob.remainingEstimate();
-    knob.answer(knob.query() >= 300);
-    EXPECT_LT(knob.remainingEstimate(), before);
+  SettingSearch setting(1, 1000);
+  while (!setting.done()) {
+    const std::size_t before = setting.remainingEstimate();
+    setting.answer(setting.query() >= 300);
+    EXPECT_LT(setting.remainingEstimate(), before);
   }
-  EXPECT_EQ(knob.result(), 300);
-  EXPECT_EQ(knob.remainingEstimate(), 0u);
+  EXPECT_EQ(setting.result(), 300);
+  EXPECT_EQ(setting.remainingEstimate(), 0u);
 }
 
 TEST(DeltaTest, TinyInputs) {

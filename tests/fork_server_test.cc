@@ -626,7 +626,7 @@ TEST_F(ForkServerTest, ShrinkGivesTheSameResultWithAndWithoutForkServer) {
     const auto at = output.find("reduced ");
     ASSERT_NE(at, std::string::npos) << output;
     // The result; trial counts differ by the plain runs that check forked
-    // trials against fresh ones (engine/fresh_check.h).
+    // trials against fresh ones (engine/plain_process_check.h).
     lines[i] = output.substr(at, output.find(" in ", at) - at);
     EXPECT_EQ(fs::exists(work / "fork-server.log"), i == 1) << "a server ran only where it was not opted out";
     EXPECT_EQ(output.find("trial processes: forked children of a fork server") != std::string::npos, i == 1) << output;

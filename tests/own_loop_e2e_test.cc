@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/archive/runs.h"
+#include "engine/archive/run_archive.h"
 #include "engine/batch_dependence.h"
 #include "engine/torch_versions.h"
 #include "tests/e2e_fixture.h"
@@ -131,6 +131,14 @@ TEST_F(OwnLoop, ShrinkWithoutCaseYamlAndTheArchiveRunsUnderAnotherPython) {
   EXPECT_TRUE(has(report, "`tokens` (10 values per sample): the kept samples hold 50, outside the range 0..49 that the "
                           "other 23 samples span")) << report;
   EXPECT_TRUE(has(report, "the largest token id against the embedding's num_embeddings")) << report;
+  // REPORT.html shows the token ids of the kept sample with the one outside the rest's range marked.
+  const std::string html = readFile(empty / "REPORT.html");
+  const std::size_t tokens = html.find("<table class=\"values\" data-tensor=\"tokens\">");
+  ASSERT_NE(tokens, std::string::npos) << html;
+  const std::string table = html.substr(tokens, html.find("</table>", tokens) - tokens);
+  const std::string kept = table.substr(0, table.find("<tr class=\"cut\">"));
+  EXPECT_TRUE(has(kept, "<td class=\"outlier\">50</td>")) << table;
+  EXPECT_EQ(kept.find("outlier"), kept.rfind("outlier")) << "one marked cell: " << table;
   // A fix in the user's code, checked on the minimal batch and the neighbours: the archive's
   // own copy still fails; --code runs the user's current step.py instead.
   writeFile(user_ / "step.py", "import sys, torch\nb = torch.load(sys.argv[1])\n"

@@ -1,4 +1,4 @@
-// Unit tier for the passes beyond samples: the knob search, the invariants,
+// Unit tier for the passes beyond samples: the setting search, the invariants,
 // each reducer against a scripted CaseView, and the batch store's
 // materialization of a candidate on real tensors.
 #include <ATen/ATen.h>
@@ -8,7 +8,7 @@
 
 #include "engine/case_branches.h"
 #include "engine/invariants.h"
-#include "core/knob_search.h"
+#include "core/setting_search.h"
 #include "harness/batch_io.h"
 #include "harness/batch_store.h"
 #include "reducers/reducer.h"
@@ -20,10 +20,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Runs a knob search against a predicate; returns {result, trials}.
-std::pair<std::int64_t, int> searchKnob(std::int64_t min, std::int64_t current,
+// Runs a setting search against a predicate; returns {result, trials}.
+std::pair<std::int64_t, int> searchSetting(std::int64_t min, std::int64_t current,
                                         const std::function<bool(std::int64_t)>& fails) {
-  KnobSearch search(min, current);
+  SettingSearch search(min, current);
   int trials = 0;
   while (!search.done()) {
     ++trials;
@@ -57,20 +57,20 @@ TEST(SelectionText, EveryFieldRoundTripsAndRunsAreRanges) {
     EXPECT_FALSE(parseSelectionText(bad)) << bad;
 }
 
-TEST(KnobSearch, FindsEveryThresholdInLogarithmicTrials) {
+TEST(SettingSearch, FindsEveryThresholdInLogarithmicTrials) {
   for (std::int64_t threshold = 1; threshold <= 600; ++threshold) {
-    const auto [result, trials] = searchKnob(1, 600, [&](std::int64_t v) { return v >= threshold; });
+    const auto [result, trials] = searchSetting(1, 600, [&](std::int64_t v) { return v >= threshold; });
     EXPECT_EQ(result, threshold);
     EXPECT_LE(trials, 1 + static_cast<int>(std::ceil(std::log2(599.0)))) << threshold;
   }
 }
 
-TEST(KnobSearch, KeepsAnExactLengthTrigger) {
-  const auto [result, trials] = searchKnob(1, 300, [](std::int64_t v) { return v == 300; });
+TEST(SettingSearch, KeepsAnExactLengthTrigger) {
+  const auto [result, trials] = searchSetting(1, 300, [](std::int64_t v) { return v == 300; });
   EXPECT_EQ(result, 300);
   EXPECT_LE(trials, 10);
   // A length that does not matter costs one trial.
-  EXPECT_EQ(searchKnob(1, 300, [](std::int64_t) { return true; }), (std::pair<std::int64_t, int>{1, 1}));
+  EXPECT_EQ(searchSetting(1, 300, [](std::int64_t) { return true; }), (std::pair<std::int64_t, int>{1, 1}));
 }
 
 TensorInfo info(const std::string& name, const std::string& dtype, const std::string& layout,
@@ -115,7 +115,7 @@ TEST(Reducers, BranchesSwitchOffWhatIsNotKept) {
   const auto created = findReducer("branches")->create(view);
   const SetReducer* reducer = created->asSet();
   ASSERT_NE(reducer, nullptr);
-  EXPECT_EQ(created->asKnobs(), nullptr);
+  EXPECT_EQ(created->asSettings(), nullptr);
   Selection s = fullSelection(view);
   s.branches_off = {"noise"};
   EXPECT_EQ(reducer->unitCount(s), 2u);  // crop, pad
@@ -134,26 +134,26 @@ TEST(Reducers, ValuesKeepOnlyTheChosenElementsPerTensor) {
   EXPECT_TRUE(next.values_kept.at("y").empty());
 }
 
-TEST(Reducers, LengthKnobsCutTheWindowThenEachSample) {
+TEST(Reducers, LengthSettingsCutTheWindowThenEachSample) {
   ScriptedView view;
   const auto created = findReducer("lengths")->create(view);
-  const KnobReducer* reducer = created->asKnobs();
+  const SettingReducer* reducer = created->asSettings();
   ASSERT_NE(reducer, nullptr);
   EXPECT_EQ(created->asSet(), nullptr);
   Selection s = fullSelection(view);
   s.samples = {1, 2};
-  auto knobs = reducer->knobs(s);
-  ASSERT_EQ(knobs.size(), 4u);  // end, start, sample 1 (7), sample 2 (3)
-  EXPECT_EQ(knobs[2].name, "sample 1");
-  EXPECT_EQ(knobs[2].value, 7);
-  s = reducer->withKnob(s, knobs[0], 6);  // window [0, 6)
-  s = reducer->withKnob(s, knobs[1], 4);  // window [2, 6)
+  auto settings = reducer->settings(s);
+  ASSERT_EQ(settings.size(), 4u);  // end, start, sample 1 (7), sample 2 (3)
+  EXPECT_EQ(settings[2].name, "sample 1");
+  EXPECT_EQ(settings[2].value, 7);
+  s = reducer->withSetting(s, settings[0], 6);  // window [0, 6)
+  s = reducer->withSetting(s, settings[1], 4);  // window [2, 6)
   EXPECT_EQ(s.seq_begin, 2);
   EXPECT_EQ(s.seq_end, 6);
-  knobs = reducer->knobs(s);
-  ASSERT_EQ(knobs.size(), 3u);   // sample 2 shows only position 2 of its 3: nothing left to cut
-  EXPECT_EQ(knobs[2].value, 4);  // sample 1: positions 2..6 of its 7
-  EXPECT_EQ(reducer->withKnob(s, knobs[2], 2).lengths.at(1), 4);  // 2 visible = original length 4
+  settings = reducer->settings(s);
+  ASSERT_EQ(settings.size(), 3u);   // sample 2 shows only position 2 of its 3: nothing left to cut
+  EXPECT_EQ(settings[2].value, 4);  // sample 1: positions 2..6 of its 7
+  EXPECT_EQ(reducer->withSetting(s, settings[2], 2).lengths.at(1), 4);  // 2 visible = original length 4
 }
 
 TEST(Branches, CommandSwitchesGetTheirOnOrOffArgumentsAndEnvironment) {

@@ -175,9 +175,10 @@ TEST(ScrubReport, EveryTextTheArchiveCarriesIsScrubbedAndItStillVerifies) {
             0) << out;
   std::map<std::string, std::string> texts;
   for (const auto& e : readTarGz(archive))
-    if (e.name == "REPORT.md" || e.name == "case.yaml" || e.name == "signature.txt" || e.name == "repro.py")
+    if (e.name == "REPORT.md" || e.name == "REPORT.html" || e.name == "case.yaml" || e.name == "signature.txt" ||
+        e.name == "repro.py")
       texts[e.name] = e.contents;
-  ASSERT_EQ(texts.size(), 4u);
+  ASSERT_EQ(texts.size(), 5u);
   const std::regex host_word("(^|[^A-Za-z0-9])" + std::string(host) + "($|[^A-Za-z0-9])");
   for (const auto& [name, text] : texts) {
     EXPECT_EQ(text.find("alice"), std::string::npos) << name << ":\n" << text;

@@ -307,7 +307,7 @@ class SlurmEndToEnd : public ::testing::Test {
   // The line that says what the run ended with, without the archive's path.
   // The result: samples and ids. Trial counts differ by the plain runs that
   // check a local run's forked trials against fresh ones (Slurm jobs are
-  // never forked; engine/fresh_check.h).
+  // never forked; engine/plain_process_check.h).
   static std::string resultLine(const std::string& output) {
     // The run's last word, not the op step's "(N trials reduced its inputs)" before it.
     const std::string summary = "minrepro: reduced ";

@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <set>
 
-#include "engine/archive/what_sets_apart.h"
+#include "engine/archive/minimal_batch_contrast.h"
 #include "tests/e2e_fixture.h"
 #include "tests/test_util.h"
 

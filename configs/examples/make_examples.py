@@ -26,6 +26,11 @@ with case.yaml, batch.pt and (for the built-in harness) model.pt.
            and 2.x alike) -> 1 sample, still float16, values 0
   augment  a pad-to-520 augmentation overruns a 512-position table; normalize
            and noise are not needed -> only the pad branch stays on
+  image    64 RGB images in [0, 1] and one that was never scaled (a pixel of
+           255): a 256-entry gamma table indexed by pixel * 255 -> that image,
+           "index out of range in self"
+  audio    48 clips of 2000 samples in [-1, 1] and one with a spike of 3.5:
+           an 8-bit mu-law table indexed by the quantised amplitude -> that clip
 """
 import json
 import os
@@ -351,6 +356,58 @@ def make_half(out):
               "{input: 0}", "input", extra="failure:\n  family: op-unavailable\n")
 
 
+class GammaTable(torch.nn.Module):
+    """Looks each pixel up in a 256-entry gamma table: a pixel above 1.0
+    (an image that was never scaled to [0, 1]) indexes past its end."""
+
+    def __init__(self):
+        super().__init__()
+        self.gamma = torch.nn.Embedding(256, 1)
+        self.head = torch.nn.Linear(3, CLASSES)
+
+    def forward(self, x):
+        index = (x * 255).round().long()
+        corrected = self.gamma(index.flatten(1)).squeeze(-1).reshape(x.shape)
+        return self.head(corrected.mean(dim=(2, 3)))
+
+
+class MuLawTable(torch.nn.Module):
+    """Quantises each amplitude to 8 bits and looks it up: an amplitude
+    outside [-1, 1] (a clipping spike) indexes past the table."""
+
+    def __init__(self):
+        super().__init__()
+        self.table = torch.nn.Embedding(256, 1)
+        self.head = torch.nn.Linear(1, CLASSES)
+
+    def forward(self, x):
+        index = ((x + 1) / 2 * 255).round().long()
+        return self.head(self.table(index).mean(dim=1))
+
+
+def make_image(out):
+    gen = torch.Generator().manual_seed(12)
+    torch.manual_seed(12)
+    images = torch.rand(64, 3, 16, 16, generator=gen)
+    images[41] = (images[41] * 255).round()            # the one image left unscaled
+    batch = {"image": images, "label": torch.randint(0, CLASSES, (64,), generator=gen),
+             "sample_id": torch.arange(64) + 90000}
+    save_case(out, GammaTable(), batch, "An image left unscaled (pixels up to 255) overruns a 256-entry gamma table.",
+              "{image: 0, label: 0}", "image", extra="failure:\n  family: index-error\n")
+
+
+def make_audio(out):
+    gen = torch.Generator().manual_seed(13)
+    torch.manual_seed(13)
+    t = torch.linspace(0, 1, 2000)
+    freqs = torch.rand(48, 1, generator=gen) * 40 + 5
+    clips = 0.8 * torch.sin(2 * torch.pi * freqs * t)
+    clips[17, 1200:1210] = 3.5                          # a clipping spike
+    batch = {"clip": clips, "sample_id": torch.arange(48) + 95000}
+    save_case(out, MuLawTable(), batch, "A clipping spike (amplitude 3.5) overruns an 8-bit mu-law table.",
+              "{clip: 0}", "clip", extra="failure:\n  family: index-error\n")
+
+
 def make_augment(out):
     gen = torch.Generator().manual_seed(11)
     batch = {"x": torch.randn(16, 128, 4, generator=gen), "sample_id": torch.arange(16) + 80000}
@@ -368,7 +425,8 @@ def main():
     root = sys.argv[1] if len(sys.argv) > 1 else HERE
     for name, make in [("class4", make_class4), ("pair", make_pair), ("command", make_command),
                        ("flaky", make_flaky), ("seqlen", make_seqlen), ("exactlen", make_exactlen),
-                       ("strided", make_strided), ("half", make_half), ("augment", make_augment)]:
+                       ("strided", make_strided), ("half", make_half), ("augment", make_augment),
+                       ("image", make_image), ("audio", make_audio)]:
         out = os.path.join(root, name)
         os.makedirs(out, exist_ok=True)
         make(out)

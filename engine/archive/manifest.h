@@ -34,7 +34,7 @@ struct Manifest {
   std::string op_repro;
   // The failure rate of a flaky case (its self-check needed only one
   // failing run): verify then judges by the rule of judgeFlakyRuns
-  // (engine/archive/runs.h), not by "every run fails".
+  // (engine/archive/run_archive.h), not by "every run fails".
   std::optional<double> flaky_rate;
   // Neighbour batches (docs/method.md, "Neighbour cases") that --expect pass also runs, each with
   // its own expected count; and the neighbours that could not be made, why.

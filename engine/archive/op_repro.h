@@ -15,7 +15,7 @@
 // was found and why it does not stand alone.
 //
 // The call's tensors then form a case of their own that the same engine
-// shrinks (the caller supplies the reduction: engine/op_step.h), along
+// shrinks (the caller supplies the reduction: engine/op_call_reduction.h), along
 // the axis they share, then their values; small plain tensors end up written
 // into the script itself.
 #pragma once

@@ -16,6 +16,9 @@
 #include "engine/archive/self_check.h"
 #include "harness/batch_store.h"
 
+#include "engine/archive/sample_panels.h"
+#include "engine/timeline.h"
+
 namespace minrepro {
 
 using KeyValues = std::vector<std::pair<std::string, std::string>>;
@@ -28,7 +31,7 @@ struct ReductionSummary {
   std::vector<TensorInfo> minimal_tensors;
   std::vector<std::int64_t> kept_ids;  // sample ids of the minimal batch
   KeyValues small_values;              // "target" -> "[4]" for small integer tensors
-  std::vector<std::string> apart;      // what sets the minimal batch apart (engine/archive/what_sets_apart.h)
+  std::vector<std::string> apart;      // what sets the minimal batch apart (engine/archive/minimal_batch_contrast.h)
   std::vector<std::string> neighbours;  // one line per neighbour case, or why it was not made
   OracleStats stats;
   std::uint64_t seed = 0;
@@ -39,7 +42,7 @@ struct ReductionSummary {
   FailureRate rate;        // the failure rate seen on trials known to fail
   FlakyOptions flaky;
   KeyValues environment;
-  std::string processes;         // forked or plain trials, and why (engine/fresh_check.h)
+  std::string processes;         // forked or plain trials, and why (engine/plain_process_check.h)
   std::string compile_cache;     // how trials shared torch.compile's caches; "" for the built-in harness
   std::string fresh_minimality;  // what the plain 1-minimality check changed
   std::vector<std::string> bundled;               // files the trial reads, as the archive names them
@@ -52,6 +55,11 @@ struct ReductionSummary {
   OpRepro op;                    // the failing operator call alone (engine/archive/op_repro.h)
   std::vector<std::string> warnings;  // shown first: torch versions that differ (engine/torch_versions.h)
   std::optional<double> flaky_rate;   // a flaky case's rate, for signature.txt (verify's rule: judgeFlakyRuns)
+  // For REPORT.html (engine/archive/report_html.h): the minimal case in one
+  // line, the run's timeline, the kept samples drawn.
+  std::string size_line;
+  const Timeline* timeline = nullptr;
+  std::vector<SamplePanel> panels;
 };
 
 std::string renderReport(const CaseConfig& config, const ReductionSummary& summary);

@@ -10,8 +10,9 @@
 #include "engine/archive/manifest.h"
 #include "engine/archive/secrets.h"
 #include "core/process/sandbox.h"
-#include "engine/archive/what_sets_apart.h"
+#include "engine/archive/minimal_batch_contrast.h"
 #include "engine/archive/repro_cpp.h"
+#include "engine/archive/report_html.h"
 #include "engine/archive/scrub.h"
 #include "core/text_lines.h"
 
@@ -99,6 +100,14 @@ std::string scrubComments(const std::string& script, const ScrubContext& scrub) 
   return out;
 }
 
+// REPORT.html, also kept in the work directory (where the live one was).
+std::string htmlReport(const CaseConfig& config, const ReductionSummary& summary) {
+  HtmlReportInput input{&summary, summary.timeline, summary.panels, summary.size_line, ""};
+  std::string html = renderReportHtml(config, input);
+  writeFileAtomically(config.work_dir / "REPORT.html", html);
+  return html;
+}
+
 std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::path& minimal_batch,
                                          const ReductionSummary& summary, const NeighbourPlan& neighbours,
                                          const BundlePlan& bundle) {
@@ -113,6 +122,7 @@ std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::pat
   for (auto& [key, value] : shown.context) value = scrubContextValue(value, scrub);
   std::vector<ArchiveEntry> entries;
   entries.push_back({"REPORT.md", renderReport(config, summary)});
+  entries.push_back({"REPORT.html", htmlReport(config, summary)});
   entries.push_back({"repro.py", renderReproPy(config, signature), true});
   entries.push_back({"case.yaml", renderCase(shown, config.base_dir, "batch.pt", "model.pt")});
   entries.push_back(manifestEntry(config, minimal_batch, signature, neighbours, summary.op, summary.flaky_rate));  // for minrepro verify
@@ -322,7 +332,8 @@ ExitStatus writeAndCheckArchive(const CaseConfig& config, TrialOracle& oracle, c
         config.timeout, job.stop);
     if (stopped()) status = ExitStatus::Interrupted;
     summary.seconds = log.elapsedSeconds();
-    entries.front() = {"REPORT.md", renderReport(archived, summary)};
+    entries[0] = {"REPORT.md", renderReport(archived, summary)};
+    entries[1] = {"REPORT.html", htmlReport(archived, summary)};
     writeTarGz(config.output, entries);
   }
   log.info("self-check: the archive " + summary.self_check.describe());

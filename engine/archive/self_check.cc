@@ -3,7 +3,7 @@
 #include <cmath>
 #include <regex>
 
-#include "engine/archive/runs.h"
+#include "engine/archive/run_archive.h"
 
 namespace minrepro {
 

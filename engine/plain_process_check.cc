@@ -1,4 +1,4 @@
-#include "engine/fresh_check.h"
+#include "engine/plain_process_check.h"
 
 #include <iomanip>
 #include <sstream>

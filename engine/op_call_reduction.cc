@@ -1,4 +1,4 @@
-#include "engine/op_step.h"
+#include "engine/op_call_reduction.h"
 
 #include "core/process/containment.h"
 

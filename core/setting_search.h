@@ -1,8 +1,8 @@
-// The search for one knob (an integer setting that is simpler when smaller,
+// The search for one setting (an integer setting that is simpler when smaller,
 // such as a sequence length): the smallest value in [min, current] that
 // still fails, given that `current` fails. The minimum is tried first (a
 // length that does not matter costs one trial), then bisection: 1 +
-// ceil(log2(current - min)) trials when the failure is monotone in the knob.
+// ceil(log2(current - min)) trials when the failure is monotone in the setting.
 // When it is not (a failure at one exact length), every probe below passes
 // and the search keeps `current`: the trigger is never lost.
 // A query / answer step machine like DeltaSearch, for the same reasons.
@@ -13,9 +13,9 @@
 
 namespace minrepro {
 
-class KnobSearch {
+class SettingSearch {
  public:
-  KnobSearch(std::int64_t min, std::int64_t current) : lo_(min), hi_(current) {}
+  SettingSearch(std::int64_t min, std::int64_t current) : lo_(min), hi_(current) {}
   bool done() const { return lo_ >= hi_; }
   std::int64_t query() const { return first_ ? lo_ : lo_ + (hi_ - lo_) / 2; }
   void answer(bool fails) {

@@ -1,4 +1,4 @@
-#include "engine/archive/what_sets_apart.h"
+#include "engine/archive/minimal_batch_contrast.h"
 
 #include "engine/format_list.h"
 

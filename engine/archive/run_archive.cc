@@ -1,4 +1,4 @@
-#include "engine/archive/runs.h"
+#include "engine/archive/run_archive.h"
 
 #include <algorithm>
 #include <cmath>
@@ -237,7 +237,7 @@ namespace {
 // The archive's files that are the user's code or data (what the trial
 // read), not minrepro's own: those --code may replace.
 bool isBundledUserFile(const std::string& name) {
-  static const std::set<std::string> kOwn = {"repro.py", "signature.txt", "case.yaml", "REPORT.md", "batch.pt",
+  static const std::set<std::string> kOwn = {"repro.py", "signature.txt", "case.yaml", "REPORT.md", "REPORT.html", "batch.pt",
                                              "repro.cpp", "CMakeLists.txt", "model.pt"};
   return !kOwn.count(name) && name.rfind("neighbours/", 0) != 0 && name.rfind("op/", 0) != 0;
 }
