@@ -5,9 +5,9 @@
 // search's own overhead, trials cost nothing here.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 
 #include "core/delta.h"
 #include "tests/list_problems.h"
@@ -58,8 +58,8 @@ void BM_SampleSearch(benchmark::State& state, std::string name) {
 // a constant rate; at least 99 of 100 when the rate depends on the subset.
 bool reportFlaky() {
   bool ok = true;
-  std::printf("\n%-8s %8s %8s %8s %8s   (seeds 1..100, alpha %.3g)\n", "problem", "correct", "median", "max",
-              "mean", minrepro::FlakyOptions{}.alpha);
+  std::printf("\n%-8s %8s %8s %8s %8s   (seeds 1..100, alpha %.3g)\n", "problem", "correct", "median", "max", "mean",
+              minrepro::FlakyOptions{}.alpha);
   for (const std::string name : {"f", "fv", "fr", "ff"}) {
     std::vector<std::size_t> counts;
     std::size_t correct = 0;

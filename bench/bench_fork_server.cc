@@ -53,7 +53,8 @@ struct Series {
 TrialSpec fullBatchTrial(const CaseConfig& c, const fs::path& dir) {
   TrialSpec spec;
   spec.work_dir = dir;
-  if (c.harness) spec.argv = harnessArgv(MINREPRO_TRIAL_BINARY_PATH, *c.harness, c.batch.string());
+  if (c.harness)
+    spec.argv = harnessArgv(MINREPRO_TRIAL_BINARY_PATH, *c.harness, c.batch.string());
   else
     for (const auto& a : c.command->argv) spec.argv.push_back(substitutePlaceholders(a, c.batch, dir, c.base_dir));
   if (c.command) spec.env_set = c.command->env;
@@ -63,8 +64,8 @@ TrialSpec fullBatchTrial(const CaseConfig& c, const fs::path& dir) {
 
 struct Row {
   std::string name;
-  Series plain, forked, unready;                 // alternating
-  Series consecutive, unready_consecutive;       // back to back
+  Series plain, forked, unready;            // alternating
+  Series consecutive, unready_consecutive;  // back to back
   double server_start_ms = 0;
   bool same = true;
 };
@@ -116,13 +117,15 @@ struct Shrink {
 Shrink shrinkOnce(const fs::path& case_file, const fs::path& work) {
   std::string output;
   const auto start = Clock::now();
-  const int status = testing::runCommand(std::string(MINREPRO_BINARY_PATH) + " shrink --quiet --config " +
-                                             case_file.string() + " --output " + (work / "out.tar.gz").string() +
-                                             " --work-dir " + work.string(), &output);
+  const int status =
+      testing::runCommand(std::string(MINREPRO_BINARY_PATH) + " shrink --quiet --config " + case_file.string() +
+                              " --output " + (work / "out.tar.gz").string() + " --work-dir " + work.string(),
+                          &output);
   Shrink s{msSince(start) / 1000, "exit " + std::to_string(status)};
   std::ifstream log(work / "minrepro.log");
   for (std::string line; std::getline(log, line);)
-    if (line.find("reduced ") != std::string::npos) s.result = line.substr(line.find("reduced "), line.find("; archive") - line.find("reduced "));
+    if (line.find("reduced ") != std::string::npos)
+      s.result = line.substr(line.find("reduced "), line.find("; archive") - line.find("reduced "));
   return s;
 }
 
@@ -151,8 +154,10 @@ int main(int argc, char** argv) {
   bool run_e2e = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--trials" && i + 1 < argc) trials = std::atoi(argv[++i]);
-    else if (a == "--no-e2e") run_e2e = false;
+    if (a == "--trials" && i + 1 < argc)
+      trials = std::atoi(argv[++i]);
+    else if (a == "--no-e2e")
+      run_e2e = false;
   }
   testing::TempDir scratch("minrepro-bench-fork");
   const fs::path examples = scratch.path() / "examples";
@@ -170,8 +175,9 @@ int main(int argc, char** argv) {
   }
   bool ok = true;
   std::printf("\n## Per-trial wall time (median ms), %d trials each\n\n", trials);
-  std::printf("| example | plain | fork server | speed-up | without standby | fork server, back to back | "
-              "without standby, back to back | server start ms | same signatures |\n");
+  std::printf(
+      "| example | plain | fork server | speed-up | without standby | fork server, back to back | "
+      "without standby, back to back | server start ms | same signatures |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
   for (const Row& r : rows) {
     std::printf("| %s | %.0f | %.1f | %.0fx | %.1f | %.1f | %.1f | %.0f | %s |\n", r.name.c_str(), r.plain.median(),

@@ -1,19 +1,19 @@
 #include "commands/compare.h"
 
-#include "engine/archive/op_repro.h"
 #include "core/build_info.h"
+#include "engine/archive/op_repro.h"
 
 #include <stdlib.h>
 
 #include <fstream>
-#include <memory>
 #include <iomanip>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
+#include "engine/archive/manifest.h"
 #include "engine/archive/tar_gz.h"
 #include "engine/diagnostics.h"
-#include "engine/archive/manifest.h"
 #include "engine/trial_spec.h"
 #include "harness/precision.h"
 
@@ -36,10 +36,14 @@ Variant named(std::string name, std::string change = "", std::string not_applica
 std::string backendText(const BackendInfo& b) {
   const std::string version = b.version.empty() ? "" : " " + b.version;
   switch (b.kind) {
-    case Backend::Cuda: return "CUDA" + version;
-    case Backend::Rocm: return "ROCm" + version;
-    case Backend::Cpu: return "the CPU";
-    case Backend::Unknown: break;
+    case Backend::Cuda:
+      return "CUDA" + version;
+    case Backend::Rocm:
+      return "ROCm" + version;
+    case Backend::Cpu:
+      return "the CPU";
+    case Backend::Unknown:
+      break;
   }
   return "the accelerators";
 }
@@ -72,7 +76,8 @@ Variant float32Variant(const CaseConfig& config, const std::vector<TensorInfo>& 
   Variant v = named("float32");
   std::string names;
   for (const auto& t : tensors)
-    if (t.dtype == "float16" || t.dtype == "bfloat16") names += (names.empty() ? "" : ", ") + t.name + " (" + t.dtype + ")";
+    if (t.dtype == "float16" || t.dtype == "bfloat16")
+      names += (names.empty() ? "" : ", ") + t.name + " (" + t.dtype + ")";
   if (names.empty()) {
     v.not_applicable = "no float16 or bfloat16 tensor in the batch";
     return v;
@@ -92,8 +97,9 @@ Variant deterministicVariant(const CaseConfig& config) {
     return v;
   }
   v.env_set = {{"MINREPRO_DETERMINISTIC", "1"}, {"CUBLAS_WORKSPACE_CONFIG", ":4096:8"}};
-  v.change = std::string("deterministic algorithms on: MINREPRO_DETERMINISTIC=1 CUBLAS_WORKSPACE_CONFIG=:4096:8") +
-             (config.harness ? "" : " (your program must call torch.use_deterministic_algorithms(True) when it is set)");
+  v.change =
+      std::string("deterministic algorithms on: MINREPRO_DETERMINISTIC=1 CUBLAS_WORKSPACE_CONFIG=:4096:8") +
+      (config.harness ? "" : " (your program must call torch.use_deterministic_algorithms(True) when it is set)");
   return v;
 }
 
@@ -120,8 +126,8 @@ std::vector<Variant> planVariants(const CaseConfig& config, const std::vector<Te
   variants.push_back(deterministicVariant(config));
   const std::vector<std::string> branches = optionalBranches(config);
   if (branches.empty())
-    variants.push_back(named("branch-off", "",
-                             "the case declares no optional branch (trial.harness.transforms or trial.switches)"));
+    variants.push_back(
+        named("branch-off", "", "the case declares no optional branch (trial.harness.transforms or trial.switches)"));
   for (const auto& b : branches) {
     variants.push_back(named("branch-off:" + b, "branch '" + b + "' switched off"));
     variants.back().branches_off = {b};
@@ -132,7 +138,6 @@ std::vector<Variant> planVariants(const CaseConfig& config, const std::vector<Te
 // ---------------------------------------------------------------- running
 
 namespace {
-
 
 bool isGzip(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
@@ -211,9 +216,12 @@ struct Runner {
     // expects it) is what every other run is compared with.
     if (!result.reference.failed() && sig.failed() && matchSignature(sig, sig, config.expected).matches)
       result.reference = sig;
-    if (!sig.failed()) ++r.passed;
-    else if (result.reference.failed() && matchSignature(result.reference, sig, config.expected).matches) ++r.same;
-    else ++r.different, ++r.other_failures[sig.summary()];
+    if (!sig.failed())
+      ++r.passed;
+    else if (result.reference.failed() && matchSignature(result.reference, sig, config.expected).matches)
+      ++r.same;
+    else
+      ++r.different, ++r.other_failures[sig.summary()];
   }
 };
 
@@ -224,7 +232,8 @@ void printProgress(std::ostream* progress, const VariantResult& r) {
     return;
   }
   *progress << "  " << r.variant.name << ": " << r.runs << " run(s): " << r.same << " failed the same way, "
-            << r.different << " failed differently, " << r.passed << " passed\n" << std::flush;
+            << r.different << " failed differently, " << r.passed << " passed\n"
+            << std::flush;
 }
 
 // The op-level reproducer of an extracted archive as a case of its own, in
@@ -299,14 +308,14 @@ namespace {
 // What an applicable variant's counts suggest, one line.
 std::string reading(const VariantResult& r) {
   const Variant& v = r.variant;
-  if (r.same == r.runs) return "still fails the same way: " + v.change.substr(0, v.change.find(':')) + " does not remove it";
+  if (r.same == r.runs)
+    return "still fails the same way: " + v.change.substr(0, v.change.find(':')) + " does not remove it";
   if (r.passed == r.runs) {
     if (v.name == "cpu")
       return "passes on the CPU: a hint that the accelerator path (its kernel, driver or placement) matters; "
              "not a validation, the CPU runs other kernels";
     if (v.name == "float32") return "passes in float32: the failure needs half precision";
-    if (v.name == "deterministic")
-      return "passes with deterministic algorithms: a nondeterministic kernel is involved";
+    if (v.name == "deterministic") return "passes with deterministic algorithms: a nondeterministic kernel is involved";
     return "passes with this branch off: the branch is needed for the failure";
   }
   if (r.same == 0 && r.passed == 0)
@@ -341,7 +350,8 @@ std::string renderComparison(const CompareResult& result) {
   for (const auto& r : result.results) {
     if (!r.variant.applies() || r.variant.name == "as-is") continue;
     out << "- " << r.variant.name << ": " << reading(r) << "\n";
-    for (const auto& [summary, count] : r.other_failures) out << "  - failed differently " << count << "x: " << summary << "\n";
+    for (const auto& [summary, count] : r.other_failures)
+      out << "  - failed differently " << count << "x: " << summary << "\n";
     for (const auto& line : r.cast) out << "  - cast " << line << "\n";
   }
   if (result.op) {

@@ -18,11 +18,11 @@
 #include <string>
 #include <vector>
 
-#include "core/errors.h"
-#include "core/process/sandbox.h"
 #include "core/case_config.h"
+#include "core/errors.h"
 #include "core/failure_signature.h"
 #include "core/process/process.h"
+#include "core/process/sandbox.h"
 #include "harness/batch_store.h"
 
 namespace minrepro {
@@ -33,8 +33,8 @@ struct Variant {
   std::string change;          // one line: what is different from the case as is
   std::string not_applicable;  // empty: the variant applies
   std::map<std::string, std::string> env_set;
-  bool float32_batch = false;            // half/bfloat16 batch tensors cast to float32
-  std::set<std::string> branches_off;    // engine/case_branches.h
+  bool float32_batch = false;          // half/bfloat16 batch tensors cast to float32
+  std::set<std::string> branches_off;  // engine/case_branches.h
   bool applies() const { return not_applicable.empty(); }
 };
 
@@ -54,7 +54,7 @@ struct VariantResult {
 
 struct CompareResult {
   std::filesystem::path input;
-  std::string recorded;  // an archive's signature.txt failure, "" for a case.yaml
+  std::string recorded;        // an archive's signature.txt failure, "" for a case.yaml
   FailureSignature reference;  // the first failure of the case as is
   std::vector<VariantResult> results;
   // An archive's op-level reproducer (engine/archive/op_repro.h), compared

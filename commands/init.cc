@@ -70,12 +70,12 @@ std::vector<std::string> caseCommand(const InitOptions& o) {
     argv.push_back(i == 0 && a.find('/') == std::string::npos ? a : caseArgument(a, o.case_dir));
   }
   if (!has_batch)
-    throw BadInputError("the trial command must take the batch as {batch} (e.g. -- python step.py {batch}): minrepro "
-                        "puts each candidate's file there; found no {batch} and no argument naming " +
-                        o.batch.string());
+    throw BadInputError(
+        "the trial command must take the batch as {batch} (e.g. -- python step.py {batch}): minrepro "
+        "puts each candidate's file there; found no {batch} and no argument naming " +
+        o.batch.string());
   return argv;
 }
-
 
 void emitSequence(YAML::Emitter& y, const InferredCase& c) {
   if (c.sequence_tensors.empty()) return;
@@ -138,7 +138,8 @@ fs::path writeZeroConfigCase(const InitOptions& o, const fs::path& work_dir, boo
   const fs::path file = work_dir / "case.yaml";
   writeWhole(file, "# The zero-config start's case: its paths are relative to " + o.case_dir.string() +
                        ".\n# Rerun the same minrepro shrink --batch command (with --resume to go on), or write an "
-                       "editable case.yaml with minrepro init.\n" + text);
+                       "editable case.yaml with minrepro init.\n" +
+                       text);
   if (!quiet) {
     out << "minrepro: no case.yaml: inferred from " << o.batch.string() << " (" << file.string() << "):\n";
     for (const auto& n : notes) out << "  " << n << "\n";

@@ -20,8 +20,8 @@
 namespace minrepro {
 
 struct InitOptions {
-  std::filesystem::path batch;    // the failing batch, as given
-  std::vector<std::string> argv;  // the trial command, as typed after --
+  std::filesystem::path batch;     // the failing batch, as given
+  std::vector<std::string> argv;   // the trial command, as typed after --
   std::filesystem::path case_dir;  // where relative paths in the case resolve (the current directory)
 };
 

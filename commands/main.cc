@@ -4,8 +4,8 @@
 #include <malloc.h>
 #include <unistd.h>
 
-#include <boost/program_options.hpp>
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -16,12 +16,12 @@
 #include "commands/init.h"
 #include "commands/regress.h"
 #include "commands/run_command.h"
-#include "engine/shrink.h"
 #include "commands/triage.h"
 #include "commands/verify.h"
-#include "harness/batch_store.h"
 #include "core/process/containment.h"
+#include "engine/shrink.h"
 #include "engine/trial_executors.h"
+#include "harness/batch_store.h"
 #include "harness/contract.h"
 #include "reducers/reducer.h"
 
@@ -43,7 +43,8 @@ const char* kUsage =
     "                              rerun a reproducer archive in fresh processes and compare\n"
     "                              (runs the archive's code: in bubblewrap when made elsewhere)\n"
     "  check --batch B.pt --target NAME --classes K\n"
-    "                              check class-index targets: int64, one per sample or per position, in [0, K) or ignore_index\n"
+    "                              check class-index targets: int64, one per sample or per position, in [0, K) or "
+    "ignore_index\n"
     "  regress DIR                 rerun a regression set (shrink --add-to DIR) and compare (runs its code)\n"
     "  compare ARCHIVE|case.yaml [--runs K]\n"
     "                              run the case under variants, one change at a time: CPU, float32,\n"
@@ -88,9 +89,10 @@ double secondsOption(const po::variables_map& vm, const std::string& name, bool 
   const std::string text = vm[name].as<std::string>();
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) || value < 0 || (positive && value == 0))
-    throw minrepro::BadInputError("--" + name + " must be a number of seconds " + (positive ? "above 0" : "of at least 0") +
-                                  ", found '" + text + "'");
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) || value < 0 ||
+      (positive && value == 0))
+    throw minrepro::BadInputError("--" + name + " must be a number of seconds " +
+                                  (positive ? "above 0" : "of at least 0") + ", found '" + text + "'");
   return value;
 }
 
@@ -115,7 +117,8 @@ minrepro::InitOptions initOptions(const std::string& batch, const std::vector<st
   o.case_dir = std::filesystem::current_path();
   o.batch = std::filesystem::absolute(batch);
   if (!std::filesystem::is_regular_file(o.batch))
-    throw minrepro::BadInputError(batch + ": no such batch file (--batch: the failing batch, a torch.save'd dict of tensors)");
+    throw minrepro::BadInputError(batch +
+                                  ": no such batch file (--batch: the failing batch, a torch.save'd dict of tensors)");
   o.argv = command;
   return o;
 }
@@ -123,12 +126,13 @@ minrepro::InitOptions initOptions(const std::string& batch, const std::vector<st
 // minrepro init --batch B.pt -- CMD...: the case.yaml shrink --batch would use.
 int initCommand(const std::vector<std::string>& all_args) {
   const auto [args, command] = splitAtDashes(all_args);
-  po::options_description opts("minrepro init --batch B.pt [options] -- COMMAND... {batch} ... (exit 0 written, 2 bad input)");
+  po::options_description opts(
+      "minrepro init --batch B.pt [options] -- COMMAND... {batch} ... (exit 0 written, 2 bad input)");
   std::string batch, output = "case.yaml";
-  opts.add_options()("help,h", "show this help")
-      ("batch,b", po::value(&batch)->required(), "the failing batch (a torch.save'd dict of tensors)")
-      ("output,o", po::value(&output), "the case file to write (default: case.yaml)")
-      ("force", "replace the case file when it exists");
+  opts.add_options()("help,h", "show this help")("batch,b", po::value(&batch)->required(),
+                                                 "the failing batch (a torch.save'd dict of tensors)")(
+      "output,o", po::value(&output), "the case file to write (default: case.yaml)")(
+      "force", "replace the case file when it exists");
   po::variables_map vm;
   if (const int status = parseSubcommand("init", opts, {}, args, vm); status >= 0) return status;
   return minrepro::runInit(initOptions(batch, command), output, vm.count("force") > 0, std::cout);
@@ -138,40 +142,45 @@ int shrinkCommand(const std::vector<std::string>& all_args) {
   const auto [args, command] = splitAtDashes(all_args);
   po::options_description opts("minrepro shrink options");
   std::string config, batch, output, work_dir, trial_binary, python = minrepro::kDefaultPython, add_to, name;
-  opts.add_options()("help,h", "show this help")
-      ("config,c", po::value(&config), "the case file (case.yaml)")
-      ("batch,b", po::value(&batch), "instead of --config: the failing batch, with the trial command after -- "
-                                     "(e.g. -- python step.py {batch}); the case is inferred (see minrepro init)")
-      ("output,o", po::value(&output), "archive to write (default: case.yaml's output)")
-      ("work-dir", po::value(&work_dir), "directory for trials and the log (default: case.yaml's work_dir)")
-      ("trial-binary", po::value(&trial_binary), "minrepro-trial to use (default: next to minrepro)")
-      ("python", po::value(&python), "Python with PyTorch, for the environment record, the archive's self-check "
-                                     "and the op step (default: the trial command's own Python when its program is "
-                                     "one, else the one this build's torch came from)")
-      ("no-self-check", "do not run the archive's repro.py on its own before finishing (e.g. it needs a GPU "
-                        "this machine lacks); REPORT.md then says it was not checked")
-      ("no-op-repro", "do not look for the failing operator call alone (op/repro_op.py: a run of repro.py with the "
-                      "op recorder, runs of the call alone and a reduction of its inputs)")
-      ("force", "replace an existing file at the output that is not an archive minrepro wrote (never the batch, "
-                "the model, the case file or a file the trial reads)")
-      ("quiet,q", "only print errors")
-      ("progress", po::value<std::string>()->default_value("auto"),
-       "auto: a status line redrawn on a terminal, and where stderr is a pipe or a file a 'progress:' line "
-       "(size, trials, trials per minute, the pass's estimate left) every --progress-every seconds; never; "
-       "always: the periodic lines on a terminal too")
-      ("progress-every", po::value<std::string>()->default_value("30"), "seconds between the periodic progress lines")
-      ("resume", "continue an interrupted run from the journal in the work directory")
-      ("materialize-best", "run nothing: write the best case so far of the run whose journal is in the work "
-                           "directory to its best/ (after a kill -9; a running shrink does it on SIGUSR1)")
-      ("jobs,j", po::value<std::string>()->default_value("1"), "trials to run at once")
-      ("max-trials", po::value<std::string>()->default_value("0"), "stop after this many trials (0: no limit)")
-      ("max-time", po::value<std::string>()->default_value("0"), "stop after this many seconds (0: no limit)")
-      ("executor", po::value<std::string>(), "where trials run: local or slurm (default: case.yaml's executor.kind)")
-      ("devices", po::value<std::string>(), "local trials get one of these devices each, e.g. 0,1,2 "
-                                            "(default: case.yaml's; detected when --jobs > 1)")
-      ("trials-per-device", po::value<std::string>(), "running trials that may share one device (default 1)")
-      ("add-to", po::value(&add_to), "also store the archive in this regression set (see minrepro regress)")
-      ("name", po::value(&name), "the case's name in the regression set (default: the case directory's name)");
+  opts.add_options()("help,h", "show this help")("config,c", po::value(&config), "the case file (case.yaml)")(
+      "batch,b", po::value(&batch),
+      "instead of --config: the failing batch, with the trial command after -- "
+      "(e.g. -- python step.py {batch}); the case is inferred (see minrepro init)")(
+      "output,o", po::value(&output), "archive to write (default: case.yaml's output)")(
+      "work-dir", po::value(&work_dir), "directory for trials and the log (default: case.yaml's work_dir)")(
+      "trial-binary", po::value(&trial_binary), "minrepro-trial to use (default: next to minrepro)")(
+      "python", po::value(&python),
+      "Python with PyTorch, for the environment record, the archive's self-check "
+      "and the op step (default: the trial command's own Python when its program is "
+      "one, else the one this build's torch came from)")(
+      "no-self-check",
+      "do not run the archive's repro.py on its own before finishing (e.g. it needs a GPU "
+      "this machine lacks); REPORT.md then says it was not checked")(
+      "no-op-repro",
+      "do not look for the failing operator call alone (op/repro_op.py: a run of repro.py with the "
+      "op recorder, runs of the call alone and a reduction of its inputs)")(
+      "force",
+      "replace an existing file at the output that is not an archive minrepro wrote (never the batch, "
+      "the model, the case file or a file the trial reads)")("quiet,q", "only print errors")(
+      "progress", po::value<std::string>()->default_value("auto"),
+      "auto: a status line redrawn on a terminal, and where stderr is a pipe or a file a 'progress:' line "
+      "(size, trials, trials per minute, the pass's estimate left) every --progress-every seconds; never; "
+      "always: the periodic lines on a terminal too")("progress-every", po::value<std::string>()->default_value("30"),
+                                                      "seconds between the periodic progress lines")(
+      "resume", "continue an interrupted run from the journal in the work directory")(
+      "materialize-best",
+      "run nothing: write the best case so far of the run whose journal is in the work "
+      "directory to its best/ (after a kill -9; a running shrink does it on SIGUSR1)")(
+      "jobs,j", po::value<std::string>()->default_value("1"), "trials to run at once")(
+      "max-trials", po::value<std::string>()->default_value("0"), "stop after this many trials (0: no limit)")(
+      "max-time", po::value<std::string>()->default_value("0"), "stop after this many seconds (0: no limit)")(
+      "executor", po::value<std::string>(), "where trials run: local or slurm (default: case.yaml's executor.kind)")(
+      "devices", po::value<std::string>(),
+      "local trials get one of these devices each, e.g. 0,1,2 "
+      "(default: case.yaml's; detected when --jobs > 1)")("trials-per-device", po::value<std::string>(),
+                                                          "running trials that may share one device (default 1)")(
+      "add-to", po::value(&add_to), "also store the archive in this regression set (see minrepro regress)")(
+      "name", po::value(&name), "the case's name in the regression set (default: the case directory's name)");
   po::variables_map vm;
   if (const int status = parseSubcommand("shrink", opts, {}, args, vm); status >= 0) return status;
   if (config.empty() == batch.empty())
@@ -206,7 +215,8 @@ int shrinkCommand(const std::vector<std::string>& all_args) {
   options.max_trials = static_cast<std::size_t>(countOption(vm, "max-trials", 0));
   options.max_seconds = secondsOption(vm, "max-time", false);
   options.executor = minrepro::parseExecutorOverrides(
-      vm.count("executor") ? vm["executor"].as<std::string>() : "", vm.count("devices") ? vm["devices"].as<std::string>() : "",
+      vm.count("executor") ? vm["executor"].as<std::string>() : "",
+      vm.count("devices") ? vm["devices"].as<std::string>() : "",
       vm.count("trials-per-device") ? static_cast<std::size_t>(countOption(vm, "trials-per-device", 1)) : 0);
   const minrepro::ExitStatus status = minrepro::runShrink(options);
   if (status == minrepro::ExitStatus::Reduced && !add_to.empty())
@@ -220,18 +230,21 @@ int verifyCommand(const std::vector<std::string>& args) {
   minrepro::VerifyOptions o;
   std::string archive, expect = "fail";
   double timeout = 600;
-  po::options_description opts("minrepro verify ARCHIVE options (exit 0 as expected, 1 not, 2 bad input, 3 a flaky archive that K runs cannot judge)");
-  opts.add_options()("help,h", "show this help")
-      ("archive", po::value(&archive)->required(), "the repro.tar.gz to check")
-      ("runs", po::value<std::string>()->default_value("3"), "how many fresh runs")
-      ("expect", po::value(&expect)->default_value("fail"),
-       "fail: every run fails as recorded; pass: every run exits 0 and processes every sample")
-      ("python", po::value(&o.python)->default_value(std::string(minrepro::kDefaultPython)), "Python with PyTorch")
-      ("timeout", po::value<std::string>()->default_value("600"), "seconds per run")
-      ("code", po::value(&o.code_dir), "a directory of your current code: its files replace the archive's bundled "
-                                       "copies of the same names (step.py, ...), to check a fix in your code")
-      ("max-size", po::value<std::string>()->default_value("4096"),
-       "MiB the archive may expand to in all; a larger one is refused (exit 2) before it fills the disk");
+  po::options_description opts(
+      "minrepro verify ARCHIVE options (exit 0 as expected, 1 not, 2 bad input, 3 a flaky archive that K runs cannot "
+      "judge)");
+  opts.add_options()("help,h", "show this help")("archive", po::value(&archive)->required(),
+                                                 "the repro.tar.gz to check")(
+      "runs", po::value<std::string>()->default_value("3"), "how many fresh runs")(
+      "expect", po::value(&expect)->default_value("fail"),
+      "fail: every run fails as recorded; pass: every run exits 0 and processes every sample")(
+      "python", po::value(&o.python)->default_value(std::string(minrepro::kDefaultPython)), "Python with PyTorch")(
+      "timeout", po::value<std::string>()->default_value("600"), "seconds per run")(
+      "code", po::value(&o.code_dir),
+      "a directory of your current code: its files replace the archive's bundled "
+      "copies of the same names (step.py, ...), to check a fix in your code")(
+      "max-size", po::value<std::string>()->default_value("4096"),
+      "MiB the archive may expand to in all; a larger one is refused (exit 2) before it fills the disk");
   addSandboxOption(opts);
   po::positional_options_description positional;
   positional.add("archive", 1);
@@ -256,10 +269,10 @@ int compareCommand(const std::vector<std::string>& args) {
   po::options_description opts(
       "minrepro compare ARCHIVE|case.yaml options (exit 0 compared, 2 bad input, 3 the case as is does not fail, "
       "4 runs cannot start)");
-  opts.add_options()("help,h", "show this help")
-      ("input", po::value(&input)->required(), "a repro.tar.gz from minrepro shrink, or a case.yaml")
-      ("runs", po::value<std::string>()->default_value("3"), "fresh runs per variant")
-      ("trial-binary", po::value(&o.trial_binary), "minrepro-trial to use (default: next to minrepro)");
+  opts.add_options()("help,h", "show this help")("input", po::value(&input)->required(),
+                                                 "a repro.tar.gz from minrepro shrink, or a case.yaml")(
+      "runs", po::value<std::string>()->default_value("3"), "fresh runs per variant")(
+      "trial-binary", po::value(&o.trial_binary), "minrepro-trial to use (default: next to minrepro)");
   addSandboxOption(opts);
   po::positional_options_description positional;
   positional.add("input", 1);
@@ -275,11 +288,12 @@ int compareCommand(const std::vector<std::string>& args) {
 int regressCommand(const std::vector<std::string>& args) {
   minrepro::VerifyOptions o;
   std::string dir;
-  po::options_description opts("minrepro regress DIR options (exit 0 every case as expected, 1 some differ, 2 bad input)");
-  opts.add_options()("help,h", "show this help")
-      ("dir", po::value(&dir)->required(), "the regression set (NAME.tar.gz and NAME.expect files)")
-      ("runs", po::value<std::string>()->default_value("1"), "fresh runs per case")
-      ("python", po::value(&o.python)->default_value(std::string(minrepro::kDefaultPython)), "Python with PyTorch");
+  po::options_description opts(
+      "minrepro regress DIR options (exit 0 every case as expected, 1 some differ, 2 bad input)");
+  opts.add_options()("help,h", "show this help")("dir", po::value(&dir)->required(),
+                                                 "the regression set (NAME.tar.gz and NAME.expect files)")(
+      "runs", po::value<std::string>()->default_value("1"), "fresh runs per case")(
+      "python", po::value(&o.python)->default_value(std::string(minrepro::kDefaultPython)), "Python with PyTorch");
   addSandboxOption(opts);
   po::positional_options_description positional;
   positional.add("dir", 1);
@@ -295,12 +309,12 @@ int checkCommand(const std::vector<std::string>& args) {
   minrepro::TargetContract c;
   std::string batch;
   po::options_description opts("minrepro check options (exit 0 the contract holds, 1 violated, 2 bad input)");
-  opts.add_options()("help,h", "show this help")
-      ("batch", po::value(&batch)->required(), "the batch, a torch.save'd dict of tensors")
-      ("target", po::value(&c.target)->required(), "the batch key of the class-index targets")
-      ("classes", po::value(&c.classes)->required(), "number of classes K: valid targets are [0, K)")
-      ("ignore-index", po::value(&c.ignore_index)->default_value(-100), "targets equal to it are ignored")
-      ("ids", po::value(&c.ids), "batch key of per-sample ids, to name offending samples");
+  opts.add_options()("help,h", "show this help")("batch", po::value(&batch)->required(),
+                                                 "the batch, a torch.save'd dict of tensors")(
+      "target", po::value(&c.target)->required(), "the batch key of the class-index targets")(
+      "classes", po::value(&c.classes)->required(), "number of classes K: valid targets are [0, K)")(
+      "ignore-index", po::value(&c.ignore_index)->default_value(-100), "targets equal to it are ignored")(
+      "ids", po::value(&c.ids), "batch key of per-sample ids, to name offending samples");
   po::variables_map vm;
   if (const int status = parseSubcommand("check", opts, {}, args, vm); status >= 0) return status;
   const minrepro::ContractResult result = minrepro::checkClassTargets(batch, c);
@@ -331,9 +345,8 @@ struct Command {
 };
 
 const Command kCommands[] = {
-    {"shrink", shrinkCommand},   {"triage", triageCommand},   {"verify", verifyCommand}, {"check", checkCommand},
-    {"regress", regressCommand}, {"compare", compareCommand}, {"reducers", reducersCommand},
-    {"init", initCommand},
+    {"shrink", shrinkCommand},   {"triage", triageCommand},   {"verify", verifyCommand},     {"check", checkCommand},
+    {"regress", regressCommand}, {"compare", compareCommand}, {"reducers", reducersCommand}, {"init", initCommand},
 };
 
 }  // namespace

@@ -1,8 +1,8 @@
 #include "commands/regress.h"
 
-#include "engine/archive/tar_gz.h"
 #include "core/case_config.h"
 #include "core/text_lines.h"
+#include "engine/archive/tar_gz.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,10 +10,10 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <sstream>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -24,8 +24,9 @@ namespace {
 // Names become file names in a directory kept under version control.
 bool validName(const std::string& name) {
   if (name.empty() || name.size() > 100 || name[0] == '.') return false;
-  return std::all_of(name.begin(), name.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'; });
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
 }
 
 // NAME.expect's word ("fail" when there is no file). Only a small regular
@@ -83,7 +84,8 @@ Row rerun(const fs::path& archive, const VerifyOptions& base) {
 void printTable(const std::vector<Row>& rows, std::ostream& out) {
   std::size_t width = 4;
   for (const auto& r : rows) width = std::max(width, r.name.size());
-  out << std::left << std::setw(static_cast<int>(width)) << "name" << "  expected  got\n";
+  out << std::left << std::setw(static_cast<int>(width)) << "name"
+      << "  expected  got\n";
   for (const auto& r : rows)
     out << std::left << std::setw(static_cast<int>(width)) << r.name << "  " << std::setw(8) << r.expected << "  "
         << r.got << (r.same ? "" : "   <-- differs") << "\n";
@@ -93,7 +95,8 @@ void printTable(const std::vector<Row>& rows, std::ostream& out) {
 
 void addToRegressionSet(const fs::path& archive, const fs::path& dir, const std::string& name) {
   if (!validName(name))
-    throw BadInputError("regression case name '" + name + "': use letters, digits, '-', '_' and '.' (e.g. --name class4)");
+    throw BadInputError("regression case name '" + name +
+                        "': use letters, digits, '-', '_' and '.' (e.g. --name class4)");
   const std::vector<ArchiveEntry> entries = readTarGz(archive);  // only a readable archive is kept
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -103,7 +106,7 @@ void addToRegressionSet(const fs::path& archive, const fs::path& dir, const std:
 }
 
 void addShrunkCase(const fs::path& config, const std::string& output, const fs::path& dir, std::string name,
-                  std::ostream& out) {
+                   std::ostream& out) {
   const fs::path archive = output.empty() ? loadCase(config).output : fs::absolute(output);
   if (name.empty()) name = fs::absolute(config).parent_path().filename().string();
   addToRegressionSet(archive, dir, name);

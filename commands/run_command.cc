@@ -28,15 +28,14 @@ std::pair<ExitStatus, std::string> describeError(const std::exception_ptr& error
                                            " (a file operation failed; if the paths above are yours, check their "
                                            "permissions and free space, else please report this)"};
   } catch (const std::exception& e) {
-    return {ExitStatus::InternalError,
-            std::string("internal error: ") + e.what() + " (a bug in minrepro: please report it with the command line)"};
+    return {ExitStatus::InternalError, std::string("internal error: ") + e.what() +
+                                           " (a bug in minrepro: please report it with the command line)"};
   } catch (...) {
     return {ExitStatus::InternalError, "internal error: an unknown exception (a bug in minrepro: please report it)"};
   }
 }
 
 }  // namespace
-
 
 int runCommand(const std::string& command, std::ostream& err, const std::function<int()>& body) {
   try {

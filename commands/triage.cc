@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
-#include <optional>
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <string_view>
 #include <vector>
@@ -49,9 +49,12 @@ bool containsAny(const std::string& text, std::initializer_list<std::string_view
 
 std::string backendName(Backend backend) {
   switch (backend) {
-    case Backend::Cuda: return "CUDA (NVIDIA)";
-    case Backend::Rocm: return "ROCm (HIP)";
-    default: return "not named by the log (CPU, or no GPU wording)";
+    case Backend::Cuda:
+      return "CUDA (NVIDIA)";
+    case Backend::Rocm:
+      return "ROCm (HIP)";
+    default:
+      return "not named by the log (CPU, or no GPU wording)";
   }
 }
 
@@ -61,15 +64,18 @@ std::vector<std::string> signalSteps(const Triage& t) {
   if (t.signature.family != FailureFamily::Signal) return steps;
   const bool in_worker = t.where.find("DataLoader worker") != std::string::npos;
   if (in_worker && t.signature.signal_name == "SIGBUS")
-    steps.push_back("a bus error in a DataLoader worker is most often shared memory running out (check the size of "
-                    "/dev/shm; docker run --shm-size) or a memory-mapped file shrinking while it is read");
+    steps.push_back(
+        "a bus error in a DataLoader worker is most often shared memory running out (check the size of "
+        "/dev/shm; docker run --shm-size) or a memory-mapped file shrinking while it is read");
   if (in_worker)
-    steps.push_back("the crash is in a DataLoader worker: check the dataset's __getitem__ and the native code it "
-                    "calls (decoders, extensions) for the sample it was loading; rerun with num_workers=0 to get the "
-                    "crash in the main process, with its frames");
+    steps.push_back(
+        "the crash is in a DataLoader worker: check the dataset's __getitem__ and the native code it "
+        "calls (decoders, extensions) for the sample it was loading; rerun with num_workers=0 to get the "
+        "crash in the main process, with its frames");
   if (t.user_frame.empty())
-    steps.push_back("rerun once with PYTHONFAULTHANDLER=1 (python -X faulthandler) to get the Python frames of "
-                    "the crash");
+    steps.push_back(
+        "rerun once with PYTHONFAULTHANDLER=1 (python -X faulthandler) to get the Python frames of "
+        "the crash");
   return steps;
 }
 
@@ -78,20 +84,24 @@ std::vector<std::string> signalSteps(const Triage& t) {
 std::vector<std::string> nextSteps(const Triage& t) {
   std::vector<std::string> steps;
   if (t.signature.family == FailureFamily::DeviceAssert) {
-    steps.push_back("restart the process before anything else: after a device-side assert the process's GPU "
-                    "context is unusable (a restart fixes neither a bad target nor a bad index)");
+    steps.push_back(
+        "restart the process before anything else: after a device-side assert the process's GPU "
+        "context is unusable (a restart fixes neither a bad target nor a bad index)");
     if (t.backend == Backend::Rocm)
-      steps.push_back("to move the error to its launch, rerun once with AMD_SERIALIZE_KERNEL=3 "
-                      "(HIP_LAUNCH_BLOCKING=1 on older ROCm); CUDA_LAUNCH_BLOCKING is NVIDIA's and does nothing here");
+      steps.push_back(
+          "to move the error to its launch, rerun once with AMD_SERIALIZE_KERNEL=3 "
+          "(HIP_LAUNCH_BLOCKING=1 on older ROCm); CUDA_LAUNCH_BLOCKING is NVIDIA's and does nothing here");
     else
-      steps.push_back("to move the error to its launch, rerun once with CUDA_LAUNCH_BLOCKING=1 (for diagnosis "
-                      "only; not on a ROCm stack)");
+      steps.push_back(
+          "to move the error to its launch, rerun once with CUDA_LAUNCH_BLOCKING=1 (for diagnosis "
+          "only; not on a ROCm stack)");
   }
   if (t.backend == Backend::Unknown && t.signature.family == FailureFamily::OutOfMemory)
     steps.push_back("this is host memory unless the message names the GPU");
   for (auto& step : signalSteps(t)) steps.push_back(std::move(step));
   if (t.where.rfind("rank ", 0) == 0 || t.where.rfind("local rank ", 0) == 0)
-    steps.push_back("fix the error of " + t.where + " first: the other ranks' timeouts and closed connections are "
+    steps.push_back("fix the error of " + t.where +
+                    " first: the other ranks' timeouts and closed connections are "
                     "their waits for it");
   steps.push_back("reduce the failing batch to a minimal case: minrepro shrink --config case.yaml");
   return steps;
@@ -134,8 +144,8 @@ void renderSetAside(std::ostream& out, const Triage& t, const std::string& sourc
     out << "set aside:           nothing (the first error is the only one in the log)\n";
     return;
   }
-  out << "set aside:           " << t.set_aside.size() << " read as consequences of the first error: "
-      << countKinds(t.set_aside) << "\n";
+  out << "set aside:           " << t.set_aside.size()
+      << " read as consequences of the first error: " << countKinds(t.set_aside) << "\n";
   constexpr std::size_t kListed = 8;
   for (std::size_t i = 0; i < t.set_aside.size() && i < kListed; ++i) {
     const SetAside& other = t.set_aside[i];
@@ -161,8 +171,8 @@ Backend detectBackend(const std::string& text) {
   if (containsAny(text, {"HIP error", "hipError", "HIP out of memory", "HIP kernel errors", ".hip:", "rocdevice",
                          "HSA_STATUS", "ROCm", "AMD_SERIALIZE_KERNEL", "HIP_LAUNCH_BLOCKING"}))
     return Backend::Rocm;
-  if (containsAny(text, {"CUDA error", "cudaError", "CUDA out of memory", "CUDA kernel errors", ".cu:", "cuda:",
-                         "CUDA_LAUNCH_BLOCKING", "NVIDIA", "no kernel image is available"}))
+  if (containsAny(text, {"CUDA error", "cudaError", "CUDA out of memory", "CUDA kernel errors",
+                         ".cu:", "cuda:", "CUDA_LAUNCH_BLOCKING", "NVIDIA", "no kernel image is available"}))
     return Backend::Cuda;
   return Backend::Unknown;
 }
@@ -205,16 +215,15 @@ std::string renderTriage(const Triage& t, const std::string& source) {
   out << (t.signature.family == FailureFamily::CompileError ? "compiler stage:      " : "suspect operator:    ")
       << (t.signature.op.empty() ? "(not named by the log)" : t.signature.op) << "\n"
       << "first message:       " << t.signature.message << "\n"
-      << "open first:          " << (t.user_frame.empty() ? "(no frame of your code in the log)" : t.user_frame)
-      << "\n"
+      << "open first:          " << (t.user_frame.empty() ? "(no frame of your code in the log)" : t.user_frame) << "\n"
       << "backend:             " << backendName(t.backend) << "\n"
       << "first check:         " << check << "\n"
       << "conclusion to avoid: " << avoid << "\n";
   renderSetAside(out, t, source);
   for (const auto& step : nextSteps(t)) out << "next: " << step << "\n";
   if (t.dropped > 0)
-    out << "note: the log is over " << (kExactBytes >> 20) << " MiB: " << t.dropped << " line(s) more than "
-        << kContext << " lines away from anything that reads like an error were skipped\n";
+    out << "note: the log is over " << (kExactBytes >> 20) << " MiB: " << t.dropped << " line(s) more than " << kContext
+        << " lines away from anything that reads like an error were skipped\n";
   if (t.cut_lines > 0)
     out << "note: " << t.cut_lines << " line(s) longer than " << text::kMaxLine << " bytes were read in their first "
         << text::kMaxLine << " bytes only\n";
@@ -243,15 +252,18 @@ int runTriage(const std::string& path, std::istream& in, std::ostream& out) {
   } else {
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode)))
-      throw BadInputError(path + " is a device or a socket, not a log file; give a log file, or '-' with the log on "
+      throw BadInputError(path +
+                          " is a device or a socket, not a log file; give a log file, or '-' with the log on "
                           "standard input");
     std::ifstream file(path, std::ios::binary);
     if (!file || std::filesystem::is_directory(path))
-      throw BadInputError("cannot read " + path + ": no such file or not readable; give a log file, or '-' to "
+      throw BadInputError("cannot read " + path +
+                          ": no such file or not readable; give a log file, or '-' to "
                           "read standard input");
     t = triageStream(file);
   }
-  if (t.signature.failed() && path != "-" && S_ISREG(fileMode(path))) t.first_line_text = lineOfFile(path, t.first_line);
+  if (t.signature.failed() && path != "-" && S_ISREG(fileMode(path)))
+    t.first_line_text = lineOfFile(path, t.first_line);
   out << text::printable(renderTriage(t, path == "-" ? "stdin" : path));
   return t.signature.failed() ? 0 : 1;
 }

@@ -7,10 +7,10 @@
 #include <iosfwd>
 #include <string>
 
-#include "engine/diagnostics.h"
-#include "core/errors.h"
 #include "commands/log_window.h"
+#include "core/errors.h"
 #include "core/failure_signature.h"
+#include "engine/diagnostics.h"
 
 namespace minrepro {
 

@@ -15,8 +15,7 @@ int runVerify(const VerifyOptions& o, std::ostream& out, std::ostream&) {
         << 100 * ok / n << "%)\n";
   } else {
     out << "expected: exit 0" << (m.processed ? " and processed=" + std::to_string(*m.processed) : std::string())
-        << "\npassed in " << ok << " of " << n << " runs ("
-        << 100 * ok / n << "%)\n";
+        << "\npassed in " << ok << " of " << n << " runs (" << 100 * ok / n << "%)\n";
     if (!r.neighbour_runs.empty())
       out << "neighbours passed: " << r.neighboursAsExpected() << " of " << r.neighbour_runs.size() << "\n";
   }

@@ -31,20 +31,20 @@ namespace {
 
 using namespace case_yaml;
 
-const std::vector<std::string> kTopKeys{"batch",    "samples",  "trial",    "failure",  "reducers",
-                                        "output",   "work_dir", "seed",     "context",  "flaky",
-                                        "pipeline", "sequence", "values",   "invariants", "executor"};
+const std::vector<std::string> kTopKeys{"batch",    "samples",  "trial",  "failure",    "reducers",
+                                        "output",   "work_dir", "seed",   "context",    "flaky",
+                                        "pipeline", "sequence", "values", "invariants", "executor"};
 const std::vector<std::string> kSequenceKeys{"tensors", "padding", "lengths", "min_length"};
-const std::vector<std::string> kTransformKeys{"type", "name", "tensor", "optional", "seed", "mean", "std",
-                                              "axis", "length", "value", "dtype"};
+const std::vector<std::string> kTransformKeys{"type", "name", "tensor", "optional", "seed", "mean",
+                                              "std",  "axis", "length", "value",    "dtype"};
 const std::vector<std::string> kSwitchKeys{"name", "args", "off_args", "env", "off_env"};
 const std::vector<std::string> kValuesKeys{"exclude", "trivial"};
 const std::vector<std::string> kInvariantKeys{"dtype", "layout", "operator", "sample_axis"};
 const std::vector<std::string> kPipelineKeys{"passes", "description"};
 const std::vector<std::string> kSampleKeys{"tensors", "ids"};
-const std::vector<std::string> kTrialKeys{"harness", "command", "env", "timeout",
-                                          "memory_limit_mb", "fork_server", "preload", "deterministic", "compile_cache",
-                                          "switches", "diagnostic", "files", "exclude_files"};
+const std::vector<std::string> kTrialKeys{"harness",     "command", "env",           "timeout",       "memory_limit_mb",
+                                          "fork_server", "preload", "deterministic", "compile_cache", "switches",
+                                          "diagnostic",  "files",   "exclude_files"};
 const std::vector<std::string>& kDiagnosticSettings = diagnosticSettingNames();
 const std::vector<std::string> kHarnessKeys{"model", "input", "target", "loss", "ignore_index", "transforms"};
 const std::vector<std::string> kFailureKeys{"family", "operator", "message"};
@@ -61,11 +61,9 @@ void readSamples(const Loader& l, const MapView& top, CaseConfig& c) {
   const Value& tensors = samples.require("tensors", expected);
   const Entries entries = mapEntries(l, tensors, expected);
   if (entries.empty())
-    fail(l, tensors, expected, "an empty map",
-         "name at least one tensor of the batch that has a sample axis");
+    fail(l, tensors, expected, "an empty map", "name at least one tensor of the batch that has a sample axis");
   for (const Entry& e : entries) {
-    const auto axis = integer(l, e.value, "an integer sample axis (negative counts from the end)",
-                              INT_MIN, INT_MAX);
+    const auto axis = integer(l, e.value, "an integer sample axis (negative counts from the end)", INT_MIN, INT_MAX);
     c.sample_axes.push_back(SampleAxis{e.name, static_cast<int>(axis)});
   }
   if (const Value* ids = samples.find("ids"))
@@ -85,11 +83,9 @@ std::string readLoss(const Loader& l, const Value& v, const std::string& target)
 HarnessTrial readHarness(const Loader& l, const Value& v) {
   const MapView m(l, v, kHarnessKeys);
   HarnessTrial h;
-  h.model = existingFile(l, m.require("model", "the TorchScript model slice file"),
-                         "the TorchScript model slice");
+  h.model = existingFile(l, m.require("model", "the TorchScript model slice file"), "the TorchScript model slice");
   if (const Value* x = m.find("input")) h.input = nonEmpty(l, *x, "a batch key (string)");
-  if (const Value* x = m.find("target"))
-    h.target = scalar(l, *x, "a batch key (string), or \"\" for no loss");
+  if (const Value* x = m.find("target")) h.target = scalar(l, *x, "a batch key (string), or \"\" for no loss");
   h.loss = h.target.empty() ? "none" : "cross_entropy";
   if (const Value* x = m.find("loss")) h.loss = readLoss(l, *x, h.target);
   if (const Value* x = m.find("ignore_index"))
@@ -110,8 +106,8 @@ void checkPlaceholders(const Loader& l, const Value& v, const std::vector<std::s
       fail(l, Value{v.node[i], v.path + "[" + std::to_string(i) + "]", v.node[i].Mark()},
            "the placeholders {batch}, {workdir} or {case_dir}", inQuotes("{" + name + "}"),
            std::string("a placeholder minrepro does not know would reach the program as text") +
-               (suggestion(name, kKnown).empty() ? "; put code with braces in a script file" : "; " +
-                suggestion(name, kKnown)));
+               (suggestion(name, kKnown).empty() ? "; put code with braces in a script file"
+                                                 : "; " + suggestion(name, kKnown)));
     }
   }
 }
@@ -123,8 +119,8 @@ std::vector<std::string> readArgv(const Loader& l, const Value& v) {
   const std::vector<std::string> argv = stringList(l, v, "strings (argv, never passed to a shell)");
   checkPlaceholders(l, v, argv);
   if (argv.front().empty())
-    fail(l, Value{v.node[0], v.path + "[0]", v.node[0].Mark()},
-         "the program to run (a path or a name on PATH)", "an empty string");
+    fail(l, Value{v.node[0], v.path + "[0]", v.node[0].Mark()}, "the program to run (a path or a name on PATH)",
+         "an empty string");
   const auto hasBatch = [](const std::string& a) { return a.find("{batch}") != std::string::npos; };
   if (std::none_of(argv.begin(), argv.end(), hasBatch))
     fail(l, v, "an element containing '{batch}' (replaced by the candidate batch's path)", "none",
@@ -147,8 +143,7 @@ std::map<std::string, std::string> readEnv(const Loader& l, const Value& v) {
   std::map<std::string, std::string> env;
   for (const Entry& e : mapEntries(l, v, "a map of variable name to string value")) {
     if (e.name.find('=') != std::string::npos)
-      fail(l, Value{e.value.node, e.value.path, e.key_mark}, "a variable name without '='",
-           inQuotes(e.name));
+      fail(l, Value{e.value.node, e.value.path, e.key_mark}, "a variable name without '='", inQuotes(e.name));
     env[e.name] = scalar(l, e.value, "a string value");
   }
   return env;
@@ -278,7 +273,6 @@ void readFailure(const Loader& l, const MapView& top, CaseConfig& c) {
   if (const Value* x = f.find("message")) c.expected.message_regex = readRegex(l, *x);
 }
 
-
 void readFlaky(const Loader& l, const MapView& top, CaseConfig& c) {
   const Value* v = top.find("flaky");
   if (!v) return;
@@ -296,14 +290,12 @@ void readFlaky(const Loader& l, const MapView& top, CaseConfig& c) {
 
 // ---------------------------------------------------------------- reduction
 
-
 // 0.5 as "0.5", 520 as "520": the text the transform's parameters travel as.
 std::string shortNumber(double x) {
   char text[32];
   std::snprintf(text, sizeof text, "%.15g", x);
   return text;
 }
-
 
 // sequence: {tensors: {name: axis}, padding: {name: value}, lengths: name, min_length: n}
 void readSequence(const Loader& l, const MapView& top, CaseConfig& c) {
@@ -315,7 +307,8 @@ void readSequence(const Loader& l, const MapView& top, CaseConfig& c) {
   const Entries entries = mapEntries(l, tensors, expected);
   if (entries.empty()) fail(l, tensors, expected, "an empty map", "name the tensors that have a sequence axis");
   for (const Entry& e : entries)
-    c.sequence.tensors.push_back({e.name, static_cast<int>(integer(l, e.value, "an integer axis", INT_MIN, INT_MAX)), 0});
+    c.sequence.tensors.push_back(
+        {e.name, static_cast<int>(integer(l, e.value, "an integer axis", INT_MIN, INT_MAX)), 0});
   if (const Value* p = s.find("padding")) {
     for (const Entry& e : mapEntries(l, *p, "a map of sequence tensor name to padding value")) {
       auto it = std::find_if(c.sequence.tensors.begin(), c.sequence.tensors.end(),
@@ -341,9 +334,11 @@ std::string dtypeName(const Loader& l, const Value& v) {
 
 // The parameters each transform type takes (all required); `tensor` always is.
 const std::map<std::string, std::vector<std::string>>& transformParams() {
-  static const std::map<std::string, std::vector<std::string>> params{
-      {"normalize", {"mean", "std"}}, {"noise", {"std"}}, {"crop", {"axis", "length"}},
-      {"pad", {"axis", "length", "value"}}, {"cast", {"dtype"}}};
+  static const std::map<std::string, std::vector<std::string>> params{{"normalize", {"mean", "std"}},
+                                                                      {"noise", {"std"}},
+                                                                      {"crop", {"axis", "length"}},
+                                                                      {"pad", {"axis", "length", "value"}},
+                                                                      {"cast", {"dtype"}}};
   return params;
 }
 
@@ -354,13 +349,15 @@ TransformSpec readTransform(const Loader& l, const Value& v) {
   for (const auto& [type, params] : transformParams()) types.push_back(type);
   const Value& type = m.require("type", "one of " + joinNames(types));
   t.type = scalar(l, type, "one of " + joinNames(types));
-  if (!transformParams().count(t.type)) fail(l, type, "one of " + joinNames(types), inQuotes(t.type), suggestion(t.type, types));
+  if (!transformParams().count(t.type))
+    fail(l, type, "one of " + joinNames(types), inQuotes(t.type), suggestion(t.type, types));
   t.name = t.type;
   if (const Value* x = m.find("name")) t.name = nonEmpty(l, *x, "a branch name");
   t.tensor = nonEmpty(l, m.require("tensor", "the batch key the transform applies to"), "a batch key");
   if (const Value* x = m.find("optional")) t.optional = boolean(l, *x);
   if (const Value* x = m.find("seed"))
-    t.seed = static_cast<std::uint64_t>(integer(l, *x, "a non-negative integer", 0, std::numeric_limits<std::int64_t>::max()));
+    t.seed = static_cast<std::uint64_t>(
+        integer(l, *x, "a non-negative integer", 0, std::numeric_limits<std::int64_t>::max()));
   for (const std::string& key : transformParams().at(t.type)) {
     const Value& p = m.require(key, "the " + t.type + " transform's '" + key + "'");
     t.params[key] = key == "dtype" ? dtypeName(l, p) : shortNumber(number(l, p, "a number"));
@@ -443,7 +440,8 @@ void readBranches(const Loader& l, const MapView& top, CaseConfig& c) {
   }
   if (!c.harness) return;
   const MapView h(l, *t.find("harness"), kHarnessKeys);
-  if (const Value* x = h.find("transforms")) c.harness->transforms = readBranchList<TransformSpec>(l, *x, readTransform);
+  if (const Value* x = h.find("transforms"))
+    c.harness->transforms = readBranchList<TransformSpec>(l, *x, readTransform);
 }
 
 // Where a pipeline named in case.yaml is looked for, in order.
@@ -464,7 +462,8 @@ fs::path findPipeline(const Loader& l, const Value& v, const std::string& name) 
     if (fs::is_regular_file(dir / (name + ".yaml"), ec)) return dir / (name + ".yaml");
     tried += (tried.empty() ? "" : ", ") + (dir / (name + ".yaml")).string();
   }
-  fail(l, v, "the name of a pipeline in configs/pipelines or a pipeline file", "no pipeline " + inQuotes(name) + " (tried " + tried + ")",
+  fail(l, v, "the name of a pipeline in configs/pipelines or a pipeline file",
+       "no pipeline " + inQuotes(name) + " (tried " + tried + ")",
        "set MINREPRO_PIPELINES to the directory of configs/pipelines, or list the passes with 'reducers'");
 }
 
@@ -475,15 +474,15 @@ std::vector<std::string> readReducers(const Loader& l, const Value& v, std::vect
 void readPipeline(const Loader& l, const MapView& top, CaseConfig& c) {
   const Value* reducers = top.find("reducers");
   const Value* pipeline = top.find("pipeline");
-  if (reducers && pipeline)
-    fail(l, *pipeline, "either 'pipeline' or 'reducers'", "both", "remove one of them");
+  if (reducers && pipeline) fail(l, *pipeline, "either 'pipeline' or 'reducers'", "both", "remove one of them");
   if (reducers) {
     c.reducers = readReducers(l, *reducers, c.reducer_places);
     c.pipeline.clear();
     return;
   }
   if (pipeline) c.pipeline = nonEmpty(l, *pipeline, "a pipeline name (e.g. default) or file");
-  const fs::path file = findPipeline(l, pipeline ? *pipeline : Value{YAML::Node(c.pipeline), "pipeline", YAML::Mark::null_mark()}, c.pipeline);
+  const fs::path file = findPipeline(
+      l, pipeline ? *pipeline : Value{YAML::Node(c.pipeline), "pipeline", YAML::Mark::null_mark()}, c.pipeline);
   const Loader pl{file.string(), file.parent_path()};
   const YAML::Node root = parseText(pl, readText(pl, file));
   const MapView m(pl, Value{root, "", root.Mark()}, kPipelineKeys);
@@ -509,8 +508,7 @@ std::map<std::string, std::string> readContext(const Loader& l, const Value& v) 
   std::map<std::string, std::string> context;
   for (const Entry& e : mapEntries(l, v, "a map of name to value")) {
     // Context is free-form text for the report; an empty value is kept as "".
-    context[e.name] =
-        e.value.node.IsNull() ? std::string() : scalar(l, e.value, "a single value (text)");
+    context[e.name] = e.value.node.IsNull() ? std::string() : scalar(l, e.value, "a single value (text)");
   }
   return context;
 }
@@ -520,7 +518,8 @@ void readExecutor(const Loader& l, const MapView& top, CaseConfig& c) {
   const Value* v = top.find("executor");
   if (!v) return;
   std::vector<std::string> allowed{"kind"};
-  for (const ExecutorKeys* keys : allExecutorKeys()) allowed.insert(allowed.end(), keys->names.begin(), keys->names.end());
+  for (const ExecutorKeys* keys : allExecutorKeys())
+    allowed.insert(allowed.end(), keys->names.begin(), keys->names.end());
   const MapView m(l, *v, allowed);
   if (const Value* x = m.find("kind")) {
     const std::string kind = scalar(l, *x, executorKindChoices());
@@ -538,8 +537,7 @@ void readOptional(const Loader& l, const MapView& top, CaseConfig& c) {
   readInvariants(l, top, c);
   readBranches(l, top, c);
   c.output = c.base_dir / "repro.tar.gz";
-  if (const Value* v = top.find("output"))
-    c.output = resolved(l, *v, "a file name for the archive");
+  if (const Value* v = top.find("output")) c.output = resolved(l, *v, "a file name for the archive");
   c.work_dir = c.base_dir / "minrepro-work";
   if (const Value* v = top.find("work_dir")) c.work_dir = resolved(l, *v, "a directory name");
   if (const Value* v = top.find("seed"))
@@ -548,7 +546,6 @@ void readOptional(const Loader& l, const MapView& top, CaseConfig& c) {
   if (const Value* v = top.find("context")) c.context = readContext(l, *v);
   readExecutor(l, top, c);
 }
-
 
 }  // namespace
 
@@ -562,8 +559,7 @@ CaseConfig loadCase(const fs::path& case_file, const fs::path& base_dir) {
   // An empty document has no mark; point at the start of the file.
   const YAML::Mark start = root.Mark().is_null() ? YAML::Mark() : root.Mark();
   const MapView top(l, Value{root, "", start}, kTopKeys);
-  c.batch = existingFile(l, top.require("batch", "the batch file"),
-                         "the batch, a torch.save'd dict of named tensors");
+  c.batch = existingFile(l, top.require("batch", "the batch file"), "the batch, a torch.save'd dict of named tensors");
   readSamples(l, top, c);
   readTrial(l, top, c);
   readFailure(l, top, c);

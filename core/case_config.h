@@ -54,13 +54,13 @@ struct TransformSpec {
 // original run) and when the branches pass switches it off.
 struct CommandSwitch {
   std::string name;
-  std::vector<std::string> args, off_args;           // appended to the command
+  std::vector<std::string> args, off_args;          // appended to the command
   std::map<std::string, std::string> env, off_env;  // added to its environment
 };
 
 // What the values pass may simplify, and to what.
 struct ValuesSpec {
-  std::vector<std::string> exclude;         // tensors kept as they are (ids and lengths always are)
+  std::vector<std::string> exclude;       // tensors kept as they are (ids and lengths always are)
   std::map<std::string, double> trivial;  // tensor -> its trivial value, instead of the default
 };
 
@@ -74,9 +74,9 @@ struct Invariants {
 
 // The built-in harness: a TorchScript model slice and a loss, run by minrepro-trial.
 struct HarnessTrial {
-  std::filesystem::path model;  // absolute
-  std::string input = "input";  // batch key passed to forward()
-  std::string target;           // batch key of the targets; empty: no loss
+  std::filesystem::path model;         // absolute
+  std::string input = "input";         // batch key passed to forward()
+  std::string target;                  // batch key of the targets; empty: no loss
   std::string loss = "cross_entropy";  // cross_entropy | nll | none
   std::int64_t ignore_index = -100;
   std::vector<TransformSpec> transforms;  // applied to the batch before forward(), in order
@@ -109,9 +109,9 @@ struct CaseConfig {
   // false (trial.compile_cache: fresh): each trial compiles in its own TMPDIR,
   // for a failure inside the compiler itself.
   bool share_compile_cache = true;
-  bool deterministic = false;        // trials get MINREPRO_DETERMINISTIC=1 (the harness turns on
-                                     // deterministic algorithms) and CUBLAS_WORKSPACE_CONFIG
-  bool fork_server = true;           // trials may run in fork servers (engine/executors/fork_server.h)
+  bool deterministic = false;  // trials get MINREPRO_DETERMINISTIC=1 (the harness turns on
+                               // deterministic algorithms) and CUBLAS_WORKSPACE_CONFIG
+  bool fork_server = true;     // trials may run in fork servers (engine/executors/fork_server.h)
   // trial.diagnostic: diagnostic variables for the trials by backend
   // (engine/diagnostics.h); never for the final confirmation.
   DiagnosticSetting diagnostic = DiagnosticSetting::Auto;
@@ -126,7 +126,7 @@ struct CaseConfig {
   SequenceSpec sequence;
   ValuesSpec values;
   Invariants invariants;
-  std::string pipeline = "default";  // name or file of the pass order; "" when `reducers` lists them
+  std::string pipeline = "default";   // name or file of the pass order; "" when `reducers` lists them
   std::vector<std::string> reducers;  // the passes in order, from `reducers` or the pipeline
   // Where each was written ("case.yaml:10:21: reducers[1]"), for the engine's
   // message when a name is not a pass (engine/pipeline.h: checkPassNames).
@@ -152,8 +152,8 @@ CaseConfig loadCase(const std::filesystem::path& case_file, const std::filesyste
 
 // Writes a case.yaml equivalent to `config` with paths relative to `dir`
 // (used for the archive and the best-so-far case).
-std::string renderCase(const CaseConfig& config, const std::filesystem::path& dir,
-                       const std::string& batch_name, const std::string& model_name);
+std::string renderCase(const CaseConfig& config, const std::filesystem::path& dir, const std::string& batch_name,
+                       const std::string& model_name);
 
 // A command element that is an absolute path inside `base_dir` as
 // "{case_dir}/<relative path>" (what the archive's case.yaml and repro.py

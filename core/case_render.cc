@@ -120,9 +120,9 @@ void emitReduction(YAML::Emitter& out, const CaseConfig& c) {
   }
   const Invariants& i = c.invariants;
   if (i.dtype && i.layout && i.op && i.sample_axis) return;
-  out << YAML::Key << "invariants" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "dtype"
-      << YAML::Value << i.dtype << YAML::Key << "layout" << YAML::Value << i.layout << YAML::Key << "operator"
-      << YAML::Value << i.op << YAML::Key << "sample_axis" << YAML::Value << i.sample_axis << YAML::EndMap;
+  out << YAML::Key << "invariants" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "dtype" << YAML::Value
+      << i.dtype << YAML::Key << "layout" << YAML::Value << i.layout << YAML::Key << "operator" << YAML::Value << i.op
+      << YAML::Key << "sample_axis" << YAML::Value << i.sample_axis << YAML::EndMap;
 }
 
 void emitCommand(YAML::Emitter& out, const CaseConfig& c, const fs::path& dir) {
@@ -137,8 +137,7 @@ void emitCommand(YAML::Emitter& out, const CaseConfig& c, const fs::path& dir) {
   out << YAML::EndMap;
 }
 
-void emitTrial(YAML::Emitter& out, const CaseConfig& c, const fs::path& dir,
-               const std::string& model_name) {
+void emitTrial(YAML::Emitter& out, const CaseConfig& c, const fs::path& dir, const std::string& model_name) {
   out << YAML::Key << "trial" << YAML::Value << YAML::BeginMap;
   if (c.harness) emitHarness(out, *c.harness, model_name);
   if (c.command) emitCommand(out, c, dir);
@@ -183,8 +182,7 @@ void emitRest(YAML::Emitter& out, const CaseConfig& c) {
   out << YAML::Key << "seed" << YAML::Value << c.seed;
   if (c.context.empty()) return;
   out << YAML::Key << "context" << YAML::Value << YAML::BeginMap;
-  for (const auto& [name, value] : c.context)
-    out << YAML::Key << name << YAML::Value << YAML::DoubleQuoted << value;
+  for (const auto& [name, value] : c.context) out << YAML::Key << name << YAML::Value << YAML::DoubleQuoted << value;
   out << YAML::EndMap;
 }
 
@@ -199,8 +197,7 @@ std::vector<fs::path> commandCaseFiles(const CaseConfig& config) {
   if (!config.command) return files;
   for (const std::string& arg : config.command->argv) {
     std::string path = arg;
-    if (arg.rfind(kCaseDir, 0) == 0)
-      path = (config.base_dir / arg.substr(kCaseDir.size())).string();
+    if (arg.rfind(kCaseDir, 0) == 0) path = (config.base_dir / arg.substr(kCaseDir.size())).string();
     const auto rel = relativeUnder(path, config.base_dir);
     std::error_code ec;
     if (rel && fs::is_regular_file(config.base_dir / *rel, ec)) files.push_back(*rel);
@@ -220,8 +217,7 @@ std::string renderCase(const CaseConfig& config, const fs::path& dir, const std:
   emitRest(out, config);
   out << YAML::EndMap;
   if (!out.good()) throw std::runtime_error("cannot write the case: " + out.GetLastError());
-  return "# minrepro case; every key is described in configs/README.md\n" +
-         std::string(out.c_str()) + "\n";
+  return "# minrepro case; every key is described in configs/README.md\n" + std::string(out.c_str()) + "\n";
 }
 
 }  // namespace minrepro

@@ -26,8 +26,8 @@ std::string location(const Loader& l, const YAML::Mark& mark) {
   return l.file + ":" + std::to_string(mark.line + 1) + ":" + std::to_string(mark.column + 1);
 }
 
-[[noreturn]] void fail(const Loader& l, const Value& v, const std::string& expected,
-                       const std::string& found, const std::string& hint) {
+[[noreturn]] void fail(const Loader& l, const Value& v, const std::string& expected, const std::string& found,
+                       const std::string& hint) {
   std::string msg = location(l, v.mark) + ": ";
   if (!v.path.empty()) msg += v.path + ": ";
   msg += "expected " + expected + ", found " + found;
@@ -44,11 +44,16 @@ std::string inQuotes(const std::string& s) {
 
 std::string describeFound(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Scalar: return inQuotes(node.Scalar());
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Map: return "a map";
-    case YAML::NodeType::Null: return "an empty value";
-    default: return "nothing";
+    case YAML::NodeType::Scalar:
+      return inQuotes(node.Scalar());
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Null:
+      return "an empty value";
+    default:
+      return "nothing";
   }
 }
 
@@ -58,15 +63,11 @@ std::string joinNames(const std::vector<std::string>& names) {
   return out;
 }
 
-std::string joinPath(const std::string& path, const std::string& key) {
-  return path.empty() ? key : path + "." + key;
-}
+std::string joinPath(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
 
 // Levenshtein distance, ignoring case and treating '-' and '_' alike.
 static std::size_t editDistance(const std::string& a, const std::string& b) {
-  auto fold = [](char c) {
-    return c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  };
+  auto fold = [](char c) { return c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
   std::vector<std::size_t> row(b.size() + 1);
   for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
   for (std::size_t i = 1; i <= a.size(); ++i) {
@@ -147,8 +148,7 @@ std::optional<std::int64_t> parseInt(const std::string& s) {
   return n;
 }
 
-std::int64_t integer(const Loader& l, const Value& v, const std::string& expected, std::int64_t min,
-                     std::int64_t max) {
+std::int64_t integer(const Loader& l, const Value& v, const std::string& expected, std::int64_t min, std::int64_t max) {
   std::optional<std::int64_t> n;
   if (v.node.IsScalar()) n = parseInt(v.node.Scalar());
   if (!n || *n < min || *n > max) fail(l, v, expected, describeFound(v.node));
@@ -161,12 +161,11 @@ std::chrono::milliseconds seconds(const Loader& l, const Value& v) {
   if (v.node.IsScalar()) {
     const std::string& text = v.node.Scalar();
     const auto [stop, ec] = std::from_chars(text.data(), text.data() + text.size(), s);
-    ok = !text.empty() && ec == std::errc() && stop == text.data() + text.size() &&
-         std::isfinite(s) && s > 0 && s <= kMaxTimeoutSeconds;
+    ok = !text.empty() && ec == std::errc() && stop == text.data() + text.size() && std::isfinite(s) && s > 0 &&
+         s <= kMaxTimeoutSeconds;
   }
   if (!ok)
-    fail(l, v, "a positive number of seconds", describeFound(v.node),
-         "write e.g. 'timeout: 60' or 'timeout: 2.5'");
+    fail(l, v, "a positive number of seconds", describeFound(v.node), "write e.g. 'timeout: 60' or 'timeout: 2.5'");
   // Nearest millisecond, at least one: a tiny positive timeout must not become zero.
   return std::chrono::milliseconds(std::max<long long>(1, std::llround(s * 1000)));
 }
@@ -177,11 +176,11 @@ fs::path existingFile(const Loader& l, const Value& v, const std::string& what) 
   const fs::file_status st = fs::status(path, ec);
   if (fs::is_regular_file(st)) return path;
   // A FIFO or a device is there, but is not a file minrepro can read twice (or at all).
-  const std::string found = fs::is_directory(st)           ? "a directory at "
-                            : fs::is_fifo(st)              ? "a FIFO (named pipe) at "
+  const std::string found = fs::is_directory(st)                                 ? "a directory at "
+                            : fs::is_fifo(st)                                    ? "a FIFO (named pipe) at "
                             : fs::is_character_file(st) || fs::is_block_file(st) ? "a device at "
-                            : fs::is_socket(st)            ? "a socket at "
-                                                           : "no file at ";
+                            : fs::is_socket(st)                                  ? "a socket at "
+                                                                                 : "no file at ";
   fail(l, v, what + " (an existing regular file)", found + path.string(),
        found == "no file at " ? "paths are relative to the case file's directory, " + l.base_dir.string()
                               : "save it to a regular file first (minrepro reads it many times)");
@@ -193,8 +192,7 @@ fs::path resolved(const Loader& l, const Value& v, const std::string& what) {
 
 std::vector<std::string> stringList(const Loader& l, const Value& v, const std::string& expected) {
   if (!v.node.IsSequence() || v.node.size() == 0)
-    fail(l, v, "a non-empty list of " + expected,
-         v.node.IsSequence() ? "an empty list" : describeFound(v.node),
+    fail(l, v, "a non-empty list of " + expected, v.node.IsSequence() ? "an empty list" : describeFound(v.node),
          "write it as a list: [\"a\", \"b\"]");
   std::vector<std::string> items;
   for (const YAML::Node& item : v.node) {
@@ -240,13 +238,13 @@ std::string readText(const Loader& l, const fs::path& file) {
   std::error_code ec;
   if (fs::is_directory(file, ec))
     throw BadInputError(l.file +
-                    ": cannot read the case file: it is a directory; "
-                    "pass the path of the case's YAML file");
+                        ": cannot read the case file: it is a directory; "
+                        "pass the path of the case's YAML file");
   std::ifstream in(file, std::ios::binary);
   const int err = errno;
   if (!in)
     throw BadInputError(l.file + ": cannot read the case file: " + std::strerror(err) +
-                    "; check the path given with --config");
+                        "; check the path given with --config");
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
@@ -256,8 +254,7 @@ YAML::Node parseText(const Loader& l, const std::string& text) {
   try {
     return YAML::Load(text);
   } catch (const YAML::Exception& e) {  // ParserException and its kin carry a mark
-    throw BadInputError(location(l, e.mark) + ": invalid YAML: " + e.msg +
-                    "; fix the syntax at this line and column");
+    throw BadInputError(location(l, e.mark) + ": invalid YAML: " + e.msg + "; fix the syntax at this line and column");
   }
 }
 
@@ -266,7 +263,8 @@ YAML::Node parseText(const Loader& l, const std::string& text) {
 // so no string of a case may hold one.
 void rejectNul(const Loader& l, const YAML::Node& node) {
   if (node.IsScalar() && node.Scalar().find('\0') != std::string::npos)
-    throw BadInputError(location(l, node.Mark()) + ": a NUL character (\"\\0\") in a string; no path, name or value "
+    throw BadInputError(location(l, node.Mark()) +
+                        ": a NUL character (\"\\0\") in a string; no path, name or value "
                         "may hold one: remove it");
   if (node.IsSequence())
     for (const auto& item : node) rejectNul(l, item);

@@ -46,7 +46,7 @@ std::string location(const Loader& l, const YAML::Mark& mark);
 std::string inQuotes(const std::string& s);
 // What a node is, for "found ...": its text, "a list", "a map", "an empty value".
 std::string describeFound(const YAML::Node& node);
-std::string joinNames(const std::vector<std::string>& names);  // "a, b, c"
+std::string joinNames(const std::vector<std::string>& names);           // "a, b, c"
 std::string joinPath(const std::string& path, const std::string& key);  // "trial" + "timeout" = "trial.timeout"
 // "did you mean 'timeout'?" when exactly one option is close enough to be a typo; else "".
 std::string suggestion(const std::string& word, const std::vector<std::string>& options);
@@ -66,9 +66,7 @@ Entries mapEntries(const Loader& l, const Value& map, const std::string& expecte
 class MapView {
  public:
   MapView(const Loader& l, Value v, const std::vector<std::string>& allowed)
-      : l_(l),
-        v_(std::move(v)),
-        entries_(mapEntries(l, v_, "a map with the keys " + joinNames(allowed))) {
+      : l_(l), v_(std::move(v)), entries_(mapEntries(l, v_, "a map with the keys " + joinNames(allowed))) {
     for (const Entry& e : entries_) checkKnown(e, allowed);
   }
 
@@ -84,8 +82,8 @@ class MapView {
   const Value& require(const std::string& key, const std::string& expected) const {
     if (const Value* v = find(key)) return *v;
     const std::string where = v_.path.empty() ? "at the top level" : "in " + v_.path;
-    fail(l_, Value{v_.node, joinPath(v_.path, key), v_.mark}, expected,
-         "no '" + key + "' key " + where, "add '" + key + ":' to this map");
+    fail(l_, Value{v_.node, joinPath(v_.path, key), v_.mark}, expected, "no '" + key + "' key " + where,
+         "add '" + key + ":' to this map");
   }
 
  private:
@@ -105,11 +103,10 @@ std::string scalar(const Loader& l, const Value& v, const std::string& expected)
 std::string nonEmpty(const Loader& l, const Value& v, const std::string& expected);
 // Strict decimal: yaml-cpp's own conversion would read 010 as octal and 0x10 as hex.
 std::optional<std::int64_t> parseInt(const std::string& s);
-std::int64_t integer(const Loader& l, const Value& v, const std::string& expected, std::int64_t min,
-                     std::int64_t max);
+std::int64_t integer(const Loader& l, const Value& v, const std::string& expected, std::int64_t min, std::int64_t max);
 std::chrono::milliseconds seconds(const Loader& l, const Value& v);  // positive, to the nearest millisecond
 bool boolean(const Loader& l, const Value& v);
-double probability(const Loader& l, const Value& v);  // in (0, 1)
+double probability(const Loader& l, const Value& v);                          // in (0, 1)
 double number(const Loader& l, const Value& v, const std::string& expected);  // finite
 // A path relative to the case's directory: an existing regular file / any path.
 fs::path existingFile(const Loader& l, const Value& v, const std::string& what);

@@ -69,11 +69,19 @@ void DeltaSearch::answer(bool interesting) {
 void DeltaSearch::advance() {
   for (bool asked = false; !asked;) {
     switch (phase_) {
-      case Phase::Outer: asked = stepOuter(); break;
-      case Phase::Bisect: asked = stepBisect(); break;
-      case Phase::FinalCheck: asked = stepFinal(); break;
-      case Phase::Done: return;
-      default: return;  // awaiting an answer
+      case Phase::Outer:
+        asked = stepOuter();
+        break;
+      case Phase::Bisect:
+        asked = stepBisect();
+        break;
+      case Phase::FinalCheck:
+        asked = stepFinal();
+        break;
+      case Phase::Done:
+        return;
+      default:
+        return;  // awaiting an answer
     }
   }
 }
@@ -122,8 +130,8 @@ bool DeltaSearch::stepBisect() {
     return false;
   }
   const auto size = group_.size();
-  const auto cut = std::clamp<std::size_t>(static_cast<std::size_t>(std::lround(static_cast<double>(size) * options_.split_fraction)),
-                                           1, size - 1);
+  const auto cut = std::clamp<std::size_t>(
+      static_cast<std::size_t>(std::lround(static_cast<double>(size) * options_.split_fraction)), 1, size - 1);
   first_.assign(group_.begin(), group_.begin() + static_cast<std::ptrdiff_t>(cut));
   second_.assign(group_.begin() + static_cast<std::ptrdiff_t>(cut), group_.end());
   return propose(merged(needed_, second_, rest_), Phase::AwaitBisect);
@@ -166,7 +174,8 @@ void DeltaSearch::apply(bool interesting) {
       }
       phase_ = Phase::FinalCheck;
       break;
-    default: break;
+    default:
+      break;
   }
 }
 
@@ -203,10 +212,13 @@ std::size_t log2Ceil(std::size_t n) {
 
 std::size_t DeltaSearch::remainingEstimate() const {
   switch (phase_) {
-    case Phase::Done: return 0;
+    case Phase::Done:
+      return 0;
     case Phase::FinalCheck:
-    case Phase::AwaitFinal: return needed_.size() - std::min(final_index_, needed_.size());
-    default: break;
+    case Phase::AwaitFinal:
+      return needed_.size() - std::min(final_index_, needed_.size());
+    default:
+      break;
   }
   const bool bisecting = phase_ == Phase::Bisect || phase_ == Phase::AwaitBisect;
   const std::size_t left = bisecting ? rest_.size() : unknown_.size();

@@ -103,7 +103,6 @@ class DeltaSearch {
 using UnitOracle = std::function<bool(const Units& keep)>;
 
 // Runs a DeltaSearch to the end with a synchronous oracle.
-Units minimizeUnits(std::size_t n, const UnitOracle& oracle, DeltaStats* stats = nullptr,
-                    DeltaOptions options = {});
+Units minimizeUnits(std::size_t n, const UnitOracle& oracle, DeltaStats* stats = nullptr, DeltaOptions options = {});
 
 }  // namespace minrepro

@@ -35,7 +35,6 @@ bool isOpName(std::string_view s) {
   return isIdentifier(s);
 }
 
-
 // --------------------------------------------------------- operator names
 
 bool stripSuffix(std::string& name, std::string_view suffix) {
@@ -68,14 +67,13 @@ std::string cleanOpName(std::string name) {
   if (const auto dot = name.find('.'); dot != npos) name.erase(dot);  // overload: add.out
   if (!isOpName(name)) return {};
   cutAtPhase(name);
-  static const std::array<std::string_view, 10> kSuffixes = {
-      "_", "_out_frame", "_frame", "_out", "_cpu", "_cuda", "_kernel", "_impl", "_template", "_2d"};
+  static const std::array<std::string_view, 10> kSuffixes = {"_",     "_out_frame", "_frame", "_out",      "_cpu",
+                                                             "_cuda", "_kernel",    "_impl",  "_template", "_2d"};
   for (bool changed = true; changed;) {
     changed = stripNumberSuffix(name);
     for (auto suffix : kSuffixes) changed = stripSuffix(name, suffix) || changed;
   }
-  static const std::array<std::string_view, 5> kNotOps = {"meta", "impl", "operator", "unknown",
-                                                          "lambda"};
+  static const std::array<std::string_view, 5> kNotOps = {"meta", "impl", "operator", "unknown", "lambda"};
   for (auto not_op : kNotOps)
     if (name == not_op) return {};
   return name;
@@ -97,7 +95,6 @@ std::string kernelName(std::string function) {
 }
 
 // ------------------------------------------------------- one raw error
-
 
 std::string normalizeType(std::string type) {
   if (startsWith(type, "builtins.")) type.erase(0, 9);  // TorchScript's scripted raise
@@ -152,9 +149,7 @@ void fillEmptyMessage(RawError& error, const Lines& lines, std::size_t from, std
   for (std::size_t i = from; i < to && error.message.empty(); ++i) error.message = trim(lines[i]);
 }
 
-bool isTracebackHeader(const std::string& line) {
-  return startsWith(trim(line), "Traceback (most recent call last)");
-}
+bool isTracebackHeader(const std::string& line) { return startsWith(trim(line), "Traceback (most recent call last)"); }
 
 bool isChainMarker(const std::string& line) {
   return startsWith(line, "During handling of the above exception") ||
@@ -225,8 +220,8 @@ std::optional<Frame> parseFrame(const std::string& text) {
 // installed packages (torch among them): the frame a user opens first.
 bool isUserPath(const std::string& path) {
   static const std::regex stdlib(R"(/lib/python\d[\d.]*/)");
-  return !contains(path, "/site-packages/") && !contains(path, "/dist-packages/") &&
-         !startsWith(path, "<frozen") && !std::regex_search(path, stdlib);
+  return !contains(path, "/site-packages/") && !contains(path, "/dist-packages/") && !startsWith(path, "<frozen") &&
+         !std::regex_search(path, stdlib);
 }
 
 std::string describeFrame(const Frame& frame) { return frame.path + ":" + frame.line + " in " + frame.function; }
@@ -249,12 +244,16 @@ std::string innermostUserFrame(const Lines& lines, std::size_t from, std::size_t
 // "Segmentation fault" (strsignal's words, used by shells, faulthandler and
 // the DataLoader) -> "SIGSEGV"; empty when the words name no fatal signal.
 std::string signalFromWords(std::string_view words) {
-  static const std::array<std::pair<std::string_view, std::string_view>, 9> kWords = {{
-      {"segmentation fault", "SIGSEGV"},  {"floating point exception", "SIGFPE"},
-      {"floating-point exception", "SIGFPE"}, {"aborted", "SIGABRT"},
-      {"bus error", "SIGBUS"},          {"illegal instruction", "SIGILL"},
-      {"killed", "SIGKILL"},            {"terminated", "SIGTERM"},
-      {"trace/breakpoint trap", "SIGTRAP"}}};
+  static const std::array<std::pair<std::string_view, std::string_view>, 9> kWords = {
+      {{"segmentation fault", "SIGSEGV"},
+       {"floating point exception", "SIGFPE"},
+       {"floating-point exception", "SIGFPE"},
+       {"aborted", "SIGABRT"},
+       {"bus error", "SIGBUS"},
+       {"illegal instruction", "SIGILL"},
+       {"killed", "SIGKILL"},
+       {"terminated", "SIGTERM"},
+       {"trace/breakpoint trap", "SIGTRAP"}}};
   const std::string wanted = lower(trim(words));
   for (const auto& [phrase, name] : kWords)
     if (startsWith(wanted, phrase)) return std::string(name);
@@ -418,8 +417,7 @@ RawError readPythonTraceback(const Lines& lines, std::size_t at) {
   RawError error;
   error.line = at;
   std::size_t line = at + 1;
-  for (; line < lines.size() && (lines[line].empty() || lines[line][0] == ' ' || lines[line][0] == '\t');
-       ++line)
+  for (; line < lines.size() && (lines[line].empty() || lines[line][0] == ' ' || lines[line][0] == '\t'); ++line)
     if (auto op = functionalFrameOp(lines[line]); !op.empty()) error.op = op;
   error.user_frame = innermostUserFrame(lines, at + 1, line, false);
   error.end = line;
@@ -457,10 +455,14 @@ RawError readFaultDump(const Lines& lines, std::size_t at) {
   bool in_current_thread = false;
   for (; end < lines.size(); ++end) {
     const std::string& l = lines[end];
-    if (startsWith(l, "Current thread ") || startsWith(l, "Stack (most recent call first)")) in_current_thread = true;
-    else if (startsWith(l, "Thread 0x")) in_current_thread = false;
-    else if (startsWith(l, "Extension modules:")) continue;
-    else if (!isBlank(l) && !startsWith(l, "  ")) break;
+    if (startsWith(l, "Current thread ") || startsWith(l, "Stack (most recent call first)"))
+      in_current_thread = true;
+    else if (startsWith(l, "Thread 0x"))
+      in_current_thread = false;
+    else if (startsWith(l, "Extension modules:"))
+      continue;
+    else if (!isBlank(l) && !startsWith(l, "  "))
+      break;
     if (in_current_thread) current_thread_end = end + 1;
   }
   error.end = end;
@@ -474,9 +476,13 @@ RawError readFaultDump(const Lines& lines, std::size_t at) {
 // protector print one line, then abort: that line is the first error, and a
 // faulthandler dump right after it gives its frames.
 bool isAbortMessage(const std::string& line) {
-  static const std::array<std::string_view, 7> kPrefixes = {
-      "free(): ",          "double free or corruption", "malloc(): ",          "munmap_chunk(): ",
-      "realloc(): ",       "corrupted size vs. prev_size", "*** stack smashing detected ***"};
+  static const std::array<std::string_view, 7> kPrefixes = {"free(): ",
+                                                            "double free or corruption",
+                                                            "malloc(): ",
+                                                            "munmap_chunk(): ",
+                                                            "realloc(): ",
+                                                            "corrupted size vs. prev_size",
+                                                            "*** stack smashing detected ***"};
   for (auto prefix : kPrefixes)
     if (startsWith(line, prefix)) return true;
   return false;
@@ -486,8 +492,10 @@ RawError readAbortMessage(const Lines& lines, std::size_t at) {
   RawError error;
   std::size_t next = at + 1;
   while (next < lines.size() && isBlank(lines[next])) ++next;
-  if (next < lines.size() && startsWith(lines[next], "Fatal Python error: ")) error = readFaultDump(lines, next);
-  else error.end = at + 1;
+  if (next < lines.size() && startsWith(lines[next], "Fatal Python error: "))
+    error = readFaultDump(lines, next);
+  else
+    error.end = at + 1;
   error.line = at;
   error.message = trim(lines[at]);
   error.signal_name = "SIGABRT";
@@ -511,8 +519,8 @@ std::optional<RawError> readWorkerSignal(const std::string& line) {
 // dumped)" (interactive), "bash: line 1:   979 Segmentation fault      python
 // train.py" (a script), "Floating point exception" (dash).
 std::optional<RawError> readShellReport(const std::string& line) {
-  static const std::array<std::string_view, 6> kWords = {"Segmentation fault", "Floating point exception",
-                                                         "Aborted", "Bus error", "Illegal instruction", "Killed"};
+  static const std::array<std::string_view, 6> kWords = {"Segmentation fault", "Floating point exception", "Aborted",
+                                                         "Bus error",          "Illegal instruction",      "Killed"};
   if (!containsAny(line, kWords)) return std::nullopt;
   static const std::regex bare(
       R"(^(Segmentation fault|Floating point exception|Aborted|Bus error|Illegal instruction|Killed)(?: \(core dumped\))?\s*$)");
@@ -640,12 +648,21 @@ std::optional<RawError> readAt(const Lines& lines, std::size_t i) {
 
 std::string consequenceKind(const RawError& error) {
   static const std::array<std::string_view, 7> kTimeouts = {
-      "Timed out waiting", "Watchdog caught collective operation timeout", "before timing out",
-      "Socket Timeout", "timed out after", "Wait timeout", "DistStoreError: Timed out"};
-  static const std::array<std::string_view, 11> kLostPeers = {
-      "Connection closed by peer", "Connection reset by peer", "Broken pipe", "Connection refused",
-      "NCCL communicator was aborted", "recvValue failed", "recvVector failed", "failed to recv, got 0 bytes",
-      "connection closed by remote", "remote process exited or there was a network error", "ncclRemoteError"};
+      "Timed out waiting",        "Watchdog caught collective operation timeout",
+      "before timing out",        "Socket Timeout",
+      "timed out after",          "Wait timeout",
+      "DistStoreError: Timed out"};
+  static const std::array<std::string_view, 11> kLostPeers = {"Connection closed by peer",
+                                                              "Connection reset by peer",
+                                                              "Broken pipe",
+                                                              "Connection refused",
+                                                              "NCCL communicator was aborted",
+                                                              "recvValue failed",
+                                                              "recvVector failed",
+                                                              "failed to recv, got 0 bytes",
+                                                              "connection closed by remote",
+                                                              "remote process exited or there was a network error",
+                                                              "ncclRemoteError"};
   if (containsAny(error.message, kTimeouts)) return "collective timeout";
   if (containsAny(error.message, kLostPeers)) return "lost connection";
   return {};

@@ -32,16 +32,16 @@ namespace minrepro {
 enum class ErrorRole { Raised, DeathReport, Consequence };
 
 struct RawError {
-  std::string type;         // exception type as printed; empty when none was printed
-  std::string message;      // first line of the message, as printed
-  std::string op;           // operator named by the error's context, already cleaned
+  std::string type;     // exception type as printed; empty when none was printed
+  std::string message;  // first line of the message, as printed
+  std::string op;       // operator named by the error's context, already cleaned
   bool kernel_assert = false;
   std::string signal_name;  // "SIGSEGV" when the error reports a fatal signal
   std::string process;      // "process 1", "DataLoader worker process 0", "rank 1": named by a wrapper
   std::string user_frame;   // innermost frame outside the libraries: "/src/train.py:42 in step"
   ErrorRole role = ErrorRole::Raised;
-  std::size_t line = 0;     // first line of the error in its stream
-  std::size_t end = 0;      // one past its last line
+  std::size_t line = 0;  // first line of the error in its stream
+  std::size_t end = 0;   // one past its last line
 };
 
 // The errors in the lines, in order, each block read once (a traceback's

@@ -39,9 +39,8 @@ constexpr auto npos = std::string::npos;
 
 bool isDeviceMismatch(const std::string& message) {
   static const std::array<std::string_view, 5> kPhrases = {
-      "Expected all tensors to be on the same device", "found at least two devices",
-      "Expected object of device type", "to have the same device as",
-      "on the same device as the indexed tensor"};
+      "Expected all tensors to be on the same device", "found at least two devices", "Expected object of device type",
+      "to have the same device as", "on the same device as the indexed tensor"};
   if (containsAny(message, kPhrases)) return true;
   // conv: "Input type (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be
   // the same": a device mismatch when only one side is on the GPU, else a dtype mismatch.
@@ -51,9 +50,9 @@ bool isDeviceMismatch(const std::string& message) {
 }
 
 bool isOutOfMemory(const RawError& error) {
-  static const std::array<std::string_view, 5> kPhrases = {
-      "out of memory", "hiperroroutofmemory", "cudaerrormemoryallocation", "can't allocate memory",
-      "defaultcpuallocator"};
+  static const std::array<std::string_view, 5> kPhrases = {"out of memory", "hiperroroutofmemory",
+                                                           "cudaerrormemoryallocation", "can't allocate memory",
+                                                           "defaultcpuallocator"};
   // Python's MemoryError and its kind (numpy's _ArrayMemoryError) as well as torch's OutOfMemoryError.
   return endsWith(error.type, "MemoryError") || contains(error.type, "OutOfMemoryError") ||
          contains(error.type, "bad_alloc") || containsAny(lower(error.message), kPhrases);
@@ -61,7 +60,7 @@ bool isOutOfMemory(const RawError& error) {
 
 bool isOpUnavailable(const RawError& error) {
   static const std::array<std::string_view, 8> kPhrases = {
-      "Could not run '",         "Unknown builtin op",          "No such operator",
+      "Could not run '",         "Unknown builtin op",           "No such operator",
       "not implemented for '",   "no kernel image is available", "hipErrorNoBinaryForGpu",
       "invalid device function", "not compiled with CUDA"};
   return endsWith(error.type, "NotImplementedError") || containsAny(error.message, kPhrases);
@@ -76,11 +75,17 @@ bool looksLikeIndexError(const std::string& message) {
 }
 
 bool looksLikeValueError(const std::string& message) {
-  static const std::array<std::string_view, 11> kPhrases = {
-      "shapes cannot be multiplied",   "expected scalar type",     "to match target batch_size",
-      "size mismatch",                 "is invalid for input of size", "must match the size of tensor",
-      "doesn't match the broadcast shape", "Found dtype",           "should be the same",
-      "dtype to be",                   "must have same reduction dim"};
+  static const std::array<std::string_view, 11> kPhrases = {"shapes cannot be multiplied",
+                                                            "expected scalar type",
+                                                            "to match target batch_size",
+                                                            "size mismatch",
+                                                            "is invalid for input of size",
+                                                            "must match the size of tensor",
+                                                            "doesn't match the broadcast shape",
+                                                            "Found dtype",
+                                                            "should be the same",
+                                                            "dtype to be",
+                                                            "must have same reduction dim"};
   return containsAny(message, kPhrases);
 }
 
@@ -120,7 +125,8 @@ OutputReading readOutput(Lines primary, Lines secondary, bool list_set_aside) {
   reading.harness_op = harnessOp(primary);
   if (reading.harness_op.empty()) reading.harness_op = harnessOp(secondary);
   reading.choice = chooseFirstError(std::move(primary), list_set_aside);
-  if (!reading.choice.first && !secondary.empty()) reading.choice = chooseFirstError(std::move(secondary), list_set_aside);
+  if (!reading.choice.first && !secondary.empty())
+    reading.choice = chooseFirstError(std::move(secondary), list_set_aside);
   auto& first = reading.choice.first;
   if (first && !first->error.kernel_assert && familyOf(first->error) == FailureFamily::DeviceAssert && kernel)
     first->error = *kernel;
@@ -144,8 +150,7 @@ FailureSignature signatureOf(const RawError& error) {
 }
 
 SetAside describeSetAside(const LoggedError& logged) {
-  return SetAside{logged.log_line + 1, logged.where(), setAsideKind(logged.error),
-                  signatureOf(logged.error).summary()};
+  return SetAside{logged.log_line + 1, logged.where(), setAsideKind(logged.error), signatureOf(logged.error).summary()};
 }
 
 // ---------------------------------------------------------------- normalizing
@@ -288,8 +293,7 @@ std::string familyMismatch(FailureFamily got, FailureFamily expected) {
   return "family " + familyName(got) + ", expected " + familyName(expected);
 }
 
-std::optional<std::string> messageMismatch(const FailureSignature& original,
-                                           const FailureSignature& candidate,
+std::optional<std::string> messageMismatch(const FailureSignature& original, const FailureSignature& candidate,
                                            const std::string& pattern) {
   if (pattern.empty()) {
     if (messageKey(candidate.message) == messageKey(original.message)) return std::nullopt;
@@ -343,10 +347,12 @@ FamilyAdvice adviceFor(const FailureSignature& signature) {
   FamilyAdvice advice = familyAdvice(signature.family);
   const bool embedding = signature.op.find("embedding") != std::string::npos;
   if (embedding && (signature.family == FailureFamily::IndexError || signature.family == FailureFamily::DeviceAssert)) {
-    advice.check_first = "the largest token id against the embedding's num_embeddings (the tokenizer's vocabulary "
-                         "and the table's size), and padding_idx";
-    advice.avoid = "clamping or wrapping the ids so that they fit: size the table to the vocabulary (or fix the "
-                   "tokenizer) instead";
+    advice.check_first =
+        "the largest token id against the embedding's num_embeddings (the tokenizer's vocabulary "
+        "and the table's size), and padding_idx";
+    advice.avoid =
+        "clamping or wrapping the ids so that they fit: size the table to the vocabulary (or fix the "
+        "tokenizer) instead";
   }
   return advice;
 }
@@ -407,8 +413,7 @@ FailureSignature classify(const TrialOutcome& outcome) {
 
 std::string normalizeMessage(const std::string& message) {
   static const std::regex ansi(R"(\x1b\[[0-9;]*[A-Za-z])");
-  static const std::regex trial_dir(
-      R"([^\s'"(]*(?:minrepro-work/|trials/)trial-\d+(?:/tmp(?:/[^/\s'"]+(?=/))?)?)");
+  static const std::regex trial_dir(R"([^\s'"(]*(?:minrepro-work/|trials/)trial-\d+(?:/tmp(?:/[^/\s'"]+(?=/))?)?)");
   static const std::regex hex(R"(0x[0-9a-fA-F]+)");
   static const std::regex pid(R"(\bpid\s*[=:]?\s*\d+)", std::regex::ECMAScript | std::regex::icase);
   static const std::regex process(R"(\bProcess \d+ has)");
@@ -443,8 +448,10 @@ std::string messageShape(const std::string& message) {
   bool in_number = false;
   for (char c : normalizeMessage(message)) {
     const bool digit = std::isdigit(static_cast<unsigned char>(c)) != 0;
-    if (!digit) shape += c;
-    else if (!in_number) shape += '#';
+    if (!digit)
+      shape += c;
+    else if (!in_number)
+      shape += '#';
     in_number = digit;
   }
   return shape;

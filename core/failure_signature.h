@@ -68,11 +68,11 @@ struct SetAside {
 // What a log says about its first error (engine/log_streams chooses it
 // across ranks and processes).
 struct LogReading {
-  FailureSignature signature;  // family None when the text holds no error
-  std::size_t first_line = 0;  // 1-based line where the first error begins; 0 when none
-  std::string first_line_text; // that line (without a rank's or a logger's prefix)
-  std::string where;           // the rank, process or DataLoader worker it happened in; empty: the main one
-  std::string user_frame;      // the frame to open first: "/src/train.py:42 in step"; empty when unknown
+  FailureSignature signature;   // family None when the text holds no error
+  std::size_t first_line = 0;   // 1-based line where the first error begins; 0 when none
+  std::string first_line_text;  // that line (without a rank's or a logger's prefix)
+  std::string where;            // the rank, process or DataLoader worker it happened in; empty: the main one
+  std::string user_frame;       // the frame to open first: "/src/train.py:42 in step"; empty when unknown
   std::vector<SetAside> set_aside;
 };
 LogReading readLog(const std::string& text);

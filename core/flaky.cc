@@ -45,8 +45,8 @@ double FailureRate::chanceOfPassStreak(std::size_t n, std::size_t size) const {
   const double strength = std::min(static_cast<double>(failures_ + passes_), kPriorTrials), m = estimate();
   double a = 0.5 + strength * m, b = 0.5 + strength * (1 - m);
   for (const Evidence& e : evidence_) {
-    const double w = e.size == 0 ? 1.0
-                                 : static_cast<double>(std::min(size, e.size)) / static_cast<double>(std::max(size, e.size));
+    const double w =
+        e.size == 0 ? 1.0 : static_cast<double>(std::min(size, e.size)) / static_cast<double>(std::max(size, e.size));
     a += w * static_cast<double>(e.failures);
     b += w * static_cast<double>(e.passes);
   }
@@ -101,8 +101,8 @@ OriginalEstimate estimateOriginal(const TrialBatch& run, FailureRate& rate, cons
   while (estimate.runs < max_runs && estimate.failures < want) {
     // No more runs at once than failures still wanted: other job slots go to
     // speculative trials of the search's first candidates.
-    const auto results = run(std::min({std::max<std::size_t>(jobs, 1), max_runs - estimate.runs,
-                                       want - estimate.failures}), 0);
+    const auto results =
+        run(std::min({std::max<std::size_t>(jobs, 1), max_runs - estimate.runs, want - estimate.failures}), 0);
     if (results.empty()) break;  // the caller has seen enough (a run that timed out)
     for (bool failed : results) {
       ++estimate.runs;

@@ -34,8 +34,8 @@
 namespace minrepro {
 
 struct FlakyOptions {
-  bool enabled = true;             // false: one trial decides (failure known to be deterministic)
-  double alpha = 0.001;            // accepted chance of rejecting a failing candidate
+  bool enabled = true;               // false: one trial decides (failure known to be deterministic)
+  double alpha = 0.001;              // accepted chance of rejecting a failing candidate
   std::size_t initial_failures = 3;  // estimate p from the original until this many failures...
   std::size_t initial_runs = 30;     // ...or this many runs
   std::size_t max_passes = 200;      // never more passes than this for one candidate

@@ -12,9 +12,9 @@ namespace {
 using namespace text;
 
 struct Stream {
-  std::string name;                  // "rank 1"; empty for unprefixed lines
-  Lines lines;                       // the lines without their prefix
-  std::vector<std::size_t> log_line; // where each came from in the log
+  std::string name;                   // "rank 1"; empty for unprefixed lines
+  Lines lines;                        // the lines without their prefix
+  std::vector<std::size_t> log_line;  // where each came from in the log
 };
 
 // srun's "--label" prefix ("1: ") is only taken for one when a traceback
@@ -41,8 +41,8 @@ std::size_t readNumber(std::string_view line, std::size_t at, std::string* numbe
 // (torchrun --tee) or "[3,1]<stderr>:" (Open MPI: job, rank).
 std::pair<std::string, std::size_t> bracketPrefix(std::string_view line) {
   std::string number;
-  for (const auto& [tag, name] : {std::pair<std::string_view, std::string_view>{"[rank", "rank "},
-                                  {"[default", "local rank "}}) {
+  for (const auto& [tag, name] :
+       {std::pair<std::string_view, std::string_view>{"[rank", "rank "}, {"[default", "local rank "}}) {
     if (line.substr(0, tag.size()) != tag) continue;
     const std::size_t end = readNumber(line, tag.size(), &number);
     if (end == std::string_view::npos || line.substr(end, 2) != "]:") return {"", 0};
@@ -110,9 +110,12 @@ std::vector<Stream> splitStreams(Lines lines) {
 // that names the signal, then any report of a death, then the rest.
 int rank(const RawError& error) {
   switch (error.role) {
-    case ErrorRole::Raised: return 0;
-    case ErrorRole::DeathReport: return error.signal_name.empty() ? 2 : 1;
-    case ErrorRole::Consequence: return 3;
+    case ErrorRole::Raised:
+      return 0;
+    case ErrorRole::DeathReport:
+      return error.signal_name.empty() ? 2 : 1;
+    case ErrorRole::Consequence:
+      return 3;
   }
   return 3;
 }
@@ -123,10 +126,12 @@ std::string LoggedError::where() const { return error.process.empty() ? stream :
 
 std::string setAsideKind(const RawError& error) {
   switch (error.role) {
-    case ErrorRole::Consequence: return consequenceKind(error);
+    case ErrorRole::Consequence:
+      return consequenceKind(error);
     case ErrorRole::DeathReport:
       return error.type.find("ChildFailedError") != std::string::npos ? "launcher summary" : "death report";
-    case ErrorRole::Raised: return "later error";
+    case ErrorRole::Raised:
+      return "later error";
   }
   return "later error";
 }
@@ -152,8 +157,9 @@ FirstErrorChoice chooseFirstError(Lines lines, bool list_set_aside) {
   // timeout, that error is what happened there.
   if (first->error.role == ErrorRole::DeathReport && !first->where().empty()) {
     const std::string dead = first->where();
-    auto own = std::find_if(errors.begin(), errors.end(),
-                            [&](const LoggedError& e) { return e.stream == dead && e.error.role != ErrorRole::DeathReport; });
+    auto own = std::find_if(errors.begin(), errors.end(), [&](const LoggedError& e) {
+      return e.stream == dead && e.error.role != ErrorRole::DeathReport;
+    });
     if (own != errors.end()) first = own;
   }
   choice.first = std::move(*first);

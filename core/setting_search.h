@@ -21,8 +21,10 @@ class SettingSearch {
   void answer(bool fails) {
     const std::int64_t probe = query();
     first_ = false;
-    if (fails) hi_ = probe;
-    else lo_ = probe + 1;
+    if (fails)
+      hi_ = probe;
+    else
+      lo_ = probe + 1;
   }
   std::int64_t result() const { return hi_; }
   // Answers still needed (at most; the first query may end it early).

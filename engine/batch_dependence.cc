@@ -47,12 +47,15 @@ std::string batchIndependentAdvice(const TrialOutcome& outcome, const CaseConfig
   if (!error) return "the failure does not depend on the batch: " + general + ". Fix the trial and run again";
   const std::string& t = error->type;
   if (t == "ModuleNotFoundError" || t == "ImportError")
-    return "an environment error, not the bug (" + error->line + "): " + general + ". Install what is missing into the "
-           "Python the trial runs (" + program + "), or make trial.command name the Python that has it";
+    return "an environment error, not the bug (" + error->line + "): " + general +
+           ". Install what is missing into the "
+           "Python the trial runs (" +
+           program + "), or make trial.command name the Python that has it";
   if (t == "SyntaxError" || t == "IndentationError" || t == "TabError" || t == "NameError")
     return "an error in the trial's script (" + error->line + "): " + general + ". Fix the script and run again";
   if (t == "FileNotFoundError" || t == "PermissionError" || t == "IsADirectoryError" || t == "NotADirectoryError")
-    return "a file the trial needs cannot be opened (" + error->line + "): " + general + ". A relative path in "
+    return "a file the trial needs cannot be opened (" + error->line + "): " + general +
+           ". A relative path in "
            "trial.command is relative to the trial's own directory: name your files as {case_dir}/NAME";
   if (t == "TypeError" && error->line.find("argument") != std::string::npos)
     return "the trial's code calls a function with the wrong arguments (" + error->line + "): " + general +

@@ -16,8 +16,8 @@
 #include <string>
 
 #include "core/case_config.h"
-#include "core/process/process.h"
 #include "core/failure_signature.h"
+#include "core/process/process.h"
 
 namespace minrepro {
 

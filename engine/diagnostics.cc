@@ -91,10 +91,16 @@ std::vector<std::pair<std::string, std::string>> diagnosticEnvironment(const Bac
 std::string describeDiagnosticMode(const BackendInfo& backend) {
   std::string name;
   switch (backend.kind) {
-    case Backend::Cpu: return "CPU: no diagnostic variables (launches are already synchronous)";
-    case Backend::Unknown: return "unknown backend: no diagnostic variables";
-    case Backend::Cuda: name = "CUDA"; break;
-    case Backend::Rocm: name = "ROCm"; break;
+    case Backend::Cpu:
+      return "CPU: no diagnostic variables (launches are already synchronous)";
+    case Backend::Unknown:
+      return "unknown backend: no diagnostic variables";
+    case Backend::Cuda:
+      name = "CUDA";
+      break;
+    case Backend::Rocm:
+      name = "ROCm";
+      break;
   }
   if (!backend.version.empty()) name += " " + backend.version;
   std::string line = name + ":";
@@ -105,7 +111,8 @@ std::string describeDiagnosticMode(const BackendInfo& backend) {
 BackendInfo detectMachineBackend(const std::filesystem::path& dev_root) {
   std::error_code ec;
   const bool rocm = std::filesystem::exists(dev_root / "kfd", ec);
-  const bool nvidia = std::filesystem::exists(dev_root / "nvidiactl", ec) || std::filesystem::exists(dev_root / "nvidia0", ec);
+  const bool nvidia =
+      std::filesystem::exists(dev_root / "nvidiactl", ec) || std::filesystem::exists(dev_root / "nvidia0", ec);
   if (rocm && nvidia) return {};
   if (rocm) return {Backend::Rocm, ""};
   if (nvidia) return {Backend::Cuda, ""};
@@ -121,10 +128,14 @@ std::string DiagnosticPlan::describe() const {
 
 std::string backendName(const BackendInfo& b) {
   switch (b.kind) {
-    case Backend::Cpu: return "CPU";
-    case Backend::Cuda: return "CUDA" + (b.version.empty() ? "" : " " + b.version);
-    case Backend::Rocm: return "ROCm" + (b.version.empty() ? "" : " " + b.version);
-    case Backend::Unknown: break;
+    case Backend::Cpu:
+      return "CPU";
+    case Backend::Cuda:
+      return "CUDA" + (b.version.empty() ? "" : " " + b.version);
+    case Backend::Rocm:
+      return "ROCm" + (b.version.empty() ? "" : " " + b.version);
+    case Backend::Unknown:
+      break;
   }
   return "unknown backend";
 }
@@ -132,9 +143,11 @@ std::string backendName(const BackendInfo& b) {
 namespace {
 
 // The captured context's backend, else this machine's, with where it came from.
-std::pair<BackendInfo, std::string> recordedOrDetected(const CaseConfig& config, const std::filesystem::path& dev_root) {
+std::pair<BackendInfo, std::string> recordedOrDetected(const CaseConfig& config,
+                                                       const std::filesystem::path& dev_root) {
   const BackendInfo recorded = backendFromContext(config.context);
-  if (recorded.kind != Backend::Unknown) return {recorded, "backend " + backendName(recorded) + " from the captured context"};
+  if (recorded.kind != Backend::Unknown)
+    return {recorded, "backend " + backendName(recorded) + " from the captured context"};
   const BackendInfo detected = detectMachineBackend(dev_root);
   if (detected.kind == Backend::Unknown)
     return {detected, "no backend in the case's context, and this machine has both NVIDIA and ROCm devices"};
@@ -169,9 +182,9 @@ DiagnosticPlan planDiagnostics(const CaseConfig& config, const std::filesystem::
       plan.why = "on: " + plan.why;
       if (diagnosticEnvironment(plan.backend).empty())
         throw BadInputError(config.case_file.string() + ": trial.diagnostic: on, but the backend is " +
-                        backendName(plan.backend) + " (" + plan.why.substr(4) +
-                        "), which has no diagnostic variables; write 'auto' or 'off', or name the backend "
-                        "('cuda' or 'rocm')");
+                            backendName(plan.backend) + " (" + plan.why.substr(4) +
+                            "), which has no diagnostic variables; write 'auto' or 'off', or name the backend "
+                            "('cuda' or 'rocm')");
       break;
   }
   plan.env = diagnosticEnvironment(plan.backend);
@@ -179,9 +192,10 @@ DiagnosticPlan planDiagnostics(const CaseConfig& config, const std::filesystem::
 }
 
 const std::vector<std::string>& diagnosticVariables() {
-  static const std::vector<std::string> names = {
-      "CUDA_LAUNCH_BLOCKING", "AMD_SERIALIZE_KERNEL",       "AMD_SERIALIZE_COPY",           "HIP_LAUNCH_BLOCKING",
-      "TORCH_SHOW_CPP_STACKTRACES", "PYTORCH_NO_CUDA_MEMORY_CACHING", "TORCH_USE_CUDA_DSA", "CUDA_DEVICE_WAITS_ON_EXCEPTION"};
+  static const std::vector<std::string> names = {"CUDA_LAUNCH_BLOCKING",       "AMD_SERIALIZE_KERNEL",
+                                                 "AMD_SERIALIZE_COPY",         "HIP_LAUNCH_BLOCKING",
+                                                 "TORCH_SHOW_CPP_STACKTRACES", "PYTORCH_NO_CUDA_MEMORY_CACHING",
+                                                 "TORCH_USE_CUDA_DSA",         "CUDA_DEVICE_WAITS_ON_EXCEPTION"};
   return names;
 }
 

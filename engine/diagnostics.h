@@ -60,7 +60,7 @@ BackendInfo detectMachineBackend(const std::filesystem::path& dev_root = "/dev")
 struct DiagnosticPlan {
   BackendInfo backend;
   std::vector<std::pair<std::string, std::string>> env;  // empty: no diagnostic mode
-  std::string why;  // how the backend was chosen, for logs and the report
+  std::string why;                                       // how the backend was chosen, for logs and the report
   // "CUDA 12.1: CUDA_LAUNCH_BLOCKING=1 (auto: backend from the captured context)"
   std::string describe() const;
 };

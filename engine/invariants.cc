@@ -15,7 +15,8 @@ std::optional<std::string> sampleAxisDisagreement(const std::vector<TensorInfo>&
   for (const auto& t : candidate) {
     if (!t.has_sample_axis) continue;
     const auto n = t.shape[static_cast<std::size_t>(t.sample_axis)];
-    if (!first) first = &t;
+    if (!first)
+      first = &t;
     else if (n != first->shape[static_cast<std::size_t>(first->sample_axis)])
       return "sample counts disagree: " + first->name + " has " +
              std::to_string(first->shape[static_cast<std::size_t>(first->sample_axis)]) + ", " + t.name + " has " +

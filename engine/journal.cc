@@ -23,7 +23,7 @@ WorkDirLock::WorkDirLock(const fs::path& dir) {
   fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0)
     throw BadInputError("cannot open " + file.string() + ": " + std::strerror(errno) +
-                       " (is the work directory writable?)");
+                        " (is the work directory writable?)");
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     char holder[32] = {};
     const ssize_t n = ::pread(fd_, holder, sizeof holder - 1, 0);
@@ -31,7 +31,7 @@ WorkDirLock::WorkDirLock(const fs::path& dir) {
     fd_ = -1;
     const std::string pid = n > 0 ? std::string(holder, static_cast<std::size_t>(n)) : "unknown";
     throw BadInputError("the work directory " + dir.string() + " is in use by another minrepro run (pid " +
-                       pid.substr(0, pid.find('\n')) + "); wait for it to end, or give this run its own --work-dir");
+                        pid.substr(0, pid.find('\n')) + "); wait for it to end, or give this run its own --work-dir");
   }
   const std::string pid = std::to_string(::getpid()) + "\n";
   if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) < 0) {
@@ -55,8 +55,10 @@ Journal::Journal(const fs::path& dir, const std::string& identity, bool resume) 
   }
   fd_ = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) throw BadInputError(file.string() + ": cannot open the journal: " + std::strerror(errno));
-  if (!resume) append(std::string(kMagic) + " " + identity);
-  else append("resume");
+  if (!resume)
+    append(std::string(kMagic) + " " + identity);
+  else
+    append("resume");
 }
 
 Journal::~Journal() {
@@ -100,13 +102,12 @@ std::optional<std::string> Journal::lastAccepted(const fs::path& dir, const std:
 
 void Journal::recordReference(const std::string& text) { append("reference " + text); }
 
-
 void Journal::load(const fs::path& file, const std::string& identity) {
   std::ifstream in(file);
   std::string line;
   if (!std::getline(in, line) || line != std::string(kMagic) + " " + identity)
     throw BadInputError(file.string() + ": this journal belongs to another case or other settings (" +
-                       line.substr(0, 80) + "); run without --resume, or with the original case and options");
+                        line.substr(0, 80) + "); run without --resume, or with the original case and options");
   while (std::getline(in, line)) {
     if (in.eof() && !line.empty()) break;  // a torn last line (no newline): the trial did not finish
     if (line.rfind("reference ", 0) == 0 && loaded_reference_.empty()) loaded_reference_ = line.substr(10);

@@ -11,7 +11,8 @@
 
 namespace minrepro {
 
-Log::Log(bool quiet) : quiet_(quiet), terminal_(::isatty(STDERR_FILENO) == 1), start_(std::chrono::steady_clock::now()) {}
+Log::Log(bool quiet)
+    : quiet_(quiet), terminal_(::isatty(STDERR_FILENO) == 1), start_(std::chrono::steady_clock::now()) {}
 
 void Log::openFile(const std::filesystem::path& file) {
   file_.open(file, std::ios::app);

@@ -12,14 +12,22 @@ constexpr double kOpReductionSeconds = 600;
 
 std::string statusName(ExitStatus status) {
   switch (status) {
-    case ExitStatus::Reduced: return "reduced";
-    case ExitStatus::DoesNotReproduce: return "the recorded inputs did not fail in the reduction's own check";
-    case ExitStatus::BudgetSpent: return "the budget was spent";
-    case ExitStatus::Interrupted: return "interrupted";
-    case ExitStatus::ArchiveDoesNotReproduce: return "its result did not reproduce";
-    case ExitStatus::InternalError: return "an internal error";
-    case ExitStatus::BadInput: return "its case was refused";
-    case ExitStatus::TrialsCannotStart: return "its trials could not start";
+    case ExitStatus::Reduced:
+      return "reduced";
+    case ExitStatus::DoesNotReproduce:
+      return "the recorded inputs did not fail in the reduction's own check";
+    case ExitStatus::BudgetSpent:
+      return "the budget was spent";
+    case ExitStatus::Interrupted:
+      return "interrupted";
+    case ExitStatus::ArchiveDoesNotReproduce:
+      return "its result did not reproduce";
+    case ExitStatus::InternalError:
+      return "an internal error";
+    case ExitStatus::BadInput:
+      return "its case was refused";
+    case ExitStatus::TrialsCannotStart:
+      return "its trials could not start";
   }
   return "exit status " + std::to_string(static_cast<int>(status));
 }
@@ -34,7 +42,7 @@ std::function<OpReduction(const fs::path& case_file)> opReducer(const ShrinkOpti
     inner.quiet = true;
     inner.self_check = false;
     inner.op_repro = false;
-    inner.archive = false;  // only its best case is wanted: no trace, neighbours or archive
+    inner.archive = false;           // only its best case is wanted: no trace, neighbours or archive
     inner.checked_by_caller = true;  // the op step runs the reduced call alone as often as the self-check would
     inner.jobs = outer.jobs;
     // A bound on what a help beside the archive may cost; a spent budget
@@ -51,8 +59,10 @@ std::function<OpReduction(const fs::path& case_file)> opReducer(const ShrinkOpti
       const ExitStatus status = runShrink(inner);
       const fs::path best = case_file.parent_path() / "work" / "best" / "batch.pt";
       const bool ended = status == ExitStatus::Reduced || status == ExitStatus::BudgetSpent;
-      if (ended && fs::exists(best)) reduction.inputs = best;
-      else reduction.why_not = "the reduction ended: " + statusName(status);
+      if (ended && fs::exists(best))
+        reduction.inputs = best;
+      else
+        reduction.why_not = "the reduction ended: " + statusName(status);
     } catch (const std::exception& e) {
       reduction.why_not = e.what();
     }

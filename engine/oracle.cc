@@ -57,8 +57,14 @@ FailureSignature parseReference(const std::string& line, std::string* exit) {
 
 TrialOracle::TrialOracle(const CaseConfig& config, const BatchStore& batch, Executor& executor,
                          std::string trial_binary, Log& log, Journal* journal, RunLimits limits, std::size_t jobs)
-    : config_(config), batch_(batch), executor_(executor), trial_binary_(std::move(trial_binary)), log_(log),
-      journal_(journal), limits_(limits), jobs_(std::max<std::size_t>(jobs, 1)),
+    : config_(config),
+      batch_(batch),
+      executor_(executor),
+      trial_binary_(std::move(trial_binary)),
+      log_(log),
+      journal_(journal),
+      limits_(limits),
+      jobs_(std::max<std::size_t>(jobs, 1)),
       full_key_(selectionKey(fullSelection(batch))) {
   if (!journal_) return;
   journaled_ = journal_->loaded();
@@ -82,8 +88,8 @@ fs::path TrialOracle::trialDir(std::size_t number) const {
 std::optional<std::string> TrialOracle::brokenInvariant(const Selection& selection, const std::string& key) {
   if (auto it = invariant_checks_.find(key); it != invariant_checks_.end()) return it->second;
   if (original_tensors_.empty()) original_tensors_ = batch_.describe();
-  return invariant_checks_[key] = minrepro::brokenInvariant(config_.invariants, original_tensors_,
-                                                            batch_.describeCandidate(selection));
+  return invariant_checks_[key] =
+             minrepro::brokenInvariant(config_.invariants, original_tensors_, batch_.describeCandidate(selection));
 }
 
 // Diagnostic variables for trials; none for the confirmation, not even one
@@ -197,12 +203,11 @@ TrialRecord TrialOracle::run(const Selection& selection) {
 }
 
 void TrialOracle::checkLimits(std::size_t about_to_run) const {
-  if (limits_.stop && limits_.stop->load())
-    throw RunStopped(RunStopped::Reason::Interrupted, "interrupted");
+  if (limits_.stop && limits_.stop->load()) throw RunStopped(RunStopped::Reason::Interrupted, "interrupted");
   const std::size_t total = stats_.trials + stats_.replayed;
   if (limits_.max_trials && total + about_to_run > limits_.max_trials)
-    throw RunStopped(RunStopped::Reason::TrialBudget, "the trial budget (--max-trials " +
-                                                          std::to_string(limits_.max_trials) + ") is spent");
+    throw RunStopped(RunStopped::Reason::TrialBudget,
+                     "the trial budget (--max-trials " + std::to_string(limits_.max_trials) + ") is spent");
   if (limits_.max_seconds > 0 && log_.elapsedSeconds() >= limits_.max_seconds)
     throw RunStopped(RunStopped::Reason::TimeBudget, "the time budget (--max-time) is spent");
 }
@@ -295,28 +300,30 @@ TrialRecord TrialOracle::finishTrial(TrialRecord record, const std::string& key)
     return record;
   }
   const bool matched = matches(sig);
-  if (matched) ++stats_.same_failure;
-  else if (!sig.failed()) ++stats_.passed;
+  if (matched)
+    ++stats_.same_failure;
+  else if (!sig.failed())
+    ++stats_.passed;
   else {
     ++stats_.different_failure;
     if (sig.family == FailureFamily::Timeout) ++stats_.timeouts;
     if (!own_timeout && stats_.other_bugs[sig.summary()]++ == 0)
-      log_.info("trial " + std::to_string(record.number) + " found a different failure (kept apart, not accepted): " +
-                sig.summary());
+      log_.info("trial " + std::to_string(record.number) +
+                " found a different failure (kept apart, not accepted): " + sig.summary());
   }
   results_[key].push_back(matched);
   if (!matched && sig.failed() && sig.family != FailureFamily::Timeout) ++other_failures_[key];
   if (journal_) journal_->recordTrial({key, matched, sig.failed() ? familyName(sig.family) : "pass"});
-  const std::string verdict = matched       ? "fails the same way"
-                              : own_timeout ? "times out: an outcome of its own, not the failure (the case's "
-                                              "failure is not a hang)"
+  const std::string verdict = matched        ? "fails the same way"
+                              : own_timeout  ? "times out: an outcome of its own, not the failure (the case's "
+                                               "failure is not a hang)"
                               : sig.failed() ? "fails differently: " + sig.summary()
                                              : "passes";
   log_.detail("trial " + std::to_string(record.number) + ": " + verdict + cost);
-  record.mark = matched                                   ? MarkOutcome::Same
-                : sig.family == FailureFamily::Timeout    ? MarkOutcome::TimedOut
-                : sig.failed()                            ? MarkOutcome::Different
-                                                          : MarkOutcome::Passed;
+  record.mark = matched                                ? MarkOutcome::Same
+                : sig.family == FailureFamily::Timeout ? MarkOutcome::TimedOut
+                : sig.failed()                         ? MarkOutcome::Different
+                                                       : MarkOutcome::Passed;
   return record;
 }
 
@@ -394,8 +401,11 @@ bool TrialOracle::interesting(const Selection& selection, const Speculation& nex
   if (accepted && other_failures_[key] > 0) {
     accepted = false;
     ++stats_.slipped;
-    log_.info("candidate of " + std::to_string(selection.samples.size()) + " samples rejected: besides the recorded "
-              "failure, " + std::to_string(other_failures_[key]) + " of its runs failed another way (a second bug "
+    log_.info("candidate of " + std::to_string(selection.samples.size()) +
+              " samples rejected: besides the recorded "
+              "failure, " +
+              std::to_string(other_failures_[key]) +
+              " of its runs failed another way (a second bug "
               "it would slip to)");
   }
   if (accepted) {

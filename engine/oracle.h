@@ -20,31 +20,31 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/errors.h"
 #include "core/case_config.h"
+#include "core/errors.h"
 #include "core/failure_signature.h"
 #include "core/flaky.h"
+#include "core/process/process.h"
 #include "engine/journal.h"
 #include "engine/log.h"
 #include "engine/timeline.h"
-#include "core/process/process.h"
 #include "harness/batch_store.h"
 #include "reducers/reducer.h"
 
 namespace minrepro {
 
 struct OracleStats {
-  std::size_t trials = 0;             // trials run in this process
-  std::size_t replayed = 0;           // results taken from the journal of an earlier run
-  std::size_t reused = 0;             // results of the same candidate taken again (cache)
-  std::size_t speculative = 0;        // trials run ahead for candidates not yet asked
-  std::size_t rounds = 0;             // sets of trials run at once: the run's length in trial times
+  std::size_t trials = 0;       // trials run in this process
+  std::size_t replayed = 0;     // results taken from the journal of an earlier run
+  std::size_t reused = 0;       // results of the same candidate taken again (cache)
+  std::size_t speculative = 0;  // trials run ahead for candidates not yet asked
+  std::size_t rounds = 0;       // sets of trials run at once: the run's length in trial times
   std::size_t same_failure = 0;
   std::size_t passed = 0;
   std::size_t different_failure = 0;  // failed, but not the same way
   std::size_t timeouts = 0;
-  std::size_t slipped = 0;  // candidates that failed the recorded way and another way too: rejected
-  std::size_t candidates = 0;         // decisions
+  std::size_t slipped = 0;     // candidates that failed the recorded way and another way too: rejected
+  std::size_t candidates = 0;  // decisions
   std::size_t rejected_by_invariant = 0;
   std::map<std::string, std::size_t> other_bugs;  // signature summary -> count
   // Candidate files written for the trials (the original's are links to one copy).
@@ -55,8 +55,8 @@ struct OracleStats {
 };
 
 struct RunLimits {
-  std::size_t max_trials = 0;  // 0: none (counts replayed trials too)
-  double max_seconds = 0;      // 0: none
+  std::size_t max_trials = 0;               // 0: none (counts replayed trials too)
+  double max_seconds = 0;                   // 0: none
   const std::atomic<bool>* stop = nullptr;  // set by SIGINT/SIGTERM
 };
 
@@ -83,8 +83,8 @@ using Speculation = std::function<std::vector<Speculated>(std::size_t max, bool 
 class TrialOracle {
  public:
   // trial_binary: the minrepro-trial executable for the built-in harness.
-  TrialOracle(const CaseConfig& config, const BatchStore& batch, Executor& executor, std::string trial_binary,
-              Log& log, Journal* journal = nullptr, RunLimits limits = {}, std::size_t jobs = 1);
+  TrialOracle(const CaseConfig& config, const BatchStore& batch, Executor& executor, std::string trial_binary, Log& log,
+              Journal* journal = nullptr, RunLimits limits = {}, std::size_t jobs = 1);
   // Removes the run's copy of the original batch (see linkOriginal).
   ~TrialOracle();
   TrialOracle(const TrialOracle&) = delete;
@@ -117,7 +117,9 @@ class TrialOracle {
   bool confirm(const Selection& selection);
   // Diagnostic variables (engine/diagnostics.h) for every trial but the
   // confirmation's: the original's first re-run and the reduction's.
-  void setDiagnosticEnvironment(std::vector<std::pair<std::string, std::string>> env) { diagnostic_env_ = std::move(env); }
+  void setDiagnosticEnvironment(std::vector<std::pair<std::string, std::string>> env) {
+    diagnostic_env_ = std::move(env);
+  }
 
   // The spec a trial of the selection would run with in `dir`, without
   // running it or writing its batch there.
@@ -149,9 +151,8 @@ class TrialOracle {
 
  private:
   bool matches(const FailureSignature& signature) const;
-  std::vector<bool> resultsFor(const Selection& selection, const std::string& key, std::size_t count,
-                               std::size_t spare, std::size_t& cursor, std::size_t preexisting,
-                               const Speculation& next);
+  std::vector<bool> resultsFor(const Selection& selection, const std::string& key, std::size_t count, std::size_t spare,
+                               std::size_t& cursor, std::size_t preexisting, const Speculation& next);
   std::vector<TrialRecord> runLive(const std::vector<Selection>& selections, const std::vector<std::string>& keys);
   TrialRecord finishTrial(TrialRecord record, const std::string& key);
   void checkLimits(std::size_t about_to_run) const;
@@ -202,6 +203,5 @@ class TrialOracle {
   std::vector<TensorInfo> original_tensors_;
   std::map<std::string, std::optional<std::string>> invariant_checks_;  // candidate key -> broken invariant
 };
-
 
 }  // namespace minrepro

@@ -8,8 +8,8 @@
 #include "core/case_yaml.h"
 #include "core/delta.h"
 #include "core/errors.h"
-#include "engine/format_list.h"
 #include "core/setting_search.h"
+#include "engine/format_list.h"
 namespace minrepro {
 
 void checkPassNames(const CaseConfig& config) {
@@ -56,11 +56,15 @@ std::string passProgress(const PassContext& pc) {
   if (s.last_candidate_bytes > 0) line << " | candidate " << formatMegabytes(s.last_candidate_bytes);
   if (s.write_seconds > 0.05)
     line << ", written at " << static_cast<double>(s.bytes_written) / 1e6 / s.write_seconds << " MB/s";
-  const double per_trial = s.last_trial_seconds + (s.bytes_written && s.write_seconds > 0 ? static_cast<double>(s.last_candidate_bytes) / (static_cast<double>(s.bytes_written) / s.write_seconds) : 0);
+  const double per_trial = s.last_trial_seconds + (s.bytes_written && s.write_seconds > 0
+                                                       ? static_cast<double>(s.last_candidate_bytes) /
+                                                             (static_cast<double>(s.bytes_written) / s.write_seconds)
+                                                       : 0);
   if (Timeline* t = pc.oracle.timeline(); t && !pc.pass.empty())
     t->setEstimate({pc.pass, pc.trials_left, per_trial * static_cast<double>(pc.trials_left)});
   if (!pc.pass.empty())
-    line << " | pass " << pc.pass << ": ~" << pc.trials_left << " trials left (~" << per_trial * static_cast<double>(pc.trials_left) << " s)";
+    line << " | pass " << pc.pass << ": ~" << pc.trials_left << " trials left (~"
+         << per_trial * static_cast<double>(pc.trials_left) << " s)";
   return line.str();
 }
 
@@ -104,10 +108,12 @@ std::vector<Speculated> likelyNext(const Search& search, const Make& make, const
   return chain;
 }
 
-Selection runSetPass(PassContext& pc, const SetReducer& reducer, const Selection& current, const DeltaOptions& options) {
+Selection runSetPass(PassContext& pc, const SetReducer& reducer, const Selection& current,
+                     const DeltaOptions& options) {
   const std::size_t units = reducer.unitCount(current);
   if (units == 0) return current;
-  if (reducer.allowsEmpty() && failsTheSameWay(pc, reducer, reducer.apply(current, {}), {})) return reducer.apply(current, {});
+  if (reducer.allowsEmpty() && failsTheSameWay(pc, reducer, reducer.apply(current, {}), {}))
+    return reducer.apply(current, {});
   if (units == 1) return current;
   DeltaSearch search(units, options);
   auto make = [&](const DeltaSearch& s) { return reducer.apply(current, s.query()); };
@@ -132,7 +138,8 @@ Selection runSettingPass(PassContext& pc, const SettingReducer& reducer, Selecti
       if (!searched.insert(setting.name).second) continue;
       const std::string id = reducer.name() + " " + setting.name;
       std::int64_t top = setting.value;  // known to fail
-      if (auto it = pc.setting_results.find(id); it != pc.setting_results.end() && it->second == top && setting.min < top) {
+      if (auto it = pc.setting_results.find(id);
+          it != pc.setting_results.end() && it->second == top && setting.min < top) {
         // Minimal last round: one trial says whether it still is.
         if (!failsTheSameWay(pc, reducer, reducer.withSetting(current, setting, top - 1), {})) continue;
         top -= 1;
@@ -142,12 +149,15 @@ Selection runSettingPass(PassContext& pc, const SettingReducer& reducer, Selecti
       auto finish = [&](const SettingSearch& s) { return reducer.withSetting(current, setting, s.result()); };
       while (!search.done()) {
         // Other settings may follow: no confirmation at the end of this chain.
-        auto next = [&](std::size_t max, bool accepted) { return likelyNext(search, make, finish, max, accepted, false); };
+        auto next = [&](std::size_t max, bool accepted) {
+          return likelyNext(search, make, finish, max, accepted, false);
+        };
         pc.trials_left = search.remainingEstimate();
         search.answer(failsTheSameWay(pc, reducer, make(search), next));
       }
-      if (search.result() != setting.value) pc.log.info("  " + reducer.name() + " " + setting.name + ": " +
-                                                     std::to_string(setting.value) + " -> " + std::to_string(search.result()));
+      if (search.result() != setting.value)
+        pc.log.info("  " + reducer.name() + " " + setting.name + ": " + std::to_string(setting.value) + " -> " +
+                    std::to_string(search.result()));
       current = reducer.withSetting(current, setting, search.result());
       pc.setting_results[id] = search.result();
       again = true;
@@ -207,11 +217,19 @@ std::vector<Speculated> openingCandidates(const CaseConfig& config, const CaseVi
                  [&](const DeltaSearch& s) { return set.apply(start, s.query()); });
 }
 
-Selection runPipeline(const CaseConfig& config, const CaseView& view, Selection current, TrialOracle& oracle, Log& log) {
+Selection runPipeline(const CaseConfig& config, const CaseView& view, Selection current, TrialOracle& oracle,
+                      Log& log) {
   const DeltaOptions options = deltaOptions(config);
   const CaseSize original = measureSize(current, view);
-  PassContext pc{.oracle = oracle, .log = log, .view = view, .original = original, .size = original,
-                 .single_pass = config.reducers.size() == 1, .setting_results = {}, .pass = {}, .trials_left = 0};
+  PassContext pc{.oracle = oracle,
+                 .log = log,
+                 .view = view,
+                 .original = original,
+                 .size = original,
+                 .single_pass = config.reducers.size() == 1,
+                 .setting_results = {},
+                 .pass = {},
+                 .trials_left = 0};
   std::vector<std::unique_ptr<Reducer>> passes;
   for (const auto& name : config.reducers) passes.push_back(findReducer(name)->create(view));
   for (int round = 1;; ++round) {
@@ -221,7 +239,8 @@ Selection runPipeline(const CaseConfig& config, const CaseView& view, Selection 
     // One pass alone is done after one round (samples are 1-minimal); with
     // several, one pass's progress can open another's.
     if (passes.size() <= 1) break;
-    log.info("round " + std::to_string(round) + " made progress (" + pc.size.describe() + "); running the passes again");
+    log.info("round " + std::to_string(round) + " made progress (" + pc.size.describe() +
+             "); running the passes again");
   }
   return current;
 }

@@ -7,9 +7,7 @@ namespace minrepro {
 
 namespace {
 
-std::string rateOf(const OriginalEstimate& e) {
-  return std::to_string(e.failures) + " of " + std::to_string(e.runs);
-}
+std::string rateOf(const OriginalEstimate& e) { return std::to_string(e.failures) + " of " + std::to_string(e.runs); }
 
 }  // namespace
 
@@ -57,16 +55,18 @@ ForkComparison compareForkedWithFresh(const Selection& all, const OriginalEstima
     c.plain = oracle.runOriginalFresh(all, rejection_streak);
   c.p_value = fisherExactTwoSided(forked.failures, forked.runs, c.plain.failures, c.plain.runs);
   const bool all_timed_out = c.plain.runs > 0 && oracle.stats().timeouts - timeouts_before == c.plain.runs;
-  if (c.plain.failures == 0) c.verdict = all_timed_out ? ForkVerdict::PlainTimesOut : ForkVerdict::FailsOnlyForked;
-  else if (c.p_value < 0.01) c.verdict = ForkVerdict::UsePlainOnly;
+  if (c.plain.failures == 0)
+    c.verdict = all_timed_out ? ForkVerdict::PlainTimesOut : ForkVerdict::FailsOnlyForked;
+  else if (c.p_value < 0.01)
+    c.verdict = ForkVerdict::UsePlainOnly;
   if (c.verdict != ForkVerdict::Agree) oracle.useFreshProcessesOnly();
   return c;
 }
 
 std::string FreshMinimality::describe() const {
   if (!ran) return "not needed (no trial was forked)";
-  return std::to_string(checked) + " unit(s) removed once more in plain processes; " +
-         std::to_string(samples_removed) + " sample(s) and " + std::to_string(branches_removed) +
+  return std::to_string(checked) + " unit(s) removed once more in plain processes; " + std::to_string(samples_removed) +
+         " sample(s) and " + std::to_string(branches_removed) +
          " branch(es) turned out not to be needed (kept only because forked trials of their removal passed)";
 }
 

@@ -35,7 +35,7 @@ struct ForkComparison {
   ForkVerdict verdict = ForkVerdict::Agree;
   OriginalEstimate forked, plain;
   double p_value = 1;
-  double timeout_seconds = 0;  // trial.timeout, for PlainTimesOut's advice
+  double timeout_seconds = 0;    // trial.timeout, for PlainTimesOut's advice
   std::string describe() const;  // one line for the log and REPORT.md
   std::string counts() const;    // "the original failed the same way in F of N forked runs and ..."
 };

@@ -6,37 +6,37 @@
 
 #include <array>
 #include <atomic>
-#include <future>
 #include <fstream>
+#include <future>
 #include <iomanip>
 
+#include <cstring>
 #include <iostream>
 #include <set>
 #include <sstream>
-#include <cstring>
 
-#include "engine/archive/output_guard.h"
-#include "engine/archive/tar_gz.h"
+#include "core/process/containment.h"
 #include "core/process/process.h"
+#include "engine/archive/output_guard.h"
+#include "engine/archive/report_html.h"
+#include "engine/archive/reproducer.h"
+#include "engine/archive/sample_panels.h"
+#include "engine/archive/tar_gz.h"
 #include "engine/batch_dependence.h"
-#include "engine/torch_versions.h"
 #include "engine/case_branches.h"
 #include "engine/diagnostics.h"
-#include "engine/trial_executors.h"
-#include "core/process/containment.h"
 #include "engine/executors/fork_server.h"
-#include "engine/plain_process_check.h"
 #include "engine/journal.h"
+#include "engine/op_call_reduction.h"
 #include "engine/oracle.h"
 #include "engine/pipeline.h"
+#include "engine/plain_process_check.h"
 #include "engine/start_probe.h"
-#include "engine/archive/reproducer.h"
-#include "engine/archive/report_html.h"
-#include "engine/archive/sample_panels.h"
-#include "engine/op_call_reduction.h"
+#include "engine/torch_versions.h"
+#include "engine/trial_executors.h"
 #include "engine/trial_spec.h"
-#include "reducers/selection_text.h"
 #include "harness/trial_main.h"
+#include "reducers/selection_text.h"
 
 namespace fs = std::filesystem;
 
@@ -50,14 +50,14 @@ namespace {
 ExitStatus checkOriginal(const CaseConfig& config, const CaseView& view, TrialOracle& oracle, const Selection& all,
                          Log& log, OriginalEstimate& estimate) {
   // Free job slots already try what the search will ask first.
-  estimate = oracle.estimateOriginal(
-      all, [&](std::size_t max, bool) { return openingCandidates(config, view, all, max); });
+  estimate =
+      oracle.estimateOriginal(all, [&](std::size_t max, bool) { return openingCandidates(config, view, all, max); });
   if (estimate.failures == 0) {
     const auto& others = oracle.stats().other_bugs;
     std::string why = "the original case does not reproduce: " + std::to_string(estimate.runs) + " run(s), none failed";
     if (oracle.stats().timeouts > 0 && others.empty())
-      why = "the original did not end within trial.timeout (" + formatSeconds(config.timeout) + " s" +
-            ") in " + std::to_string(oracle.stats().timeouts) + " of " + std::to_string(estimate.runs) +
+      why = "the original did not end within trial.timeout (" + formatSeconds(config.timeout) + " s" + ") in " +
+            std::to_string(oracle.stats().timeouts) + " of " + std::to_string(estimate.runs) +
             " run(s). A timeout is the failure only when case.yaml says so (failure: {family: timeout}, for a step "
             "that hangs). If the step ends in your shell, it hangs only as a trial: compare how you run it with how a "
             "trial does (its own empty directory, stdin from /dev/null, TMPDIR, no terminal); if it is only slow, "
@@ -192,7 +192,8 @@ class StopOnSignals {
   StopOnSignals() {
     // A run inside a run (the op step's reduction) keeps a stop asked of the outer one.
     if (depth_++ == 0) g_stop.store(false);
-    struct sigaction stop{}, broken_pipe{}, best{};
+    struct sigaction stop {
+    }, broken_pipe{}, best{};
     stop.sa_handler = requestStop;
     broken_pipe.sa_handler = surviveBrokenPipe;
     best.sa_handler = requestBest;
@@ -200,7 +201,11 @@ class StopOnSignals {
     sigemptyset(&broken_pipe.sa_mask);
     sigemptyset(&best.sa_mask);
     for (std::size_t i = 0; i < kSignals.size(); ++i)
-      ::sigaction(kSignals[i], kSignals[i] == SIGPIPE ? &broken_pipe : kSignals[i] == SIGUSR1 ? &best : &stop, &old_[i]);
+      ::sigaction(kSignals[i],
+                  kSignals[i] == SIGPIPE   ? &broken_pipe
+                  : kSignals[i] == SIGUSR1 ? &best
+                                           : &stop,
+                  &old_[i]);
   }
   ~StopOnSignals() {
     for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
@@ -218,7 +223,8 @@ class StopOnSignals {
 void checkWorkDirAndModel(const CaseConfig& config) {
   std::error_code ec;
   if (fs::exists(config.work_dir, ec) && !fs::is_directory(config.work_dir, ec))
-    throw BadInputError(config.work_dir.string() + ": the work directory (work_dir or --work-dir) is a file; give a "
+    throw BadInputError(config.work_dir.string() +
+                        ": the work directory (work_dir or --work-dir) is a file; give a "
                         "directory (made when missing)");
   if (config.harness) checkModelLoads(config.harness->model);
 }
@@ -234,7 +240,8 @@ void makeWorkDir(const fs::path& work_dir) {
   const fs::path probe = work_dir / (".minrepro-write-check-" + std::to_string(::getpid()));
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0)
-    throw BadInputError(what + "cannot be written (" + std::strerror(errno) + "); give a directory this user may write");
+    throw BadInputError(what + "cannot be written (" + std::strerror(errno) +
+                        "); give a directory this user may write");
   ::close(fd);
   ::unlink(probe.c_str());
 }
@@ -316,12 +323,15 @@ ExitStatus materializeBest(const CaseConfig& config, bool quiet) {
   }
   const auto text = Journal::lastAccepted(config.work_dir, runIdentity(config));
   if (!text)
-    throw BadInputError((config.work_dir / "journal.txt").string() + ": no candidate was accepted yet: the best case "
-                        "so far is the original batch (" + config.batch.string() + ")");
+    throw BadInputError((config.work_dir / "journal.txt").string() +
+                        ": no candidate was accepted yet: the best case "
+                        "so far is the original batch (" +
+                        config.batch.string() + ")");
   const auto selection = parseSelectionText(*text);
   const bool in_range = selection && !selection->samples.empty() && selection->samples.back() < batch->sampleCount();
   if (!in_range)
-    throw BadInputError((config.work_dir / "journal.txt").string() + ": its last accepted candidate cannot be read "
+    throw BadInputError((config.work_dir / "journal.txt").string() +
+                        ": its last accepted candidate cannot be read "
                         "(the journal was edited or is not this batch's); run shrink again without --resume");
   const fs::path written = writeBestSoFar(config, *batch, *selection);
   if (!quiet)
@@ -343,9 +353,11 @@ ExitStatus runShrink(const ShrinkOptions& options, Executor* executor) {
   if (options.materialize_best) return materializeBest(config, options.quiet);
   // Local processes (fork servers, a device each) or Slurm jobs, checked
   // before anything runs: engine/trial_executors.h.
-  const auto stack = executor ? nullptr
-                              : makeTrialExecutors(config, options.executor, options.trial_binary.empty()
-                                                       ? defaultTrialBinary() : options.trial_binary, options.jobs);
+  const auto stack =
+      executor ? nullptr
+               : makeTrialExecutors(config, options.executor,
+                                    options.trial_binary.empty() ? defaultTrialBinary() : options.trial_binary,
+                                    options.jobs);
   Executor& chosen = executor ? *executor : stack->top();
   return runShrinkLoaded(options, config, chosen, stack ? stack->forkServers() : nullptr);
 }
@@ -383,9 +395,7 @@ struct Run {
   std::size_t plain_passes = 0;  // of the original, run as plain processes (the self-check's evidence)
   double live_report_at = -1e9;  // when REPORT.html was last written live (the first round writes it)
 
-  std::string trialBinary() const {
-    return options.trial_binary.empty() ? defaultTrialBinary() : options.trial_binary;
-  }
+  std::string trialBinary() const { return options.trial_binary.empty() ? defaultTrialBinary() : options.trial_binary; }
 };
 
 // Everything about the case that can be wrong, before anything is written;
@@ -405,16 +415,18 @@ void openRun(Run& r) {
   r.log.openFile(r.config.work_dir / "minrepro.log");
   r.journal.emplace(r.config.work_dir, runIdentity(r.config), r.options.resume);
   if (leftovers > 0)
-    r.log.info("killed " + std::to_string(leftovers) + " process(es) that the trials of a run killed before its "
+    r.log.info("killed " + std::to_string(leftovers) +
+               " process(es) that the trials of a run killed before its "
                "end had left running");
 }
 
 // The environment record imports torch in a Python process (~2 s here):
 // started now, it runs beside the trials instead of after them.
 void startEnvironmentRecord(Run& r) {
-  r.environment = std::async(r.options.archive ? std::launch::async : std::launch::deferred,
-                             [options = r.options, config = r.config] { return probeEnvironment(options, config); })
-                      .share();
+  r.environment = std::async(r.options.archive ? std::launch::async : std::launch::deferred, [options = r.options,
+                                                                                              config = r.config] {
+                    return probeEnvironment(options, config);
+                  }).share();
 }
 
 // The work directory's REPORT.html while the run goes on, at most every
@@ -444,10 +456,10 @@ void writeLiveReport(Run& r) {
 void makeOracle(Run& r) {
   std::string reducers;
   for (const auto& name : r.config.reducers) reducers += " " + name;
-  r.log.info("case " + r.config.case_file.filename().string() + ": " + std::to_string(r.batch->sampleCount()) +
-             " samples; reducers:" + reducers +
-             (r.options.resume ? "; resuming from " + std::to_string(r.journal->loadedTrials()) + " journaled trials"
-                               : ""));
+  r.log.info(
+      "case " + r.config.case_file.filename().string() + ": " + std::to_string(r.batch->sampleCount()) +
+      " samples; reducers:" + reducers +
+      (r.options.resume ? "; resuming from " + std::to_string(r.journal->loadedTrials()) + " journaled trials" : ""));
   r.oracle.emplace(r.config, *r.batch, r.executor, r.trialBinary(), r.log, &*r.journal,
                    RunLimits{r.options.max_trials, r.options.max_seconds, &g_stop}, r.options.jobs);
   r.oracle->setDiagnosticEnvironment(r.diagnostic.env);
@@ -482,8 +494,8 @@ ExitStatus checkTheOriginal(Run& r, bool forks) {
   if (!forks) return s;
   const std::size_t streak =
       r.config.flaky.enabled ? r.oracle->rate().passesToReject(r.config.flaky.alpha, r.config.flaky.max_passes) : 1;
-  const ForkComparison comparison = compareForkedWithFresh(r.all, original, *r.oracle, streak,
-                                                           static_cast<double>(r.config.timeout.count()) / 1000);
+  const ForkComparison comparison =
+      compareForkedWithFresh(r.all, original, *r.oracle, streak, static_cast<double>(r.config.timeout.count()) / 1000);
   r.plain_passes = comparison.plain.runs - comparison.plain.failures;
   r.processes = comparison.describe();
   // A server that refused to fork (threads, CUDA) leaves its trials to
@@ -512,19 +524,22 @@ void search(Run& r, bool forks) {
   r.timeline.startPass("confirmation", r.log.elapsedSeconds());
   r.confirmed = r.options.checked_by_caller || r.oracle->confirm(r.best);
   if (!r.confirmed && searched_forked) {
-    r.log.info("the minimal case of the forked trials did not fail again in a plain process; searching again "
-               "from the original with plain processes only, in case it fails only in the fork server's children");
-    r.processes += "; the forked trials' minimal case did not fail in a plain process, so the search ran again "
-                   "from the original with plain processes only";
+    r.log.info(
+        "the minimal case of the forked trials did not fail again in a plain process; searching again "
+        "from the original with plain processes only, in case it fails only in the fork server's children");
+    r.processes +=
+        "; the forked trials' minimal case did not fail in a plain process, so the search ran again "
+        "from the original with plain processes only";
     r.best = runPipeline(r.config, *r.batch, r.all, *r.oracle, r.log);
     r.confirmed = r.oracle->confirm(r.best);
   }
   if (!r.confirmed)
-    r.log.info("warning: the minimal case did not fail again when confirmed in fresh processes. Your batch file "
-               "fails and the candidate files minrepro writes do not: the step may read what a tensor does not "
-               "show, such as the bytes of a view's storage that no view covers (they are zeros once cut), or "
-               "the storage behind views that do not lie in one block per sample (those are written apart "
-               "once cut)");
+    r.log.info(
+        "warning: the minimal case did not fail again when confirmed in fresh processes. Your batch file "
+        "fails and the candidate files minrepro writes do not: the step may read what a tensor does not "
+        "show, such as the bytes of a view's storage that no view covers (they are zeros once cut), or "
+        "the storage behind views that do not lie in one block per sample (those are written apart "
+        "once cut)");
 }
 
 // The minimal case in one line, against the original: "512 samples -> 1;
@@ -583,8 +598,14 @@ ExitStatus writeResult(Run& r) {
   }
   const NeighbourPlan neighbours = writeNeighbours(r.config, *r.batch, r.best);
   ReductionSummary summary = summaryOf(r, minimal_batch, neighbours);
-  ArchiveJob job{minimal_batch, neighbours, r.plain_passes, trialPython(r.options, r.config),
-                 selfCheckSkipped(r.options, r.config), &g_stop, {}, {}};
+  ArchiveJob job{minimal_batch,
+                 neighbours,
+                 r.plain_passes,
+                 trialPython(r.options, r.config),
+                 selfCheckSkipped(r.options, r.config),
+                 &g_stop,
+                 {},
+                 {}};
   job.skip_op_step = opStepSkipped(r.options, r.config);
   const SelfCheckPlan plan = planSelfCheck(r.oracle->rate(), r.config.flaky, r.plain_passes, r.best.samples.size());
   if (!plan.require_every_run) summary.flaky_rate = r.oracle->rate().estimate();

@@ -33,18 +33,18 @@ struct ShrinkOptions {
   // trial's program is a Python of its own (else that one does: trialPython).
   bool python_given = false;
   bool quiet = false;
-  bool resume = false;           // continue from the journal in the work directory
-  bool force = false;            // --force: the archive may replace a file minrepro did not write
+  bool resume = false;                         // continue from the journal in the work directory
+  bool force = false;                          // --force: the archive may replace a file minrepro did not write
   ProgressMode progress = ProgressMode::Auto;  // --progress (engine/log.h)
   double progress_seconds = 30;                // --progress-every
-  bool materialize_best = false;  // only write work_dir/best/ from the journal, run nothing
-  bool self_check = true;        // run the archive on its own before finishing (engine/archive/self_check.h)
-  std::size_t jobs = 1;          // trials at once
-  std::size_t max_trials = 0;    // 0: no budget
-  double max_seconds = 0;        // 0: no budget
-  ExecutorOverrides executor;    // --executor, --devices, --trials-per-device
-  bool op_repro = true;          // locate the failing operator call (engine/archive/op_repro.h); --no-op-repro
-  bool archive = true;           // false: end at work_dir/best/ (the op step's reduction of a call's inputs)
+  bool materialize_best = false;               // only write work_dir/best/ from the journal, run nothing
+  bool self_check = true;      // run the archive on its own before finishing (engine/archive/self_check.h)
+  std::size_t jobs = 1;        // trials at once
+  std::size_t max_trials = 0;  // 0: no budget
+  double max_seconds = 0;      // 0: no budget
+  ExecutorOverrides executor;  // --executor, --devices, --trials-per-device
+  bool op_repro = true;        // locate the failing operator call (engine/archive/op_repro.h); --no-op-repro
+  bool archive = true;         // false: end at work_dir/best/ (the op step's reduction of a call's inputs)
   // A case minrepro wrote itself, whose result its caller runs again (the op
   // step's): no batch-dependence probe (the caller's command, on inputs it
   // just saw fail), no final confirmation (the caller's own runs confirm).

@@ -57,7 +57,8 @@ std::optional<std::string> memoryLimitStopsStart(const CaseConfig& config, const
     program += (program.empty() ? "" : " ") + (arg.find(' ') == std::string::npos ? arg : "'" + arg + "'");
   return "trial.memory_limit_mb " + std::to_string(config.memory_limit_bytes >> 20) +
          " is too low for a trial to start: `" + program + "` ends with " + howItEnded(limited) +
-         " under it and with " + describe(free) + " without it. Raise memory_limit_mb (it limits the address "
+         " under it and with " + describe(free) +
+         " without it. Raise memory_limit_mb (it limits the address "
          "space, which LibTorch's libraries alone take hundreds of MB of) or remove it";
 }
 

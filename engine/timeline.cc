@@ -6,11 +6,16 @@ namespace minrepro {
 
 const char* markOutcomeName(MarkOutcome outcome) {
   switch (outcome) {
-    case MarkOutcome::Same: return "same";
-    case MarkOutcome::Passed: return "passed";
-    case MarkOutcome::Different: return "different";
-    case MarkOutcome::TimedOut: return "timed-out";
-    case MarkOutcome::Cached: return "cached";
+    case MarkOutcome::Same:
+      return "same";
+    case MarkOutcome::Passed:
+      return "passed";
+    case MarkOutcome::Different:
+      return "different";
+    case MarkOutcome::TimedOut:
+      return "timed-out";
+    case MarkOutcome::Cached:
+      return "cached";
   }
   return "passed";
 }
@@ -47,8 +52,10 @@ void Timeline::thin() {
   kept.reserve(marks_.size());
   for (std::size_t i = 0; i < marks_.size(); ++i) {
     new_index[i] = kept.size();
-    if (i >= half || i % 2 == 0) kept.push_back(marks_[i]);
-    else ++thinned_;
+    if (i >= half || i % 2 == 0)
+      kept.push_back(marks_[i]);
+    else
+      ++thinned_;
   }
   new_index[marks_.size()] = kept.size();
   for (PassBand& p : passes_) {

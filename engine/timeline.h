@@ -34,7 +34,7 @@ struct TrialMark {
 };
 
 struct PassBand {
-  std::string name;           // "samples", "values", "original", "confirmation"
+  std::string name;            // "samples", "values", "original", "confirmation"
   std::size_t first_mark = 0;  // index of its first mark
   std::size_t end_mark = 0;    // one past its last mark (== first_mark when it asked nothing)
   double start_seconds = 0, end_seconds = 0;

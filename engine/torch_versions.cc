@@ -29,16 +29,19 @@ std::vector<std::string> torchVersionMismatches(const std::map<std::string, std:
   const bool python_has_torch = !torchMinorVersion(pytorch).empty();
   std::string captured;
   std::string captured_what;
-  if (const auto it = context.find("pytorch"); it != context.end()) captured = it->second, captured_what = "PyTorch";
-  else if (const auto lt = context.find("libtorch"); lt != context.end()) captured = lt->second, captured_what = "LibTorch";
+  if (const auto it = context.find("pytorch"); it != context.end())
+    captured = it->second, captured_what = "PyTorch";
+  else if (const auto lt = context.find("libtorch"); lt != context.end())
+    captured = lt->second, captured_what = "LibTorch";
 
   std::vector<std::string> out;
   const std::string trials = builtin_harness ? libtorch : pytorch;
-  const std::string trials_what = builtin_harness ? "LibTorch " + libtorch + " (the built-in harness)"
-                                                  : "PyTorch " + pytorch + " (" + python + ")";
+  const std::string trials_what =
+      builtin_harness ? "LibTorch " + libtorch + " (the built-in harness)" : "PyTorch " + pytorch + " (" + python + ")";
   const std::string caught = torchMinorVersion(captured);
   if (!caught.empty() && !torchMinorVersion(trials).empty() && caught != torchMinorVersion(trials))
-    out.push_back("the case was captured with " + captured_what + " " + captured + " but the trials run " + trials_what +
+    out.push_back("the case was captured with " + captured_what + " " + captured + " but the trials run " +
+                  trials_what +
                   ": an error may differ between versions, or an API be missing (build minrepro against the torch "
                   "you train with, or give the trial command that torch's Python)");
   if (!builtin_harness && python_has_torch && !torchMinorVersion(libtorch).empty() &&

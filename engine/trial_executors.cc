@@ -54,13 +54,14 @@ ExecutorConfig effectiveExecutor(const CaseConfig& config, const ExecutorOverrid
   if (overrides.devices) e.devices = *overrides.devices;
   if (overrides.trials_per_device) e.trials_per_device = *overrides.trials_per_device;
   if (e.kind == ExecutorKind::Slurm && !e.devices.empty())
-    throw BadInputError("devices (--devices or executor.devices) are for local trials; on Slurm ask for GPUs "
-                    "with executor.gres (e.g. gpu:1) and Slurm sets CUDA_VISIBLE_DEVICES in each job");
+    throw BadInputError(
+        "devices (--devices or executor.devices) are for local trials; on Slurm ask for GPUs "
+        "with executor.gres (e.g. gpu:1) and Slurm sets CUDA_VISIBLE_DEVICES in each job");
   return e;
 }
 
-void buildSlurmExecutors(TrialExecutors& stack, const CaseConfig& config, const ExecutorConfig& e,
-                         const std::string&, std::size_t) {
+void buildSlurmExecutors(TrialExecutors& stack, const CaseConfig& config, const ExecutorConfig& e, const std::string&,
+                         std::size_t) {
   SlurmExecutorOptions options;
   options.slurm = e.slurm;
   SlurmExecutor& slurm = stack.push(std::make_unique<SlurmExecutor>(options));
@@ -81,8 +82,8 @@ void buildLocalExecutors(TrialExecutors& stack, const CaseConfig& config, const 
   }
   if (const auto devices = devicesToLease(e, jobs)) {
     stack.push(std::make_unique<DevicePoolExecutor>(stack.top(), *devices, e.trials_per_device));
-    stack.describeMore(", " + devices->variable + " one of " + joined(devices->ids) + " (" + devices->source +
-                       "), " + std::to_string(e.trials_per_device) + " trial(s) per device");
+    stack.describeMore(", " + devices->variable + " one of " + joined(devices->ids) + " (" + devices->source + "), " +
+                       std::to_string(e.trials_per_device) + " trial(s) per device");
   }
 }
 
@@ -92,8 +93,8 @@ std::unique_ptr<TrialExecutors> makeTrialExecutors(const CaseConfig& config, con
   auto stack = std::make_unique<TrialExecutors>();
   switch (e.kind) {
 #define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, keys, description) \
-  case ExecutorKind::enumerator:                                       \
-    builder(*stack, config, e, trial_binary, jobs);                    \
+  case ExecutorKind::enumerator:                                             \
+    builder(*stack, config, e, trial_binary, jobs);                          \
     break;
 #include "core/executor_kinds.def"
 #undef MINREPRO_EXECUTOR_KIND

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/case_config.h"
-#include "engine/executors/device_pool.h"
 #include "core/executor_config.h"
+#include "engine/executors/device_pool.h"
 #include "engine/executors/fork_server.h"
 #include "engine/executors/slurm_executor.h"
 

@@ -31,7 +31,8 @@ namespace {
 // case names a cache directory, it is theirs.
 void shareCompileCaches(const CaseConfig& config, TrialSpec& spec) {
   const fs::path caches = fs::absolute(config.work_dir) / "compile-cache";
-  for (const auto& [name, dir] : {std::pair{"TORCHINDUCTOR_CACHE_DIR", "inductor"}, std::pair{"TRITON_CACHE_DIR", "triton"}})
+  for (const auto& [name, dir] :
+       {std::pair{"TORCHINDUCTOR_CACHE_DIR", "inductor"}, std::pair{"TRITON_CACHE_DIR", "triton"}})
     if (!spec.env_set.contains(name) && std::getenv(name) == nullptr) spec.env_set[name] = (caches / dir).string();
 }
 

@@ -5,8 +5,8 @@
 #include <ATen/ATen.h>
 #include <caffe2/serialize/inline_container.h>
 #include <torch/csrc/jit/serialization/import_read.h>
-#include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/csrc/jit/serialization/storage_context.h>
 
 #include <algorithm>
@@ -31,19 +31,32 @@ const at::Tensor* NamedTensors::find(const std::string& name) const {
 
 std::string dtypeName(c10::ScalarType type) {
   switch (type) {
-    case c10::kFloat: return "float32";
-    case c10::kDouble: return "float64";
-    case c10::kHalf: return "float16";
-    case c10::kBFloat16: return "bfloat16";
-    case c10::kLong: return "int64";
-    case c10::kInt: return "int32";
-    case c10::kShort: return "int16";
-    case c10::kChar: return "int8";
-    case c10::kByte: return "uint8";
-    case c10::kBool: return "bool";
-    case c10::kComplexFloat: return "complex64";
-    case c10::kComplexDouble: return "complex128";
-    default: return c10::toString(type);
+    case c10::kFloat:
+      return "float32";
+    case c10::kDouble:
+      return "float64";
+    case c10::kHalf:
+      return "float16";
+    case c10::kBFloat16:
+      return "bfloat16";
+    case c10::kLong:
+      return "int64";
+    case c10::kInt:
+      return "int32";
+    case c10::kShort:
+      return "int16";
+    case c10::kChar:
+      return "int8";
+    case c10::kByte:
+      return "uint8";
+    case c10::kBool:
+      return "bool";
+    case c10::kComplexFloat:
+      return "complex64";
+    case c10::kComplexDouble:
+      return "complex128";
+    default:
+      return c10::toString(type);
   }
 }
 
@@ -103,7 +116,7 @@ NamedTensors readBatchFile(const fs::path& file) {
     const std::string name = entry.key().toStringRef();
     if (!entry.value().isTensor())
       throw BadInputError(file.string() + ": entry '" + name + "' is a " + entry.value().tagKind() +
-                      ", expected a tensor (store ids and lengths as tensors too)");
+                          ", expected a tensor (store ids and lengths as tensors too)");
     batch.names.push_back(name);
     batch.tensors.push_back(entry.value().toTensor());
   }
@@ -255,7 +268,8 @@ at::Tensor materializeInSlabs(const StridePattern& pattern, at::IntArrayRef size
   const bool dense = pattern.offset == 0 && pattern.storage_numel == distinct;
   const auto options = at::TensorOptions().dtype(dtype);
   // Zeros where no element goes (before the offset, in the gaps), as in a file.
-  at::Tensor storage = dense ? at::empty({pattern.storage_numel}, options) : at::zeros({pattern.storage_numel}, options);
+  at::Tensor storage =
+      dense ? at::empty({pattern.storage_numel}, options) : at::zeros({pattern.storage_numel}, options);
   at::Tensor out = storage.as_strided(sizes, pattern.strides, pattern.offset);
   if (empty) return out;
   if (pattern.outer < 0) {
@@ -263,7 +277,8 @@ at::Tensor materializeInSlabs(const StridePattern& pattern, at::IntArrayRef size
     return out;
   }
   const int64_t outer = pattern.outer, count = sizes[outer];
-  const int64_t block = pattern.strides[static_cast<std::size_t>(outer)] * static_cast<int64_t>(c10::elementSize(dtype));
+  const int64_t block =
+      pattern.strides[static_cast<std::size_t>(outer)] * static_cast<int64_t>(c10::elementSize(dtype));
   const int64_t per_slab = std::max<int64_t>(1, slabBytes() / std::max<int64_t>(block, 1));
   for (int64_t begin = 0; begin < count; begin += per_slab) {
     const int64_t end = std::min(count, begin + per_slab);
@@ -292,7 +307,8 @@ std::uint64_t writeBatchFile(const NamedTensors& batch, const fs::path& file, co
   try {
     StoredZipWriter zip(tmp);
     const std::string prefix = "archive/";
-    zip.addRecord(prefix + "data.pkl", pickle.size(), [&](const ByteSink& sink) { sink(pickle.data(), pickle.size()); });
+    zip.addRecord(prefix + "data.pkl", pickle.size(),
+                  [&](const ByteSink& sink) { sink(pickle.data(), pickle.size()); });
     const std::vector<at::Tensor>& storages = pickler.tensorData();
     for (std::size_t key = 0; key < storages.size(); ++key) {
       const at::Tensor& t = storages[key];

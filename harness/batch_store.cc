@@ -28,7 +28,7 @@ at::Tensor selectSamples(const at::Tensor& t, int axis, const std::vector<std::i
   const auto count = static_cast<int64_t>(last - first);
   if (count > 0 && samples[last - 1] - samples[first] == count - 1) return t.narrow(axis, samples[first], count);
   return t.index_select(axis, at::tensor(std::vector<std::int64_t>(samples.begin() + static_cast<std::ptrdiff_t>(first),
-                                                                    samples.begin() + static_cast<std::ptrdiff_t>(last)),
+                                                                   samples.begin() + static_cast<std::ptrdiff_t>(last)),
                                          at::kLong));
 }
 
@@ -166,15 +166,23 @@ class TorchBatchStore : public BatchStore {
     std::vector<TensorInfo> infos;
     for (std::size_t i = 0; i < batch.names.size(); ++i) {
       const at::Tensor& t = batch.tensors[i];
-      TensorInfo info{batch.names[i], dtypeName(t.scalar_type()), t.sizes().vec(), t.strides().vec(), layoutName(t),
-                      false, 0, 0, {}};
+      TensorInfo info{batch.names[i],
+                      dtypeName(t.scalar_type()),
+                      t.sizes().vec(),
+                      t.strides().vec(),
+                      layoutName(t),
+                      false,
+                      0,
+                      0,
+                      {}};
       if (auto axis = sampleAxisOf(batch.names[i])) {
         info.has_sample_axis = true;
         info.sample_axis = *axis;
       }
       info.storage_offset = t.storage_offset();
       for (std::size_t j = 0; j < batch.names.size(); ++j)
-        if (j != i && batch.tensors[j].storage().is_alias_of(t.storage())) info.shares_storage_with.push_back(batch.names[j]);
+        if (j != i && batch.tensors[j].storage().is_alias_of(t.storage()))
+          info.shares_storage_with.push_back(batch.names[j]);
       infos.push_back(std::move(info));
     }
     return infos;
@@ -243,9 +251,9 @@ class TorchBatchStore : public BatchStore {
   NamedTensors batch_;
   std::vector<int> normalized_axes_;
   std::vector<int> sequence_axes_;
-  std::vector<double> trivial_;  // per tensor
+  std::vector<double> trivial_;                           // per tensor
   std::vector<std::vector<std::size_t>> storage_groups_;  // tensors sharing a storage
-  std::vector<std::int64_t> sample_lengths_;  // of the original samples; empty without sequence.lengths
+  std::vector<std::int64_t> sample_lengths_;              // of the original samples; empty without sequence.lengths
   std::int64_t samples_ = 0;
   std::int64_t sequence_length_ = 0;
   // Per tensor, each original sample's non-trivial values (whole samples):
@@ -259,7 +267,8 @@ CandidateTensor TorchBatchStore::cut(std::size_t i, const Selection& selection, 
   const at::Tensor& t = batch_.tensors[i];
   const bool values = selection.values_kept.count(batch_.names[i]) > 0;
   CandidateTensor c{t, track || values ? originOf(i, selection) : at::Tensor(), {}, {}};
-  if (auto axis = sampleAxisOf(batch_.names[i])) c.values = selectSamples(c.values, *axis, selection.samples, 0, selection.samples.size());
+  if (auto axis = sampleAxisOf(batch_.names[i]))
+    c.values = selectSamples(c.values, *axis, selection.samples, 0, selection.samples.size());
   if (auto seq = sequenceOf(i); seq && selection.seq_end > 0)
     c.values = c.values.narrow(seq->axis, selection.seq_begin, selection.seq_end - selection.seq_begin);
   c.values = c.values.clone(at::MemoryFormat::Contiguous);
@@ -327,7 +336,7 @@ at::Tensor TorchBatchStore::originOf(std::size_t i, const Selection& selection) 
   at::Tensor origin = at::zeros({}, at::kLong);
   int64_t row_major = 1;
   for (int64_t d = t.dim() - 1; d >= 0; --d) {
-    at::Tensor coord = axis && d == *axis   ? at::tensor(selection.samples, at::kLong)
+    at::Tensor coord = axis && d == *axis      ? at::tensor(selection.samples, at::kLong)
                        : seq && d == seq->axis ? at::arange(selection.seq_begin, selection.seq_end, at::kLong)
                                                : at::arange(t.size(d), at::kLong);
     std::vector<int64_t> shape(static_cast<std::size_t>(t.dim()), 1);
@@ -347,7 +356,6 @@ bool TorchBatchStore::cutAsIs(std::size_t i, const Selection& selection) const {
   if (name == config_.sequence.lengths && sequence_length_ > 0) return false;
   return !(sequenceOf(i) && sampleAxisOf(name) && !selection.lengths.empty());
 }
-
 
 // Slices [begin, end) of the candidate's tensor i along dimension `outer`
 // (all of it when outer < 0): the outer range is cut from the original
@@ -377,8 +385,10 @@ void TorchBatchStore::planAlone(std::size_t i, const Selection& selection, Candi
     p.tensors.tensors[i] = original;
   } else if (cutAsIs(i, selection)) {
     std::vector<int64_t> sizes = original.sizes().vec();
-    if (auto axis = sampleAxisOf(batch_.names[i])) sizes[static_cast<std::size_t>(*axis)] = static_cast<int64_t>(selection.samples.size());
-    if (auto seq = sequenceOf(i); seq && selection.seq_end > 0) sizes[static_cast<std::size_t>(seq->axis)] = selection.seq_end - selection.seq_begin;
+    if (auto axis = sampleAxisOf(batch_.names[i]))
+      sizes[static_cast<std::size_t>(*axis)] = static_cast<int64_t>(selection.samples.size());
+    if (auto seq = sequenceOf(i); seq && selection.seq_end > 0)
+      sizes[static_cast<std::size_t>(seq->axis)] = selection.seq_end - selection.seq_begin;
     const StridePattern pattern = stridePatternFor(sizes, original, [](int64_t) { return true; });
     p.tensors.tensors[i] = tensorWithoutData(original.scalar_type(), sizes, pattern);
     auto slab = [this, i, selection, outer = pattern.outer](int64_t begin, int64_t end) {
@@ -441,7 +451,8 @@ CandidatePlan TorchBatchStore::plan(const Selection& selection) const {
   p.tensors.names = batch_.names;
   p.tensors.tensors.resize(batch_.tensors.size());
   for (const std::vector<std::size_t>& group : storage_groups_) {
-    const bool changed = std::any_of(group.begin(), group.end(), [&](std::size_t i) { return !unchanged(i, selection); });
+    const bool changed =
+        std::any_of(group.begin(), group.end(), [&](std::size_t i) { return !unchanged(i, selection); });
     const bool shared = group.size() > 1 || shapeKept(group.front(), selection);
     if (changed && shared && planShared(group, selection, p)) continue;
     for (std::size_t i : group) planAlone(i, selection, p);
@@ -517,7 +528,8 @@ std::int64_t TorchBatchStore::nonTrivialCount(std::size_t i, const Selection& se
 // Whether tensor i of the candidate is its samples of the original, whole:
 // then its count is the sum of theirs, counted once per run.
 bool TorchBatchStore::samplesWhole(std::size_t i, const Selection& selection) const {
-  const bool full_window = selection.seq_end == 0 || (selection.seq_begin == 0 && selection.seq_end == sequence_length_);
+  const bool full_window =
+      selection.seq_end == 0 || (selection.seq_begin == 0 && selection.seq_end == sequence_length_);
   return sampleAxisOf(batch_.names[i]) && full_window && selection.lengths.empty() &&
          !selection.values_kept.count(batch_.names[i]);
 }
@@ -560,13 +572,13 @@ void TorchBatchStore::checkSampleAxes() {
       std::ostringstream names;
       for (const auto& n : batch_.names) names << (names.tellp() ? ", " : "") << n;
       throw BadInputError(config_.case_file.string() + ": samples.tensors names '" + spec.tensor + "', but " + file +
-                      " has no such tensor (it has: " + names.str() + ")");
+                          " has no such tensor (it has: " + names.str() + ")");
     }
     const int64_t dim = t->dim();
     if (spec.axis >= dim || spec.axis < -dim || dim == 0)
       throw BadInputError(config_.case_file.string() + ": samples.tensors." + spec.tensor + ": axis " +
-                      std::to_string(spec.axis) + " is out of range for a tensor with " + std::to_string(dim) +
-                      " dimension(s) (shape " + c10::str(t->sizes()) + ")");
+                          std::to_string(spec.axis) + " is out of range for a tensor with " + std::to_string(dim) +
+                          " dimension(s) (shape " + c10::str(t->sizes()) + ")");
     const int axis = static_cast<int>(spec.axis < 0 ? spec.axis + dim : spec.axis);
     normalized_axes_.push_back(axis);
     const int64_t n = t->size(axis);
@@ -575,17 +587,17 @@ void TorchBatchStore::checkSampleAxes() {
       samples_ = n;
     } else if (n != samples_) {
       throw BadInputError(file + ": sample dimensions disagree: '" + first + "' has " + std::to_string(samples_) +
-                      " samples but '" + spec.tensor + "' has " + std::to_string(n) + " on axis " +
-                      std::to_string(axis) + " (check samples.tensors in " + config_.case_file.string() + ")");
+                          " samples but '" + spec.tensor + "' has " + std::to_string(n) + " on axis " +
+                          std::to_string(axis) + " (check samples.tensors in " + config_.case_file.string() + ")");
     }
   }
   if (!config_.sample_ids.empty()) {
     const at::Tensor* ids = batch_.find(config_.sample_ids);
     if (!ids || ids->dim() != 1 || ids->size(0) != samples_ || at::isFloatingType(ids->scalar_type()))
-      throw BadInputError(file + ": samples.ids names '" + config_.sample_ids + "', which must be a 1-D integer tensor with " +
-                      std::to_string(samples_) + " entries" +
-                          (ids ? ", found " + dtypeName(ids->scalar_type()) + " of shape " + c10::str(ids->sizes())
-                               : ", found none"));
+      throw BadInputError(
+          file + ": samples.ids names '" + config_.sample_ids + "', which must be a 1-D integer tensor with " +
+          std::to_string(samples_) + " entries" +
+          (ids ? ", found " + dtypeName(ids->scalar_type()) + " of shape " + c10::str(ids->sizes()) : ", found none"));
   }
   if (samples_ == 0) throw BadInputError(file + ": the batch has no samples: nothing to reduce");
 }
@@ -598,12 +610,13 @@ void TorchBatchStore::checkTransforms(const Require& require) const {
     const at::Tensor& x = require("trial.harness.transforms (" + t.name + ")", t.tensor);
     const std::string where = config_.case_file.string() + ": trial.harness.transforms (" + t.name + "): ";
     if ((t.type == "normalize" || t.type == "noise") && !at::isFloatingType(x.scalar_type()))
-      throw BadInputError(where + t.type + " needs a floating-point tensor, '" + t.tensor + "' is " + dtypeName(x.scalar_type()));
+      throw BadInputError(where + t.type + " needs a floating-point tensor, '" + t.tensor + "' is " +
+                          dtypeName(x.scalar_type()));
     if (auto axis = t.params.find("axis"); axis != t.params.end()) {
       const auto a = static_cast<int64_t>(std::stod(axis->second));
       if (a >= x.dim() || a < -x.dim())
         throw BadInputError(where + "axis " + std::to_string(a) + " is out of range for '" + t.tensor + "' of shape " +
-                        c10::str(x.sizes()));
+                            c10::str(x.sizes()));
     }
   }
 }
@@ -624,30 +637,32 @@ void TorchBatchStore::checkSequence() {
     const int64_t dim = t.dim();
     if (spec.axis >= dim || spec.axis < -dim)
       throw BadInputError(where + "sequence.tensors." + spec.tensor + ": axis " + std::to_string(spec.axis) +
-                      " is out of range for shape " + c10::str(t.sizes()));
+                          " is out of range for shape " + c10::str(t.sizes()));
     const int axis = static_cast<int>(spec.axis < 0 ? spec.axis + dim : spec.axis);
     if (auto sample = sampleAxisOf(spec.tensor); sample && *sample == axis)
       throw BadInputError(where + "sequence.tensors." + spec.tensor + ": axis " + std::to_string(spec.axis) +
-                      " is its sample axis; name the sequence axis (e.g. 1 for [batch, length, ...])");
+                          " is its sample axis; name the sequence axis (e.g. 1 for [batch, length, ...])");
     sequence_axes_.push_back(axis);
     if (first.empty()) {
       first = spec.tensor;
       sequence_length_ = t.size(axis);
     } else if (t.size(axis) != sequence_length_) {
-      throw BadInputError(file + ": sequence lengths disagree: '" + first + "' has " + std::to_string(sequence_length_) +
-                      " positions but '" + spec.tensor + "' has " + std::to_string(t.size(axis)) +
-                      " (check sequence.tensors in " + config_.case_file.string() + ")");
+      throw BadInputError(file + ": sequence lengths disagree: '" + first + "' has " +
+                          std::to_string(sequence_length_) + " positions but '" + spec.tensor + "' has " +
+                          std::to_string(t.size(axis)) + " (check sequence.tensors in " + config_.case_file.string() +
+                          ")");
     }
   }
   if (!config_.sequence.lengths.empty()) {
     const at::Tensor& l = require("sequence.lengths", config_.sequence.lengths);
     if (l.dim() != 1 || l.size(0) != samples_ || at::isFloatingType(l.scalar_type()) || l.scalar_type() == at::kBool)
       throw BadInputError(where + "sequence.lengths names '" + config_.sequence.lengths +
-                      "', which must be a 1-D integer tensor with one entry per sample (" + std::to_string(samples_) +
-                      "), found " + dtypeName(l.scalar_type()) + " of shape " + c10::str(l.sizes()));
+                          "', which must be a 1-D integer tensor with one entry per sample (" +
+                          std::to_string(samples_) + "), found " + dtypeName(l.scalar_type()) + " of shape " +
+                          c10::str(l.sizes()));
     if (l.numel() && (l.min().item<int64_t>() < 0 || l.max().item<int64_t>() > sequence_length_))
       throw BadInputError(file + ": '" + config_.sequence.lengths + "' holds lengths outside [0, " +
-                      std::to_string(sequence_length_) + "], the length of the sequence axes");
+                          std::to_string(sequence_length_) + "], the length of the sequence axes");
   }
   for (const auto& name : config_.values.exclude) require("values.exclude", name);
   if (config_.harness) checkTransforms(require);

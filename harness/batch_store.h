@@ -43,8 +43,7 @@ class BatchStore : public CaseView {
   // Per-sample ids from the case's ids tensor; 0..n-1 when none is declared.
   virtual std::vector<std::int64_t> sampleIds() const = 0;
   // The values of a small integer tensor, for reports (empty if not integral).
-  virtual std::vector<std::int64_t> integerValues(const std::string& name,
-                                                  std::size_t max_values) const = 0;
+  virtual std::vector<std::int64_t> integerValues(const std::string& name, std::size_t max_values) const = 0;
   // For the reports that show samples (engine/archive/sample_panels.h): one
   // sample of a tensor with a sample axis, flattened, at most `max_values`
   // of it, as doubles (empty: no such tensor or sample).
@@ -61,8 +60,7 @@ class BatchStore : public CaseView {
   // batch, ascending) in every tensor that has the sample axis. Each piece is
   // cloned with the original's stride order (a transposed or channels-last
   // tensor stays so) and dtype. Written to a temp file, then renamed.
-  virtual void writeSubset(const std::vector<std::int64_t>& keep,
-                           const std::filesystem::path& out) const = 0;
+  virtual void writeSubset(const std::vector<std::int64_t>& keep, const std::filesystem::path& out) const = 0;
 
   // A candidate as its trial sees it: the kept samples, cut to the sequence
   // window, per-sample lengths applied (cut positions padded, the length

@@ -38,15 +38,20 @@ using Context = std::vector<std::pair<std::string, std::string>>;
 std::string yamlString(const std::string& text) {
   std::string out = "\"";
   for (unsigned char ch : text) {
-    if (ch == '\\') out += "\\\\";
-    else if (ch == '"') out += "\\\"";
-    else if (ch == '\n') out += "\\n";
-    else if (ch == '\t') out += "\\t";
+    if (ch == '\\')
+      out += "\\\\";
+    else if (ch == '"')
+      out += "\\\"";
+    else if (ch == '\n')
+      out += "\\n";
+    else if (ch == '\t')
+      out += "\\t";
     else if (ch < 0x20 || ch == 0x7f) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "\\x%02x", ch);
       out += hex;
-    } else out += static_cast<char>(ch);
+    } else
+      out += static_cast<char>(ch);
   }
   return out + "\"";
 }
@@ -155,11 +160,10 @@ std::string backendOf(const std::set<std::string>& device_types) {
 }
 
 std::string deviceNames(const std::set<std::string>& devices) {
-  struct utsname host{};
+  struct utsname host {};
   const std::string machine = ::uname(&host) == 0 ? host.machine : "";
   std::string out;
-  for (const auto& d : devices)
-    out += (out.empty() ? "" : ", ") + (d == "cpu" ? d + " " + machine : d);
+  for (const auto& d : devices) out += (out.empty() ? "" : ", ") + (d == "cpu" ? d + " " + machine : d);
   return out;
 }
 
@@ -184,8 +188,8 @@ at::Tensor idsFor(const CaptureBatch& batch, std::int64_t n, std::string* source
     *source = "given";
     return ids;
   }
-  problems.push_back("sample_ids has " + std::to_string(ids.numel()) + " entries for a batch of " +
-                     std::to_string(n) + "; positions used instead");
+  problems.push_back("sample_ids has " + std::to_string(ids.numel()) + " entries for a batch of " + std::to_string(n) +
+                     "; positions used instead");
   *source = "positions in the batch (sample ids had the wrong length)";
   return at::arange(n, at::kLong);
 }
@@ -242,7 +246,8 @@ std::vector<std::string> trialLines(const CaptureOptions& o, const SavedBatch& b
   std::ostringstream timeout;
   timeout << o.timeout_seconds;
   if (model_saved) {
-    std::vector<std::string> lines{"trial:", "  harness:", "    model: model.pt", "    input: " + yamlString(o.input_key)};
+    std::vector<std::string> lines{"trial:", "  harness:", "    model: model.pt",
+                                   "    input: " + yamlString(o.input_key)};
     if (o.loss != "none" && b.tensors.find(o.target_key))
       lines.insert(lines.end(), {"    target: " + yamlString(o.target_key), "    loss: " + o.loss,
                                  "    ignore_index: " + std::to_string(o.ignore_index)});
@@ -318,7 +323,8 @@ std::string caseText(const CaptureOptions& o, const SavedBatch& b, const std::ve
   out << "# Written by minrepro::CaptureSession at the first failure; reduce with:\n"
       << "#   minrepro shrink --config case.yaml\n"
       << "batch: batch.pt\nsamples:\n  tensors: {";
-  for (std::size_t i = 0; i < b.sample_tensors.size(); ++i) out << (i ? ", " : "") << yamlString(b.sample_tensors[i]) << ": 0";
+  for (std::size_t i = 0; i < b.sample_tensors.size(); ++i)
+    out << (i ? ", " : "") << yamlString(b.sample_tensors[i]) << ": 0";
   out << "}\n  ids: " << yamlString(b.ids_key) << "\n";
   if (trial.empty())
     out << "# trial: no model file and no command: see CAPTURE-ERROR.txt\n"
@@ -361,8 +367,9 @@ CaptureInfo CaptureSession::write(std::int64_t step, const CaptureBatch& batch, 
     writeAtomically(*info.case_file, text);
   }
   if (!problems.empty()) {
-    std::string notes = std::string("minrepro::CaptureSession: ") +
-                        (trial.empty() ? "the case is incomplete: no trial could be written" : "notes on the captured case") + "\n";
+    std::string notes =
+        std::string("minrepro::CaptureSession: ") +
+        (trial.empty() ? "the case is incomplete: no trial could be written" : "notes on the captured case") + "\n";
     for (const auto& p : problems) notes += "- " + p + "\n";
     info.error_file = info.case_dir / "CAPTURE-ERROR.txt";
     writeAtomically(*info.error_file, notes);
@@ -385,13 +392,16 @@ void CaptureSession::onFailure(std::int64_t step, const CaptureBatch& batch, std
     std::cerr << "minrepro::CaptureSession: wrote " << (info->case_file ? *info->case_file : *info->error_file).string()
               << " (" << describeError(error).type << " at step " << step << ")\n";
     if (info->case_file)
-      std::cerr << "minrepro::CaptureSession: reduce it with: minrepro shrink --config " << info->case_file->string() << "\n";
+      std::cerr << "minrepro::CaptureSession: reduce it with: minrepro shrink --config " << info->case_file->string()
+                << "\n";
   }
   if (isDeviceAssert(describeError(error).message)) {
     std::cerr << "minrepro::CaptureSession: a device-side assert invalidates this process's CUDA/HIP context "
                  "(existing allocations are lost); training cannot continue in this process. Exiting with status "
-              << kDeviceAssertExitCode << ". Restarting will not fix the cause: check the captured batch's indices "
-                 "and targets.\n" << std::flush;
+              << kDeviceAssertExitCode
+              << ". Restarting will not fix the cause: check the captured batch's indices "
+                 "and targets.\n"
+              << std::flush;
     std::exit(kDeviceAssertExitCode);
   }
 }

@@ -44,8 +44,8 @@ inline constexpr int kDeviceAssertExitCode = 87;
 struct CaptureOptions {
   std::filesystem::path out_dir;
   std::optional<torch::jit::Module> model;  // the model slice, saved as model.pt
-  std::vector<std::string> command;  // the trial without a model: argv, one element containing "{batch}"
-  std::string loss = "cross_entropy";  // cross_entropy | nll | none
+  std::vector<std::string> command;         // the trial without a model: argv, one element containing "{batch}"
+  std::string loss = "cross_entropy";       // cross_entropy | nll | none
   std::int64_t ignore_index = -100;
   std::string input_key = "input";
   std::string target_key = "target";

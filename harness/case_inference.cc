@@ -57,8 +57,8 @@ std::int64_t sampleCount(const NamedTensors& batch, std::vector<std::string>& no
 bool perSampleInteger(const at::Tensor& t, std::int64_t n) { return t.dim() == 1 && t.size(0) == n && isInteger(t); }
 
 std::string findIds(const NamedTensors& batch, std::int64_t n, std::vector<std::string>& notes) {
-  static const std::vector<std::string> kNames = {"sample_id", "sample_ids", "ids", "id", "index", "indices",
-                                                  "idx", "sample_index", "dataset_index", "uid"};
+  static const std::vector<std::string> kNames = {
+      "sample_id", "sample_ids", "ids", "id", "index", "indices", "idx", "sample_index", "dataset_index", "uid"};
   for (const auto& wanted : kNames) {
     for (std::size_t i = 0; i < batch.names.size(); ++i) {
       if (lower(batch.names[i]) != wanted || !perSampleInteger(batch.tensors[i], n)) continue;
@@ -71,8 +71,9 @@ std::string findIds(const NamedTensors& batch, std::int64_t n, std::vector<std::
       return batch.names[i];
     }
   }
-  notes.push_back("no sample ids found (a 1-D integer tensor named sample_id or ids with one unique value per "
-                  "sample): kept samples are numbered by their position in the batch");
+  notes.push_back(
+      "no sample ids found (a 1-D integer tensor named sample_id or ids with one unique value per "
+      "sample): kept samples are numbered by their position in the batch");
   return "";
 }
 
@@ -84,7 +85,8 @@ std::vector<std::string> lengthTensors(const NamedTensors& batch, std::int64_t n
   for (std::size_t i = 0; i < batch.names.size(); ++i) {
     const at::Tensor& t = batch.tensors[i];
     if (batch.names[i] == ids || !perSampleInteger(t, n) || n == 0) continue;
-    if (at::min(t).item<std::int64_t>() >= 0 && at::max(t).item<std::int64_t>() == length) fits.push_back(batch.names[i]);
+    if (at::min(t).item<std::int64_t>() >= 0 && at::max(t).item<std::int64_t>() == length)
+      fits.push_back(batch.names[i]);
   }
   return fits;
 }
@@ -147,7 +149,8 @@ void inferSequences(const NamedTensors& batch, InferredCase& out) {
     if (t.dim() < 2 || t.size(0) != out.samples || t.size(1) != length) continue;
     const std::optional<double> pad = lengths ? paddingOf(t, *lengths) : std::nullopt;
     if (lengths && !pad) {
-      out.notes.push_back("'" + batch.names[i] + "' is not padded with one value past each sample's length: no "
+      out.notes.push_back("'" + batch.names[i] +
+                          "' is not padded with one value past each sample's length: no "
                           "sequence axis for it (add it under sequence.tensors if it has one)");
       continue;
     }
@@ -156,7 +159,8 @@ void inferSequences(const NamedTensors& batch, InferredCase& out) {
   }
   if (out.sequence_tensors.empty()) return;
   std::string pads;
-  for (const auto& name : out.sequence_tensors) pads += (pads.empty() ? "" : ", ") + name + " " + number(out.padding[name]);
+  for (const auto& name : out.sequence_tensors)
+    pads += (pads.empty() ? "" : ", ") + name + " " + number(out.padding[name]);
   out.notes.push_back("sequence axis 1 (length " + std::to_string(length) + ") of: " + pads +
                       (lengths ? " (the padding values seen past each sample's length)"
                                : " (no lengths tensor found: padding taken as 0; the lengths pass cuts the "
@@ -174,15 +178,18 @@ InferredCase inferCase(const fs::path& file) {
   }
   out.samples = sampleCount(batch, out.notes);
   if (out.samples < 0)
-    throw BadInputError(file.string() + ": no tensor of the batch has a dimension to take samples from (all are "
+    throw BadInputError(file.string() +
+                        ": no tensor of the batch has a dimension to take samples from (all are "
                         "scalars); write case.yaml by hand (see minrepro init --help)");
   std::vector<std::string> whole;
   for (std::size_t i = 0; i < batch.names.size(); ++i) {
-    if (batch.tensors[i].dim() >= 1 && batch.tensors[i].size(0) == out.samples) out.sample_tensors.push_back(batch.names[i]);
-    else whole.push_back(batch.names[i]);
+    if (batch.tensors[i].dim() >= 1 && batch.tensors[i].size(0) == out.samples)
+      out.sample_tensors.push_back(batch.names[i]);
+    else
+      whole.push_back(batch.names[i]);
   }
-  out.notes.insert(out.notes.begin(), std::to_string(out.samples) + " samples along dimension 0 of: " +
-                                          joined(out.sample_tensors) +
+  out.notes.insert(out.notes.begin(), std::to_string(out.samples) +
+                                          " samples along dimension 0 of: " + joined(out.sample_tensors) +
                                           (whole.empty() ? "" : "; kept whole in every candidate: " + joined(whole)));
   out.ids = findIds(batch, out.samples, out.notes);
   if (!out.ids.empty())

@@ -27,11 +27,11 @@ struct InferredTensor {
 };
 
 struct InferredCase {
-  std::vector<InferredTensor> tensors;    // in the batch's order
-  std::int64_t samples = 0;               // the sample count
-  std::vector<std::string> sample_tensors;  // sample axis 0
-  std::string ids;                        // "" when none was found
-  std::string lengths;                    // "" when none was found
+  std::vector<InferredTensor> tensors;        // in the batch's order
+  std::int64_t samples = 0;                   // the sample count
+  std::vector<std::string> sample_tensors;    // sample axis 0
+  std::string ids;                            // "" when none was found
+  std::string lengths;                        // "" when none was found
   std::vector<std::string> sequence_tensors;  // sequence axis 1
   std::map<std::string, double> padding;      // of each sequence tensor
   std::vector<std::string> notes;             // what was inferred and what is ambiguous, one sentence each

@@ -35,8 +35,9 @@ std::vector<std::int64_t> sampleIds(const NamedTensors& batch, const TargetContr
   if (c.ids.empty()) return ids;
   const at::Tensor& t = requireTensor(batch, c.ids, batch_name, "sample ids given with --ids");
   if (t.dim() != 1 || !at::isIntegralType(t.scalar_type(), false) || t.size(0) != n)
-    throw BadInputError(batch_name + ": ids tensor '" + c.ids + "' must be a 1-D integer tensor with one id per target (" +
-                    std::to_string(n) + "), found " + dtypeName(t.scalar_type()) + " of shape " + shapeText(t));
+    throw BadInputError(batch_name + ": ids tensor '" + c.ids +
+                        "' must be a 1-D integer tensor with one id per target (" + std::to_string(n) + "), found " +
+                        dtypeName(t.scalar_type()) + " of shape " + shapeText(t));
   const at::Tensor values = t.to(at::kLong).contiguous();
   const std::int64_t* data = values.data_ptr<std::int64_t>();
   ids.assign(data, data + n);
@@ -54,7 +55,8 @@ bool checkForm(const at::Tensor& t, const TargetContract& c, ContractResult& r) 
                            ": that looks like class probabilities, a different contract; class indices are int64, "
                            "one per sample (or one per position: [samples, ...])");
   else if (t.dim() == 0)
-    r.violations.push_back("'" + c.target + "' is a scalar: expected one class index per sample (a 1-D vector) or "
+    r.violations.push_back("'" + c.target +
+                           "' is a scalar: expected one class index per sample (a 1-D vector) or "
                            "per position ([samples, ...])");
   else if (t.scalar_type() != at::kLong)
     r.violations.push_back("'" + c.target + "' is " + dtypeName(t.scalar_type()) +
@@ -70,8 +72,10 @@ void checkValues(const at::Tensor& t, const std::vector<std::int64_t>& ids, cons
   const std::int64_t per_sample = r.samples == 0 ? 0 : r.targets / r.samples;
   for (std::int64_t i = 0; i < r.targets; ++i) {
     const std::int64_t v = data[i];
-    if (v == c.ignore_index) ++r.ignored;
-    else if (v >= 0 && v < c.classes) ++r.usable;
+    if (v == c.ignore_index)
+      ++r.ignored;
+    else if (v >= 0 && v < c.classes)
+      ++r.usable;
     else {
       const std::int64_t sample = i / per_sample;
       r.offenders.push_back({sample, ids[static_cast<std::size_t>(sample)], v, t.dim() == 1 ? -1 : i % per_sample});
@@ -90,14 +94,16 @@ ContractResult checkClassTargets(const NamedTensors& batch, const TargetContract
   const at::Tensor& t = requireTensor(batch, c.target, batch_name, "targets");
   ContractResult r;
   r.samples = t.dim() == 0 ? 1 : t.size(0);
-  if (checkForm(t, c, r)) checkValues(t, sampleIds(batch, c, r.samples, batch_name), c, r);
-  else return r;
+  if (checkForm(t, c, r))
+    checkValues(t, sampleIds(batch, c, r.samples, batch_name), c, r);
+  else
+    return r;
   // Empty or all ignored: the mean loss divides by zero targets (NaN).
   if (r.usable == 0 && r.offenders.empty())
-    r.violations.push_back(r.targets == 0 ? "no targets at all: the batch is empty"
-                                          : "no usable target: all " + std::to_string(r.targets) +
-                                                " are ignore_index (" + std::to_string(c.ignore_index) +
-                                                "), so the mean loss is NaN");
+    r.violations.push_back(r.targets == 0
+                               ? "no targets at all: the batch is empty"
+                               : "no usable target: all " + std::to_string(r.targets) + " are ignore_index (" +
+                                     std::to_string(c.ignore_index) + "), so the mean loss is NaN");
   if (c.ignore_index >= 0 && c.ignore_index < c.classes)
     r.notes.push_back("ignore_index " + std::to_string(c.ignore_index) + " is also a class in " + rangeText(c) +
                       ": samples of that class are never learned");
@@ -112,8 +118,8 @@ std::string renderContractResult(const ContractResult& r, const TargetContract& 
   constexpr std::size_t kShown = 50;  // the count says how many more there are
   std::ostringstream out;
   out << batch_name << ": '" << c.target << "' " << (r.ok() ? "satisfies" : "violates")
-      << " the class-index target contract (" << c.classes << " classes, valid " << rangeText(c)
-      << ", ignore_index " << c.ignore_index << ")\n";
+      << " the class-index target contract (" << c.classes << " classes, valid " << rangeText(c) << ", ignore_index "
+      << c.ignore_index << ")\n";
   for (const auto& v : r.violations) out << "  violation: " << v << "\n";
   if (!r.offenders.empty()) {
     out << "offending samples (" << (c.ids.empty() ? "batch index" : "id from '" + c.ids + "'") << ": target):\n";
@@ -125,8 +131,8 @@ std::string renderContractResult(const ContractResult& r, const TargetContract& 
   }
   for (const auto& n : r.notes) out << "  note: " << n << "\n";
   if (r.targets > 0 && r.usable + r.ignored + static_cast<std::int64_t>(r.offenders.size()) == r.targets)
-    out << "checked " << r.targets << " targets of " << r.samples << " samples: " << r.usable << " usable, " << r.ignored << " ignored, "
-        << r.offenders.size() << " out of range\n";
+    out << "checked " << r.targets << " targets of " << r.samples << " samples: " << r.usable << " usable, "
+        << r.ignored << " ignored, " << r.offenders.size() << " out of range\n";
   return out.str();
 }
 

@@ -19,17 +19,17 @@ struct TargetContract {
 };
 
 struct OffendingSample {
-  std::int64_t index = 0;  // position in the batch
-  std::int64_t id = 0;     // the ids tensor's value, or the index
-  std::int64_t value = 0;  // the target found
+  std::int64_t index = 0;      // position in the batch
+  std::int64_t id = 0;         // the ids tensor's value, or the index
+  std::int64_t value = 0;      // the target found
   std::int64_t position = -1;  // within the sample, row-major, for per-position targets; -1 for one per sample
 };
 
 struct ContractResult {
-  std::vector<std::string> violations;     // empty: the contract holds
-  std::vector<std::string> notes;          // worth knowing, not a violation
-  std::vector<OffendingSample> offenders;  // targets neither in [0, classes) nor ignore_index
-  std::int64_t samples = 0;  // dimension 0 of the targets
+  std::vector<std::string> violations;                // empty: the contract holds
+  std::vector<std::string> notes;                     // worth knowing, not a violation
+  std::vector<OffendingSample> offenders;             // targets neither in [0, classes) nor ignore_index
+  std::int64_t samples = 0;                           // dimension 0 of the targets
   std::int64_t targets = 0, usable = 0, ignored = 0;  // class indices: one per sample, or per position
   bool ok() const { return violations.empty(); }
 };

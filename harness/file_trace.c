@@ -96,7 +96,7 @@ static void* resolve(void** slot, const char* name) {
   return f;
 }
 
-#define REAL(type, name)   \
+#define REAL(type, name)    \
   static void* name##_slot; \
   static type real_##name(void) { return (type)resolve(&name##_slot, #name); }
 
@@ -126,13 +126,9 @@ static int sysOpenat(int dirfd, const char* path, int flags, mode_t mode) {
 
 // --------------------------------------------------------------- the record
 
-static int opensForReading(int flags) {
-  return (flags & O_ACCMODE) == O_RDONLY && !(flags & (O_PATH | O_TRUNC));
-}
+static int opensForReading(int flags) { return (flags & O_ACCMODE) == O_RDONLY && !(flags & (O_PATH | O_TRUNC)); }
 
-static int modeReads(const char* mode) {
-  return mode && mode[0] == 'r' && !strchr(mode, '+');
-}
+static int modeReads(const char* mode) { return mode && mode[0] == 'r' && !strchr(mode, '+'); }
 
 static int under(const char* path, const char* dir) {
   size_t n = strlen(dir);
@@ -193,7 +189,7 @@ static FILE* recordedStream(FILE* stream, const char* mode) {
 // ------------------------------------------------------------------ wrappers
 
 // open's third argument exists only when the flags create a file.
-#define NEEDS_MODE(flags) (((flags) & O_CREAT) || ((flags) & O_TMPFILE) == O_TMPFILE)
+#define NEEDS_MODE(flags) (((flags)&O_CREAT) || ((flags)&O_TMPFILE) == O_TMPFILE)
 #define MODE_ARG(flags, mode)         \
   mode_t mode = 0;                    \
   if (NEEDS_MODE(flags)) {            \

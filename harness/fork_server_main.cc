@@ -8,9 +8,6 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
-#include <torch/csrc/jit/api/compilation_unit.h>
-#include <torch/csrc/jit/serialization/pickle.h>
-#include <torch/jit.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -18,6 +15,9 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <torch/csrc/jit/api/compilation_unit.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/jit.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -86,11 +86,15 @@ void replaceEnvironment(const std::vector<std::string>& env) {
 }
 
 void applyLimits(const std::string& as_limit) {
-  struct rlimit no_core{0, 0};
+  struct rlimit no_core {
+    0, 0
+  };
   ::setrlimit(RLIMIT_CORE, &no_core);
   const unsigned long long bytes = std::strtoull(as_limit.c_str(), nullptr, 10);
   if (bytes > 0) {
-    struct rlimit as{bytes, bytes};
+    struct rlimit as {
+      bytes, bytes
+    };
     ::setrlimit(RLIMIT_AS, &as);
   }
 }
@@ -193,8 +197,10 @@ void forkStandby() {
     runStandby(sv[1]);
   }
   ::close(sv[1]);
-  if (pid < 0) ::close(sv[0]);
-  else g_standby = {pid, sv[0]};
+  if (pid < 0)
+    ::close(sv[0]);
+  else
+    g_standby = {pid, sv[0]};
 }
 
 // A standby that cannot take its trial (it died, say) is killed and reaped.
@@ -359,7 +365,7 @@ bool cloneServer(bool& client_alive) {
   if (middle == 0) {
     if (::fork() != 0) ::_exit(0);  // failed or the parent: the socket's end of file tells the client
     ::setpgid(0, 0);
-    ::dup2(sv[1], kSock);  // replaces our end of the original's socket
+    ::dup2(sv[1], kSock);                                    // replaces our end of the original's socket
     if (g_standby.channel >= 0) ::close(g_standby.channel);  // the original's child, not ours
     g_standby = {};
     ::close(sv[0]);
@@ -368,8 +374,10 @@ bool cloneServer(bool& client_alive) {
   }
   ::close(sv[1]);
   if (middle > 0) ::waitpid(middle, nullptr, 0);
-  if (middle < 0) reply.add("error", std::string("fork failed: ") + std::strerror(errno));
-  else reply.add("cloned", "1");
+  if (middle < 0)
+    reply.add("error", std::string("fork failed: ") + std::strerror(errno));
+  else
+    reply.add("cloned", "1");
   client_alive = sendMessage(kSock, reply) && (middle < 0 || sendFd(kSock, sv[0]));
   ::close(sv[0]);
   return false;

@@ -124,8 +124,7 @@ std::optional<std::vector<at::Tensor>> cutSharedStorage(const std::vector<at::Te
     return std::nullopt;
   }
   std::vector<at::Tensor> out;
-  for (std::size_t v = 0; v < views.size(); ++v)
-    out.push_back(viewOn(bytes, views[v], cuts[v], kept));
+  for (std::size_t v = 0; v < views.size(); ++v) out.push_back(viewOn(bytes, views[v], cuts[v], kept));
   return out;
 }
 

@@ -14,7 +14,7 @@ namespace minrepro {
 
 namespace {
 
-constexpr std::uint64_t kAlignment = 64;           // where each record's data starts (PyTorch's kFieldAlignment)
+constexpr std::uint64_t kAlignment = 64;            // where each record's data starts (PyTorch's kFieldAlignment)
 constexpr std::uint32_t k32BitLimit = 0xFFFFFFFFu;  // a field that says "see the zip64 extra field"
 constexpr std::size_t kBufferLimit = 1 << 20;
 // 1980-01-01 00:00 in DOS format: files identical for identical content.
@@ -44,7 +44,8 @@ StoredZipWriter::~StoredZipWriter() {
 
 void StoredZipWriter::fail(const char* what) {
   const int error = errno;
-  throw fs::filesystem_error(std::string(what) + " " + file_.string(), file_, std::error_code(error, std::generic_category()));
+  throw fs::filesystem_error(std::string(what) + " " + file_.string(), file_,
+                             std::error_code(error, std::generic_category()));
 }
 
 bool StoredZipWriter::zip64For(std::uint64_t size, std::uint64_t offset) const {
@@ -167,9 +168,9 @@ void StoredZipWriter::finish() {
     put32(h, size64 ? k32BitLimit : e.size);
     put16(h, e.name.size());
     put16(h, extra.size());
-    put16(h, 0);  // comment
-    put16(h, 0);  // disk
-    put16(h, 0);  // internal attributes
+    put16(h, 0);               // comment
+    put16(h, 0);               // disk
+    put16(h, 0);               // internal attributes
     put32(h, 0100644u << 16);  // external attributes: a regular file, rw-r--r--
     put32(h, offset64 ? k32BitLimit : e.header_offset);
     h.insert(h.end(), e.name.begin(), e.name.end());

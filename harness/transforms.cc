@@ -25,7 +25,8 @@ TransformStep parseTransformArg(const std::string& arg) {
   }
   step.type = step.params["type"];
   step.tensor = step.params["tensor"];
-  if (step.type.empty() || step.tensor.empty()) throw std::invalid_argument("--transform needs type= and tensor=: " + arg);
+  if (step.type.empty() || step.tensor.empty())
+    throw std::invalid_argument("--transform needs type= and tensor=: " + arg);
   return step;
 }
 
@@ -39,9 +40,9 @@ double param(const TransformStep& step, const std::string& key) {
 
 at::ScalarType parseDtype(const std::string& name) {
   static const std::map<std::string, at::ScalarType> types{
-      {"float16", at::kHalf},  {"bfloat16", at::kBFloat16}, {"float32", at::kFloat}, {"float64", at::kDouble},
-      {"int8", at::kChar},     {"uint8", at::kByte},         {"int16", at::kShort},   {"int32", at::kInt},
-      {"int64", at::kLong},    {"bool", at::kBool}};
+      {"float16", at::kHalf}, {"bfloat16", at::kBFloat16}, {"float32", at::kFloat}, {"float64", at::kDouble},
+      {"int8", at::kChar},    {"uint8", at::kByte},        {"int16", at::kShort},   {"int32", at::kInt},
+      {"int64", at::kLong},   {"bool", at::kBool}};
   auto it = types.find(name);
   if (it == types.end()) throw std::invalid_argument("unknown dtype '" + name + "' in a cast transform");
   return it->second;
@@ -69,7 +70,8 @@ at::Tensor padTo(const at::Tensor& x, int64_t axis, int64_t length, double value
 
 at::Tensor apply(const TransformStep& step, const at::Tensor& x) {
   if (step.type == "cast") return x.to(parseDtype(step.params.at("dtype")));
-  if (step.type == "pad") return padTo(x, axisOf(step, x), static_cast<int64_t>(param(step, "length")), param(step, "value"));
+  if (step.type == "pad")
+    return padTo(x, axisOf(step, x), static_cast<int64_t>(param(step, "length")), param(step, "value"));
   if (step.type == "crop") {
     const int64_t axis = axisOf(step, x), length = static_cast<int64_t>(param(step, "length"));
     if (x.size(axis) <= length) return x;
@@ -80,7 +82,8 @@ at::Tensor apply(const TransformStep& step, const at::Tensor& x) {
     throw std::invalid_argument(step.type + " transform on " + step.tensor + ", which is not floating point");
   if (step.type == "normalize") return (x - param(step, "mean")) / param(step, "std");
   if (step.type == "noise")
-    return x + (at::randn(x.sizes(), generator(step), at::TensorOptions().dtype(at::kFloat)) * param(step, "std")).to(x.scalar_type());
+    return x + (at::randn(x.sizes(), generator(step), at::TensorOptions().dtype(at::kFloat)) * param(step, "std"))
+                   .to(x.scalar_type());
   throw std::invalid_argument("unknown transform type '" + step.type + "'");
 }
 

@@ -20,17 +20,16 @@
 
 #include "harness/batch_io.h"
 #include "harness/batch_store.h"
-#include "reducers/selection_text.h"
 #include "harness/contract_tensors.h"
 #include "harness/precision.h"
 #include "harness/transforms.h"
+#include "reducers/selection_text.h"
 
 namespace minrepro {
 
 std::vector<std::string> harnessArgv(const std::string& trial_binary, const HarnessTrial& h,
                                      const std::string& batch_path) {
-  std::vector<std::string> argv{trial_binary, "--model", h.model.string(), "--batch", batch_path,
-                                "--input", h.input};
+  std::vector<std::string> argv{trial_binary, "--model", h.model.string(), "--batch", batch_path, "--input", h.input};
   if (!h.target.empty()) {
     argv.insert(argv.end(), {"--target", h.target, "--loss", h.loss, "--ignore-index", std::to_string(h.ignore_index)});
   }
@@ -44,8 +43,8 @@ struct TrialArgs {
   std::string model, batch, input = "input", target, loss = "none";
   int64_t ignore_index = -100;
   int threads = 1;
-  int64_t check_classes = 0;  // > 0: check the target contract for this many classes first
-  std::string ids;            // names offending samples in that check
+  int64_t check_classes = 0;              // > 0: check the target contract for this many classes first
+  std::string ids;                        // names offending samples in that check
   std::vector<TransformStep> transforms;  // applied to the batch first, in order
 };
 
@@ -59,25 +58,28 @@ struct TrialArgs {
 
 TrialArgs parseArgs(int argc, char** argv) {
   TrialArgs a;
-  std::map<std::string, std::string*> strings{{"--model", &a.model}, {"--batch", &a.batch},
-                                              {"--input", &a.input}, {"--target", &a.target}, {"--loss", &a.loss},
-                                              {"--ids", &a.ids}};
+  std::map<std::string, std::string*> strings{{"--model", &a.model},   {"--batch", &a.batch}, {"--input", &a.input},
+                                              {"--target", &a.target}, {"--loss", &a.loss},   {"--ids", &a.ids}};
   for (int i = 1; i < argc; i += 2) {
     const std::string key = argv[i];
     if (i + 1 >= argc) usage("missing value after " + key);
     const std::string value = argv[i + 1];
-    if (auto it = strings.find(key); it != strings.end()) *it->second = value;
-    else if (key == "--ignore-index") a.ignore_index = std::stoll(value);
-    else if (key == "--threads") a.threads = std::stoi(value);
-    else if (key == "--check-targets") a.check_classes = std::stoll(value);
+    if (auto it = strings.find(key); it != strings.end())
+      *it->second = value;
+    else if (key == "--ignore-index")
+      a.ignore_index = std::stoll(value);
+    else if (key == "--threads")
+      a.threads = std::stoi(value);
+    else if (key == "--check-targets")
+      a.check_classes = std::stoll(value);
     else if (key == "--transform") {
       try {
         a.transforms.push_back(parseTransformArg(value));
       } catch (const std::invalid_argument& e) {
         usage(e.what());
       }
-    }
-    else usage("unknown option " + key);
+    } else
+      usage("unknown option " + key);
   }
   if (a.model.empty() || a.batch.empty()) usage("--model and --batch are required");
   if (a.check_classes != 0 && (a.check_classes < 1 || a.target.empty()))
@@ -103,7 +105,7 @@ at::Tensor computeLoss(const TrialArgs& a, const at::Tensor& output, const at::T
 struct PreloadedModel {
   std::string path;
   off_t size = -1;
-  struct timespec mtime{};
+  struct timespec mtime {};
   std::optional<torch::jit::Module> module;
 };
 
@@ -113,7 +115,7 @@ PreloadedModel& preloaded() {
 }
 
 bool unchangedSincePreload(const PreloadedModel& p, const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return !p.path.empty() && p.path == path && ::stat(path.c_str(), &st) == 0 && st.st_size == p.size &&
          st.st_mtim.tv_sec == p.mtime.tv_sec && st.st_mtim.tv_nsec == p.mtime.tv_nsec;
 }
@@ -193,7 +195,7 @@ std::string raisedFromLine(const std::string& what) {
 }  // namespace
 
 void preloadModelFile(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return;  // a child then reads (and reports) it itself
   // Deserialised once here (it also builds the TorchScript compiler's lazy
   // tables); never run here. A model that does not load is left for each

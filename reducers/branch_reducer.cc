@@ -29,8 +29,10 @@ class BranchReducer : public SetReducer {
     Selection next = current;
     std::size_t k = 0;
     for (std::size_t unit = 0; unit < branches.size(); ++unit) {
-      if (k < keep.size() && keep[k] == unit) ++k;
-      else next.branches_off.insert(branches[unit]);
+      if (k < keep.size() && keep[k] == unit)
+        ++k;
+      else
+        next.branches_off.insert(branches[unit]);
     }
     return next;
   }

@@ -76,7 +76,8 @@ class LengthReducer : public SettingReducer {
 std::unique_ptr<Reducer> createLengthReducer(const CaseView& view) { return std::make_unique<LengthReducer>(view); }
 
 void writeLengthsKey(const Selection& selection, std::string& key) {
-  if (selection.seq_end > 0) key += "|window " + std::to_string(selection.seq_begin) + ":" + std::to_string(selection.seq_end);
+  if (selection.seq_end > 0)
+    key += "|window " + std::to_string(selection.seq_begin) + ":" + std::to_string(selection.seq_end);
   for (const auto& [sample, length] : selection.lengths)
     key += "|len " + std::to_string(sample) + "=" + std::to_string(length);
 }

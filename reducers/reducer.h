@@ -82,9 +82,9 @@ CaseSize measureSize(const Selection& selection, const CaseView& view);
 
 // An integer setting of the case that is simpler when smaller (a length).
 struct Setting {
-  std::string name;         // "end", "sample 313"
-  std::int64_t min = 0;     // smallest allowed value
-  std::int64_t value = 0;   // the current value
+  std::string name;        // "end", "sample 313"
+  std::int64_t min = 0;    // smallest allowed value
+  std::int64_t value = 0;  // the current value
 };
 
 class SetReducer;

@@ -7,7 +7,7 @@
 namespace minrepro {
 
 #define MINREPRO_REDUCER(name, factory, key_writer, description) \
-  std::unique_ptr<Reducer> factory(const CaseView&);              \
+  std::unique_ptr<Reducer> factory(const CaseView&);             \
   void key_writer(const Selection&, std::string&);
 #include "reducers/reducers.def"
 #undef MINREPRO_REDUCER
@@ -30,7 +30,8 @@ Selection fullSelection(const CaseView& view) {
 
 double CaseSize::product() const {
   return static_cast<double>(samples) * static_cast<double>(std::max<std::int64_t>(length, 1)) *
-         static_cast<double>(std::max<std::int64_t>(branches, 1)) * static_cast<double>(std::max<std::int64_t>(values, 1));
+         static_cast<double>(std::max<std::int64_t>(branches, 1)) *
+         static_cast<double>(std::max<std::int64_t>(values, 1));
 }
 
 std::string CaseSize::describe() const {
@@ -39,7 +40,8 @@ std::string CaseSize::describe() const {
   };
   std::string text = plural(samples, "sample", "samples");
   if (length > 0) text += " x length " + std::to_string(length);
-  text += " x " + plural(branches, "branch", "branches") + " on x " + plural(values, "non-trivial value", "non-trivial values");
+  text += " x " + plural(branches, "branch", "branches") + " on x " +
+          plural(values, "non-trivial value", "non-trivial values");
   return text;
 }
 

@@ -82,7 +82,8 @@ bool parseField(const std::string& key, const std::string& value, Selection& s) 
     s.samples = std::move(*v);
   } else if (key == "window") {
     const auto dash = value.find('-');
-    const auto b = parseInt(value.substr(0, dash)), e = dash == std::string::npos ? std::nullopt : parseInt(value.substr(dash + 1));
+    const auto b = parseInt(value.substr(0, dash)),
+               e = dash == std::string::npos ? std::nullopt : parseInt(value.substr(dash + 1));
     if (!b || !e) return false;
     s.seq_begin = *b;
     s.seq_end = *e;

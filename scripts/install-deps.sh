@@ -14,6 +14,7 @@ PACKAGES=(
   zlib1g-dev                          # CRC-32 of the candidate files minrepro streams (harness/stored_zip.cc)
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev         # the fuzz targets (tests/fuzz/: libFuzzer, ASan, UBSan)
+  clang-format-14                     # scripts/format.sh: the style of .clang-format
   bubblewrap                          # verify/regress/compare --sandbox: an archive's code from elsewhere (core/process/sandbox.h)
   chromium                            # tests/report_html_e2e_test.cc renders REPORT.html headless (no console message, a screenshot)
 )

@@ -44,7 +44,8 @@ TEST(ArchiveTest, HostileEntriesAreRefused) {
   const std::string tarball = (dir.path() / "evil.tar.gz").string();
   ASSERT_EQ(testing::runCommand("tar czf " + tarball + " -C " + src.string() + " sub/f link"), 0);
   EXPECT_THROW(readTarGz(tarball), BadInputError);
-  ASSERT_EQ(testing::runCommand("tar czf " + tarball + " -C " + src.string() + " --transform 's,^sub,../sub,' sub/f"), 0);
+  ASSERT_EQ(testing::runCommand("tar czf " + tarball + " -C " + src.string() + " --transform 's,^sub,../sub,' sub/f"),
+            0);
   try {
     readTarGz(tarball);
     FAIL() << "'..' accepted";

@@ -31,7 +31,8 @@ class BadInput : public testing::ExampleCases {
   }
   // Nothing ran: no trial was journaled in the work directory.
   bool noTrialRan(const fs::path& work) const {
-    return !fs::exists(work / "journal.txt") || testing::readFile(work / "journal.txt").find("trial") == std::string::npos;
+    return !fs::exists(work / "journal.txt") ||
+           testing::readFile(work / "journal.txt").find("trial") == std::string::npos;
   }
 };
 
@@ -39,7 +40,9 @@ TEST_F(BadInput, AnArchiveDirectoryThatDoesNotExistIsFoundBeforeTheFirstTrial) {
   const fs::path work = work_.path() / "w";
   std::string output;
   EXPECT_EQ(shrinkWith("--work-dir " + work.string() + " --output " + (work_.path() / "missing" / "r.tar.gz").string(),
-                       &output), 2) << output;
+                       &output),
+            2)
+      << output;
   EXPECT_NE(output.find("minrepro shrink: error: "), std::string::npos) << output;
   EXPECT_NE(output.find("missing does not exist; create it, or give another output or --output"), std::string::npos)
       << output;
@@ -86,7 +89,8 @@ TEST_F(BadInput, AnOutputThatIsAnInputOrAFileOfTheUsersIsRefusedBeforeAnyTrial) 
   EXPECT_NE(output.find("is a symbolic link"), std::string::npos) << output;
   EXPECT_EQ(shrinkTo(case_dir / "notes.txt", "", &output), 2) << output;
   EXPECT_NE(output.find("exists and is not an archive minrepro wrote; give another output or --output, or --force"),
-            std::string::npos) << output;
+            std::string::npos)
+      << output;
   EXPECT_EQ(testing::readFile(case_dir / "notes.txt"), "my notes\n");
   EXPECT_TRUE(noTrialRan(work));
   // --force replaces the user's file; a later run replaces its own archive.
@@ -137,7 +141,8 @@ TEST_F(BadInput, ATimeoutShorterThanStartUpIsNamedWithAValueToUse) {
   EXPECT_NE(output.find("every plain process of the original ran past trial.timeout (0.3 s)"), std::string::npos)
       << output;
   EXPECT_NE(output.find("Set trial.timeout to what `python step.py` takes in your shell plus a margin, e.g. 60"),
-            std::string::npos) << output;
+            std::string::npos)
+      << output;
   EXPECT_EQ(output.find("needs the fork server's state"), std::string::npos) << output;
 }
 
@@ -154,9 +159,14 @@ TEST_F(BadInput, AWorkDirectoryThatIsAFileIsBadInputNotAnInternalError) {
   fs::create_symlink(work_.path() / "loop-b", work_.path() / "loop-a");
   fs::create_symlink(work_.path() / "loop-a", work_.path() / "loop-b");
   EXPECT_EQ(shrinkWith("--work-dir " + (work_.path() / "loop-a").string() + " --output " +
-                           (work_.path() / "r.tar.gz").string(), &output), 2) << output;
+                           (work_.path() / "r.tar.gz").string(),
+                       &output),
+            2)
+      << output;
   EXPECT_NE(output.find("the work directory (work_dir or --work-dir) cannot be made (Too many levels of symbolic "
-                        "links); give a directory this user may write"), std::string::npos) << output;
+                        "links); give a directory this user may write"),
+            std::string::npos)
+      << output;
   EXPECT_EQ(output.find("internal error"), std::string::npos) << output;
 }
 
@@ -166,7 +176,7 @@ TEST_F(BadInput, AWorkDirectoryThatIsAFileIsBadInputNotAnInternalError) {
 TEST_F(BadInput, NumericOptionsOutOfRangeAreOneLineBeforeAnyTrial) {
   const fs::path work = work_.path() / "w";
   for (const std::string bad : {"--jobs 0", "--jobs -1", "--jobs abc", "--max-trials -1", "--max-time -5",
-                                 "--max-time nan", "--trials-per-device 0"}) {
+                                "--max-time nan", "--trials-per-device 0"}) {
     SCOPED_TRACE(bad);
     std::string output;
     EXPECT_EQ(shrinkWith("--work-dir " + work.string() + " " + bad, &output), 2) << output;
@@ -198,7 +208,10 @@ TEST_F(BadInput, AModelThatIsNotTorchScriptIsBadInputNotTheBugToReduce) {
 TEST(RunCommand, EveryErrorEndsWithItsStatusAndOneLine) {
   const auto status = [](auto thrower, std::string* line) {
     std::ostringstream err;
-    const int s = ::minrepro::runCommand("verify", err, [&]() -> int { thrower(); return 0; });
+    const int s = ::minrepro::runCommand("verify", err, [&]() -> int {
+      thrower();
+      return 0;
+    });
     *line = err.str();
     return s;
   };
@@ -209,8 +222,13 @@ TEST(RunCommand, EveryErrorEndsWithItsStatusAndOneLine) {
   EXPECT_EQ(status([] { throw TrialStartError("no python"); }, &line), 4);
   EXPECT_EQ(status([] { throw RunStopped(RunStopped::Reason::TrialBudget, "spent"); }, &line), 5);
   EXPECT_EQ(status([] { throw RunStopped(RunStopped::Reason::Interrupted, "interrupted"); }, &line), 130);
-  EXPECT_EQ(status([] { throw fs::filesystem_error("cannot create", fs::path("/x"), std::make_error_code(std::errc::io_error)); },
-                   &line), 1);
+  EXPECT_EQ(status(
+                [] {
+                  throw fs::filesystem_error("cannot create", fs::path("/x"),
+                                             std::make_error_code(std::errc::io_error));
+                },
+                &line),
+            1);
   EXPECT_NE(line.find("minrepro verify: internal error: "), std::string::npos) << line;
   EXPECT_EQ(status([] { throw std::bad_alloc(); }, &line), 1);
   EXPECT_NE(line.find("out of memory in minrepro itself"), std::string::npos) << line;

@@ -3,8 +3,8 @@
 
 #include <ATen/ATen.h>
 #include <caffe2/serialize/inline_container.h>
-#include <torch/csrc/api/include/torch/version.h>
 #include <gtest/gtest.h>
+#include <torch/csrc/api/include/torch/version.h>
 
 #include "harness/batch_io.h"
 #include "tests/test_util.h"
@@ -36,11 +36,10 @@ NamedTensors layoutBatch() {
   at::manual_seed(0);
   NamedTensors b;
   b.names = {"transposed", "image", "target", "ids", "weights"};
-  b.tensors = {at::randn({6, 5}).t(),                                                       // [5, 6], strides (1, 5)
-               at::randn({5, 3, 4, 4}).contiguous(at::MemoryFormat::ChannelsLast),          // channels-last
-               at::tensor(std::vector<int64_t>{0, 1, 2, 3, 4}, at::kLong),
-               at::arange(100, 105, at::kLong),
-               at::randn({3}, at::kDouble)};                                                // no sample axis
+  b.tensors = {at::randn({6, 5}).t(),                                               // [5, 6], strides (1, 5)
+               at::randn({5, 3, 4, 4}).contiguous(at::MemoryFormat::ChannelsLast),  // channels-last
+               at::tensor(std::vector<int64_t>{0, 1, 2, 3, 4}, at::kLong), at::arange(100, 105, at::kLong),
+               at::randn({3}, at::kDouble)};  // no sample axis
   return b;
 }
 
@@ -93,9 +92,10 @@ TEST_F(BatchFixture, PythonReadsTheSubsetWithItsLayout) {
   BatchStore::open(config)->writeSubset({0, 2, 4}, out);
   std::string output;
   const int status = testing::runCommand(
-      testing::python() + " -c \"import torch; b = torch.load('" + out.string() + "', weights_only=True); "
-      "print(b['transposed'].stride(), b['image'].is_contiguous(memory_format=torch.channels_last), "
-      "b['target'].tolist(), b['weights'].dtype)\"",
+      testing::python() + " -c \"import torch; b = torch.load('" + out.string() +
+          "', weights_only=True); "
+          "print(b['transposed'].stride(), b['image'].is_contiguous(memory_format=torch.channels_last), "
+          "b['target'].tolist(), b['weights'].dtype)\"",
       &output);
   ASSERT_EQ(status, 0) << output;
   EXPECT_EQ(output, "(1, 3) True [0, 2, 4] torch.float64\n");
@@ -109,8 +109,8 @@ TEST_F(BatchFixture, CutKeepsTheStridePatternOffsetAndBroadcastOfItsTensor) {
   NamedTensors b;
   b.names = {"every_third", "columns", "broadcast", "offset"};
   const at::Tensor wide = at::randn({5, 128});
-  b.tensors = {at::arange(15, at::kFloat).as_strided({5}, {3}), wide.narrow(1, 0, 64),
-               at::randn({1, 4}).expand({5, 4}), at::arange(8, at::kLong).narrow(0, 3, 5)};
+  b.tensors = {at::arange(15, at::kFloat).as_strided({5}, {3}), wide.narrow(1, 0, 64), at::randn({1, 4}).expand({5, 4}),
+               at::arange(8, at::kLong).narrow(0, 3, 5)};
   write(b);
   for (const auto& name : b.names) config.sample_axes.push_back({name, 0});
   const fs::path out = dir.path() / "subset.pt";
@@ -158,10 +158,14 @@ TEST_F(BatchFixture, UnchangedViewsIntoOneStorageStaySharedInEveryCandidate) {
   store->writeCandidate(keep, out);
   std::string output;
   ASSERT_EQ(testing::runCommand(
-                testing::python() + " -c \"import torch; b = torch.load('" + out.string() + "', weights_only=True); "
-                "s = lambda t: (t.untyped_storage() if hasattr(t, 'untyped_storage') else t.storage()).data_ptr(); "
-                "print([(b[k].stride(), b[k].storage_offset(), s(b[k]) == s(b['w'])) "
-                "for k in 'wbc'], b['b'].tolist()[:2], tuple(b['x'].shape))\"", &output), 0) << output;
+                testing::python() + " -c \"import torch; b = torch.load('" + out.string() +
+                    "', weights_only=True); "
+                    "s = lambda t: (t.untyped_storage() if hasattr(t, 'untyped_storage') else t.storage()).data_ptr(); "
+                    "print([(b[k].stride(), b[k].storage_offset(), s(b[k]) == s(b['w'])) "
+                    "for k in 'wbc'], b['b'].tolist()[:2], tuple(b['x'].shape))\"",
+                &output),
+            0)
+      << output;
   EXPECT_EQ(output, "[((3,), 0, True), ((3,), 1, True), ((3,), 2, True)] [1.0, 4.0] (1, 2)\n");
 }
 
@@ -185,7 +189,8 @@ TEST_F(BatchFixture, FloatIdsNameTheirDtype) {
   config.sample_axes = {{"target", 0}};
   config.sample_ids = "ids";
   EXPECT_NE(openError().find("must be a 1-D integer tensor with 5 entries, found float32 of shape [5]"),
-            std::string::npos) << openError();
+            std::string::npos)
+      << openError();
 }
 
 TEST_F(BatchFixture, AxisOutOfRangeAndMissingTensorAreBadInput) {
@@ -239,8 +244,12 @@ TEST_F(BatchFixture, UnreadableOrNonDictFilesAreBadInput) {
   testing::writeFile(config.batch, "not a zip file");
   EXPECT_NE(openError().find("not a readable torch.save file"), std::string::npos) << openError();
   std::string output;
-  ASSERT_EQ(testing::runCommand(testing::python() + " -c \"import torch; torch.save([torch.zeros(2), torch.ones(2)], '" +
-                                    config.batch.string() + "')\"", &output), 0) << output;
+  ASSERT_EQ(
+      testing::runCommand(testing::python() + " -c \"import torch; torch.save([torch.zeros(2), torch.ones(2)], '" +
+                              config.batch.string() + "')\"",
+                          &output),
+      0)
+      << output;
   EXPECT_NE(openError().find("expected a dict of named tensors, found GenericList"), std::string::npos) << openError();
   fs::remove(config.batch);
   EXPECT_NE(openError().find("cannot read the batch file"), std::string::npos) << openError();
@@ -251,14 +260,16 @@ TEST_F(BatchFixture, UnreadableOrNonDictFilesAreBadInput) {
 TEST_F(BatchFixture, OneEntryDictFromPythonGetsAnExplanationWhereLibTorchCannotReadIt) {
   std::string output;
   ASSERT_EQ(testing::runCommand(testing::python() + " -c \"import torch; torch.save({'input': torch.zeros(2)}, '" +
-                                    config.batch.string() + "')\"", &output), 0) << output;
+                                    config.batch.string() + "')\"",
+                                &output),
+            0)
+      << output;
   config.sample_axes = {{"input", 0}};
   if (TORCH_VERSION_MAJOR < 2)
     EXPECT_NE(openError().find("exactly one entry"), std::string::npos) << openError();
   else
     EXPECT_EQ(openError(), "");
 }
-
 
 // Every layout the cut keeps, with the sample axis outermost or not, a
 // sequence window, and slabs of a few hundred bytes (so each tensor is
@@ -270,13 +281,13 @@ TEST_F(BatchFixture, CandidatesStreamedInSlabsEqualTheCutInEveryLayout) {
   NamedTensors b;
   b.names = {"transposed", "image", "tokens", "every_third", "broadcast", "offset", "global"};
   const at::Tensor wide = at::randn({40, 96});
-  b.tensors = {at::randn({12, 40}).t(),                                               // samples innermost
+  b.tensors = {at::randn({12, 40}).t(),  // samples innermost
                at::randn({40, 3, 5, 5}).contiguous(at::MemoryFormat::ChannelsLast),
-               at::randint(0, 100, {40, 30}, at::kLong),                              // [samples, sequence]
+               at::randint(0, 100, {40, 30}, at::kLong),  // [samples, sequence]
                at::arange(120, at::kFloat).as_strided({40}, {3}),
                at::randn({1, 7}).expand({40, 7}),
-               wide.narrow(1, 5, 50),                                                 // offset 5, row stride 96
-               at::randn({4, 4})};                                                    // no sample axis: unchanged
+               wide.narrow(1, 5, 50),  // offset 5, row stride 96
+               at::randn({4, 4})};     // no sample axis: unchanged
   write(b);
   for (std::size_t i = 0; i + 1 < b.names.size(); ++i) config.sample_axes.push_back({b.names[i], 0});
   config.sequence.tensors = {{"tokens", 1, 0}};
@@ -344,14 +355,25 @@ TEST_F(BatchFixture, SharedStoragesStayOneStorageAndTheFileEqualsTheForkedCandid
   const at::Tensor tokens = at::randint(0, 100, {40, 30}, at::kLong), x = at::randn({40, 6});
   const at::Tensor stats = at::randn({50}), alone = at::arange(130, at::kFloat);
   NamedTensors b;
-  b.names = {"a", "b", "c", "features", "weight", "tokens", "head", "x", "xt", "stats_head", "stats", "alone", "lengths"};
-  b.tensors = {packed.as_strided({40}, {3}, 0), packed.as_strided({40}, {3}, 1), packed.as_strided({40}, {3}, 2),
-               record.as_strided({40, 8}, {11, 1}, 0), record.as_strided({40}, {11}, 9), tokens, tokens.narrow(1, 0, 4),
-               x, x.t(), stats.narrow(0, 0, 4), stats.narrow(0, 10, 40), alone.as_strided({40}, {3}, 2),
+  b.names = {"a", "b",  "c",          "features", "weight", "tokens", "head",
+             "x", "xt", "stats_head", "stats",    "alone",  "lengths"};
+  b.tensors = {packed.as_strided({40}, {3}, 0),
+               packed.as_strided({40}, {3}, 1),
+               packed.as_strided({40}, {3}, 2),
+               record.as_strided({40, 8}, {11, 1}, 0),
+               record.as_strided({40}, {11}, 9),
+               tokens,
+               tokens.narrow(1, 0, 4),
+               x,
+               x.t(),
+               stats.narrow(0, 0, 4),
+               stats.narrow(0, 10, 40),
+               alone.as_strided({40}, {3}, 2),
                at::full({40}, 30, at::kLong)};
   write(b);
-  const std::map<std::string, int> axes = {{"a", 0}, {"b", 0}, {"c", 0}, {"features", 0}, {"weight", 0}, {"tokens", 0},
-                                           {"head", 0}, {"x", 0}, {"xt", 1}, {"stats", 0}, {"alone", 0}};
+  const std::map<std::string, int> axes = {{"a", 0},      {"b", 0},      {"c", 0},    {"features", 0},
+                                           {"weight", 0}, {"tokens", 0}, {"head", 0}, {"x", 0},
+                                           {"xt", 1},     {"stats", 0},  {"alone", 0}};
   for (const auto& [name, axis] : axes) config.sample_axes.push_back({name, axis});
   config.sequence.tensors = {{"tokens", 1, 0}};
   config.sequence.lengths = "lengths";
@@ -364,8 +386,8 @@ TEST_F(BatchFixture, SharedStoragesStayOneStorageAndTheFileEqualsTheForkedCandid
   for (std::size_t k : {2, 4}) selections[k].seq_begin = 4, selections[k].seq_end = 17;
   for (std::size_t k : {3, 4}) selections[k].values_kept = edits;
   selections[4].lengths = {{7, 9}};
-  const std::vector<std::vector<std::string>> shared = {{"a", "b", "c"}, {"features", "weight"}, {"tokens", "head"},
-                                                        {"x", "xt"}};
+  const std::vector<std::vector<std::string>> shared = {
+      {"a", "b", "c"}, {"features", "weight"}, {"tokens", "head"}, {"x", "xt"}};
   const auto index = [&](const std::string& name) {
     return static_cast<std::size_t>(std::find(b.names.begin(), b.names.end(), name) - b.names.begin());
   };
@@ -386,7 +408,8 @@ TEST_F(BatchFixture, SharedStoragesStayOneStorageAndTheFileEqualsTheForkedCandid
       EXPECT_TRUE(at::equal(storageBytes(file), storageBytes(memory))) << what;
       for (std::size_t j = 0; j < b.names.size(); ++j)
         EXPECT_EQ(file.storage().is_alias_of(written.tensors[j].storage()),
-                  memory.storage().is_alias_of(in_memory.tensors[j].storage())) << what << " and " << b.names[j];
+                  memory.storage().is_alias_of(in_memory.tensors[j].storage()))
+            << what << " and " << b.names[j];
       std::optional<int> axis;
       if (axes.count(b.names[i])) axis = axes.at(b.names[i]);
       const auto seq = b.names[i] == "tokens" ? std::optional<int>(1) : std::nullopt;
@@ -396,8 +419,9 @@ TEST_F(BatchFixture, SharedStoragesStayOneStorageAndTheFileEqualsTheForkedCandid
       const bool through = b.names[i] == "head" && s.values_kept.count("tokens");
       if (b.names[i] != "x" && b.names[i] != "xt" && b.names[i] != "lengths" && !through &&
           !(b.names[i] == "tokens" && !s.lengths.empty())) {
-        EXPECT_TRUE(at::equal(file, expectedValues(b.tensors[i], axis, seq, s,
-                                                   edit == s.values_kept.end() ? nullptr : &edit->second))) << what;
+        EXPECT_TRUE(at::equal(
+            file, expectedValues(b.tensors[i], axis, seq, s, edit == s.values_kept.end() ? nullptr : &edit->second)))
+            << what;
       }
     }
     for (const auto& group : shared)
@@ -409,7 +433,8 @@ TEST_F(BatchFixture, SharedStoragesStayOneStorageAndTheFileEqualsTheForkedCandid
     EXPECT_EQ(written.tensors[index("features")].storage().nbytes(), static_cast<std::size_t>(44 * kept + 20))
         << "whole records, and the tail after the last";
     EXPECT_EQ(written.tensors[index("stats")].storage().is_alias_of(written.tensors[index("stats_head")].storage()),
-              !samples_cut) << "a view without a sample axis cannot be cut by samples: each keeps its own";
+              !samples_cut)
+        << "a view without a sample axis cannot be cut by samples: each keeps its own";
     if (!samples_cut) {
       EXPECT_EQ(written.tensors[index("alone")].storage().nbytes(), 520u) << "edited in place";
     }
@@ -434,8 +459,9 @@ TEST_F(BatchFixture, NonTrivialValuesAreCountedWithoutListingThem) {
   config.sequence.lengths = "lengths";
   auto store = BatchStore::open(config);
   setSlabBytes(8);
-  for (Selection s : {fullSelection(*store), Selection{{1, 3}, 0, 3, {}, {}, {}}, Selection{{0, 2, 3}, 1, 3, {{3, 2}}, {}, {}},
-                      Selection{{0, 1, 3}, 0, 3, {}, {}, {{"x", {1, 2, 11}}}}}) {
+  for (Selection s :
+       {fullSelection(*store), Selection{{1, 3}, 0, 3, {}, {}, {}}, Selection{{0, 2, 3}, 1, 3, {{3, 2}}, {}, {}},
+        Selection{{0, 1, 3}, 0, 3, {}, {}, {{"x", {1, 2, 11}}}}}) {
     EXPECT_EQ(store->nonTrivialValueCount(s), static_cast<std::int64_t>(store->nonTrivialValues(s).size()))
         << selectionKey(s);
   }
@@ -470,8 +496,10 @@ TEST_F(BatchFixture, Zip64RecordsAreReadByLibTorchAndPython) {
       "for i in z.infolist()]\n"
       "print(z.testzip(), [s % 64 for s in starts], z.read('archive/version'), z.infolist()[0].file_size)\n";
   testing::writeFile(dir.path() / "check.py", script);
-  ASSERT_EQ(testing::runCommand(testing::python() + " " + (dir.path() / "check.py").string() + " " + file.string(),
-                                &output), 0) << output;
+  ASSERT_EQ(
+      testing::runCommand(testing::python() + " " + (dir.path() / "check.py").string() + " " + file.string(), &output),
+      0)
+      << output;
   EXPECT_EQ(output, "None [0, 0] b'3\\n' 10000\n");
 }
 

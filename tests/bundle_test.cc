@@ -7,9 +7,9 @@
 
 #include <cmath>
 
+#include "commands/verify.h"
 #include "core/flaky.h"
 #include "engine/archive/self_check.h"
-#include "commands/verify.h"
 #include "tests/test_util.h"
 
 namespace minrepro {
@@ -90,11 +90,16 @@ TEST_F(BundleFixture, FileTracerListsWhatATrialAndItsChildrenRead) {
   ASSERT_FALSE(library.empty()) << "libminrepro_filetrace.so is built beside minrepro";
   const fs::path trace = root.path() / "trace.txt";
   const std::string script = "open('" + (base / "notes.txt").string() + "').read(); open('" +
-                             (base / "written.txt").string() + "', 'w').write('y'); import subprocess; "
-                             "subprocess.run(['cat', '" + (base / "trial.py").string() + "'], check=True)";
+                             (base / "written.txt").string() +
+                             "', 'w').write('y'); import subprocess; "
+                             "subprocess.run(['cat', '" +
+                             (base / "trial.py").string() + "'], check=True)";
   std::string output;
   ASSERT_EQ(testing::runCommand("LD_PRELOAD=" + library + " " + kFileTraceVariable + "=" + trace.string() +
-                                    " /usr/bin/python3 -c \"" + script + "\"", &output), 0) << output;
+                                    " /usr/bin/python3 -c \"" + script + "\"",
+                                &output),
+            0)
+      << output;
   const auto read = readTrace(trace);
   auto has = [&](const fs::path& p) { return std::find(read.begin(), read.end(), p) != read.end(); };
   EXPECT_TRUE(has(base / "notes.txt"));
@@ -112,8 +117,10 @@ TEST(BundleConfig, GlobsAreReadWrittenBackAndKeptInsideTheCase) {
   TempDir dir;
   writeFile(dir.path() / "batch.pt", "");
   const auto load = [&](const std::string& extra) {
-    writeFile(dir.path() / "case.yaml", "batch: batch.pt\nsamples: {tensors: {input: 0}}\n"
-                                        "trial:\n  command: [python3, s.py, \"{batch}\"]\n" + extra);
+    writeFile(dir.path() / "case.yaml",
+              "batch: batch.pt\nsamples: {tensors: {input: 0}}\n"
+              "trial:\n  command: [python3, s.py, \"{batch}\"]\n" +
+                  extra);
     return loadCase(dir.path() / "case.yaml");
   };
   const CaseConfig c = load("  files: [\"weights/*.pt\", \"*.so\"]\n  exclude_files: [secret.txt]\n");
@@ -143,7 +150,8 @@ TEST(SelfCheck, MissingFileIsNamedFromTheRunsOutput) {
   EXPECT_EQ(missingFileIn("IndexError: Target 4 is out of bounds.\n"), "");
   // A traceback quotes the raising line before the message.
   EXPECT_EQ(missingFileIn("    raise ValueError(\"The provided filename {} does not exist\".format(f))\n"
-                          "ValueError: The provided filename /r/model.pt does not exist\n"), "/r/model.pt");
+                          "ValueError: The provided filename /r/model.pt does not exist\n"),
+            "/r/model.pt");
 }
 
 TEST(SelfCheck, RunsAndRuleFollowTheFailureRate) {

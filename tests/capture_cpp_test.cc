@@ -4,8 +4,8 @@
 #include "harness/capture.h"
 
 #include <ATen/ATen.h>
-#include <torch/csrc/api/include/torch/version.h>
 #include <gtest/gtest.h>
+#include <torch/csrc/api/include/torch/version.h>
 
 #include <filesystem>
 #include <string>
@@ -45,21 +45,34 @@ TEST_F(CppCapture, TrainingLoopFailureIsCapturedAndShrinksToTheMislabelledSample
   EXPECT_FALSE(has(output, "step 4 ok")) << output;
   EXPECT_TRUE(has(output, "minrepro::CaptureSession: wrote " + (case_dir_ / "case.yaml").string())) << output;
   const std::string text = caseYaml();
-  for (const char* line : {"  tensors: {\"input\": 0, \"target\": 0}", "  ids: \"sample_id\"", "    model: model.pt",
-                           "    loss: cross_entropy", "    ignore_index: -100", "  family: index-error",
-                           "  exception: \"c10::IndexError\"", "  message: \"Target 4 is out of bounds.\"",
-                           "  raised_at: \"nll_loss_out_frame at ", "  step: \"4\"", "  last_completed_step: \"3\"",
-                           "  backend: \"cpu\"", "  torch_build: \"cpu only\"",
-                           "  batch_size: \"32\"", "  last_batch: \"no\"", "  sample_ids: \"given\"",
-                           "  tensor_input: \"float32 [32, 8] on cpu\"", "  tensor_target: \"int64 [32] on cpu\"",
-                           "  branches: \"augment=off\"", "  model: \"torch::jit::Module (training mode)\"",
+  for (const char* line : {"  tensors: {\"input\": 0, \"target\": 0}",
+                           "  ids: \"sample_id\"",
+                           "    model: model.pt",
+                           "    loss: cross_entropy",
+                           "    ignore_index: -100",
+                           "  family: index-error",
+                           "  exception: \"c10::IndexError\"",
+                           "  message: \"Target 4 is out of bounds.\"",
+                           "  raised_at: \"nll_loss_out_frame at ",
+                           "  step: \"4\"",
+                           "  last_completed_step: \"3\"",
+                           "  backend: \"cpu\"",
+                           "  torch_build: \"cpu only\"",
+                           "  batch_size: \"32\"",
+                           "  last_batch: \"no\"",
+                           "  sample_ids: \"given\"",
+                           "  tensor_input: \"float32 [32, 8] on cpu\"",
+                           "  tensor_target: \"int64 [32] on cpu\"",
+                           "  branches: \"augment=off\"",
+                           "  model: \"torch::jit::Module (training mode)\"",
                            "  revision: \""})
     EXPECT_TRUE(has(text, line)) << line << "\n" << text;
   EXPECT_TRUE(has(text, std::string("  libtorch: \"") + TORCH_VERSION + "\"")) << text;
   EXPECT_EQ(pyBatch("sorted(b), b['sample_id'][:3].tolist(), b['target'].tolist().count(4), b['input'].requires_grad"),
             "['input', 'sample_id', 'target'] [9128, 9129, 9130] 1 False\n");
 
-  const std::string report = testing::expectCapturedCaseShrinksToTheMislabelledSample(case_dir_ / "case.yaml", work_.path());
+  const std::string report =
+      testing::expectCapturedCaseShrinksToTheMislabelledSample(case_dir_ / "case.yaml", work_.path());
   EXPECT_TRUE(has(report, "- capture: C++ (minrepro::CaptureSession)\n")) << report;
 }
 
@@ -119,16 +132,18 @@ TEST(CaptureSessionRules, FirstFailureOnlyHalfTensorsAndBadIdsAreRecorded) {
   const CaptureBatch good{{{"input", at::zeros({4, 3})}, {"target", at::zeros({4}, at::kLong)}}, {}, false};
   EXPECT_EQ(session.run(0, good, [] { return 7; }), 7);
   EXPECT_EQ(session.lastCompletedStep(), 0);
-  const CaptureBatch bad{{{"input", at::ones({4, 3}, at::kHalf).t().contiguous().t()}, {"target", at::zeros({4}, at::kLong)}},
-                         at::arange(3, at::kLong), std::nullopt};
+  const CaptureBatch bad{
+      {{"input", at::ones({4, 3}, at::kHalf).t().contiguous().t()}, {"target", at::zeros({4}, at::kLong)}},
+      at::arange(3, at::kLong),
+      std::nullopt};
   EXPECT_THROW(session.run(1, bad, [] { throw std::runtime_error("first"); }), std::runtime_error);
   ASSERT_TRUE(session.captured());
   EXPECT_THROW(session.run(2, good, [] { throw std::logic_error("second"); }), std::logic_error);
   const std::string text = readFile(options.out_dir / "case.yaml");
-  for (const char* line : {"  exception: \"std::runtime_error\"", "  message: \"first\"", "  step: \"1\"",
-                           "  last_completed_step: \"0\"", "  last_batch: \"unknown\"",
-                           "  tensor_input: \"float16 [4, 3] on cpu\"",
-                           "  sample_ids: \"positions in the batch (sample ids had the wrong length)\""})
+  for (const char* line :
+       {"  exception: \"std::runtime_error\"", "  message: \"first\"", "  step: \"1\"", "  last_completed_step: \"0\"",
+        "  last_batch: \"unknown\"", "  tensor_input: \"float16 [4, 3] on cpu\"",
+        "  sample_ids: \"positions in the batch (sample ids had the wrong length)\""})
     EXPECT_TRUE(has(text, line)) << line << "\n" << text;
   EXPECT_TRUE(has(readFile(options.out_dir / "CAPTURE-ERROR.txt"), "sample_ids has 3 entries for a batch of 4"));
   const NamedTensors saved = readBatchFile(options.out_dir / "batch.pt");

@@ -43,12 +43,12 @@ TEST_F(Capture, TrainingLoopFailureIsCapturedAndShrinksToTheMislabelledSample) {
   EXPECT_FALSE(has(output, "step 4 ok")) << output;
   EXPECT_TRUE(has(output, "minrepro_capture: wrote " + (case_dir_ / "case.yaml").string())) << output;
   const std::string case_yaml = readFile(case_dir_ / "case.yaml");
-  for (const char* line : {"  tensors: {\"input\": 0, \"target\": 0}", "  ids: \"sample_id\"", "    loss: cross_entropy",
-                           "    ignore_index: -100", "  family: index-error", "  step: \"4\"",
-                           "  last_completed_step: \"3\"", "  exception: \"IndexError\"",
-                           "  message: \"Target 4 is out of bounds.\"", "  backend: \"cpu\"", "  batch_size: \"32\"",
-                           "  last_batch: \"no\"", "  tensor_input: \"float32 [32, 8] on cpu\"",
-                           "  branches: \"augment=off\"", "  trial: \"torch.jit.script (training mode)\""})
+  for (const char* line :
+       {"  tensors: {\"input\": 0, \"target\": 0}", "  ids: \"sample_id\"", "    loss: cross_entropy",
+        "    ignore_index: -100", "  family: index-error", "  step: \"4\"", "  last_completed_step: \"3\"",
+        "  exception: \"IndexError\"", "  message: \"Target 4 is out of bounds.\"", "  backend: \"cpu\"",
+        "  batch_size: \"32\"", "  last_batch: \"no\"", "  tensor_input: \"float32 [32, 8] on cpu\"",
+        "  branches: \"augment=off\"", "  trial: \"torch.jit.script (training mode)\""})
     EXPECT_TRUE(has(case_yaml, line)) << line << "\n" << case_yaml;
   EXPECT_TRUE(has(case_yaml, "  revision: \"")) << case_yaml;
   EXPECT_TRUE(has(case_yaml, "  pytorch: \"" + testing::torchVersion() + "\"")) << case_yaml;
@@ -135,7 +135,8 @@ TEST_F(Capture, ModelThatCannotBeScriptedIsExportedWithTorch2ElseTraced) {
   if (torch2) {
     EXPECT_TRUE(fs::exists(case_dir_ / "model.pt2"));
     EXPECT_FALSE(fs::exists(case_dir_ / "model.pt"));
-    EXPECT_TRUE(has(case_yaml, "  command: [\"" + testing::python() + "\", \"-u\", \"{case_dir}/exported_step.py\", \"{batch}\"]"))
+    EXPECT_TRUE(has(case_yaml,
+                    "  command: [\"" + testing::python() + "\", \"-u\", \"{case_dir}/exported_step.py\", \"{batch}\"]"))
         << case_yaml;
     EXPECT_TRUE(has(case_yaml, "  trial: \"torch.export (script failed: RuntimeError: ")) << case_yaml;
   } else {

@@ -31,9 +31,8 @@ class CaseConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("minrepro_case_" + std::string(info->name()) + "_" + std::to_string(::getpid()) + "_" +
-            std::to_string(std::random_device{}()));
+    dir_ = fs::temp_directory_path() / ("minrepro_case_" + std::string(info->name()) + "_" +
+                                        std::to_string(::getpid()) + "_" + std::to_string(std::random_device{}()));
     fs::create_directories(dir_);
     touch("batch.pt");
     touch("model.pt");
@@ -65,8 +64,7 @@ class CaseConfigTest : public ::testing::Test {
 
   // "<case file>:<line>:<col>: <key path>: expected"
   std::string at(int line, int col, const std::string& path) const {
-    return casePath().string() + ":" + std::to_string(line) + ":" + std::to_string(col) + ": " +
-           path + ": expected";
+    return casePath().string() + ":" + std::to_string(line) + ":" + std::to_string(col) + ": " + path + ": expected";
   }
 
   fs::path dir_;
@@ -74,8 +72,7 @@ class CaseConfigTest : public ::testing::Test {
 
 void expectHas(const std::string& message, std::initializer_list<std::string> parts) {
   for (const std::string& part : parts)
-    EXPECT_NE(message.find(part), std::string::npos) << "missing \"" << part << "\" in:\n"
-                                                     << message;
+    EXPECT_NE(message.find(part), std::string::npos) << "missing \"" << part << "\" in:\n" << message;
 }
 
 // ---------------------------------------------------------------- the file
@@ -85,8 +82,7 @@ TEST_F(CaseConfigTest, MissingFileNamesThePath) {
     loadCase(dir_ / "nope.yaml");
     FAIL() << "no BadInputError";
   } catch (const BadInputError& e) {
-    expectHas(e.what(), {(dir_ / "nope.yaml").string() + ": cannot read the case file",
-                         "No such file", "--config"});
+    expectHas(e.what(), {(dir_ / "nope.yaml").string() + ": cannot read the case file", "No such file", "--config"});
   }
 }
 
@@ -119,13 +115,11 @@ TEST_F(CaseConfigTest, NulInAStringAndNormalizeByZeroAreRefused) {
 
 TEST_F(CaseConfigTest, TopLevelNotAMap) {
   expectHas(errorFor("- batch.pt\n- model.pt\n"),
-            {casePath().string() + ":1:1: expected a map with the keys batch, samples, trial",
-             "found a list"});
+            {casePath().string() + ":1:1: expected a map with the keys batch, samples, trial", "found a list"});
 }
 
 TEST_F(CaseConfigTest, EmptyFile) {
-  expectHas(errorFor(""),
-            {casePath().string() + ":1:1: expected a map with the keys", "found an empty value"});
+  expectHas(errorFor(""), {casePath().string() + ":1:1: expected a map with the keys", "found an empty value"});
 }
 
 TEST_F(CaseConfigTest, ErrorsUseThePathAsGiven) {
@@ -136,26 +130,24 @@ TEST_F(CaseConfigTest, ErrorsUseThePathAsGiven) {
     loadCase(relative);
     FAIL() << "no BadInputError";
   } catch (const BadInputError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind(relative.string() + ":1:8: batch: expected", 0), 0u)
-        << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind(relative.string() + ":1:8: batch: expected", 0), 0u) << e.what();
   }
 }
 
 // ---------------------------------------------------------------- keys
 
 TEST_F(CaseConfigTest, UnknownTopLevelKeySuggestsTheClosest) {
-  expectHas(errorFor("bach: batch.pt\n"),
-            {at(1, 1, "bach"),
-             "one of the keys batch, samples, trial, failure, reducers, output, "
-             "work_dir, seed, context",
-             "found unknown key 'bach'", "did you mean 'batch'?"});
+  expectHas(errorFor("bach: batch.pt\n"), {at(1, 1, "bach"),
+                                           "one of the keys batch, samples, trial, failure, reducers, output, "
+                                           "work_dir, seed, context",
+                                           "found unknown key 'bach'", "did you mean 'batch'?"});
 }
 
 TEST_F(CaseConfigTest, UnknownNestedKeysAtEveryLevel) {
   const std::string base = kHarnessCase;
   expectHas(errorFor(base + "  timout: 5\n"),
-            {at(10, 3, "trial.timout"), "harness, command, env, timeout, memory_limit_mb",
-             "found unknown key 'timout'", "did you mean 'timeout'?"});
+            {at(10, 3, "trial.timout"), "harness, command, env, timeout, memory_limit_mb", "found unknown key 'timout'",
+             "did you mean 'timeout'?"});
   expectHas(errorFor(base + "    ignore_idx: 3\n"),
             {at(10, 5, "trial.harness.ignore_idx"), "model, input, target, loss, ignore_index",
              "did you mean 'ignore_index'?"});
@@ -185,10 +177,10 @@ TEST_F(CaseConfigTest, MissingRequiredKeysPointAtTheEnclosingMap) {
             {at(1, 1, "trial"), "found no 'trial' key"});
   expectHas(errorFor("batch: batch.pt\nsamples:\n  ids: sample_ids\n"),
             {at(3, 3, "samples.tensors"), "found no 'tensors' key in samples"});
-  expectHas(errorFor("batch: batch.pt\nsamples: {tensors: {input: 0}}\ntrial:\n  harness:\n"
-                     "    input: x\n"),
-            {at(5, 5, "trial.harness.model"), "the TorchScript model slice file",
-             "found no 'model' key in trial.harness"});
+  expectHas(
+      errorFor("batch: batch.pt\nsamples: {tensors: {input: 0}}\ntrial:\n  harness:\n"
+               "    input: x\n"),
+      {at(5, 5, "trial.harness.model"), "the TorchScript model slice file", "found no 'model' key in trial.harness"});
 }
 
 // ---------------------------------------------------------------- types
@@ -207,8 +199,7 @@ TEST_F(CaseConfigTest, WrongTypes) {
   const std::string base = kHarnessCase;
   expectHas(errorFor(base + "  memory_limit_mb: -5\n"),
             {at(10, 20, "trial.memory_limit_mb"), "a whole number of MiB", "found '-5'"});
-  expectHas(errorFor(base + "seed: -1\n"),
-            {at(10, 7, "seed"), "a non-negative integer, found '-1'"});
+  expectHas(errorFor(base + "seed: -1\n"), {at(10, 7, "seed"), "a non-negative integer, found '-1'"});
   expectHas(errorFor(base + "seed: 0x10\n"), {at(10, 7, "seed"), "found '0x10'"});
   expectHas(errorFor(base + "    ignore_index: x\n"),
             {at(10, 19, "trial.harness.ignore_index"), "an integer", "found 'x'"});
@@ -227,19 +218,17 @@ TEST_F(CaseConfigTest, LossMustBeKnownAndNeedsATarget) {
       "batch: batch.pt\nsamples: {tensors: {input: 0}}\ntrial:\n  harness:\n"
       "    model: model.pt\n";
   expectHas(errorFor(base + "    target: y\n    loss: cross_entropi\n"),
-            {at(7, 11, "trial.harness.loss"), "one of cross_entropy, nll, none",
-             "found 'cross_entropi'", "did you mean 'cross_entropy'?"});
+            {at(7, 11, "trial.harness.loss"), "one of cross_entropy, nll, none", "found 'cross_entropi'",
+             "did you mean 'cross_entropy'?"});
   expectHas(errorFor(base + "    loss: nll\n"),
-            {at(6, 11, "trial.harness.loss"), "'none' when no target is set", "found 'nll'",
-             "trial.harness.target"});
+            {at(6, 11, "trial.harness.loss"), "'none' when no target is set", "found 'nll'", "trial.harness.target"});
 }
 
 // ---------------------------------------------------------------- trial kinds
 
 TEST_F(CaseConfigTest, BothHarnessAndCommand) {
-  expectHas(
-      errorFor(std::string(kHarnessCase) + "  command: [x, '{batch}']\n"),
-      {at(7, 3, "trial"), "exactly one of 'harness'", "'command'", "found both", "remove one"});
+  expectHas(errorFor(std::string(kHarnessCase) + "  command: [x, '{batch}']\n"),
+            {at(7, 3, "trial"), "exactly one of 'harness'", "'command'", "found both", "remove one"});
 }
 
 TEST_F(CaseConfigTest, NeitherHarnessNorCommand) {
@@ -250,8 +239,7 @@ TEST_F(CaseConfigTest, NeitherHarnessNorCommand) {
 TEST_F(CaseConfigTest, CommandMustTakeTheBatch) {
   const std::string base = "batch: batch.pt\nsamples: {tensors: {input: 0}}\ntrial:\n";
   expectHas(errorFor(base + "  command: [python3, step.py, batch.pt]\n"),
-            {at(4, 12, "trial.command"), "an element containing '{batch}'", "found none",
-             "add \"{batch}\""});
+            {at(4, 12, "trial.command"), "an element containing '{batch}'", "found none", "add \"{batch}\""});
   expectHas(errorFor(base + "  command: python3 step.py {batch}\n"),
             {at(4, 12, "trial.command"), "a list of strings", "never passed to a shell",
              "found 'python3 step.py {batch}'", "split it into a list"});
@@ -259,8 +247,7 @@ TEST_F(CaseConfigTest, CommandMustTakeTheBatch) {
             {at(4, 12, "trial.command"), "a non-empty list", "found an empty list"});
   expectHas(errorFor(base + "  command: ['', '{batch}']\n"),
             {at(4, 13, "trial.command[0]"), "the program to run", "found an empty string"});
-  expectHas(errorFor(base + "  command: [python3, [a], '{batch}']\n"),
-            {at(4, 22, "trial.command[1]"), "found a list"});
+  expectHas(errorFor(base + "  command: [python3, [a], '{batch}']\n"), {at(4, 22, "trial.command[1]"), "found a list"});
 }
 
 // #14, item 6: a placeholder minrepro does not know would reach the program as text.
@@ -307,37 +294,32 @@ TEST_F(CaseConfigTest, FlakySettings) {
 TEST_F(CaseConfigTest, EnvOnlyWithCommand) {
   expectHas(errorFor(std::string(kHarnessCase) + "  env: {SEED: '1'}\n"),
             {at(10, 8, "trial.env"), "'env' only with 'command'", "found it with 'harness'"});
-  const std::string base =
-      "batch: batch.pt\nsamples: {tensors: {input: 0}}\ntrial:\n  command: [x, '{batch}']\n";
-  expectHas(errorFor(base + "  env: {SEED: [1]}\n"),
-            {at(5, 15, "trial.env.SEED"), "a string value", "found a list"});
+  const std::string base = "batch: batch.pt\nsamples: {tensors: {input: 0}}\ntrial:\n  command: [x, '{batch}']\n";
+  expectHas(errorFor(base + "  env: {SEED: [1]}\n"), {at(5, 15, "trial.env.SEED"), "a string value", "found a list"});
 }
 
 // ---------------------------------------------------------------- samples
 
 TEST_F(CaseConfigTest, EmptyTensors) {
   expectHas(errorFor("batch: batch.pt\nsamples:\n  tensors: {}\n"),
-            {at(3, 12, "samples.tensors"), "a map of batch tensor name to sample axis",
-             "found an empty map", "name at least one tensor"});
+            {at(3, 12, "samples.tensors"), "a map of batch tensor name to sample axis", "found an empty map",
+             "name at least one tensor"});
 }
 
 TEST_F(CaseConfigTest, AxisMustBeAnInteger) {
   const std::string base = "batch: batch.pt\nsamples:\n  tensors:\n";
   expectHas(errorFor(base + "    input: first\n"),
             {at(4, 12, "samples.tensors.input"), "an integer sample axis", "found 'first'"});
-  expectHas(errorFor(base + "    input: 0\n    target: 1.5\n"),
-            {at(5, 13, "samples.tensors.target"), "found '1.5'"});
+  expectHas(errorFor(base + "    input: 0\n    target: 1.5\n"), {at(5, 13, "samples.tensors.target"), "found '1.5'"});
 }
 
 // ---------------------------------------------------------------- files
 
 TEST_F(CaseConfigTest, BatchFileMissing) {
   const std::string missing = (dir_ / "data" / "b.pt").string();
-  expectHas(
-      errorFor("batch: data/./b.pt\n"),
-      {at(1, 8, "batch"), "the batch, a torch.save'd dict of named tensors (an existing regular file)",
-       "found no file at " + missing,
-       "paths are relative to the case file's directory, " + dir_.string()});
+  expectHas(errorFor("batch: data/./b.pt\n"),
+            {at(1, 8, "batch"), "the batch, a torch.save'd dict of named tensors (an existing regular file)",
+             "found no file at " + missing, "paths are relative to the case file's directory, " + dir_.string()});
 }
 
 TEST_F(CaseConfigTest, BatchIsADirectory) {
@@ -348,8 +330,8 @@ TEST_F(CaseConfigTest, BatchIsADirectory) {
 // A FIFO or a device is there: said as such, not "no file" (#30.9).
 TEST_F(CaseConfigTest, BatchIsAFifoOrADevice) {
   ASSERT_EQ(::mkfifo((dir_ / "fifo.pt").c_str(), 0644), 0);
-  expectHas(errorFor("batch: fifo.pt\n"), {at(1, 8, "batch"), "found a FIFO (named pipe) at ",
-                                           "save it to a regular file first"});
+  expectHas(errorFor("batch: fifo.pt\n"),
+            {at(1, 8, "batch"), "found a FIFO (named pipe) at ", "save it to a regular file first"});
   expectHas(errorFor("batch: /dev/null\n"), {at(1, 8, "batch"), "found a device at /dev/null"});
 }
 
@@ -357,24 +339,22 @@ TEST_F(CaseConfigTest, ModelFileMissing) {
   fs::remove(dir_ / "model.pt");
   expectHas(errorFor(kHarnessCase),
             {at(8, 12, "trial.harness.model"), "the TorchScript model slice (an existing regular file)",
-             "found no file at " + (dir_ / "model.pt").string(),
-             "relative to the case file's directory"});
+             "found no file at " + (dir_ / "model.pt").string(), "relative to the case file's directory"});
 }
 
 // ---------------------------------------------------------------- failure, reducers
 
 TEST_F(CaseConfigTest, UnknownFamily) {
-  expectHas(errorFor(std::string(kHarnessCase) + "failure:\n  family: index_eror\n"),
-            {at(11, 11, "failure.family"), "one of ", "index-error", "found 'index_eror'",
-             "did you mean 'index-error'?"});
+  expectHas(
+      errorFor(std::string(kHarnessCase) + "failure:\n  family: index_eror\n"),
+      {at(11, 11, "failure.family"), "one of ", "index-error", "found 'index_eror'", "did you mean 'index-error'?"});
   expectHas(errorFor(std::string(kHarnessCase) + "failure:\n  family: start-failure\n"),
             {at(11, 11, "failure.family"), "found 'start-failure'"});
 }
 
 TEST_F(CaseConfigTest, BadRegex) {
   expectHas(errorFor(std::string(kHarnessCase) + "failure:\n  message: \"Target (\\\\d+ is\"\n"),
-            {at(11, 12, "failure.message"), "an ECMAScript regular expression",
-             "found 'Target (\\d+ is' (", "escape"});
+            {at(11, 12, "failure.message"), "an ECMAScript regular expression", "found 'Target (\\d+ is' (", "escape"});
 }
 
 TEST_F(CaseConfigTest, ReducerNamesKeepTheirPlaces) {
@@ -423,8 +403,7 @@ TEST_F(CaseConfigTest, HarnessDefaults) {
 
 TEST_F(CaseConfigTest, HarnessWithoutTargetHasNoLoss) {
   const CaseConfig c = loadCase(
-      write("case.yaml",
-            "batch: batch.pt\nsamples: {tensors: {x: -1}}\ntrial: {harness: {model: model.pt}}\n"));
+      write("case.yaml", "batch: batch.pt\nsamples: {tensors: {x: -1}}\ntrial: {harness: {model: model.pt}}\n"));
   EXPECT_EQ(c.sample_axes[0].axis, -1);
   EXPECT_EQ(c.harness->target, "");
   EXPECT_EQ(c.harness->loss, "none");
@@ -473,8 +452,7 @@ context:
   EXPECT_EQ(c.output, dir_ / "out" / "r.tar.gz");
   EXPECT_EQ(c.work_dir, fs::path("/tmp/elsewhere"));
   EXPECT_EQ(c.seed, 7u);
-  EXPECT_EQ(c.context, (std::map<std::string, std::string>{
-                           {"step", "41873"}, {"revision", "3"}, {"note", ""}}));
+  EXPECT_EQ(c.context, (std::map<std::string, std::string>{{"step", "41873"}, {"revision", "3"}, {"note", ""}}));
 }
 
 TEST_F(CaseConfigTest, CommandTrial) {
@@ -487,8 +465,8 @@ trial:
 )"));
   ASSERT_TRUE(c.command);
   EXPECT_FALSE(c.harness);
-  EXPECT_EQ(c.command->argv, (std::vector<std::string>{"/usr/bin/python3", "-u", "step.py",
-                                                       "--batch={batch}", "{workdir}"}));
+  EXPECT_EQ(c.command->argv,
+            (std::vector<std::string>{"/usr/bin/python3", "-u", "step.py", "--batch={batch}", "{workdir}"}));
   EXPECT_EQ(c.command->env, (std::map<std::string, std::string>{{"SEED", "1"}, {"MODE", "2"}}));
   EXPECT_EQ(c.timeout, std::chrono::milliseconds(1));  // rounded up to the smallest step
 }
@@ -544,10 +522,8 @@ context: {step: "007", empty: "", flag: "true"}
 
 TEST_F(CaseConfigTest, RenderHarnessWithoutTarget) {
   const CaseConfig a = loadCase(
-      write("case.yaml",
-            "batch: batch.pt\nsamples: {tensors: {x: 0}}\ntrial: {harness: {model: model.pt}}\n"));
-  const CaseConfig b =
-      loadRendered(dir_ / "archive", renderCase(a, dir_ / "archive", "b.pt", "m.pt"));
+      write("case.yaml", "batch: batch.pt\nsamples: {tensors: {x: 0}}\ntrial: {harness: {model: model.pt}}\n"));
+  const CaseConfig b = loadRendered(dir_ / "archive", renderCase(a, dir_ / "archive", "b.pt", "m.pt"));
   EXPECT_EQ(b.harness->target, "");
   EXPECT_EQ(b.harness->loss, "none");
   EXPECT_FALSE(b.expected.family);
@@ -565,9 +541,8 @@ TEST_F(CaseConfigTest, RenderCommandMakesCaseFilesRelative) {
   const std::string text = renderCase(a, out, "b.pt", "unused.pt");
   const CaseConfig b = loadRendered(out, text);
   ASSERT_TRUE(b.command);
-  EXPECT_EQ(b.command->argv,
-            (std::vector<std::string>{"{case_dir}/scripts/step.py", "/usr/bin/python3", "rel.py",
-                                      "{batch}", dir_.string() + "/../x"}));
+  EXPECT_EQ(b.command->argv, (std::vector<std::string>{"{case_dir}/scripts/step.py", "/usr/bin/python3", "rel.py",
+                                                       "{batch}", dir_.string() + "/../x"}));
   EXPECT_EQ(b.command->env, a.command->env);
   EXPECT_EQ(b.timeout, std::chrono::milliseconds(1));
   EXPECT_EQ(text.find("unused.pt"), std::string::npos) << text;
@@ -578,8 +553,8 @@ TEST_F(CaseConfigTest, CommandCaseFiles) {
   touch("vocab.txt");
   write("case.yaml", "batch: batch.pt\nsamples: {tensors: {input: 0}}\ntrial:\n  command: [\"" +
                          (dir_ / "scripts" / "step.py").string() +
-                         "\", \"{case_dir}/vocab.txt\", \"{case_dir}/missing.txt\", \"" +
-                         (dir_ / "scripts").string() + "\", \"/usr/bin/python3\", \"{batch}\"]\n");
+                         "\", \"{case_dir}/vocab.txt\", \"{case_dir}/missing.txt\", \"" + (dir_ / "scripts").string() +
+                         "\", \"/usr/bin/python3\", \"{batch}\"]\n");
   const CaseConfig c = loadCase(casePath());
   EXPECT_EQ(commandCaseFiles(c), (std::vector<fs::path>{"scripts/step.py", "vocab.txt"}));
   const std::string text = renderCase(c, dir_, "b.pt", "");

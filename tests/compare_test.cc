@@ -72,8 +72,9 @@ TEST(CompareVariants, CpuVariantFollowsTheRecordedOrDetectedBackend) {
   EXPECT_TRUE(find(planVariants(commandCase("cuda 12.1"), tensors("float32"), dev.path()), "cpu").applies());
   EXPECT_NE(find(planVariants(commandCase("rocm 5.6"), tensors("float32"), dev.path()), "cpu").change.find("ROCm 5.6"),
             std::string::npos);
-  EXPECT_NE(find(planVariants(commandCase("cpu"), tensors("float32"), dev.path()), "cpu").not_applicable.find(
-                "ran on the CPU"), std::string::npos);
+  EXPECT_NE(find(planVariants(commandCase("cpu"), tensors("float32"), dev.path()), "cpu")
+                .not_applicable.find("ran on the CPU"),
+            std::string::npos);
   // Nothing recorded: this machine decides (a fake /dev).
   EXPECT_FALSE(find(planVariants(commandCase(""), tensors("float32"), dev.path()), "cpu").applies());
   testing::writeFile(dev.path() / "nvidiactl", "");
@@ -128,7 +129,7 @@ TEST(CompareRuns, EachVariantAloneWithoutDiagnosticVariables) {
   // Fails unless the accelerators are hidden: only the CPU variant passes.
   testing::FakeExecutor exec([&](const auto&) {
     return exec.specs.back().env_set.count("CUDA_VISIBLE_DEVICES") ? testing::exitedWith(0, "")
-                                                                    : testing::indexError(4);
+                                                                   : testing::indexError(4);
   });
   CompareOptions o;
   o.input = dir.path() / "case.yaml";
@@ -144,7 +145,7 @@ TEST(CompareRuns, EachVariantAloneWithoutDiagnosticVariables) {
   EXPECT_FALSE(exec.specs[0].env_set.count("MINREPRO_DETERMINISTIC"));
   EXPECT_FALSE(exec.specs[2].env_set.count("MINREPRO_DETERMINISTIC"));  // cpu alone
   EXPECT_EQ(exec.specs[4].env_set.at("MINREPRO_DETERMINISTIC"), "1");
-  EXPECT_FALSE(exec.specs[4].env_set.count("CUDA_VISIBLE_DEVICES"));   // deterministic alone
+  EXPECT_FALSE(exec.specs[4].env_set.count("CUDA_VISIBLE_DEVICES"));  // deterministic alone
   ASSERT_EQ(r.results.size(), 5u);
   EXPECT_EQ(r.results[1].variant.name, "cpu");
   EXPECT_EQ(r.results[1].passed, 2);
@@ -213,21 +214,25 @@ TEST_F(CompareHalf, FailsOnlyInHalfPrecision) {
   int status = -1;
   const std::string output = compare((dir_.path() / "case.yaml").string() + " --runs 2", &status);
   ASSERT_EQ(status, 0) << output;
-  for (const char* line : {"Reference, the case as is: op-unavailable", "cholesky_cpu",
-                           "| as-is | nothing (the reference) | 2 | 2 | 0 | 0 |",
-                           "| float32 | float32 instead of half precision: input (float16) cast",
-                           "(the harness casts the model's half parameters too) | 2 | 0 | 0 | 2 |",
-                           "- float32: passes in float32: the failure needs half precision",
-                           "  - cast input: float16 -> float32"})
+  for (const char* line :
+       {"Reference, the case as is: op-unavailable", "cholesky_cpu",
+        "| as-is | nothing (the reference) | 2 | 2 | 0 | 0 |",
+        "| float32 | float32 instead of half precision: input (float16) cast",
+        "(the harness casts the model's half parameters too) | 2 | 0 | 0 | 2 |",
+        "- float32: passes in float32: the failure needs half precision", "  - cast input: float16 -> float32"})
     EXPECT_NE(output.find(line), std::string::npos) << line << "\n" << output;
 }
 
 TEST_F(CompareHalf, CaseThatPassesAsIsHasNothingToCompareWith) {
   std::string output;
-  ASSERT_EQ(runCommand("cd " + dir_.path().string() + " && " + python() +
-                           " -c \"import torch; b = torch.load('batch.pt'); b['input'] = b['input'].float(); "
-                           "torch.save(b, 'batch.pt'); m = torch.jit.load('model.pt').float(); torch.jit.save(m, 'model.pt')\"",
-                       &output), 0) << output;
+  ASSERT_EQ(
+      runCommand(
+          "cd " + dir_.path().string() + " && " + python() +
+              " -c \"import torch; b = torch.load('batch.pt'); b['input'] = b['input'].float(); "
+              "torch.save(b, 'batch.pt'); m = torch.jit.load('model.pt').float(); torch.jit.save(m, 'model.pt')\"",
+          &output),
+      0)
+      << output;
   int status = -1;
   output = compare((dir_.path() / "case.yaml").string() + " --runs 1", &status);
   EXPECT_EQ(status, 3) << output;

@@ -61,9 +61,11 @@ class Containment : public ::testing::TestWithParam<bool> {
     fs::create_directories(pids_);
     fs::create_directories(case_dir_);
     writeFile(case_dir_ / "trial.py", kTrial);
-    ASSERT_EQ(runCommand(python() + " -c \"import torch; x = torch.arange(16) + 10; x[11] = 4; "
-                                    "torch.save({'x': x, 'sample_id': torch.arange(16) * 10}, '" +
-                         (case_dir_ / "batch.pt").string() + "')\""), 0);
+    ASSERT_EQ(runCommand(python() +
+                         " -c \"import torch; x = torch.arange(16) + 10; x[11] = 4; "
+                         "torch.save({'x': x, 'sample_id': torch.arange(16) * 10}, '" +
+                         (case_dir_ / "batch.pt").string() + "')\""),
+              0);
     writeFile(case_dir_ / "case.yaml",
               "batch: batch.pt\nsamples:\n  tensors: {x: 0, sample_id: 0}\n  ids: sample_id\n"
               "trial:\n  command: [\"/usr/bin/python3\", \"-u\", \"{case_dir}/trial.py\", \"{batch}\", \"" +
@@ -97,7 +99,8 @@ class Containment : public ::testing::TestWithParam<bool> {
 
 TEST_P(Containment, NoDescendantOfATrialOutlivesTheRun) {
   std::string output;
-  ASSERT_EQ(testing::shrinkCase(case_dir_ / "case.yaml", tmp_.path() / "repro.tar.gz", tmp_.path() / "work", &output), 0)
+  ASSERT_EQ(testing::shrinkCase(case_dir_ / "case.yaml", tmp_.path() / "repro.tar.gz", tmp_.path() / "work", &output),
+            0)
       << output;
   EXPECT_NE(output.find("reduced 16 -> 1 samples (ids [110])"), std::string::npos) << output;
   EXPECT_GE(escapeesStarted(), 10u);  // two per trial, the self-check's and the file trace's runs included

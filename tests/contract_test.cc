@@ -106,7 +106,8 @@ TEST_F(ContractTest, PerPositionTargetsAreCheckedPositionByPosition) {
   EXPECT_EQ(r.offenders[0].value, 5);
   const std::string text = renderContractResult(r, contract(5), "tags.pt");
   EXPECT_NE(text.find("  sample 102 (index 2, position 3): 5\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("checked 12 targets of 3 samples: 8 usable, 3 ignored, 1 out of range"), std::string::npos) << text;
+  EXPECT_NE(text.find("checked 12 targets of 3 samples: 8 usable, 3 ignored, 1 out of range"), std::string::npos)
+      << text;
   EXPECT_TRUE(checkClassTargets(batchWith(tags.clamp_max(4)), contract(5)).ok());
 }
 
@@ -131,10 +132,13 @@ TEST_F(ContractTest, CheckCommandPrintsOffendingIdsAndExitStatus) {
   const std::string bin = MINREPRO_BINARY;
   std::string out;
   const fs::path bad = batchWith(longs({0, 2, 4}), "bad.pt");
-  EXPECT_EQ(testing::runCommand(bin + " check --batch " + bad.string() +
-                                " --target target --classes 4 --ids sample_id 2>&1", &out), 1) << out;
+  EXPECT_EQ(testing::runCommand(
+                bin + " check --batch " + bad.string() + " --target target --classes 4 --ids sample_id 2>&1", &out),
+            1)
+      << out;
   EXPECT_NE(out.find("violates the class-index target contract (4 classes, valid [0, 4), ignore_index -100)"),
-            std::string::npos) << out;
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find("  sample 102 (index 2): 4\n"), std::string::npos) << out;
   const fs::path good = batchWith(longs({0, 2, 3}), "good.pt");
   EXPECT_EQ(testing::runCommand(bin + " check --batch " + good.string() + " --target target --classes 4 2>&1", &out), 0)
@@ -151,7 +155,9 @@ TEST_F(ContractTest, TrialHarnessChecksTargetsBeforeTheTrial) {
   const fs::path bad = batchWith(longs({0, 2, 4}), "bad.pt");
   std::string out;
   EXPECT_EQ(testing::runCommand(trial + " --model none.pt --batch " + bad.string() +
-                                " --target target --loss cross_entropy --check-targets 4 --ids sample_id 2>&1", &out), 1)
+                                    " --target target --loss cross_entropy --check-targets 4 --ids sample_id 2>&1",
+                                &out),
+            1)
       << out;
   EXPECT_NE(out.find("minrepro-trial: error: target contract violated"), std::string::npos) << out;
   EXPECT_NE(out.find("sample 102 (index 2): 4"), std::string::npos) << out;

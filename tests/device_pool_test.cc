@@ -30,7 +30,8 @@ class DeviceCheckingExecutor : public Executor {
       const std::size_t now = ++busy_[device];
       max_per_device_[device] = std::max(max_per_device_[device], now);
       max_total_ = std::max(max_total_, ++running_);
-      unset_seen_ = unset_seen_ || std::find(spec.env_unset.begin(), spec.env_unset.end(), variable_) != spec.env_unset.end();
+      unset_seen_ =
+          unset_seen_ || std::find(spec.env_unset.begin(), spec.env_unset.end(), variable_) != spec.env_unset.end();
     }
     std::this_thread::sleep_for(30ms);
     {
@@ -125,8 +126,10 @@ TEST(DevicePool, DetectionTakesTheDevicesCudaVisibleDevicesAllows) {
   const std::string saved = old ? old : "";
   ::setenv("CUDA_VISIBLE_DEVICES", "2,5", 1);
   const DeviceList list = detectDevices();
-  if (old) ::setenv("CUDA_VISIBLE_DEVICES", saved.c_str(), 1);
-  else ::unsetenv("CUDA_VISIBLE_DEVICES");
+  if (old)
+    ::setenv("CUDA_VISIBLE_DEVICES", saved.c_str(), 1);
+  else
+    ::unsetenv("CUDA_VISIBLE_DEVICES");
   EXPECT_EQ(list.variable, "CUDA_VISIBLE_DEVICES");
   EXPECT_EQ(list.ids, (std::vector<std::string>{"2", "5"}));
 }

@@ -1,8 +1,7 @@
-// Diagnostic mode wired into shrink (docs/method.md, "Diagnostic mode", "Confirmation in the normal configuration", "ROCm"): trial.diagnostic
-// in case.yaml, the plan by backend, and a whole shrink with an executor
-// that records every trial's environment: the original's re-run and the
-// reduction's trials get the backend's variables, the final confirmation
-// runs without any, and the report says both.
+// Diagnostic mode wired into shrink (docs/method.md, "Diagnostic mode", "Confirmation in the normal configuration",
+// "ROCm"): trial.diagnostic in case.yaml, the plan by backend, and a whole shrink with an executor that records every
+// trial's environment: the original's re-run and the reduction's trials get the backend's variables, the final
+// confirmation runs without any, and the report says both.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -77,9 +76,11 @@ struct DiagnosticShrink : ::testing::Test {
     writeBatchFile(b, dir.path() / "batch.pt");
     testing::writeFile(dir.path() / "case.yaml",
                        "batch: batch.pt\nsamples: {tensors: {input: 0}, ids: sample_id}\n"
-                       "trial: {command: [/bin/false, '{batch}']" + trial_extra + "}\n"
-                       "flaky: {enabled: false}\n" + extra +
-                           (context_fixture.empty() ? "" : contextSection(context_fixture)));
+                       "trial: {command: [/bin/false, '{batch}']" +
+                           trial_extra +
+                           "}\n"
+                           "flaky: {enabled: false}\n" +
+                           extra + (context_fixture.empty() ? "" : contextSection(context_fixture)));
     options.config = dir.path() / "case.yaml";
     options.quiet = true;
     options.python = "/bin/true";
@@ -104,7 +105,8 @@ struct DiagnosticShrink : ::testing::Test {
       }
     }
     const TrialSpec& confirm = exec.specs.back();
-    for (const auto& name : {"CUDA_LAUNCH_BLOCKING", "AMD_SERIALIZE_KERNEL", "AMD_SERIALIZE_COPY", "HIP_LAUNCH_BLOCKING"}) {
+    for (const auto& name :
+         {"CUDA_LAUNCH_BLOCKING", "AMD_SERIALIZE_KERNEL", "AMD_SERIALIZE_COPY", "HIP_LAUNCH_BLOCKING"}) {
       EXPECT_FALSE(confirm.env_set.count(name)) << name;
       EXPECT_NE(std::find(confirm.env_unset.begin(), confirm.env_unset.end(), name), confirm.env_unset.end()) << name;
     }
@@ -124,7 +126,9 @@ TEST_F(DiagnosticShrink, CudaTrialsGetLaunchBlockingAndTheConfirmationDoesNot) {
   const std::string text = report();
   EXPECT_NE(text.find("- Diagnostic variables of the trials and the first re-run: CUDA_LAUNCH_BLOCKING=1 (auto: "
                       "backend CUDA 12.1 from the captured context); the final confirmation ran without any "
-                      "diagnostic variable"), std::string::npos) << text;
+                      "diagnostic variable"),
+            std::string::npos)
+      << text;
   // A command picks its own device: the report says so, and what the captured run used.
   EXPECT_NE(text.find("Backend of the trials: chosen by the trial command; this machine offers "), std::string::npos)
       << text;
@@ -169,7 +173,9 @@ TEST_F(DiagnosticShrink, RocmTrialsGetHipSwitchesNeverTheNvidiaVariable) {
   expectTrialsThenCleanConfirmation(
       exec, {{"AMD_SERIALIZE_KERNEL", "3"}, {"AMD_SERIALIZE_COPY", "3"}, {"HIP_LAUNCH_BLOCKING", "1"}});
   EXPECT_NE(report().find("AMD_SERIALIZE_KERNEL=3 AMD_SERIALIZE_COPY=3 HIP_LAUNCH_BLOCKING=1 (auto: backend ROCm "
-                          "5.6.31061-8c743ae5d from the captured context)"), std::string::npos) << report();
+                          "5.6.31061-8c743ae5d from the captured context)"),
+            std::string::npos)
+      << report();
 }
 
 TEST_F(DiagnosticShrink, CpuTrialsGetNothing) {
@@ -198,8 +204,10 @@ TEST_F(DiagnosticShrink, OffTurnsItOffAndOnWithoutAnAcceleratorIsBadInput) {
 
 CaseConfig withContext(bool harness, const std::map<std::string, std::string>& context, DiagnosticSetting s) {
   CaseConfig c;
-  if (harness) c.harness = HarnessTrial{};
-  else c.command = CommandTrial{{"/bin/false", "{batch}"}, {}, {}};
+  if (harness)
+    c.harness = HarnessTrial{};
+  else
+    c.command = CommandTrial{{"/bin/false", "{batch}"}, {}, {}};
   c.context = context;
   c.diagnostic = s;
   return c;
@@ -213,7 +221,8 @@ TEST(DiagnosticPlan, ByTrialKindSettingAndBackend) {
   EXPECT_EQ(planDiagnostics(withContext(true, cuda, DiagnosticSetting::On), dev.path()).env,
             (Env{{"CUDA_LAUNCH_BLOCKING", "1"}}));
   EXPECT_EQ(planDiagnostics(withContext(false, {}, DiagnosticSetting::Rocm), dev.path()).env.size(), 3u);
-  EXPECT_THROW(planDiagnostics(withContext(false, {{"backend", "cpu"}}, DiagnosticSetting::On), dev.path()), BadInputError);
+  EXPECT_THROW(planDiagnostics(withContext(false, {{"backend", "cpu"}}, DiagnosticSetting::On), dev.path()),
+               BadInputError);
   // No backend recorded: the machine's device nodes decide (a fake /dev).
   EXPECT_TRUE(planDiagnostics(withContext(false, {}, DiagnosticSetting::Auto), dev.path()).env.empty());
   testing::writeFile(dev.path() / "kfd", "");
@@ -230,14 +239,17 @@ TEST(DiagnosticPlan, CaseYamlKeyIsCheckedAndWrittenBack) {
   b.names = {"input", "sample_id"};
   b.tensors = {at::zeros({2, 2}), at::arange(2, at::kLong)};
   writeBatchFile(b, dir.path() / "batch.pt");
-  const std::string head = "batch: batch.pt\nsamples: {tensors: {input: 0}}\ntrial:\n  command: [/bin/false, '{batch}']\n";
+  const std::string head =
+      "batch: batch.pt\nsamples: {tensors: {input: 0}}\ntrial:\n  command: [/bin/false, '{batch}']\n";
   testing::writeFile(dir.path() / "case.yaml", head + "  diagnostic: sometimes\n");
   try {
     loadCase(dir.path() / "case.yaml");
     FAIL() << "accepted 'sometimes'";
   } catch (const BadInputError& e) {
     EXPECT_NE(std::string(e.what()).find("case.yaml:5:15: trial.diagnostic: expected one of auto, on, off, cuda, rocm, "
-                                         "found 'sometimes'"), std::string::npos) << e.what();
+                                         "found 'sometimes'"),
+              std::string::npos)
+        << e.what();
   }
   testing::writeFile(dir.path() / "case.yaml", head + "  diagnostic: rocm\n");
   const CaseConfig c = loadCase(dir.path() / "case.yaml");

@@ -65,9 +65,9 @@ TEST(Diagnostics, BackendTexts) {
   EXPECT_EQ(parseBackend("cuda 11.8").version, "11.8");
   EXPECT_EQ(parseBackend("hip 5.7").kind, Backend::Rocm);
   EXPECT_EQ(parseBackend("ROCm 6.0").version, "6.0");
-  EXPECT_EQ(parseBackend("cpu, cuda 12.1").kind, Backend::Cuda);   // the accelerator wins
-  EXPECT_EQ(parseBackend("cuda, rocm 5.7").kind, Backend::Rocm);   // a ROCm build names its devices cuda
-  EXPECT_EQ(parseBackend("nocuda").kind, Backend::Unknown);         // whole words only
+  EXPECT_EQ(parseBackend("cpu, cuda 12.1").kind, Backend::Cuda);  // the accelerator wins
+  EXPECT_EQ(parseBackend("cuda, rocm 5.7").kind, Backend::Rocm);  // a ROCm build names its devices cuda
+  EXPECT_EQ(parseBackend("nocuda").kind, Backend::Unknown);       // whole words only
   EXPECT_EQ(parseBackend("tpu").kind, Backend::Unknown);
   EXPECT_EQ(parseBackend("").kind, Backend::Unknown);
   EXPECT_TRUE(diagnosticEnvironment(parseBackend("tpu")).empty());

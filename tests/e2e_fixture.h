@@ -40,8 +40,9 @@ inline bool extractInto(const fs::path& archive, const fs::path& dir) {
 inline std::string pyEvalOnBatch(const fs::path& batch, const std::string& expr) {
   std::string output;
   runCommand(python() + " -c \"import torch; b = torch.load('" + batch.string() + "', weights_only=True); " +
-                 "S = lambda t: t.untyped_storage() if hasattr(t, 'untyped_storage') else t.storage(); print(" +
-                 expr + ")\"", &output);
+                 "S = lambda t: t.untyped_storage() if hasattr(t, 'untyped_storage') else t.storage(); print(" + expr +
+                 ")\"",
+             &output);
   return output;
 }
 
@@ -63,7 +64,8 @@ inline std::string expectCapturedCaseShrinksToTheMislabelledSample(const fs::pat
   const fs::path dir = work / "extracted";
   EXPECT_TRUE(extractInto(archive, dir));
   const std::string report = readFile(dir / "REPORT.md");
-  for (const char* line : {"Kept sample ids: [9137]", "- step: 4\n", "- last_completed_step: 3\n", "index-error in nll_loss"})
+  for (const char* line :
+       {"Kept sample ids: [9137]", "- step: 4\n", "- last_completed_step: 3\n", "index-error in nll_loss"})
     EXPECT_NE(report.find(line), std::string::npos) << line << "\n" << report;
   return report;
 }
@@ -75,10 +77,10 @@ inline std::string expectCapturedCaseShrinksToTheMislabelledSample(const fs::pat
 // (about 25 s saved for each test after the first); outside ctest once per
 // test process. Readers copy or extract; nothing writes into it.
 struct ShrunkExample {
-  int status = -1;      // minrepro's exit status
-  std::string output;   // its stdout and stderr
-  fs::path archive;     // --output
-  fs::path examples;    // the directory of the examples it was run on
+  int status = -1;     // minrepro's exit status
+  std::string output;  // its stdout and stderr
+  fs::path archive;    // --output
+  fs::path examples;   // the directory of the examples it was run on
 };
 
 inline ShrunkExample shrunkExample(const std::string& name) {
@@ -138,6 +140,5 @@ class ExampleCases : public ::testing::Test {
   static inline TempDir* examples_ = nullptr;
   TempDir work_{"minrepro-e2e"};
 };
-
 
 }  // namespace minrepro::testing

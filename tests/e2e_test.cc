@@ -37,7 +37,8 @@ TEST_F(EndToEnd, Class4ShrinksToTheOneBadSampleAndReproducesWithoutMinrepro) {
   EXPECT_NE(repro.find("IndexError: Target 4 is out of bounds."), std::string::npos) << repro;
 
   const std::string report = readFile(dir / "REPORT.md");
-  EXPECT_NE(report.find("# Reproducer: index-error in nll_loss: Target 4 is out of bounds."), std::string::npos) << report;
+  EXPECT_NE(report.find("# Reproducer: index-error in nll_loss: Target 4 is out of bounds."), std::string::npos)
+      << report;
   EXPECT_NE(report.find("Samples: 1 of 512"), std::string::npos);
   EXPECT_NE(report.find("Kept sample ids: [10313]"), std::string::npos);
   EXPECT_NE(report.find("`target` = [4]"), std::string::npos);
@@ -55,8 +56,9 @@ TEST_F(EndToEnd, ClosedOutputPipeDoesNotStopTheRun) {
                               (example("class4") / "case.yaml").string() + " --output " + archive.string() +
                               " --work-dir " + (work_.path() / "work").string();
   std::string output;
-  ASSERT_EQ(runCommand("bash -c '" + command + " 2>&1 | true; echo ${PIPESTATUS[0]} > " + status.string() + "'",
-                       &output), 0) << output;
+  ASSERT_EQ(
+      runCommand("bash -c '" + command + " 2>&1 | true; echo ${PIPESTATUS[0]} > " + status.string() + "'", &output), 0)
+      << output;
   EXPECT_EQ(readFile(status), "0\n") << "minrepro's exit status";
   EXPECT_TRUE(fs::exists(archive));
   EXPECT_NE(readFile(work_.path() / "work" / "minrepro.log").find("reduced 512 -> 1 samples (ids [10313])"),
@@ -83,7 +85,10 @@ TEST_F(EndToEnd, APipedRunPrintsPeriodicProgressLines) {
   EXPECT_NE(output.find(" trials/min"), std::string::npos) << output;
   EXPECT_GE(count(readFile(work_.path() / "w1" / "minrepro.log"), "progress: "), 20u);
   ASSERT_EQ(runCommand(command + " --work-dir " + (work_.path() / "w2").string() + " --progress never " +
-                       "--progress-every 0 --force", &output), 0) << output;
+                           "--progress-every 0 --force",
+                       &output),
+            0)
+      << output;
   EXPECT_EQ(count(output, "progress: "), 0u) << output;
   EXPECT_EQ(runCommand(command + " --progress sometimes", &output), 2) << output;
   EXPECT_NE(output.find("--progress must be never, auto or always, found 'sometimes'"), std::string::npos) << output;
@@ -134,8 +139,8 @@ TEST_F(EndToEnd, FlakyUserCommandShrinksToTheCulpritAndReportsTheRate) {
   // verify judges it by the self-check's rule and the recorded rate, not by "every run fails" (#28).
   EXPECT_NE(readFile(extract(archive) / "signature.txt").find("flaky-rate: 0."), std::string::npos);
   std::string verified;
-  const int status = runCommand(std::string(MINREPRO_BINARY) + " verify " + archive.string() + " --runs 6 --python " +
-                                    python(), &verified);
+  const int status = runCommand(
+      std::string(MINREPRO_BINARY) + " verify " + archive.string() + " --runs 6 --python " + python(), &verified);
   EXPECT_TRUE(status == 0 || status == 3) << verified;  // 3: none of 6 failed, too few runs to tell at this rate
   EXPECT_NE(verified.find(status == 0 ? "consistent with the recorded rate" : "inconclusive: "), std::string::npos)
       << verified;
@@ -157,9 +162,13 @@ TEST_F(EndToEnd, DisagreeingBatchIsBadInput) {
   fs::copy(example("class4") / "case.yaml", dir / "case.yaml");
   fs::copy(example("class4") / "model.pt", dir / "model.pt");
   std::string output;
-  ASSERT_EQ(runCommand(python() + " -c \"import torch; torch.save({'input': torch.zeros(512, 8), "
-                                  "'target': torch.zeros(511, dtype=torch.long), 'sample_id': torch.arange(512)}, '" +
-                                  (dir / "batch.pt").string() + "')\"", &output), 0) << output;
+  ASSERT_EQ(runCommand(python() +
+                           " -c \"import torch; torch.save({'input': torch.zeros(512, 8), "
+                           "'target': torch.zeros(511, dtype=torch.long), 'sample_id': torch.arange(512)}, '" +
+                           (dir / "batch.pt").string() + "')\"",
+                       &output),
+            0)
+      << output;
   EXPECT_EQ(shrink(dir / "case.yaml", work_.path() / "repro.tar.gz", &output), 2) << output;
   EXPECT_NE(output.find("sample dimensions disagree"), std::string::npos) << output;
   EXPECT_FALSE(fs::exists(work_.path() / "repro.tar.gz"));
@@ -172,8 +181,12 @@ TEST_F(EndToEnd, OriginalThatPassesIsReportedAndNothingIsWritten) {
   fs::copy(example("class4") / "model.pt", dir / "model.pt");
   std::string output;
   ASSERT_EQ(runCommand("cd " + dir.string() + " && " + python() + " -c \"import torch; b = torch.load('" +
-                           (example("class4") / "batch.pt").string() + "'); b['target'][b['target'] == 4] = 3; "
-                           "torch.save(b, 'batch.pt')\"", &output), 0) << output;
+                           (example("class4") / "batch.pt").string() +
+                           "'); b['target'][b['target'] == 4] = 3; "
+                           "torch.save(b, 'batch.pt')\"",
+                       &output),
+            0)
+      << output;
   EXPECT_EQ(shrink(dir / "case.yaml", work_.path() / "repro.tar.gz", &output), 3) << output;
   EXPECT_NE(output.find("does not reproduce"), std::string::npos) << output;
   EXPECT_FALSE(fs::exists(work_.path() / "repro.tar.gz"));
@@ -183,8 +196,13 @@ TEST_F(EndToEnd, HangingTrialThatForksIsTimedOutAndLeavesNoProcess) {
   const fs::path dir = work_.path() / "hang";
   fs::create_directories(dir);
   std::string output;
-  ASSERT_EQ(runCommand(python() + " -c \"import torch; torch.save({'input': torch.zeros(4, 2), 'sample_id': "
-                                  "torch.arange(4)}, '" + (dir / "batch.pt").string() + "')\"", &output), 0) << output;
+  ASSERT_EQ(runCommand(python() +
+                           " -c \"import torch; torch.save({'input': torch.zeros(4, 2), 'sample_id': "
+                           "torch.arange(4)}, '" +
+                           (dir / "batch.pt").string() + "')\"",
+                       &output),
+            0)
+      << output;
   // The trial forks a grandchild that ignores SIGTERM, then hangs.
   testing::writeFile(dir / "case.yaml",
                      "batch: batch.pt\n"
@@ -195,7 +213,9 @@ TEST_F(EndToEnd, HangingTrialThatForksIsTimedOutAndLeavesNoProcess) {
   // Not declared a hang: a timeout is an outcome of its own, never the failure.
   EXPECT_EQ(shrink(dir / "case.yaml", work_.path() / "repro.tar.gz", &output), 3) << output;
   EXPECT_NE(output.find("the original did not end within trial.timeout (0.5 s) in 1 of 1 run(s). A timeout is the "
-                        "failure only when case.yaml says so (failure: {family: timeout}"), std::string::npos) << output;
+                        "failure only when case.yaml says so (failure: {family: timeout}"),
+            std::string::npos)
+      << output;
   EXPECT_FALSE(fs::exists(work_.path() / "repro.tar.gz"));
   // Declared a hang, it is reduced.
   testing::writeFile(dir / "case.yaml", readFile(dir / "case.yaml") + "failure: {family: timeout}\n");
@@ -231,7 +251,7 @@ TEST_F(EndToEnd, KilledWithSigkillAndResumedEndsAtTheSameResultLosingNoTrial) {
     const pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      std::vector<const char*> argv{MINREPRO_BINARY, "shrink", "--config", case_file.c_str(), "--output",
+      std::vector<const char*> argv{MINREPRO_BINARY, "shrink",     "--config",   case_file.c_str(), "--output",
                                     archive.c_str(), "--work-dir", work.c_str(), "--quiet"};
       if (journaled) argv.push_back("--resume");
       argv.push_back(nullptr);
@@ -255,14 +275,22 @@ TEST_F(EndToEnd, KilledWithSigkillAndResumedEndsAtTheSameResultLosingNoTrial) {
     EXPECT_FALSE(fs::exists(work / "best" / "batch.pt"));
     std::string written;
     ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + case_file + " --work-dir " +
-                             work.string() + " --materialize-best", &written), 0) << written;
-    EXPECT_EQ(testing::pyEvalOnBatch(work / "best" / "batch.pt", "10313 in b['sample_id'].tolist(), len(b['target']) < 512"),
-              "True True\n");
+                             work.string() + " --materialize-best",
+                         &written),
+              0)
+        << written;
+    EXPECT_EQ(
+        testing::pyEvalOnBatch(work / "best" / "batch.pt", "10313 in b['sample_id'].tolist(), len(b['target']) < 512"),
+        "True True\n");
   }
   std::string output;
-  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + case_file + " --output " + archive.string() +
-                           " --work-dir " + work.string() + " --resume", &output), 0) << output;
-  EXPECT_NE(output.find("resuming from " + std::to_string(journaled) + " journaled trials"), std::string::npos) << output;
+  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + case_file + " --output " +
+                           archive.string() + " --work-dir " + work.string() + " --resume",
+                       &output),
+            0)
+      << output;
+  EXPECT_NE(output.find("resuming from " + std::to_string(journaled) + " journaled trials"), std::string::npos)
+      << output;
   EXPECT_NE(output.find("reduced 512 -> 1 samples (ids [10313])"), std::string::npos) << output;
   const std::string report = readFile(extract(archive) / "REPORT.md");
   EXPECT_NE(report.find(std::to_string(journaled) + " replayed from the journal"), std::string::npos) << report;
@@ -274,10 +302,12 @@ TEST_F(EndToEnd, KilledWithSigkillAndResumedEndsAtTheSameResultLosingNoTrial) {
 TEST_F(EndToEnd, Sigusr1WritesTheBestCaseSoFarWhileTheRunGoesOn) {
   const fs::path dir = example("class4"), work = work_.path() / "work";
   const fs::path case_file = dir / "case-slow.yaml";
-  testing::writeFile(case_file, "batch: batch.pt\nsamples: {tensors: {input: 0, target: 0}, ids: sample_id}\n"
-                                "trial:\n  command: [" + python() + ", " + std::string(MINREPRO_SOURCE_DIR) +
-                                "/bench/sleepy_step.py, '{batch}', '10313', '0.3']\n"
-                                "flaky: {enabled: false}\nreducers: [samples]\n");
+  testing::writeFile(case_file,
+                     "batch: batch.pt\nsamples: {tensors: {input: 0, target: 0}, ids: sample_id}\n"
+                     "trial:\n  command: [" +
+                         python() + ", " + std::string(MINREPRO_SOURCE_DIR) +
+                         "/bench/sleepy_step.py, '{batch}', '10313', '0.3']\n"
+                         "flaky: {enabled: false}\nreducers: [samples]\n");
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -310,8 +340,9 @@ TEST_F(EndToEnd, Sigusr1WritesTheBestCaseSoFarWhileTheRunGoesOn) {
 TEST_F(EndToEnd, SecondRunOnTheSameWorkDirectoryIsRefusedNamingTheFirst) {
   const fs::path dir = example("class4"), work = work_.path() / "work";
   const fs::path case_file = dir / "case-sleepy.yaml";
-  testing::writeFile(case_file, "batch: batch.pt\nsamples:\n  tensors: {input: 0, target: 0}\n"
-                                "trial:\n  command: [/bin/sh, -c, 'sleep 60', sh, '{batch}']\n  timeout: 120\n");
+  testing::writeFile(case_file,
+                     "batch: batch.pt\nsamples:\n  tensors: {input: 0, target: 0}\n"
+                     "trial:\n  command: [/bin/sh, -c, 'sleep 60', sh, '{batch}']\n  timeout: 120\n");
   const pid_t first = ::fork();
   ASSERT_GE(first, 0);
   if (first == 0) {
@@ -326,7 +357,10 @@ TEST_F(EndToEnd, SecondRunOnTheSameWorkDirectoryIsRefusedNamingTheFirst) {
   const std::string journal = readFile(work / "journal.txt");
   std::string output;
   EXPECT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + case_file.string() + " --work-dir " +
-                           work.string() + " --output " + (work_.path() / "b.tar.gz").string(), &output), 2) << output;
+                           work.string() + " --output " + (work_.path() / "b.tar.gz").string(),
+                       &output),
+            2)
+      << output;
   EXPECT_NE(output.find("is in use by another minrepro run (pid " + std::to_string(first) + ")"), std::string::npos)
       << output;
   EXPECT_EQ(readFile(work / "journal.txt"), journal) << "the second run touched the first's journal";

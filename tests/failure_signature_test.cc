@@ -76,17 +76,14 @@ constexpr int kSigsegv = 11;
 const std::string kCpuOom =
     "[enforce fail at alloc_cpu.cpp:?] err == 0. DefaultCPUAllocator: can't allocate memory: you "
     "tried to allocate 4503599627370496 bytes. Error code 12 (Cannot allocate memory)";
-const std::string kNllAssert =
-    "nll_loss_forward_reduce_cuda_kernel_2d: Assertion `t >= 0 && t < n_classes` failed.";
+const std::string kNllAssert = "nll_loss_forward_reduce_cuda_kernel_2d: Assertion `t >= 0 && t < n_classes` failed.";
 
 const std::vector<FixtureCase> kFixtureCases = {
     // Real captures: Python exits 1 on an uncaught exception.
     {"py_cross_entropy_target4.txt", kExit, 1, F::IndexError, "cross_entropy", "Target 4 is out of bounds."},
     {"py_chained_exception.txt", kExit, 1, F::IndexError, "cross_entropy", "Target 4 is out of bounds."},
-    {"py_linear_mat1_mat2.txt", kExit, 1, F::ValueError, "",
-     "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"},
-    {"py_scalar_type_long_int.txt", kExit, 1, F::ValueError, "nll_loss",
-     "expected scalar type Long but found Int"},
+    {"py_linear_mat1_mat2.txt", kExit, 1, F::ValueError, "", "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)"},
+    {"py_scalar_type_long_int.txt", kExit, 1, F::ValueError, "nll_loss", "expected scalar type Long but found Int"},
     {"py_batch_size_mismatch.txt", kExit, 1, F::ValueError, "cross_entropy",
      "Expected input batch_size (2) to match target batch_size (3)."},
     {"py_embedding_index.txt", kExit, 1, F::IndexError, "embedding", "index out of range in self"},
@@ -136,8 +133,8 @@ class FixtureTest : public ::testing::TestWithParam<FixtureCase> {};
 
 TEST_P(FixtureTest, FamilyOperatorAndMessage) {
   const FixtureCase& c = GetParam();
-  TrialOutcome outcome = c.end == kExit ? exited(c.status, readOutputFixture(c.file))
-                                        : signaled(c.status, readOutputFixture(c.file));
+  TrialOutcome outcome =
+      c.end == kExit ? exited(c.status, readOutputFixture(c.file)) : signaled(c.status, readOutputFixture(c.file));
   const FailureSignature s = classify(outcome);
   EXPECT_EQ(familyName(s.family), familyName(c.family));
   EXPECT_EQ(s.op, c.op);
@@ -176,7 +173,8 @@ const std::vector<FixtureCase> kTorch213Cases = {
     {"torch213/py_batch_size_mismatch.txt", kExit, 1, F::ValueError, "cross_entropy",
      "Expected input batch_size (2) to match target batch_size (3)."},
     {"torch213/py_embedding_index.txt", kExit, 1, F::IndexError, "embedding", "index out of range in self"},
-    {"torch213/py_view_shape_invalid.txt", kExit, 1, F::ValueError, "", "shape '[4, 2]' is invalid for input of size 6"},
+    {"torch213/py_view_shape_invalid.txt", kExit, 1, F::ValueError, "",
+     "shape '[4, 2]' is invalid for input of size 6"},
     {"torch213/py_script_cross_entropy.txt", kExit, 1, F::IndexError, "cross_entropy", "Target 4 is out of bounds."},
     {"torch213/py_cpu_oom.txt", kExit, 1, F::OutOfMemory, "", kCpuOom},
     {"torch213/py_sparse_view_not_implemented.txt", kExit, 1, F::OpUnavailable, "view",
@@ -188,7 +186,8 @@ const std::vector<FixtureCase> kTorch213Cases = {
     {"torch213/py_jit_load_unknown_op.txt", kExit, 1, F::OpUnavailable, "frobnicate",
      "Unknown builtin op: aten::frobnicate."},
     {"torch213/py_segfault.txt", kSignal, kSigsegv, F::Signal, "", ""},
-    {"torch213/py_segfault_faulthandler.txt", kSignal, kSigsegv, F::Signal, "", "Fatal Python error: Segmentation fault"},
+    {"torch213/py_segfault_faulthandler.txt", kSignal, kSigsegv, F::Signal, "",
+     "Fatal Python error: Segmentation fault"},
     {"torch213/cpp_nll_loss_terminate.txt", kSignal, kSigabrt, F::IndexError, "nll_loss", "Target 4 is out of bounds."},
     {"torch213/cpp_script_cross_entropy_terminate.txt", kSignal, kSigabrt, F::IndexError, "cross_entropy",
      "Target 4 is out of bounds."},
@@ -217,8 +216,8 @@ INSTANTIATE_TEST_SUITE_P(FailureSignatureTorch213, FixtureTest, ::testing::Value
 TEST(FailureSignatureFixtures, BothVersionsAgreeOnFamilyAndOperator) {
   for (const FixtureCase& c213 : kTorch213Cases) {
     const std::string name = c213.file.substr(std::string("torch213/").size());
-    const auto c113 = std::find_if(kFixtureCases.begin(), kFixtureCases.end(),
-                                   [&](const FixtureCase& c) { return c.file == name; });
+    const auto c113 =
+        std::find_if(kFixtureCases.begin(), kFixtureCases.end(), [&](const FixtureCase& c) { return c.file == name; });
     if (c113 == kFixtureCases.end()) continue;
     EXPECT_EQ(familyName(c113->family), familyName(c213.family)) << name;
     EXPECT_EQ(c113->op, c213.op) << name;
@@ -278,8 +277,8 @@ TEST(FailureSignatureFirstError, KernelAssertInStdoutNamesTheOperator) {
 
 TEST(FailureSignatureFirstError, HugeLinesAreSafe) {
   // A progress bar or a printed tensor on one line must not exhaust std::regex's stack.
-  const std::string text = std::string(300000, 'x') + "\nRuntimeError: " + std::string(300000, '7') +
-                           "\nIndexError: later\n";
+  const std::string text =
+      std::string(300000, 'x') + "\nRuntimeError: " + std::string(300000, '7') + "\nIndexError: later\n";
   const FailureSignature s = classify(exited(1, text));
   EXPECT_EQ(s.family, FailureFamily::RuntimeError);
   EXPECT_EQ(messageShape(s.message).substr(0, 1), "#");
@@ -334,21 +333,22 @@ TEST(FailureSignatureExit, StartFailure) {
 // Python's own MemoryError (bare, as `bytearray(1 << 62)` prints it) and
 // numpy's, as 2.13's Python printed them here: out of memory, not a runtime error.
 TEST(FailureSignatureFamily, PythonMemoryErrorsAreOutOfMemory) {
-  const FailureSignature bare = classify(exited(
-      1, "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\nMemoryError\n"));
+  const FailureSignature bare = classify(
+      exited(1, "Traceback (most recent call last):\n  File \"<string>\", line 1, in <module>\nMemoryError\n"));
   EXPECT_EQ(bare.family, FailureFamily::OutOfMemory) << bare.summary();
-  const FailureSignature numpy = classify(exited(
-      1, "Traceback (most recent call last):\n  File \"<string>\", line 2, in <module>\n"
-         "numpy._core._exceptions._ArrayMemoryError: Unable to allocate 1.00 TiB for an array with shape "
-         "(1099511627776,) and data type uint8\n"));
+  const FailureSignature numpy =
+      classify(exited(1,
+                      "Traceback (most recent call last):\n  File \"<string>\", line 2, in <module>\n"
+                      "numpy._core._exceptions._ArrayMemoryError: Unable to allocate 1.00 TiB for an array with shape "
+                      "(1099511627776,) and data type uint8\n"));
   EXPECT_EQ(numpy.family, FailureFamily::OutOfMemory) << numpy.summary();
 }
 
 // ------------------------------------------------------------ operators
 
 TEST(FailureSignatureOperator, HarnessLineWins) {
-  const std::string text = "minrepro-trial: operator: nll_loss\n" +
-                           readOutputFixture("cpp_script_cross_entropy_terminate.txt");
+  const std::string text =
+      "minrepro-trial: operator: nll_loss\n" + readOutputFixture("cpp_script_cross_entropy_terminate.txt");
   const FailureSignature s = classify(signaled(kSigabrt, text));
   EXPECT_EQ(s.family, FailureFamily::IndexError);
   EXPECT_EQ(s.op, "nll_loss");
@@ -459,16 +459,17 @@ TEST(FailureSignatureNormalize, AddressesPidsAndLines) {
 TEST(FailureSignatureNormalize, TempPaths) {
   EXPECT_EQ(normalizeMessage("No such file: '/tmp/tmpab12cd/batch.pt'"), "No such file: '<tmp>/batch.pt'");
   EXPECT_EQ(normalizeMessage("No such file: '/tmp/batch.pt'"), "No such file: '<tmp>/batch.pt'");
-  EXPECT_EQ(normalizeMessage("cannot open /home/u/minrepro-work/trial-000123/batch.pt"),
-            "cannot open <tmp>/batch.pt");
+  EXPECT_EQ(normalizeMessage("cannot open /home/u/minrepro-work/trial-000123/batch.pt"), "cannot open <tmp>/batch.pt");
   EXPECT_EQ(normalizeMessage("cannot open minrepro-work/trial-000007/tmp/tmpx1/y.pt"), "cannot open <tmp>/y.pt");
   EXPECT_EQ(normalizeMessage("see /home/u/tmp/notes.txt"), "see /home/u/tmp/notes.txt");
   const char* old = std::getenv("TMPDIR");
   const std::string saved = old ? old : "";
   setenv("TMPDIR", "/scratch/job77", 1);
   EXPECT_EQ(normalizeMessage("wrote /scratch/job77/run3/x.pt"), "wrote <tmp>/x.pt");
-  if (old) setenv("TMPDIR", saved.c_str(), 1);
-  else unsetenv("TMPDIR");
+  if (old)
+    setenv("TMPDIR", saved.c_str(), 1);
+  else
+    unsetenv("TMPDIR");
 }
 
 // A torch.compile (inductor, CPU) kernel's bounds check names its generated
@@ -502,7 +503,8 @@ TEST(FailureSignatureNormalize, CompilerCachePaths) {
 // hashes: one failure, the same way.
 TEST(FailureSignatureFixtures, ACompiledKernelsCheckIsOneFailureSerialOrInOpenMP) {
   const FailureSignature serial = classify(exited(1, readOutputFixture("torch213/py_compile_bounds_serial.txt")));
-  const FailureSignature openmp = classify(signaled(SIGABRT, readOutputFixture("torch213/py_compile_bounds_openmp.txt")));
+  const FailureSignature openmp =
+      classify(signaled(SIGABRT, readOutputFixture("torch213/py_compile_bounds_openmp.txt")));
   const SignatureMatch m = matchSignature(serial, openmp, {});
   EXPECT_TRUE(m.matches) << m.why_not << "\n" << serial.summary() << "\n" << openmp.summary();
 }
@@ -536,8 +538,7 @@ TEST(FailureSignatureMatch, OutOfMemoryWithOtherSizesMatches) {
 
 TEST(FailureSignatureMatch, DifferentFamilyOrOperatorDoesNot) {
   const auto original = signature(F::IndexError, "nll_loss", "Target 4 is out of bounds.");
-  SignatureMatch m =
-      matchSignature(original, signature(F::OutOfMemory, "nll_loss", "Target 4 is out of bounds."), {});
+  SignatureMatch m = matchSignature(original, signature(F::OutOfMemory, "nll_loss", "Target 4 is out of bounds."), {});
   EXPECT_FALSE(m.matches);
   EXPECT_EQ(m.why_not, "family out-of-memory, expected index-error");
   m = matchSignature(original, signature(F::IndexError, "embedding", "Target 4 is out of bounds."), {});

@@ -94,8 +94,10 @@ inline TrialOutcome exitedWith(int code, const std::string& stderr_text) {
 }
 
 inline TrialOutcome indexError(int target) {
-  return exitedWith(1, "Traceback (most recent call last):\n  File \"step.py\", line 3, in <module>\n"
-                       "IndexError: Target " + std::to_string(target) + " is out of bounds.\n");
+  return exitedWith(1,
+                    "Traceback (most recent call last):\n  File \"step.py\", line 3, in <module>\n"
+                    "IndexError: Target " +
+                        std::to_string(target) + " is out of bounds.\n");
 }
 
 }  // namespace minrepro::testing

@@ -50,8 +50,8 @@ class Fidelity : public ::testing::Test {
     return runCommand("cd / && ulimit -c 0 && " + python() + " " + (dir / "repro.py").string(), output);
   }
   int verify(std::string* output) {
-    return runCommand(std::string(MINREPRO_BINARY) + " verify " + (work_.path() / "repro.tar.gz").string() +
-                          " --runs 2", output);
+    return runCommand(
+        std::string(MINREPRO_BINARY) + " verify " + (work_.path() / "repro.tar.gz").string() + " --runs 2", output);
   }
 
   static inline TempDir* cases_ = nullptr;
@@ -71,7 +71,8 @@ TEST_F(Fidelity, FilesTheScriptLoadsFromBesideItselfTravelWithTheArchive) {
   EXPECT_EQ(verify(&repro), 0) << repro;
   const std::string report = readFile(dir / "REPORT.md");
   EXPECT_NE(report.find("bundled (a traced plain run of the minimal case, and trial.files): `trial.py` "),
-            std::string::npos) << report;
+            std::string::npos)
+      << report;
   EXPECT_NE(report.find("`model.pt`"), std::string::npos) << report;
 }
 
@@ -154,8 +155,10 @@ TEST_F(Fidelity, StridedViewsIntoASharedStorageAreWrittenAsTheyWere) {
   EXPECT_EQ(runRepro(dir, &repro), 1) << repro;
   EXPECT_NE(repro.find("IndexError: index out of range in self"), std::string::npos) << repro;
   EXPECT_EQ(verify(&repro), 0) << repro;
-  EXPECT_NE(readFile(dir / "REPORT.md").find("| `w` | float32 | [8] | [3] | strided | offset 0, shared with `b`, `c` |"),
-            std::string::npos) << readFile(dir / "REPORT.md");
+  EXPECT_NE(
+      readFile(dir / "REPORT.md").find("| `w` | float32 | [8] | [3] | strided | offset 0, shared with `b`, `c` |"),
+      std::string::npos)
+      << readFile(dir / "REPORT.md");
 }
 
 // Forked trials keep a second sample (the culprit alone passes in a fork
@@ -183,11 +186,13 @@ TEST_F(Fidelity, MultiProcessJobIsReducedByItsInnerError) {
   std::string output;
   const fs::path dir = shrinkAndExtract(caseFile("spawn_job"), &output);
   EXPECT_NE(output.find("original reproduces: index-error in cross_entropy: Target 4 is out of bounds."),
-            std::string::npos) << output;
+            std::string::npos)
+      << output;
   EXPECT_NE(output.find("reduced 8 -> 1 samples (ids [5007])"), std::string::npos) << output;
   const std::string log = readFile(work_.path() / "work" / "minrepro.log");
   EXPECT_NE(log.find("found a different failure (kept apart, not accepted): value-error: non-finite features"),
-            std::string::npos) << log;
+            std::string::npos)
+      << log;
   const std::string signature = readFile(dir / "signature.txt");
   EXPECT_NE(signature.find("family: index-error\noperator: cross_entropy\n"), std::string::npos) << signature;
   std::string repro;

@@ -99,7 +99,8 @@ class ForkServerTest : public ::testing::Test {
     second.work_dir = dir_.path() / second_dir;
     fs::create_directories(second.work_dir);
     for (const TrialOutcome& served : runAtOnce(fork, {first, second}))
-      EXPECT_EQ(classify(served).summary(), "index-error in nll_loss: Target 4 is out of bounds.") << served.stderr_text;
+      EXPECT_EQ(classify(served).summary(), "index-error in nll_loss: Target 4 is out of bounds.")
+          << served.stderr_text;
     return first;
   }
 
@@ -182,7 +183,9 @@ TEST_F(ForkServerTest, HarnessPairAndPassingTrialAreTheSame) {
   std::string out;
   ASSERT_EQ(testing::runCommand(testing::python() + " -c \"import torch; b = torch.load('" + pair.batch.string() +
                                     "'); torch.save({k: v[:100] for k, v in b.items()}, '" + passing.string() + "')\"",
-                                &out), 0) << out;
+                                &out),
+            0)
+      << out;
   const TrialOutcome served = fork->run(harnessTrial(pair, passing));
   EXPECT_TRUE(served.passed()) << served.stderr_text;
   expectSameBothWays(*fork, harnessTrial(pair, passing));
@@ -301,7 +304,8 @@ TEST_F(ForkServerTest, PythonExampleCommandIsTheSame) {
   const CaseConfig c = example("command");
   auto fork = forked(c);
   TrialSpec spec = inDir("command");
-  for (const auto& a : c.command->argv) spec.argv.push_back(substitutePlaceholders(a, c.batch, spec.work_dir, c.base_dir));
+  for (const auto& a : c.command->argv)
+    spec.argv.push_back(substitutePlaceholders(a, c.batch, spec.work_dir, c.base_dir));
   expectSameBothWays(*fork, spec);
   EXPECT_EQ(classify(fork->run(spec)).summary(), "index-error in cross_entropy: Target 4 is out of bounds.");
   EXPECT_EQ(fork->counts().plain, 0u);
@@ -332,11 +336,13 @@ TEST_F(ForkServerTest, PythonChildPrintsTheCppStackWhenAskedAsAFreshProcessDoes)
 
 TEST_F(ForkServerTest, PythonUncaughtExceptionPrintsTheSameTracebackAndExits1) {
   auto fork = forked(pythonCase());
-  const TrialSpec spec = scriptTrial("import sys\nprint('before', sys.argv[1:])\n\ndef f():\n    raise ValueError('bad value 3')\n\nf()\n",
-                                     {"a", "b"});
+  const TrialSpec spec =
+      scriptTrial("import sys\nprint('before', sys.argv[1:])\n\ndef f():\n    raise ValueError('bad value 3')\n\nf()\n",
+                  {"a", "b"});
   const TrialOutcome served = fork->run(spec);
   EXPECT_EQ(describe(served), "exit status 1");
-  EXPECT_EQ(served.stderr_text.rfind("Traceback (most recent call last):\n  File \"" + spec.argv[2] + "\", line 7", 0), 0u)
+  EXPECT_EQ(served.stderr_text.rfind("Traceback (most recent call last):\n  File \"" + spec.argv[2] + "\", line 7", 0),
+            0u)
       << served.stderr_text;
   expectSameBothWays(*fork, spec);
   EXPECT_EQ(fork->counts().plain, 0u);
@@ -347,8 +353,7 @@ TEST_F(ForkServerTest, PythonExitStatusesAreTheSame) {
   for (const char* body : {"import sys; sys.exit(3)", "import sys; sys.exit('fatal: no data')", "raise SystemExit",
                            "import sys; sys.exit(256 + 7)", "print('x', end='')", "raise KeyboardInterrupt",
                            "import sys; sys.stdout.write('buffered'); import os; os._exit(4)",
-                           "import atexit; atexit.register(lambda: print('at exit'))",
-                           "def f(:\n  pass\n"}) {
+                           "import atexit; atexit.register(lambda: print('at exit'))", "def f(:\n  pass\n"}) {
     SCOPED_TRACE(body);
     expectSameBothWays(*fork, scriptTrial(body));
   }
@@ -423,13 +428,14 @@ TEST_F(ForkServerTest, ClonedServersRunTrialsAtOnceAndACrashInOneLeavesTheOthers
   const fs::path barrier = dir_.path() / "barrier";
   fs::create_directories(barrier);
   auto trial = [&](int i) {
-    TrialSpec spec = scriptTrial("import ctypes, os, sys, time\n"
-                               "open(os.path.join(sys.argv[1], str(os.getpid())), 'w').close()\n"
-                               "deadline = time.time() + 60\n"
-                               "while len(os.listdir(sys.argv[1])) < 3 and time.time() < deadline: time.sleep(0.01)\n"
-                               "print(len(os.listdir(sys.argv[1])), os.getppid(), flush=True)\n"
-                               "if sys.argv[2] == '1': ctypes.string_at(0)\n",
-                               {barrier.string(), std::to_string(i)});
+    TrialSpec spec = scriptTrial(
+        "import ctypes, os, sys, time\n"
+        "open(os.path.join(sys.argv[1], str(os.getpid())), 'w').close()\n"
+        "deadline = time.time() + 60\n"
+        "while len(os.listdir(sys.argv[1])) < 3 and time.time() < deadline: time.sleep(0.01)\n"
+        "print(len(os.listdir(sys.argv[1])), os.getppid(), flush=True)\n"
+        "if sys.argv[2] == '1': ctypes.string_at(0)\n",
+        {barrier.string(), std::to_string(i)});
     spec.work_dir = dir_.path() / ("at-once-" + std::to_string(i));  // its own output files
     fs::create_directories(spec.work_dir);
     return spec;
@@ -593,8 +599,7 @@ TEST(ForkServerConfigTest, KeysAreReadAndChecked) {
   testing::TempDir dir;
   testing::writeFile(dir.path() / "batch.pt", "");
   const auto load = [&](const std::string& trial) {
-    testing::writeFile(dir.path() / "case.yaml",
-                       "batch: batch.pt\nsamples: {tensors: {input: 0}}\ntrial:\n" + trial);
+    testing::writeFile(dir.path() / "case.yaml", "batch: batch.pt\nsamples: {tensors: {input: 0}}\ntrial:\n" + trial);
     return loadCase(dir.path() / "case.yaml");
   };
   const CaseConfig c = load("  command: [python3, s.py, \"{batch}\"]\n  fork_server: false\n  preload: [numpy, a.b]\n");
@@ -621,7 +626,9 @@ TEST_F(ForkServerTest, ShrinkGivesTheSameResultWithAndWithoutForkServer) {
     std::string output;
     ASSERT_EQ(testing::runCommand(std::string(MINREPRO_BINARY) + " shrink --config " +
                                       (case_dir / (i ? "case.yaml" : "case-plain.yaml")).string() + " --output " +
-                                      (work / "r.tar.gz").string() + " --work-dir " + work.string(), &output), 0)
+                                      (work / "r.tar.gz").string() + " --work-dir " + work.string(),
+                                  &output),
+              0)
         << output;
     const auto at = output.find("reduced ");
     ASSERT_NE(at, std::string::npos) << output;

@@ -30,8 +30,8 @@ bool endsWith(const std::string& s, const std::string& suffix) {
 struct LogCase {
   std::string file;
   F family;
-  std::string signal;      // signal_name; "" when the family is not a signal
-  std::string where;       // the rank, process or worker
+  std::string signal;  // signal_name; "" when the family is not a signal
+  std::string where;   // the rank, process or worker
   std::string op;
   std::size_t line;        // 1-based line of the first error
   std::string message;     // the first message (a prefix of it)
@@ -49,8 +49,8 @@ const std::string kBatch = "Expected input batch_size (3) to match target batch_
 const std::vector<LogCase> kLogs = {
     {"torch113/faulthandler_sigsegv.txt", F::Signal, "SIGSEGV", "", "", 1, "Fatal Python error: Segmentation fault",
      "segv.py:5 in decode", ""},
-    {"torch113/faulthandler_sigfpe.txt", F::Signal, "SIGFPE", "", "", 1,
-     "Fatal Python error: Floating point exception", "fpe.py:5 in shuffle", ""},
+    {"torch113/faulthandler_sigfpe.txt", F::Signal, "SIGFPE", "", "", 1, "Fatal Python error: Floating point exception",
+     "fpe.py:5 in shuffle", ""},
     {"torch113/faulthandler_double_free.txt", F::Signal, "SIGABRT", "", "", 1,
      "free(): double free detected in tcache 2", "double_free.py:5 in <module>", ""},
     {"torch113/faulthandler_sigbus.txt", F::Signal, "SIGBUS", "", "", 1, "Fatal Python error: Bus error",
@@ -70,12 +70,12 @@ const std::vector<LogCase> kLogs = {
      "spawn_raise_other.py:7 in step", ""},
     {"torch113/spawn_segv.txt", F::Signal, "SIGSEGV", "process 1", "", 1, "process 1 terminated with signal SIGSEGV",
      "", ""},
-    {"torch113/subprocess_segv.txt", F::Signal, "SIGSEGV", "", "", 1, "Command '['/usr/bin/python3', 'segv.py']'",
-     "", ""},
+    {"torch113/subprocess_segv.txt", F::Signal, "SIGSEGV", "", "", 1, "Command '['/usr/bin/python3', 'segv.py']'", "",
+     ""},
     {"torch213/faulthandler_sigsegv.txt", F::Signal, "SIGSEGV", "", "", 1, "Fatal Python error: Segmentation fault",
      "segv.py:5 in decode", ""},
-    {"torch213/faulthandler_double_free.txt", F::Signal, "SIGSEGV", "", "", 1,
-     "Fatal Python error: Segmentation fault", "double_free.py:4 in <module>", ""},
+    {"torch213/faulthandler_double_free.txt", F::Signal, "SIGSEGV", "", "", 1, "Fatal Python error: Segmentation fault",
+     "double_free.py:4 in <module>", ""},
     {"torch213/faulthandler_sigbus.txt", F::Signal, "SIGBUS", "", "", 1, "Fatal Python error: Bus error",
      "bus.py:8 in read_shard", ""},
     {"torch213/loader_worker_sigbus.txt", F::Signal, "SIGBUS", "DataLoader worker", "", 1,
@@ -93,8 +93,8 @@ const std::vector<LogCase> kLogs = {
      "spawn_raise_other.py:7 in step", ""},
     {"torch213/spawn_segv.txt", F::Signal, "SIGSEGV", "process 1", "", 2, "process 1 terminated with signal SIGSEGV",
      "", ""},
-    {"torch213/subprocess_segv.txt", F::Signal, "SIGSEGV", "", "", 1, "Command '['<tmp>/bin/python', 'segv.py']'",
-     "", ""},
+    {"torch213/subprocess_segv.txt", F::Signal, "SIGSEGV", "", "", 1, "Command '['<tmp>/bin/python', 'segv.py']'", "",
+     ""},
     // rank 1 raises; rank 0 times out in all_reduce and exits first, so
     // torchrun's "Root Cause (first observed failure)" names rank 0.
     {"torch213/torchrun_ranks_raise.txt", F::IndexError, "", "rank 1", "cross_entropy", 5, kTarget4,
@@ -121,8 +121,10 @@ TEST_P(JobLog, TriageNamesTheFirstErrorWhereItHappenedAndWhatWasSetAside) {
   EXPECT_EQ(t.signature.op, c.op);
   EXPECT_EQ(t.first_line, c.line);
   EXPECT_EQ(t.signature.message.substr(0, c.message.size()), c.message);
-  if (c.user_frame.empty()) EXPECT_EQ(t.user_frame, "");
-  else EXPECT_TRUE(endsWith(t.user_frame, c.user_frame)) << t.user_frame;
+  if (c.user_frame.empty())
+    EXPECT_EQ(t.user_frame, "");
+  else
+    EXPECT_TRUE(endsWith(t.user_frame, c.user_frame)) << t.user_frame;
   EXPECT_EQ(setAsideKinds(t.set_aside), c.set_aside);
 }
 
@@ -168,9 +170,12 @@ TEST(JobLogSignature, InterleavedRanksAreReadRankByRank) {
   std::istringstream in(readLogFixture("torch213/torchrun_ranks_raise.txt"));
   std::vector<std::string> rank0, rank1, rest;
   for (std::string line; std::getline(in, line);) {
-    if (line.rfind("[rank0]:", 0) == 0) rank0.push_back(line);
-    else if (line.rfind("[rank1]:", 0) == 0) rank1.push_back(line);
-    else rest.push_back(line);
+    if (line.rfind("[rank0]:", 0) == 0)
+      rank0.push_back(line);
+    else if (line.rfind("[rank1]:", 0) == 0)
+      rank1.push_back(line);
+    else
+      rest.push_back(line);
   }
   ASSERT_FALSE(rank0.empty());
   ASSERT_FALSE(rank1.empty());
@@ -237,8 +242,7 @@ TEST(JobLogForms, OnlyAShellsOwnReportIsADeath) {
   EXPECT_EQ(classifyText("stats: 3 Killed jobs requeued\n").family, F::None);
   EXPECT_EQ(classifyText("Aborted: the user cancelled\n").family, F::None);
   EXPECT_EQ(classifyText("Segmentation fault (core dumped)\n").signal_name, "SIGSEGV");
-  EXPECT_EQ(classifyText("./run.sh: line 3: 4242 Killed                  python train.py\n").signal_name,
-            "SIGKILL");
+  EXPECT_EQ(classifyText("./run.sh: line 3: 4242 Killed                  python train.py\n").signal_name, "SIGKILL");
 }
 
 // A rank whose own lines hold an error is read by it, not by the launcher's
@@ -289,17 +293,17 @@ TEST(JobLogForms, NcclRemoteErrorIsALostConnection) {
 }
 
 TEST(JobLogTriage, RenderShowsTheRankTheFrameAndWhyTheRootCauseIsNotIt) {
-  const std::string out =
-      renderTriage(triageText(readLogFixture("torch213/torchrun_ranks_raise.txt")), "train.log");
+  const std::string out = renderTriage(triageText(readLogFixture("torch213/torchrun_ranks_raise.txt")), "train.log");
   EXPECT_NE(out.find("in:                  rank 1\n"), std::string::npos) << out;
   EXPECT_NE(out.find("open first:          "), std::string::npos) << out;
   EXPECT_NE(out.find("ranks_raise.py:11 in <module>\n"), std::string::npos) << out;
   EXPECT_NE(out.find("set aside:           2 read as consequences of the first error: 1 collective timeout "
                      "(rank 0), 1 launcher summary (rank 0)"),
-            std::string::npos) << out;
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find("  train.log:13 (rank 0): collective timeout: runtime-error: "), std::string::npos) << out;
-  EXPECT_NE(out.find("names rank 0, the first process to exit; the first error happened in rank 1"),
-            std::string::npos) << out;
+  EXPECT_NE(out.find("names rank 0, the first process to exit; the first error happened in rank 1"), std::string::npos)
+      << out;
   EXPECT_NE(out.find("next: fix the error of rank 1 first"), std::string::npos) << out;
 }
 

@@ -56,8 +56,7 @@ class OpRepro : public ::testing::Test {
     return runCommand("cd / && ulimit -c 0 && " + python() + " " + (dir / "op" / "repro_op.py").string(), output);
   }
   int verify(std::string* output) {
-    return runCommand(std::string(MINREPRO_BINARY) + " verify " + archive_.string() +
-                          " --runs 1", output);
+    return runCommand(std::string(MINREPRO_BINARY) + " verify " + archive_.string() + " --runs 1", output);
   }
   static fs::path opCase(const std::string& name) { return cases_->path() / "op" / name / "case.yaml"; }
 
@@ -85,7 +84,9 @@ TEST_F(OpRepro, IndexErrorInALossBecomesFiveLinesWithLiteralTensors) {
   EXPECT_NE(report.find("`aten::nll_loss_forward.default`"), std::string::npos) << report;
   EXPECT_NE(readFile(dir / "signature.txt").find("op-repro: op/repro_op.py\n"), std::string::npos);
   EXPECT_NE(log_.find("op/repro_op.py calls aten::nll_loss_forward.default alone and failed alone like the case in 3 "
-                      "of 3 runs"), std::string::npos) << log_;
+                      "of 3 runs"),
+            std::string::npos)
+      << log_;
   EXPECT_NE(log_.find("op/repro_op.py failed like the case in 1 of 1 runs"), std::string::npos) << log_;
   EXPECT_EQ(verify(&output), 0) << output;
   EXPECT_NE(output.find("op/repro_op.py failed alike in 1 of 1 runs"), std::string::npos) << output;
@@ -102,7 +103,8 @@ TEST_F(OpRepro, OperatorWithoutAKernelForTheDtypeIsCalledWithThatDtype) {
   EXPECT_EQ(runOpAlone(dir, &output), 1) << output;
   EXPECT_NE(output.find("\"bmm\" not implemented for 'Bool'"), std::string::npos) << output;
   EXPECT_NE(readFile(dir / "REPORT.md").find("- `self bool [1, 6, 6] stride [36,6,1] offset 0 cpu, shared with mat2`"),
-            std::string::npos) << readFile(dir / "REPORT.md");
+            std::string::npos)
+      << readFile(dir / "REPORT.md");
 }
 
 TEST_F(OpRepro, FatalSignalFromAnOutOfBoundsReadIsTheCallTheProcessDiedIn) {
@@ -111,7 +113,8 @@ TEST_F(OpRepro, FatalSignalFromAnOutOfBoundsReadIsTheCallTheProcessDiedIn) {
   const std::string script = readFile(dir / "op" / "repro_op.py");
   // log_probs is a transposed view ([T, 1, C] with strides [C, T*C, 1]): loaded as it was.
   EXPECT_NE(script.find("torch.ops.aten._ctc_loss.Tensor(T['log_probs'], targets, input_lengths, target_lengths)"),
-            std::string::npos) << script;
+            std::string::npos)
+      << script;
   EXPECT_NE(script.find("68719476736"), std::string::npos) << "the corrupted label is kept\n" << script;
   std::string output;
   EXPECT_EQ(runOpAlone(dir, &output), 128 + SIGSEGV) << output;
@@ -146,15 +149,17 @@ TEST_F(OpRepro, ErrorRaisedByTheProgramOnAValueComputedUpstreamIsNotIsolated) {
 TEST_F(OpRepro, NoOpReproSwitchSkipsTheStepAndSaysSo) {
   const fs::path archive = work_.path() / "repro.tar.gz";
   std::string output;
-  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --no-op-repro --config " +
-                           opCase("bool_masks").string() + " --output " + archive.string() + " --work-dir " +
-                           (work_.path() / "work").string(), &output), 0) << output;
+  ASSERT_EQ(
+      runCommand(std::string(MINREPRO_BINARY) + " shrink --no-op-repro --config " + opCase("bool_masks").string() +
+                     " --output " + archive.string() + " --work-dir " + (work_.path() / "work").string(),
+                 &output),
+      0)
+      << output;
   const fs::path dir = elsewhere_.path() / "repro";
   ASSERT_TRUE(testing::extractInto(archive, dir));
   EXPECT_FALSE(fs::exists(dir / "op"));
   EXPECT_NE(readFile(dir / "REPORT.md").find("- Operator call alone: not tried (--no-op-repro)"), std::string::npos);
-  EXPECT_NE(readFile(dir / "REPORT.md").find("- Op step (the failing operator call alone): 0 runs"),
-            std::string::npos);
+  EXPECT_NE(readFile(dir / "REPORT.md").find("- Op step (the failing operator call alone): 0 runs"), std::string::npos);
 }
 
 // ----------------------------------------------------------------- units
@@ -205,8 +210,11 @@ TEST(OpLiterals, SpelledOutTensorsAreTheRecordedOnesBitForBit) {
   // bool, one-valued and empty tensors spelled out exactly; views, offsets,
   // broadcasts, odd strides of size-1 axes and complex values left to inputs.pt.
   std::string output;
-  EXPECT_EQ(runCommand(python() + " " + MINREPRO_SOURCE_DIR + "/tests/fixtures/op_cases/check_literals.py " +
-                       opRecorderDir(), &output), 0) << output;
+  EXPECT_EQ(
+      runCommand(python() + " " + MINREPRO_SOURCE_DIR + "/tests/fixtures/op_cases/check_literals.py " + opRecorderDir(),
+                 &output),
+      0)
+      << output;
 }
 
 TEST(OpCall, ReadsTheRecordersCallFile) {

@@ -30,7 +30,8 @@ struct OracleFixture : ::testing::Test {
     config.work_dir = dir.path();
     config.batch = dir.path() / "user-batch.pt";
     config.base_dir = "/cases/here";
-    config.command = CommandTrial{{"/usr/bin/python3", "-u", "{case_dir}/step.py", "{batch}", "--out={workdir}/o"}, {}, {}};
+    config.command =
+        CommandTrial{{"/usr/bin/python3", "-u", "{case_dir}/step.py", "{batch}", "--out={workdir}/o"}, {}, {}};
     config.flaky.enabled = false;  // one trial decides, unless a test says otherwise
   }
   Selection all(std::int64_t n) {
@@ -114,8 +115,9 @@ TEST_F(OracleFixture, FlakyCandidateThatAlsoFailsAnotherWayIsRejected) {
     const int run = runs[kept.size()]++;
     if (kept.size() == 8 || run % 2 == 1) return indexError(4);
     if (kept.size() == 1)
-      return testing::exitedWith(1, "ValueError: Input and output sizes should be greater than 0, but got input "
-                                    "(W: 1) and output (W: 0)\n");
+      return testing::exitedWith(1,
+                                 "ValueError: Input and output sizes should be greater than 0, but got input "
+                                 "(W: 1) and output (W: 0)\n");
     return testing::exitedWith(0, "");
   });
   TrialOracle oracle(config, batch, exec, "unused", log);

@@ -50,12 +50,16 @@ class OwnLoop : public ::testing::Test {
   // venv with a .pth naming the site directory that holds it).
   std::string otherPython(const fs::path& dir) {
     std::string site, out;
-    EXPECT_EQ(runCommand(testing::python() + " -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))'",
-                         &site), 0) << site;
+    EXPECT_EQ(runCommand(
+                  testing::python() + " -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))'",
+                  &site),
+              0)
+        << site;
     site = site.substr(0, site.find('\n'));
     EXPECT_EQ(runCommand(testing::python() + " -m venv --without-pip " + dir.string(), &out), 0) << out;
     std::string own_site;
-    EXPECT_EQ(runCommand(dir.string() + "/bin/python -c 'import site; print(site.getsitepackages()[0])'", &own_site), 0);
+    EXPECT_EQ(runCommand(dir.string() + "/bin/python -c 'import site; print(site.getsitepackages()[0])'", &own_site),
+              0);
     writeFile(own_site.substr(0, own_site.find('\n')) + "/torch-of-the-tests.pth", site + "\n");
     return (dir / "bin" / "python").string();
   }
@@ -89,22 +93,34 @@ TEST_F(OwnLoop, InitWritesTheInferredCaseAndRefusesToReplaceOne) {
 // (both inferences, init's and capture's, took the features for it).
 TEST_F(OwnLoop, AFeatureTensorBesideTheTokensIsNotTakenForTheSequence) {
   std::string out;
-  ASSERT_EQ(runCommand(testing::python() + " -c \"import torch\n"
-                       "g = torch.Generator().manual_seed(0)\n"
-                       "lengths = torch.randint(3, 21, (16,), generator=g); lengths[5] = 20\n"
-                       "tokens = torch.randint(1, 50, (16, 20), generator=g)\n"
-                       "tokens[torch.arange(20).unsqueeze(0) >= lengths.unsqueeze(1)] = 0\n"
-                       "torch.save({'ids': torch.arange(16), 'tokens': tokens, 'lengths': lengths,\n"
-                       "            'features': torch.randn(16, 4, generator=g), 'label': torch.randint(0, 4, (16,))},\n"
-                       "           '" + (user_ / "features.pt").string() + "')\"", &out), 0) << out;
+  ASSERT_EQ(
+      runCommand(testing::python() +
+                     " -c \"import torch\n"
+                     "g = torch.Generator().manual_seed(0)\n"
+                     "lengths = torch.randint(3, 21, (16,), generator=g); lengths[5] = 20\n"
+                     "tokens = torch.randint(1, 50, (16, 20), generator=g)\n"
+                     "tokens[torch.arange(20).unsqueeze(0) >= lengths.unsqueeze(1)] = 0\n"
+                     "torch.save({'ids': torch.arange(16), 'tokens': tokens, 'lengths': lengths,\n"
+                     "            'features': torch.randn(16, 4, generator=g), 'label': torch.randint(0, 4, (16,))},\n"
+                     "           '" +
+                     (user_ / "features.pt").string() + "')\"",
+                 &out),
+      0)
+      << out;
   ASSERT_EQ(minrepro("init --batch features.pt --output features.yaml -- python step.py {batch}", &out), 0) << out;
   const std::string text = readFile(user_ / "features.yaml");
   EXPECT_TRUE(has(text, "lengths: lengths")) << text;
   EXPECT_TRUE(has(text, "tensors: {tokens: 1}")) << text;
   EXPECT_FALSE(has(text, "features: 1")) << text;
-  ASSERT_EQ(runCommand(testing::python() + " -c \"import torch; from minrepro_capture._infer import infer\n"
-                       "i = infer(torch.load('" + (user_ / "features.pt").string() + "'))\n"
-                       "print('lengths', i.lengths, 'padding', i.padding)\"", &out), 0) << out;
+  ASSERT_EQ(runCommand(testing::python() +
+                           " -c \"import torch; from minrepro_capture._infer import infer\n"
+                           "i = infer(torch.load('" +
+                           (user_ / "features.pt").string() +
+                           "'))\n"
+                           "print('lengths', i.lengths, 'padding', i.padding)\"",
+                       &out),
+            0)
+      << out;
   EXPECT_TRUE(has(out, "lengths lengths padding {'tokens': 0}")) << out;
 }
 
@@ -128,8 +144,10 @@ TEST_F(OwnLoop, ShrinkWithoutCaseYamlAndTheArchiveRunsUnderAnotherPython) {
   EXPECT_TRUE(has(out, "IndexError: index out of range in self")) << out;
   // What sets it apart reads the token tensor too (a 2-D integer tensor), and tags ignored past each length.
   const std::string report = readFile(empty / "REPORT.md");
-  EXPECT_TRUE(has(report, "`tokens` (10 values per sample): the kept samples hold 50, outside the range 0..49 that the "
-                          "other 23 samples span")) << report;
+  EXPECT_TRUE(has(report,
+                  "`tokens` (10 values per sample): the kept samples hold 50, outside the range 0..49 that the "
+                  "other 23 samples span"))
+      << report;
   EXPECT_TRUE(has(report, "the largest token id against the embedding's num_embeddings")) << report;
   // REPORT.html shows the token ids of the kept sample with the one outside the rest's range marked.
   const std::string html = readFile(empty / "REPORT.html");
@@ -141,10 +159,11 @@ TEST_F(OwnLoop, ShrinkWithoutCaseYamlAndTheArchiveRunsUnderAnotherPython) {
   EXPECT_EQ(kept.find("outlier"), kept.rfind("outlier")) << "one marked cell: " << table;
   // A fix in the user's code, checked on the minimal batch and the neighbours: the archive's
   // own copy still fails; --code runs the user's current step.py instead.
-  writeFile(user_ / "step.py", "import sys, torch\nb = torch.load(sys.argv[1])\n"
-                               "b['tokens'][b['tokens'] >= 50] = 1  # unknown tokens to UNK\n"
-                               "torch.save(b, sys.argv[1] + '.fixed.pt')\nsys.argv[1] += '.fixed.pt'\n" +
-                               userStep());
+  writeFile(user_ / "step.py",
+            "import sys, torch\nb = torch.load(sys.argv[1])\n"
+            "b['tokens'][b['tokens'] >= 50] = 1  # unknown tokens to UNK\n"
+            "torch.save(b, sys.argv[1] + '.fixed.pt')\nsys.argv[1] += '.fixed.pt'\n" +
+                userStep());
   const std::string verify = std::string(MINREPRO_BINARY) + " verify " + (user_ / "repro.tar.gz").string() +
                              " --runs 1 --expect pass --python " + testing::python();
   EXPECT_EQ(runCommand(verify, &out), 1) << out;
@@ -186,9 +205,12 @@ TEST_F(OwnLoop, AFailureThatIsNotInTheBatchIsNotReducedAndItsCauseIsSaid) {
 
 TEST_F(OwnLoop, ATorchVersionThatDiffersFromTheCapturedOneIsNamed) {
   writeFile(user_ / "step.py", std::string("import notinstalledmodule\n") + userStep());
-  writeFile(user_ / "case.yaml", "batch: saved.pt\nsamples: {tensors: {tokens: 0, tags: 0}, ids: sample_id}\n"
-                                 "trial: {command: [" + testing::python() + ", '{case_dir}/step.py', '{batch}']}\n"
-                                 "context: {pytorch: 1.2.0}\n");
+  writeFile(user_ / "case.yaml",
+            "batch: saved.pt\nsamples: {tensors: {tokens: 0, tags: 0}, ids: sample_id}\n"
+            "trial: {command: [" +
+                testing::python() +
+                ", '{case_dir}/step.py', '{batch}']}\n"
+                "context: {pytorch: 1.2.0}\n");
   std::string out;
   EXPECT_EQ(minrepro("shrink --config case.yaml", &out), 3) << out;
   EXPECT_TRUE(has(out, "warning: the case was captured with PyTorch 1.2.0 but the trials run PyTorch ")) << out;
@@ -199,9 +221,12 @@ TEST_F(OwnLoop, AHarnessKeyTheBatchLacksIsBadInputBeforeAnyTrial) {
   std::string out;
   ASSERT_EQ(runCommand("cd " + user_.string() + " && " + testing::python() +
                            " -c 'import torch; torch.jit.save(torch.jit.script(torch.nn.Linear(10, 5)), \"model.pt\")'",
-                       &out), 0) << out;
-  writeFile(user_ / "harness.yaml", "batch: saved.pt\nsamples: {tensors: {tokens: 0, tags: 0}}\n"
-                                    "trial: {harness: {model: model.pt, input: tokens, target: nosuch}}\n");
+                       &out),
+            0)
+      << out;
+  writeFile(user_ / "harness.yaml",
+            "batch: saved.pt\nsamples: {tensors: {tokens: 0, tags: 0}}\n"
+            "trial: {harness: {model: model.pt, input: tokens, target: nosuch}}\n");
   EXPECT_EQ(minrepro("shrink --config harness.yaml --work-dir w", &out), 2) << out;
   EXPECT_TRUE(has(out, "trial.harness.target names 'nosuch', which")) << out;
   EXPECT_TRUE(has(out, "(its tensors: lengths, sample_id, tags, tokens)")) << out;
@@ -217,8 +242,7 @@ class CaptureStep : public OwnLoop {
   fs::path case_ = user_ / "crash";
   int train(const std::string& mode, std::string* output) {
     return runCommand("cd " + user_.string() + " && PYTHONPATH=" + MINREPRO_SOURCE_DIR + "/harness/python " +
-                          testing::python() + " " + MINREPRO_SOURCE_DIR + "/tests/capture/tagger_loop.py crash " +
-                          mode,
+                          testing::python() + " " + MINREPRO_SOURCE_DIR + "/tests/capture/tagger_loop.py crash " + mode,
                       output);
   }
   // captured_step.py on the captured batch, as a trial runs it, with `extra` arguments.
@@ -273,10 +297,16 @@ TEST_F(CaptureStep, TheDecoratedFunctionIsTheTrialAndItsBranchSwitchesOff) {
   // The batch without the bad sample: the step runs through.
   ASSERT_EQ(runCommand(testing::python() + " -c \"import torch; b = torch.load('" + (case_ / "batch.pt").string() +
                            "'); keep = b['sample_id'] != 1017; torch.save({k: v[keep] for k, v in b.items()}, '" +
-                           (case_ / "good.pt").string() + "')\"", &out), 0) << out;
+                           (case_ / "good.pt").string() + "')\"",
+                       &out),
+            0)
+      << out;
   EXPECT_EQ(runCommand("cd " + work_.path().string() + " && " + testing::python() + " " +
                            (case_ / "captured_step.py").string() + " " + (case_ / "good.pt").string() + " " +
-                           MINREPRO_SOURCE_DIR + "/tests/capture/tagger_loop.py __main__", &out), 0) << out;
+                           MINREPRO_SOURCE_DIR + "/tests/capture/tagger_loop.py __main__",
+                       &out),
+            0)
+      << out;
   EXPECT_TRUE(has(out, "captured_step: the step ran without an error")) << out;
 }
 
@@ -286,8 +316,10 @@ TEST_F(CaptureStep, ATestRunThatFailsAnotherWayIsSaidAtCaptureTime) {
   ASSERT_EQ(train("cwd-file", &out), 1) << out;
   EXPECT_TRUE(has(out, "DOES NOT fail the same way")) << out;
   const std::string error = readFile(case_ / "CAPTURE-ERROR.txt");
-  EXPECT_TRUE(has(error, "failed another way: FileNotFoundError: [Errno 2] No such file or directory: "
-                         "'train_config.json' (the step raised IndexError")) << error;
+  EXPECT_TRUE(has(error,
+                  "failed another way: FileNotFoundError: [Errno 2] No such file or directory: "
+                  "'train_config.json' (the step raised IndexError"))
+      << error;
   EXPECT_TRUE(has(error, "files read relative to the directory training ran in")) << error;
   EXPECT_FALSE(has(readFile(case_ / "case.yaml"), "family:")) << readFile(case_ / "case.yaml");
 }
@@ -308,7 +340,8 @@ TEST(TorchVersions, MajorMinorDecidesAndEachMismatchIsOneSentence) {
   EXPECT_EQ(torchMinorVersion("unknown"), "");
   const std::vector<std::pair<std::string, std::string>> env = {
       {"LibTorch", "2.13.0"}, {"PyTorch", "1.13.1"}, {"PyTorch from", "/usr/bin/python3"}};
-  EXPECT_TRUE(torchVersionMismatches({{"pytorch", "1.13.0"}}, {{"LibTorch", "1.13.1"}, {"PyTorch", "1.13.1"}}, false).empty());
+  EXPECT_TRUE(
+      torchVersionMismatches({{"pytorch", "1.13.0"}}, {{"LibTorch", "1.13.1"}, {"PyTorch", "1.13.1"}}, false).empty());
   const auto both = torchVersionMismatches({{"pytorch", "2.13.0+cpu"}}, env, false);
   ASSERT_EQ(both.size(), 2u);
   EXPECT_TRUE(has(both[0], "captured with PyTorch 2.13.0+cpu but the trials run PyTorch 1.13.1 (/usr/bin/python3)"));
@@ -316,7 +349,8 @@ TEST(TorchVersions, MajorMinorDecidesAndEachMismatchIsOneSentence) {
   // The built-in harness runs LibTorch: the captured version is held against it alone.
   const auto harness = torchVersionMismatches({{"libtorch", "1.13.1"}}, env, true);
   ASSERT_EQ(harness.size(), 1u);
-  EXPECT_TRUE(has(harness[0], "captured with LibTorch 1.13.1 but the trials run LibTorch 2.13.0 (the built-in harness)"));
+  EXPECT_TRUE(
+      has(harness[0], "captured with LibTorch 1.13.1 but the trials run LibTorch 2.13.0 (the built-in harness)"));
 }
 
 TEST(FlakyRule, OneRuleForVerifyAndTheSelfCheck) {
@@ -327,7 +361,7 @@ TEST(FlakyRule, OneRuleForVerifyAndTheSelfCheck) {
     return r;
   };
   // 2 of 6 at a recorded rate of 0.4: consistent.
-  std::vector<RunResult> runs = {run(true, true), run(false, false), run(true, true),
+  std::vector<RunResult> runs = {run(true, true),   run(false, false), run(true, true),
                                  run(false, false), run(false, false), run(false, false)};
   EXPECT_TRUE(judgeFlakyRuns(runs, 0.4).reproduces);
   EXPECT_TRUE(has(judgeFlakyRuns(runs, 0.4).describe(0.4), "consistent with the recorded rate"));

@@ -50,9 +50,10 @@ TEST(LocalExecutorTest, ExitStatusAndOutput) {
 // after the first MiB, and is still read, with the cut said.
 TEST(LocalExecutorTest, AnErrorAfterAFloodOfOutputIsReadFromTheTail) {
   testing::TempDir dir;
-  TrialSpec spec = shell("i=0; while [ $i -lt 60000 ]; do echo 'UserWarning: this overload is deprecated' >&2; "
-                         "i=$((i+1)); done; echo 'IndexError: Target 4 is out of bounds.' >&2; exit 1",
-                         dir.path());
+  TrialSpec spec = shell(
+      "i=0; while [ $i -lt 60000 ]; do echo 'UserWarning: this overload is deprecated' >&2; "
+      "i=$((i+1)); done; echo 'IndexError: Target 4 is out of bounds.' >&2; exit 1",
+      dir.path());
   spec.timeout = 60s;
   const TrialOutcome outcome = LocalExecutor().run(spec);
   EXPECT_EQ(outcome.stderr_bytes, 60000u * 41 + 39);
@@ -84,7 +85,7 @@ TEST(LocalExecutorTest, OutputFilesStayWithinTheirDiskCapWhileTheTrialWrites) {
   ASSERT_TRUE(outcome.passed()) << outcome.stderr_text;
   struct stat st {};
   ASSERT_EQ(::stat((dir.path() / "stdout.txt").c_str(), &st), 0);
-  EXPECT_EQ(static_cast<std::uint64_t>(st.st_size), (std::uint64_t{64} << 20) + 11);  // its length is kept
+  EXPECT_EQ(static_cast<std::uint64_t>(st.st_size), (std::uint64_t{64} << 20) + 11);   // its length is kept
   EXPECT_LT(static_cast<std::uint64_t>(st.st_blocks) * 512, std::uint64_t{12} << 20);  // 64 MiB written
   EXPECT_TRUE(outcome.stdout_text.starts_with("HEAD\n"));
   EXPECT_TRUE(outcome.stdout_text.ends_with("\nTAIL\n"));
@@ -144,8 +145,10 @@ TEST(LocalExecutorTest, EnvironmentSetAndUnset) {
 TEST(LocalExecutorTest, TimeoutKillsTheWholeGroupIncludingStubbornGrandchildren) {
   testing::TempDir dir;
   // The child starts a grandchild that ignores SIGTERM, records its pid, and hangs.
-  TrialSpec spec = shell("sh -c 'trap \"\" TERM; echo $$ > grandchild.pid; exec sleep 60' & "
-                         "trap '' TERM; sleep 60", dir.path());
+  TrialSpec spec = shell(
+      "sh -c 'trap \"\" TERM; echo $$ > grandchild.pid; exec sleep 60' & "
+      "trap '' TERM; sleep 60",
+      dir.path());
   spec.timeout = 500ms;
   spec.kill_grace = 200ms;
   auto outcome = LocalExecutor().run(spec);

@@ -28,8 +28,9 @@ TEST_F(ReducerEndToEnd, LengthAboveAThresholdIsCutToTheThresholdWithMaskAndLengt
   const fs::path dir = shrinkExample("seqlen");
   // The window stops at 513, the first length past the 512-row table; the
   // kept sample's own length went to 1: mask and lengths agree with it.
-  EXPECT_EQ(pyBatch(dir, "tuple(b['tokens'].shape), b['tokens'].dtype, b['lengths'].tolist(), "
-                         "b['mask'][0, :2].tolist(), int(b['mask'].sum()), int(b['tokens'].abs().sum())"),
+  EXPECT_EQ(pyBatch(dir,
+                    "tuple(b['tokens'].shape), b['tokens'].dtype, b['lengths'].tolist(), "
+                    "b['mask'][0, :2].tolist(), int(b['mask'].sum()), int(b['tokens'].abs().sum())"),
             "(1, 513) torch.int64 [1] [True, False] 1 0\n");
   const std::string report = readFile(dir / "REPORT.md");
   EXPECT_TRUE(has(report, "Sequence window: positions 0..513 of 600 (length 513)")) << report;
@@ -63,7 +64,8 @@ TEST_F(ReducerEndToEnd, HalfPrecisionFailureKeepsItsDtype) {
   // The call alone, with its float16 input spelled out.
   EXPECT_TRUE(has(readFile(dir / "op" / "repro_op.py"),
                   "self = torch.full((8, 8), 0.0, dtype=torch.float16)\n"
-                  "torch.ops.aten.linalg_cholesky_ex.default(self)\n")) << readFile(dir / "op" / "repro_op.py");
+                  "torch.ops.aten.linalg_cholesky_ex.default(self)\n"))
+      << readFile(dir / "op" / "repro_op.py");
 }
 
 TEST_F(ReducerEndToEnd, OnlyTheAugmentationThatTriggersStaysOnAndTheReproducerAppliesIt) {
@@ -110,7 +112,8 @@ reducers: [branches, samples]
   const fs::path archive = work_.path() / "switches.tar.gz";
   ASSERT_EQ(shrink(dir / "case.yaml", archive, &log_), 0) << log_;
   const fs::path out = extract(archive);
-  EXPECT_TRUE(has(readFile(out / "REPORT.md"), "Branches needed: crop; switched off without losing the failure: noise"));
+  EXPECT_TRUE(
+      has(readFile(out / "REPORT.md"), "Branches needed: crop; switched off without losing the failure: noise"));
   // The archive's case has the choice baked in: the argument and the off environment.
   const std::string case_yaml = readFile(out / "case.yaml");
   EXPECT_TRUE(has(case_yaml, "\"--crop\"]") || has(case_yaml, "--crop]")) << case_yaml;

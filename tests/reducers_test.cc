@@ -6,9 +6,9 @@
 
 #include <cmath>
 
+#include "core/setting_search.h"
 #include "engine/case_branches.h"
 #include "engine/invariants.h"
-#include "core/setting_search.h"
 #include "harness/batch_io.h"
 #include "harness/batch_store.h"
 #include "reducers/reducer.h"
@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 
 // Runs a setting search against a predicate; returns {result, trials}.
 std::pair<std::int64_t, int> searchSetting(std::int64_t min, std::int64_t current,
-                                        const std::function<bool(std::int64_t)>& fails) {
+                                           const std::function<bool(std::int64_t)>& fails) {
   SettingSearch search(min, current);
   int trials = 0;
   while (!search.done()) {
@@ -52,8 +52,8 @@ TEST(SelectionText, EveryFieldRoundTripsAndRunsAreRanges) {
   EXPECT_EQ(selectionKey(*back), selectionKey(s));
   EXPECT_EQ(back->branches_off, s.branches_off);
   EXPECT_EQ(back->values_kept, s.values_kept);
-  for (const std::string bad : {"", "samples=5-3", "samples=1,1", "window=2", "samples=1;colour=red",
-                                "samples=x", "samples=1;off=%G1", "samples=1;values.%4=1"})
+  for (const std::string bad : {"", "samples=5-3", "samples=1,1", "window=2", "samples=1;colour=red", "samples=x",
+                                "samples=1;off=%G1", "samples=1;values.%4=1"})
     EXPECT_FALSE(parseSelectionText(bad)) << bad;
 }
 
@@ -81,17 +81,23 @@ TensorInfo info(const std::string& name, const std::string& dtype, const std::st
 }
 
 TEST(Invariants, DtypeLayoutAndSampleCountAreCheckedAndCanBeRelaxed) {
-  const std::vector<TensorInfo> original{info("x", "float16", "transposed", {8, 4}), info("y", "int64", "contiguous", {8})};
-  EXPECT_FALSE(brokenInvariant({}, original, {info("x", "float16", "strided", {2, 4}), info("y", "int64", "contiguous", {2})}));
-  EXPECT_EQ(*brokenInvariant({}, original, {info("x", "float32", "transposed", {2, 4}), info("y", "int64", "contiguous", {2})}),
+  const std::vector<TensorInfo> original{info("x", "float16", "transposed", {8, 4}),
+                                         info("y", "int64", "contiguous", {8})};
+  EXPECT_FALSE(
+      brokenInvariant({}, original, {info("x", "float16", "strided", {2, 4}), info("y", "int64", "contiguous", {2})}));
+  EXPECT_EQ(*brokenInvariant({}, original,
+                             {info("x", "float32", "transposed", {2, 4}), info("y", "int64", "contiguous", {2})}),
             "x: dtype float16 became float32");
-  EXPECT_EQ(*brokenInvariant({}, original, {info("x", "float16", "contiguous", {1, 4}), info("y", "int64", "contiguous", {1})}),
+  EXPECT_EQ(*brokenInvariant({}, original,
+                             {info("x", "float16", "contiguous", {1, 4}), info("y", "int64", "contiguous", {1})}),
             "x: layout transposed became contiguous");
-  EXPECT_EQ(*brokenInvariant({}, original, {info("x", "float16", "strided", {2, 4}), info("y", "int64", "contiguous", {3})}),
-            "sample counts disagree: x has 2, y has 3");
+  EXPECT_EQ(
+      *brokenInvariant({}, original, {info("x", "float16", "strided", {2, 4}), info("y", "int64", "contiguous", {3})}),
+      "sample counts disagree: x has 2, y has 3");
   Invariants relaxed;
   relaxed.layout = false;
-  EXPECT_FALSE(brokenInvariant(relaxed, original, {info("x", "float16", "contiguous", {1, 4}), info("y", "int64", "contiguous", {1})}));
+  EXPECT_FALSE(brokenInvariant(relaxed, original,
+                               {info("x", "float16", "contiguous", {1, 4}), info("y", "int64", "contiguous", {1})}));
   // A strided 1-D target (labels[::2]) cut to one sample: one element has no
   // layout to keep, while two elements must stay strided.
   const std::vector<TensorInfo> strided_target{info("y", "int64", "strided", {8})};

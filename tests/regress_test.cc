@@ -15,8 +15,9 @@ namespace {
 namespace fs = std::filesystem;
 using testing::runCommand;
 
-const std::string kSignature = "family: index-error\noperator: nll_loss\ncompare-operator: no\n"
-                               "message: Target 4 is out of bounds.\nprocessed: 1\n";
+const std::string kSignature =
+    "family: index-error\noperator: nll_loss\ncompare-operator: no\n"
+    "message: Target 4 is out of bounds.\nprocessed: 1\n";
 const std::string kFails = "raise IndexError('Target 4 is out of bounds.')\n";
 const std::string kPasses = "print('minrepro-result: processed=1 loss=0.5')\n";
 
@@ -41,21 +42,24 @@ TEST(Regress, TableOfExpectedAndGot) {
   EXPECT_NE(out.find("open-bug   fail      fail\n"), std::string::npos) << out;
   EXPECT_NE(out.find("2 case(s), 0 differ"), std::string::npos) << out;
   // Said first: the cases' code runs, and how.
-  EXPECT_EQ(out.find("regress " + set.string() + ": each case runs code from the archive (repro.py, op/repro_op.py, "
-                     "its bundled scripts) "), 0u) << out;
+  EXPECT_EQ(out.find("regress " + set.string() +
+                     ": each case runs code from the archive (repro.py, op/repro_op.py, "
+                     "its bundled scripts) "),
+            0u)
+      << out;
 }
 
 TEST(Regress, ACaseThatChangedIsFlaggedAndTheStatusIsOne) {
   testing::TempDir tmp;
   const fs::path set = tmp.path() / "set";
-  addCase(set, "regressed", kFails, "pass");      // was fixed, fails again
+  addCase(set, "regressed", kFails, "pass");        // was fixed, fails again
   addCase(set, "silently-fixed", kPasses, "fail");  // passes now: mark it or find out why
   addCase(set, "ok", kFails, "fail");
   std::string out;
   ASSERT_EQ(regress(set, &out), 1) << out;
   EXPECT_NE(out.find("regressed       pass      0/1 as expected; still fails: index-error"), std::string::npos) << out;
-  EXPECT_NE(out.find("silently-fixed  fail      0/1 as expected; did not reproduce: the run passed"),
-            std::string::npos) << out;
+  EXPECT_NE(out.find("silently-fixed  fail      0/1 as expected; did not reproduce: the run passed"), std::string::npos)
+      << out;
   EXPECT_NE(out.find("<-- differs"), std::string::npos) << out;
   EXPECT_NE(out.find("3 case(s), 2 differ"), std::string::npos) << out;
 }
@@ -85,7 +89,8 @@ TEST(Regress, LinkedExpectFilesAreNotFollowedAndControlBytesArePrintedAsText) {
   addCase(set, "titled", kFails, "\x1b]0;pwned\x07");
   std::string out;
   EXPECT_EQ(regress(set, &out), 1) << out;
-  EXPECT_NE(out.find("linked  (a symbolic link)  error: linked.expect must say fail or pass"), std::string::npos) << out;
+  EXPECT_NE(out.find("linked  (a symbolic link)  error: linked.expect must say fail or pass"), std::string::npos)
+      << out;
   EXPECT_EQ(out.find("root"), std::string::npos) << out;
   EXPECT_NE(out.find("\\x1b]0;pwned\\x07"), std::string::npos) << out;
   EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
@@ -124,13 +129,20 @@ TEST(Regress, ShrinkAddToThenRegress) {
   ASSERT_EQ(testing::makeBundledExamples(examples), "");
   // 8 samples and the bad one keep the shrink short.
   ASSERT_EQ(runCommand(testing::python() + " -c \"import torch; b = torch.load('" +
-                           (examples / "class4" / "batch.pt").string() + "'); i = list(range(8)) + [313]; "
-                           "torch.save({k: v[i] for k, v in b.items()}, '" + (case_dir / "batch.pt").string() + "')\"",
-                       &out), 0) << out;
+                           (examples / "class4" / "batch.pt").string() +
+                           "'); i = list(range(8)) + [313]; "
+                           "torch.save({k: v[i] for k, v in b.items()}, '" +
+                           (case_dir / "batch.pt").string() + "')\"",
+                       &out),
+            0)
+      << out;
   fs::copy(examples / "class4" / "model.pt", case_dir / "model.pt");
   fs::copy(examples / "class4" / "case.yaml", case_dir / "case.yaml");
   ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink -q --config " + (case_dir / "case.yaml").string() +
-                           " --add-to " + set.string() + " 2>&1", &out), 0) << out;
+                           " --add-to " + set.string() + " 2>&1",
+                       &out),
+            0)
+      << out;
   EXPECT_NE(out.find("added 'class4' to the regression set"), std::string::npos) << out;
   ASSERT_EQ(regress(set, &out), 0) << out;
   EXPECT_NE(out.find("class4  fail      fail\n"), std::string::npos) << out;

@@ -44,7 +44,8 @@ std::size_t trialMarks(const std::string& html) {
 
 std::size_t journaledTrials(const fs::path& work_dir) {
   std::size_t n = 0;
-  for (const std::string& line : text::splitLines(readFile(work_dir / "journal.txt"))) n += line.rfind("trial ", 0) == 0;
+  for (const std::string& line : text::splitLines(readFile(work_dir / "journal.txt")))
+    n += line.rfind("trial ", 0) == 0;
   return n;
 }
 
@@ -68,9 +69,10 @@ void renderInBrowser(const fs::path& html, const std::string& name) {
   fs::remove(png);
   testing::TempDir profile("minrepro-chromium");
   std::string log;
-  runCommand(browser + " --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=" +
-                 profile.path().string() + " --enable-logging=stderr --v=0 --window-size=1100,2200 --screenshot=" +
-                 png.string() + " file://" + html.string() + " 2>&1",
+  runCommand(browser +
+                 " --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=" + profile.path().string() +
+                 " --enable-logging=stderr --v=0 --window-size=1100,2200 --screenshot=" + png.string() + " file://" +
+                 html.string() + " 2>&1",
              &log);
   ASSERT_TRUE(fs::exists(png) && fs::file_size(png) > 10000) << log;
   for (const std::string& line : text::splitLines(log))
@@ -91,7 +93,8 @@ TEST_F(ReportHtml, Class4ShowsTheVerdictEveryTrialAndTheCulpritsCell) {
   expectSelfContained(html);
   EXPECT_NE(html.find("<h1>index-error in nll_loss</h1>"), std::string::npos);
   EXPECT_NE(html.find("Target 4 is out of bounds."), std::string::npos);
-  EXPECT_TRUE(std::regex_search(html, std::regex("id=\"minimal\">512 samples \u2192 1; non-trivial values [0-9]+ \u2192 1</b>")));
+  EXPECT_TRUE(std::regex_search(
+      html, std::regex("id=\"minimal\">512 samples \u2192 1; non-trivial values [0-9]+ \u2192 1</b>")));
   EXPECT_NE(html.find("reproduced on its own in 3 of 3 runs"), std::string::npos);
   // A mark per journaled trial, on both charts.
   const fs::path work_dir = run.archive.parent_path() / "work";

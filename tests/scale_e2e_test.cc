@@ -20,10 +20,16 @@ TEST(Scale, A200MegabyteBatchIsReducedWithinOneAndAHalfTimesItsSize) {
   TempDir dir("minrepro-scale");
   std::string output;
   ASSERT_EQ(runCommand(python() + " " + std::string(MINREPRO_SOURCE_DIR) + "/bench/make_scale_case.py 780000 " +
-                           dir.path().string(), &output), 0) << output;
+                           dir.path().string(),
+                       &output),
+            0)
+      << output;
   const double batch_mb = static_cast<double>(fs::file_size(dir.path() / "batch.pt")) / 1e6;
   ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (dir.path() / "harness.yaml").string() +
-                           " --work-dir " + (dir.path() / "work").string() + " --no-self-check", &output), 0) << output;
+                           " --work-dir " + (dir.path() / "work").string() + " --no-self-check",
+                       &output),
+            0)
+      << output;
   EXPECT_NE(output.find("reduced 780000 -> 1 samples (ids [557142])"), std::string::npos) << output;
   std::smatch peak;
   ASSERT_TRUE(std::regex_search(output, peak, std::regex("minrepro's own peak ([0-9.]+) MB"))) << output;

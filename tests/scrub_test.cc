@@ -3,9 +3,9 @@
 #include "engine/archive/scrub.h"
 
 #include <gtest/gtest.h>
-#include <map>
 #include <pwd.h>
 #include <unistd.h>
+#include <map>
 
 #include <regex>
 
@@ -31,10 +31,10 @@ TEST(Scrub, HomeAndOtherAbsolutePathsKeepOnlyTheFileName) {
             "cannot read <home>/.../batch.pt: no such file");
   EXPECT_EQ(scrubText("script: /home/jdoe-ml/train.py", context()), "script: <home>/train.py");
   EXPECT_EQ(scrubText("cd /home/jdoe-ml", context()), "cd <home>");
-  EXPECT_EQ(scrubText("File \"/opt/conda/lib/python3.10/site-packages/torch/nn/functional.py\", line 3026",
-                      context()),
+  EXPECT_EQ(scrubText("File \"/opt/conda/lib/python3.10/site-packages/torch/nn/functional.py\", line 3026", context()),
             "File \"<path>/functional.py\", line 3026");
-  EXPECT_EQ(scrubText("/pytorch/aten/src/ATen/native/cuda/Loss.cu:242: kernel", context()), "<path>/Loss.cu:242: kernel");
+  EXPECT_EQ(scrubText("/pytorch/aten/src/ATen/native/cuda/Loss.cu:242: kernel", context()),
+            "<path>/Loss.cu:242: kernel");
   EXPECT_EQ(scrubText("PATH=/usr/bin:/home/jdoe-ml/bin", context()), "PATH=<path>/bin:<home>/bin");
   // A sibling of the home directory is not inside it.
   EXPECT_EQ(scrubText("/home/jdoe-ml2/x", context()), "<path>/x");
@@ -47,8 +47,9 @@ TEST(Scrub, APathAfterTheTempMarkerKeepsOnlyItsName) {
 }
 
 TEST(Scrub, LeavesUrlsRelativePathsAndFractionsAlone) {
-  const std::string text = "see https://pytorch.org/docs/stable/notes/cuda.html; run python3 repro.py in "
-                           "configs/examples, 1/2 of the batch, and/or <tmp>/batch.pt";
+  const std::string text =
+      "see https://pytorch.org/docs/stable/notes/cuda.html; run python3 repro.py in "
+      "configs/examples, 1/2 of the batch, and/or <tmp>/batch.pt";
   EXPECT_EQ(scrubText(text, context()), text);
 }
 
@@ -111,19 +112,25 @@ TEST(ScrubReport, ReportOfACaseUnderAUsersHomeNamesNoOne) {
   ASSERT_EQ(testing::makeBundledExamples(examples), "");
   // A small batch (8 samples and the bad one) keeps the shrink short.
   ASSERT_EQ(testing::runCommand(testing::python() + " -c \"import torch; b = torch.load('" +
-                                    (examples / "class4" / "batch.pt").string() + "'); i = list(range(8)) + [313]; "
-                                    "torch.save({k: v[i] for k, v in b.items()}, '" + (case_dir / "batch.pt").string() +
-                                    "')\"", &out), 0) << out;
+                                    (examples / "class4" / "batch.pt").string() +
+                                    "'); i = list(range(8)) + [313]; "
+                                    "torch.save({k: v[i] for k, v in b.items()}, '" +
+                                    (case_dir / "batch.pt").string() + "')\"",
+                                &out),
+            0)
+      << out;
   fs::copy(examples / "class4" / "model.pt", case_dir / "model.pt");
   char host[256] = {};
   ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
-  testing::writeFile(case_dir / "case.yaml",
-                     testing::readFile(examples / "class4" / "case.yaml") + "context:\n  owner: jdoe-ml\n  host: " +
-                         host + "\n  script: " + (case_dir / "train.py").string() +
-                         "\n  data: /data/jdoe-ml/imagenet/train\n");
+  testing::writeFile(case_dir / "case.yaml", testing::readFile(examples / "class4" / "case.yaml") +
+                                                 "context:\n  owner: jdoe-ml\n  host: " + host +
+                                                 "\n  script: " + (case_dir / "train.py").string() +
+                                                 "\n  data: /data/jdoe-ml/imagenet/train\n");
   const fs::path archive = case_dir / "repro.tar.gz";
   ASSERT_EQ(testing::runCommand("HOME=" + home.string() + " USER=jdoe-ml LOGNAME=jdoe-ml " + MINREPRO_BINARY +
-                                    " shrink -q --config " + (case_dir / "case.yaml").string() + " 2>&1", &out), 0)
+                                    " shrink -q --config " + (case_dir / "case.yaml").string() + " 2>&1",
+                                &out),
+            0)
       << out;
   std::string report;
   for (const auto& e : readTarGz(archive))
@@ -157,22 +164,34 @@ TEST(ScrubReport, EveryTextTheArchiveCarriesIsScrubbedAndItStillVerifies) {
                      "x = torch.load(sys.argv[1])['x']\n"
                      "if (x == 4).any():\n"
                      "    raise RuntimeError('cannot open ' + os.path.expanduser('~') + '/data/shard-7.bin on ' + "
-                     "socket.gethostname() + ' as jane.doe@corp.example with " + kHfToken + " and " + kAwsKeyId + "')\n"
-                     "# the token the job used: " + kHfToken + "\n");
+                     "socket.gethostname() + ' as jane.doe@corp.example with " +
+                         kHfToken + " and " + kAwsKeyId +
+                         "')\n"
+                         "# the token the job used: " +
+                         kHfToken + "\n");
   std::string out;
-  ASSERT_EQ(testing::runCommand(testing::python() + " -c \"import torch; x = torch.arange(8) + 10; x[5] = 4; "
-                                    "torch.save({'x': x, 'id': torch.arange(8)}, '" + (case_dir / "batch.pt").string() + "')\"", &out), 0)
+  ASSERT_EQ(testing::runCommand(testing::python() +
+                                    " -c \"import torch; x = torch.arange(8) + 10; x[5] = 4; "
+                                    "torch.save({'x': x, 'id': torch.arange(8)}, '" +
+                                    (case_dir / "batch.pt").string() + "')\"",
+                                &out),
+            0)
       << out;
   testing::writeFile(case_dir / "case.yaml",
                      "batch: batch.pt\nsamples:\n  tensors: {x: 0, id: 0}\n"
                      "trial:\n  command: [\"/usr/bin/python3\", \"{case_dir}/trial.py\", \"{batch}\"]\n"
                      "flaky:\n  enabled: false\nreducers: [samples]\n"
-                     "context:\n  user: " + user + "\n  host: trainbox-7\n  workdir_at_capture: /home/alice/proj\n"
-                     "  note: \"first line\\nFORGED: second line\"\n  api: " + kOpenAiKey + "\n");
+                     "context:\n  user: " +
+                         user +
+                         "\n  host: trainbox-7\n  workdir_at_capture: /home/alice/proj\n"
+                         "  note: \"first line\\nFORGED: second line\"\n  api: " +
+                         kOpenAiKey + "\n");
   const fs::path archive = dir.path() / "repro.tar.gz";
   ASSERT_EQ(testing::runCommand("HOME=" + home + " " + MINREPRO_BINARY + " shrink -q --config " +
-                                    (case_dir / "case.yaml").string() + " --output " + archive.string() + " 2>&1", &out),
-            0) << out;
+                                    (case_dir / "case.yaml").string() + " --output " + archive.string() + " 2>&1",
+                                &out),
+            0)
+      << out;
   std::map<std::string, std::string> texts;
   for (const auto& e : readTarGz(archive))
     if (e.name == "REPORT.md" || e.name == "REPORT.html" || e.name == "case.yaml" || e.name == "signature.txt" ||
@@ -191,7 +210,8 @@ TEST(ScrubReport, EveryTextTheArchiveCarriesIsScrubbedAndItStillVerifies) {
   }
   // The step script is bundled verbatim: the report says what in it looks like a secret.
   EXPECT_NE(texts["REPORT.md"].find("**Looks like a secret, copied verbatim**: trial.py:5: huggingface-access-token"),
-            std::string::npos) << texts["REPORT.md"];
+            std::string::npos)
+      << texts["REPORT.md"];
   // The classifier cut the temp directory the home lies in; the rest is scrubbed too.
   EXPECT_NE(texts["signature.txt"].find("message: cannot open <tmp>/.../shard-7.bin on <host> as <email> with "
                                         "<secret:huggingface-access-token> and <secret:aws-access-token>"),
@@ -202,8 +222,11 @@ TEST(ScrubReport, EveryTextTheArchiveCarriesIsScrubbedAndItStillVerifies) {
   EXPECT_NE(texts["case.yaml"].find("first line\\\\x0aFORGED: second line"), std::string::npos) << texts["case.yaml"];
   // The scrubbed record still matches a run: the self-check passed (exit 0
   // above) and so does verify, each run's message scrubbed the same way.
-  EXPECT_EQ(testing::runCommand("HOME=" + home + " " + std::string(MINREPRO_BINARY) + " verify --runs 1 " +
-                                    archive.string() + " 2>&1", &out), 0) << out;
+  EXPECT_EQ(
+      testing::runCommand(
+          "HOME=" + home + " " + std::string(MINREPRO_BINARY) + " verify --runs 1 " + archive.string() + " 2>&1", &out),
+      0)
+      << out;
 }
 
 }  // namespace

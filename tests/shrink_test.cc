@@ -68,7 +68,8 @@ struct ShrinkFixture : ::testing::Test {
     writeBatchFile(b, dir.path() / "batch.pt");
     testing::writeFile(dir.path() / "case.yaml",
                        "batch: batch.pt\nsamples: {tensors: {input: 0}, ids: sample_id}\n"
-                       "trial: {command: [/bin/false, '{batch}']}\n" + extra);
+                       "trial: {command: [/bin/false, '{batch}']}\n" +
+                           extra);
     options.config = dir.path() / "case.yaml";
     options.quiet = true;
     options.python = "/bin/true";  // no environment probe needed here
@@ -102,7 +103,8 @@ struct ShrinkFixture : ::testing::Test {
 TEST_F(ShrinkFixture, FlakyCulpritIsFoundAndTheRateReported) {
   makeCase(1024);
   for (std::uint64_t seed : {1u, 2u, 3u}) {
-    IdExecutor exec([seed](const auto& ids, std::uint64_t t) { return has(ids, 737) && testing::splitmixU01(seed, t) < 0.3; });
+    IdExecutor exec(
+        [seed](const auto& ids, std::uint64_t t) { return has(ids, 737) && testing::splitmixU01(seed, t) < 0.3; });
     ASSERT_EQ(runShrink(options, &exec), ExitStatus::Reduced) << seed;
     EXPECT_EQ(archivedIds(), (std::vector<std::int64_t>{737})) << seed;
     const std::string text = report();
@@ -199,7 +201,8 @@ TEST_F(ShrinkFixture, InterruptWritesTheBestSoFarAndExitsWithItsOwnStatus) {
     // Said at the signal, before the trials are ended and the archive written.
     const std::string said = ::testing::internal::GetCapturedStderr();
     EXPECT_NE(said.find("minrepro: signal received: ending the running trials; the best case so far is written next"),
-              std::string::npos) << said;
+              std::string::npos)
+        << said;
     EXPECT_TRUE(has(archivedIds(), 737));
     EXPECT_NE(report().find("interrupted"), std::string::npos);
     EXPECT_EQ(exec.trials(), 11u) << "no trial is launched after " << strsignal(signal);

@@ -38,7 +38,8 @@ std::string slurmUnreachable() {
   }
   // Quick answers first: a client pointed at a missing config retries for a minute.
   const char* conf = std::getenv("SLURM_CONF");
-  if (conf && !fs::exists(conf)) return "no Slurm cluster reachable (SLURM_CONF names a missing file, " + std::string(conf) + ")";
+  if (conf && !fs::exists(conf))
+    return "no Slurm cluster reachable (SLURM_CONF names a missing file, " + std::string(conf) + ")";
   if (!conf && !fs::exists("/etc/slurm/slurm.conf"))
     return "no Slurm cluster reachable (no slurm.conf: SLURM_CONF unset, none in /etc/slurm or $MINREPRO_SLURM_DIR)";
   if (runCommand("command -v scontrol >/dev/null") != 0) return "no Slurm client (scontrol) on PATH";
@@ -163,8 +164,9 @@ void expectResubmittedAfter(SlurmExecutorTest& test, SlurmExecutor& slurm, const
 
 TEST_F(SlurmExecutorTest, JobCancelledFromOutsideIsResubmittedNotCounted) {
   SlurmExecutor slurm = executor();
-  expectResubmittedAfter(*this, slurm, dir_.path() / "first-run",
-                         [](const std::string& job) { EXPECT_EQ(runCommand("scancel " + job), 0); }, "CANCELLED");
+  expectResubmittedAfter(
+      *this, slurm, dir_.path() / "first-run",
+      [](const std::string& job) { EXPECT_EQ(runCommand("scancel " + job), 0); }, "CANCELLED");
 }
 
 // The node failing under a job (set DOWN: Slurm ends the job NODE_FAIL and
@@ -194,8 +196,11 @@ TEST_F(SlurmExecutorTest, NodeFailureUnderAJobIsResubmittedNotCounted) {
 // The run's interrupt scancels our job, and a job that is not ours stays.
 TEST_F(SlurmExecutorTest, InterruptCancelsOurJobAndOnlyOurs) {
   std::string foreign;
-  ASSERT_EQ(runCommand("sbatch --parsable -o /dev/null -J not-minrepro-" + std::to_string(::getpid()) +
-                           " --wrap 'sleep 120'", &foreign), 0) << foreign;
+  ASSERT_EQ(
+      runCommand("sbatch --parsable -o /dev/null -J not-minrepro-" + std::to_string(::getpid()) + " --wrap 'sleep 120'",
+                 &foreign),
+      0)
+      << foreign;
   foreign = foreign.substr(0, foreign.find_first_of(";\n"));
   SlurmExecutor slurm = executor();
   std::atomic<bool> cancel{false};
@@ -237,8 +242,10 @@ class SlurmCaseConfig : public ::testing::Test {
  protected:
   CaseConfig load(const std::string& executor_section) {
     testing::writeFile(dir_.path() / "batch.pt", "not read when loading");
-    testing::writeFile(dir_.path() / "case.yaml", "batch: batch.pt\nsamples: {tensors: {input: 0}}\n"
-                                                  "trial: {command: [/bin/true, '{batch}']}\n" + executor_section);
+    testing::writeFile(dir_.path() / "case.yaml",
+                       "batch: batch.pt\nsamples: {tensors: {input: 0}}\n"
+                       "trial: {command: [/bin/true, '{batch}']}\n" +
+                           executor_section);
     return loadCase(dir_.path() / "case.yaml");
   }
   std::string errorFor(const std::string& executor_section) {
@@ -253,8 +260,9 @@ class SlurmCaseConfig : public ::testing::Test {
 };
 
 TEST_F(SlurmCaseConfig, ExecutorSectionIsRead) {
-  const CaseConfig c = load("executor:\n  kind: slurm\n  partition: gpu\n  gres: gpu:1\n  time: '0:30:00'\n"
-                            "  account: ml\n  extra_args: ['--qos=debug']\n  retries: 5\n");
+  const CaseConfig c = load(
+      "executor:\n  kind: slurm\n  partition: gpu\n  gres: gpu:1\n  time: '0:30:00'\n"
+      "  account: ml\n  extra_args: ['--qos=debug']\n  retries: 5\n");
   EXPECT_EQ(c.executor.kind, ExecutorKind::Slurm);
   EXPECT_EQ(c.executor.slurm.partition, "gpu");
   EXPECT_EQ(c.executor.slurm.gres, "gpu:1");
@@ -302,7 +310,8 @@ class SlurmEndToEnd : public ::testing::Test {
   int shrink(const fs::path& case_file, const std::string& name, const std::string& extra, std::string* output) {
     return runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + case_file.string() + " --output " +
                           (work_.path() / (name + ".tar.gz")).string() + " --work-dir " +
-                          (work_.path() / name).string() + " " + extra, output);
+                          (work_.path() / name).string() + " " + extra,
+                      output);
   }
   // The line that says what the run ended with, without the archive's path.
   // The result: samples and ids. Trial counts differ by the plain runs that
@@ -338,8 +347,8 @@ TEST_F(SlurmEndToEnd, BundledExampleThroughSlurmGivesTheLocalResult) {
 TEST_F(SlurmEndToEnd, NonexistentPartitionStopsTheRunAtTheStart) {
   const fs::path dir = examples_->path() / "class4";
   const fs::path case_file = dir / "case-bad-partition.yaml";
-  testing::writeFile(case_file, readFile(dir / "case.yaml") +
-                                    "\nexecutor:\n  kind: slurm\n  partition: no-such-partition\n");
+  testing::writeFile(case_file,
+                     readFile(dir / "case.yaml") + "\nexecutor:\n  kind: slurm\n  partition: no-such-partition\n");
   std::string output;
   EXPECT_EQ(shrink(case_file, "bad", "", &output), 2) << output;
   EXPECT_NE(output.find("no-such-partition"), std::string::npos) << output;
@@ -352,9 +361,10 @@ TEST_F(SlurmEndToEnd, NonexistentPartitionStopsTheRunAtTheStart) {
 TEST_F(SlurmEndToEnd, InterruptLeavesNoJobOfOursInTheQueue) {
   const fs::path dir = examples_->path() / "class4";
   const fs::path case_file = dir / "case-slow.yaml";
-  testing::writeFile(case_file, "batch: batch.pt\nsamples:\n  tensors: {input: 0, target: 0}\n"
-                                "trial:\n  command: [/bin/sh, -c, 'sleep 120', sh, '{batch}']\n  timeout: 300\n"
-                                "executor: {kind: slurm}\n");
+  testing::writeFile(case_file,
+                     "batch: batch.pt\nsamples:\n  tensors: {input: 0, target: 0}\n"
+                     "trial:\n  command: [/bin/sh, -c, 'sleep 120', sh, '{batch}']\n  timeout: 300\n"
+                     "executor: {kind: slurm}\n");
   const std::string work = (work_.path() / "slow").string(), archive = (work_.path() / "slow.tar.gz").string();
   const pid_t pid = ::fork();
   ASSERT_GE(pid, 0);

@@ -32,13 +32,17 @@ class Torch2Fidelity : public ::testing::Test {
     const fs::path dir = work_.path() / name;
     std::string out;
     EXPECT_EQ(runCommand(testing::python() + " " + MINREPRO_SOURCE_DIR + "/tests/fixtures/torch2/make_" + name +
-                             "_case.py " + dir.string(), &out), 0) << out;
+                             "_case.py " + dir.string(),
+                         &out),
+              0)
+        << out;
     return dir;
   }
   // shrink with the case's own work directory.
   int shrink(const fs::path& dir, std::string* out) {
     return runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (dir / "case.yaml").string() + " --output " +
-                          (work_.path() / "repro.tar.gz").string(), out);
+                          (work_.path() / "repro.tar.gz").string(),
+                      out);
   }
   testing::TempDir work_{"minrepro-torch2"};
 };
@@ -56,13 +60,14 @@ TEST_F(Torch2Fidelity, ACompiledKernelsBoundsCheckIsOneFailureWhateverItsCachePa
   const fs::path dir = makeCase("compile");
   std::string out;
   ASSERT_EQ(shrink(dir, &out), 0) << out;
-  EXPECT_TRUE(has(out, "original reproduces: index-error: kernel, <tmp>/<hash>.main.cpp:?, index out of bounds")) << out;
+  EXPECT_TRUE(has(out, "original reproduces: index-error: kernel, <tmp>/<hash>.main.cpp:?, index out of bounds"))
+      << out;
   EXPECT_TRUE(has(out, "reduced 2 -> 1 samples (ids [701])")) << out;
   EXPECT_FALSE(has(out, "found a different failure")) << out;
   const fs::path extracted = work_.path() / "extracted";
   ASSERT_TRUE(testing::extractInto(work_.path() / "repro.tar.gz", extracted));
-  EXPECT_TRUE(has(readFile(extracted / "REPORT.md"), "- torch.compile's caches: shared between trials")) << readFile(
-      extracted / "REPORT.md");
+  EXPECT_TRUE(has(readFile(extracted / "REPORT.md"), "- torch.compile's caches: shared between trials"))
+      << readFile(extracted / "REPORT.md");
   // The trials compiled into the run's shared cache, not each into its own.
   EXPECT_TRUE(fs::exists(dir / "minrepro-work" / "compile-cache" / "inductor"));
 }
@@ -78,16 +83,24 @@ TEST(ForkedResult, ThatFailsOnlyForkedIsSearchedAgainInPlainProcesses) {
   testing::TempDir work("minrepro-forked-result");
   std::string out;
   ASSERT_EQ(runCommand(testing::python() + " " + MINREPRO_SOURCE_DIR + "/tests/fixtures/server_state/make_case.py " +
-                           (work.path() / "case").string(), &out), 0) << out;
+                           (work.path() / "case").string(),
+                       &out),
+            0)
+      << out;
   ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (work.path() / "case/case.yaml").string() +
-                           " --output " + (work.path() / "repro.tar.gz").string(), &out), 0) << out;
+                           " --output " + (work.path() / "repro.tar.gz").string(),
+                       &out),
+            0)
+      << out;
   EXPECT_TRUE(has(out, "the minimal case of the forked trials did not fail again in a plain process")) << out;
   EXPECT_TRUE(has(out, "reduced 8 -> 1 samples (ids [102])")) << out;
   EXPECT_TRUE(has(out, "the archive reproduced on its own in 3 of 3 runs")) << out;
   const fs::path extracted = work.path() / "extracted";
   ASSERT_TRUE(testing::extractInto(work.path() / "repro.tar.gz", extracted));
-  EXPECT_TRUE(has(readFile(extracted / "REPORT.md"), "so the search ran again from the original with plain processes "
-                                                      "only")) << readFile(extracted / "REPORT.md");
+  EXPECT_TRUE(has(readFile(extracted / "REPORT.md"),
+                  "so the search ran again from the original with plain processes "
+                  "only"))
+      << readFile(extracted / "REPORT.md");
 }
 
 // Three views (stride 3) into one packed buffer, and a model that reads the
@@ -100,9 +113,15 @@ TEST(SharedStorage, ViewsOfOneBufferShrinkByWholeRecordsAndStayOneStorage) {
   const fs::path dir = work.path() / "case";
   std::string out;
   ASSERT_EQ(runCommand(testing::python() + " " + MINREPRO_SOURCE_DIR +
-                           "/tests/fixtures/torch2/make_shared_views_case.py " + dir.string(), &out), 0) << out;
+                           "/tests/fixtures/torch2/make_shared_views_case.py " + dir.string(),
+                       &out),
+            0)
+      << out;
   ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (dir / "case.yaml").string() +
-                           " --output " + (work.path() / "repro.tar.gz").string(), &out), 0) << out;
+                           " --output " + (work.path() / "repro.tar.gz").string(),
+                       &out),
+            0)
+      << out;
   EXPECT_TRUE(has(out, "trial processes: forked children of a fork server")) << out;
   EXPECT_TRUE(has(out, "reduced 16 -> 1 samples (ids [5011])")) << out;
   EXPECT_TRUE(has(out, "1 sample x 0 branches on x 1 non-trivial value")) << out;
@@ -113,9 +132,14 @@ TEST(SharedStorage, ViewsOfOneBufferShrinkByWholeRecordsAndStayOneStorage) {
   ASSERT_EQ(runCommand(testing::python() + " -c \"import torch; b = torch.load('" + (extracted / "batch.pt").string() +
                            "'); s = lambda t: getattr(t, 'untyped_storage', t.storage)(); "
                            "print([(k, b[k].tolist(), b[k].stride(), b[k].storage_offset(), s(b[k]).nbytes(), "
-                           "s(b[k]).data_ptr() == s(b['a']).data_ptr()) for k in 'abc'])\"", &out), 0) << out;
-  EXPECT_TRUE(has(out, "[('a', [0.0], (3,), 0, 12, True), ('b', [0.0], (3,), 1, 12, True), "
-                       "('c', [7.0], (3,), 2, 12, True)]")) << out;
+                           "s(b[k]).data_ptr() == s(b['a']).data_ptr()) for k in 'abc'])\"",
+                       &out),
+            0)
+      << out;
+  EXPECT_TRUE(has(out,
+                  "[('a', [0.0], (3,), 0, 12, True), ('b', [0.0], (3,), 1, 12, True), "
+                  "('c', [7.0], (3,), 2, 12, True)]"))
+      << out;
 }
 
 }  // namespace

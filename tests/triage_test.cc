@@ -21,8 +21,9 @@ std::string readFixture(const std::string& name) { return testing::readFile(fixt
 // A training log's chatter before the failure: progress lines and a warning
 // that must not be read as the error.
 std::string preamble(int lines) {
-  std::string text = "/usr/lib/python3/dist-packages/torch/nn/modules/loss.py:536: UserWarning: Using a target "
-                     "size that is different to the input size.\n";
+  std::string text =
+      "/usr/lib/python3/dist-packages/torch/nn/modules/loss.py:536: UserWarning: Using a target "
+      "size that is different to the input size.\n";
   for (int i = 1; i < lines; ++i) text += "epoch 3 step " + std::to_string(i) + " loss 0.4213\n";
   return text;
 }
@@ -98,8 +99,8 @@ INSTANTIATE_TEST_SUITE_P(Triage, TriageFixture, ::testing::ValuesIn(kCases), cas
 TEST(Triage, TheFirstErrorWinsOverTheCascadeAfterIt) {
   // A device assert at line 3, then an unrelated-looking OOM at exit: the
   // assert is the cause, the OOM its consequence.
-  const std::string text = "step 1\nstep 2\n" + readFixture("doc_cuda_device_assert_cascade.txt") +
-                           readFixture("doc_cuda_oom.txt");
+  const std::string text =
+      "step 1\nstep 2\n" + readFixture("doc_cuda_device_assert_cascade.txt") + readFixture("doc_cuda_oom.txt");
   const Triage t = triageText(text);
   EXPECT_EQ(t.signature.family, F::DeviceAssert);
   EXPECT_EQ(t.first_line, 3u);
@@ -107,9 +108,10 @@ TEST(Triage, TheFirstErrorWinsOverTheCascadeAfterIt) {
 }
 
 TEST(Triage, BareLibTorchErrorStartsAtItsMessageLine) {
-  const std::string text = "loading\n\nTarget 4 is out of bounds.\n"
-                           "Exception raised from nll_loss_out_frame at ../aten/src/ATen/native/LossNLL.cpp:226 "
-                           "(most recent call first):\n";
+  const std::string text =
+      "loading\n\nTarget 4 is out of bounds.\n"
+      "Exception raised from nll_loss_out_frame at ../aten/src/ATen/native/LossNLL.cpp:226 "
+      "(most recent call first):\n";
   const Triage t = triageText(text);
   EXPECT_EQ(t.first_line, 3u);
   EXPECT_EQ(t.signature.op, "nll_loss");
@@ -202,7 +204,8 @@ TEST(TriageCommand, ADeviceIsRefusedAndALineWithoutEndCostsNoMemory) {
   const long baseline = peakKb("printf 'RuntimeError: boom\\n'");
   const long long_line = peakKb("head -c 200000000 /dev/zero; printf '\\nRuntimeError: boom\\n'");
   EXPECT_NE(out.find("note: 1 line(s) longer than 2048 bytes were read in their first 2048 bytes only"),
-            std::string::npos) << out;
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find("first message:       boom"), std::string::npos) << out;
   EXPECT_LT(long_line - baseline, 32 * 1024) << "a 200 MB line took " << long_line - baseline << " KB more";
 }
@@ -214,7 +217,8 @@ TEST(TriageCommand, ReadsALogFileAndNamesTheLine) {
   std::string out;
   ASSERT_EQ(testing::runCommand(minrepro() + " triage " + log.string(), &out), 0) << out;
   EXPECT_NE(out.find("first error:         " + log.string() + ":13: Traceback (most recent call last):"),
-            std::string::npos) << out;
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find("family:              device-assert"), std::string::npos) << out;
   EXPECT_NE(out.find("first message:       HIP error: device-side assert triggered"), std::string::npos) << out;
   EXPECT_NE(out.find("first check:         indices, targets and the operator's conditions"), std::string::npos);
@@ -222,10 +226,12 @@ TEST(TriageCommand, ReadsALogFileAndNamesTheLine) {
 
 TEST(TriageCommand, ReadsStandardInput) {
   std::string out;
-  ASSERT_EQ(testing::runCommand(minrepro() + " triage - < " + fixture("cpp_nll_loss_terminate.txt").string(), &out),
-            0) << out;
+  ASSERT_EQ(testing::runCommand(minrepro() + " triage - < " + fixture("cpp_nll_loss_terminate.txt").string(), &out), 0)
+      << out;
   EXPECT_NE(out.find("first error:         stdin:1: terminate called after throwing an instance of "
-                     "'c10::IndexError'"), std::string::npos) << out;
+                     "'c10::IndexError'"),
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find("suspect operator:    nll_loss"), std::string::npos) << out;
   EXPECT_NE(out.find("conclusion to avoid: growing the output layer"), std::string::npos) << out;
 }

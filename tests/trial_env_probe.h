@@ -14,7 +14,9 @@
 
 namespace minrepro::testing {
 
-inline std::filesystem::path probeDir() { return std::filesystem::path(MINREPRO_SOURCE_DIR) / "tests/fixtures/trial_env"; }
+inline std::filesystem::path probeDir() {
+  return std::filesystem::path(MINREPRO_SOURCE_DIR) / "tests/fixtures/trial_env";
+}
 
 // The spec that runs the probe, as shrink runs a Python script, in `work_dir`.
 inline TrialSpec probeTrial(const std::filesystem::path& work_dir) {
@@ -35,10 +37,16 @@ inline std::string unintendedDifferences(const std::filesystem::path& dir, const
   EXPECT_EQ(outcome.end, TrialEnd::Exited) << describe(outcome) << outcome.stderr_text;
   std::string out;
   EXPECT_EQ(runCommand("cd " + dir.string() + " && " + python() + " " + (probeDir() / "probe.py").string() +
-                           " < /dev/null > shell.json", &out), 0) << out;
+                           " < /dev/null > shell.json",
+                       &out),
+            0)
+      << out;
   writeFile(dir / (kind + ".json"), outcome.stdout_text);
   EXPECT_EQ(runCommand(python() + " " + (probeDir() / "differences.py").string() + " " + (dir / "shell.json").string() +
-                           " " + (dir / (kind + ".json")).string() + " " + kind, &out), 0) << out;
+                           " " + (dir / (kind + ".json")).string() + " " + kind,
+                       &out),
+            0)
+      << out;
   return out;
 }
 

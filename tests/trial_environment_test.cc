@@ -35,7 +35,8 @@ TEST_F(TrialEnvironment, APlainTrialIsGivenWhatAShellGives) {
 
 TEST_F(TrialEnvironment, AForkedTrialIsGivenWhatAShellGives) {
   CaseConfig config;
-  config.command = CommandTrial{{testing::python(), "-u", (testing::probeDir() / "probe.py").string(), "{batch}"}, {}, {}};
+  config.command =
+      CommandTrial{{testing::python(), "-u", (testing::probeDir() / "probe.py").string(), "{batch}"}, {}, {}};
   config.work_dir = deep_ / "work";
   LocalExecutor local;
   auto forked = makeForkServerExecutor(config, MINREPRO_TRIAL_BINARY, local, 1);

@@ -3,9 +3,9 @@
 // hand-made archives for the run-level rules (fresh processes, diagnostic
 // variables removed, reproduction rate).
 #include "commands/verify.h"
+#include "core/process/sandbox.h"
 #include "engine/archive/tar_gz.h"
 #include "engine/diagnostics.h"
-#include "core/process/sandbox.h"
 
 #include <gtest/gtest.h>
 
@@ -53,10 +53,14 @@ class VerifyExamples : public ::testing::Test {
     EXPECT_EQ(runCommand("tar xzf " + source.string() + " -C " + dir.string(), &output), 0) << output;
     testing::writeFile(work_.path() / (name + "-edit.py"),
                        "import glob, torch\nfor f in ['batch.pt'] + (sorted(glob.glob('neighbours/*.pt')) if " +
-                           std::string(neighbours_too ? "True" : "False") + " else []):\n"
-                           "    b = torch.load(f)\n    " + edit + "\n    torch.save(b, f)\n");
+                           std::string(neighbours_too ? "True" : "False") +
+                           " else []):\n"
+                           "    b = torch.load(f)\n    " +
+                           edit + "\n    torch.save(b, f)\n");
     EXPECT_EQ(runCommand("cd " + dir.string() + " && " + python() + " " + (work_.path() / (name + "-edit.py")).string(),
-                         &output), 0) << output;
+                         &output),
+              0)
+        << output;
     const fs::path out = work_.path() / (name + ".tar.gz");
     EXPECT_EQ(runCommand("tar czf " + out.string() + " -C " + dir.string() + " .", &output), 0) << output;
     return out;
@@ -68,7 +72,8 @@ class VerifyExamples : public ::testing::Test {
 TEST_F(VerifyExamples, Class4ReproducesInEveryFreshRun) {
   std::string out;
   ASSERT_EQ(verifyStatus(archive("class4"), "", &out), 0) << out;
-  EXPECT_NE(out.find("recorded failure: index-error in nll_loss: Target 4 is out of bounds."), std::string::npos) << out;
+  EXPECT_NE(out.find("recorded failure: index-error in nll_loss: Target 4 is out of bounds."), std::string::npos)
+      << out;
   EXPECT_NE(out.find("run 3/3: reproduced: index-error"), std::string::npos) << out;
   EXPECT_NE(out.find("reproduced in 3 of 3 runs (100%)"), std::string::npos) << out;
 }
@@ -102,7 +107,8 @@ TEST_F(VerifyExamples, FixedMappingPassesAndNoLongerReproduces) {
   EXPECT_NE(out.find("passed: processed 1 of 1 expected samples"), std::string::npos) << out;
   EXPECT_NE(out.find("passed in 3 of 3 runs (100%)"), std::string::npos) << out;
   EXPECT_NE(out.find("neighbour plus_one (ids [10313, 10314]): passed: processed 2 of 2 expected samples"),
-            std::string::npos) << out;
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find("neighbour last_batch (ids [10511]): passed: processed"), std::string::npos) << out;
   EXPECT_NE(out.find("neighbour not made: shortest, longest: the case declares no length tensor"), std::string::npos)
       << out;
@@ -119,7 +125,9 @@ TEST_F(VerifyExamples, FixOfTheMinimalBatchAloneFailsOnTheNeighbour) {
   EXPECT_NE(out.find("run 1/1: passed: processed 1 of 1 expected samples"), std::string::npos) << out;
   EXPECT_NE(out.find("neighbour plus_one (ids [10313, 10314]): still fails: index-error"), std::string::npos) << out;
   EXPECT_NE(out.find("neighbour last_batch (ids [10511]): passed: processed 0 of 0 expected samples (every target is "
-                     "ignore_index"), std::string::npos) << out;
+                     "ignore_index"),
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find("neighbours passed: 1 of 2"), std::string::npos) << out;
 }
 
@@ -149,7 +157,10 @@ TEST_F(VerifyExamples, ArchiveCarriesTheNeighbourBatchesWithTheirIdsAndCounts) {
   ASSERT_EQ(runCommand("tar xzf " + source.string() + " -C " + dir.string(), &out), 0) << out;
   for (const auto& n : m.neighbours) {
     ASSERT_EQ(runCommand("cd " + dir.string() + " && " + python() + " -c \"import torch; b = torch.load('" + n.file +
-                             "'); print(b['sample_id'].tolist(), int((b['target'] != -100).sum()))\"", &out), 0) << out;
+                             "'); print(b['sample_id'].tolist(), int((b['target'] != -100).sum()))\"",
+                         &out),
+              0)
+        << out;
     std::string ids;
     for (std::size_t i = 0; i < n.ids.size(); ++i) ids += (i ? ", " : "") + std::to_string(n.ids[i]);
     ASSERT_TRUE(n.processed.has_value());
@@ -157,7 +168,10 @@ TEST_F(VerifyExamples, ArchiveCarriesTheNeighbourBatchesWithTheirIdsAndCounts) {
   }
   // repro.py takes a neighbour's path: plus_one holds the bad sample too.
   EXPECT_EQ(runCommand("cd /tmp && " + python() + " " + (dir / "repro.py").string() + " " +
-                           (dir / "neighbours" / "last_batch.pt").string() + " 2>&1", &out), 0) << out;
+                           (dir / "neighbours" / "last_batch.pt").string() + " 2>&1",
+                       &out),
+            0)
+      << out;
   EXPECT_NE(out.find("minrepro-result: processed=" + std::to_string(*m.neighbours[1].processed)), std::string::npos)
       << out;
 }
@@ -174,7 +188,8 @@ TEST_F(VerifyExamples, ReproCppBuildsWithLibTorchAloneAndFailsTheSameWay) {
       << out;
   // From another directory: the files are found beside repro.cpp. It ends as
   // the trial did, by SIGABRT after the c10 error (the shell reports 128 + 6).
-  EXPECT_EQ(runCommand("cd / && ulimit -c 0 && " + (dir / "b" / "repro").string() + " 2>&1", &out), 128 + SIGABRT) << out;
+  EXPECT_EQ(runCommand("cd / && ulimit -c 0 && " + (dir / "b" / "repro").string() + " 2>&1", &out), 128 + SIGABRT)
+      << out;
   EXPECT_NE(out.find("c10::IndexError: Target 4 is out of bounds."), std::string::npos) << out;
   EXPECT_NE(out.find("target: Long shape [1]"), std::string::npos) << out;
   // A batch without the bad sample runs through and prints the result line.
@@ -191,9 +206,12 @@ TEST_F(VerifyExamples, ReportSaysWhatSetsTheMinimalBatchApart) {
                         "(4 only in the kept samples)\n"
                         "- Last batch: no: the kept samples are at positions [313] of 0..511 in the original, not its "
                         "last 1\n"
-                        "- Sample ids: [10313]\n"), std::string::npos) << report;
+                        "- Sample ids: [10313]\n"),
+            std::string::npos)
+      << report;
   EXPECT_NE(report.find("- `neighbours/plus_one.pt`: sample ids [10313, 10314], a correct run processes "),
-            std::string::npos) << report;
+            std::string::npos)
+      << report;
   EXPECT_NE(report.find("- not made: shortest, longest: the case declares no length tensor"), std::string::npos)
       << report;
 }
@@ -224,14 +242,17 @@ TEST_F(VerifyExamples, CommandArchiveIsJudgedByItsExitStatusAfterAFix) {
 // ------------------------------------------------------------ hand-made archives
 
 const std::string kSignature =
-    "family: index-error\noperator: nll_loss\ncompare-operator: no\nmessage: Target 4 is out of bounds.\nprocessed: 1\n";
+    "family: index-error\noperator: nll_loss\ncompare-operator: no\nmessage: Target 4 is out of bounds.\nprocessed: "
+    "1\n";
 
 // repro.py that fails as recorded unless told otherwise by `condition`
 // (Python, true to pass instead).
 fs::path makeArchive(const fs::path& dir, const std::string& condition) {
   const std::string repro =
       "import os, sys\nHERE = os.path.dirname(os.path.abspath(__file__))\n"
-      "if " + condition + ":\n    print('minrepro-result: processed=1 loss=0.5')\n    sys.exit(0)\n"
+      "if " +
+      condition +
+      ":\n    print('minrepro-result: processed=1 loss=0.5')\n    sys.exit(0)\n"
       "raise IndexError('Target 4 is out of bounds.')\n";
   const fs::path out = dir / "repro.tar.gz";
   writeTarGz(out, {{"repro.py", repro, true}, {"signature.txt", kSignature}});
@@ -241,12 +262,17 @@ fs::path makeArchive(const fs::path& dir, const std::string& condition) {
 TEST(Verify, DiagnosticVariablesAreRemovedFromEveryRun) {
   testing::TempDir dir;
   std::string condition;
-  for (const auto& name : diagnosticVariables()) condition += (condition.empty() ? "" : " or ") + ("'" + name + "' in os.environ");
+  for (const auto& name : diagnosticVariables())
+    condition += (condition.empty() ? "" : " or ") + ("'" + name + "' in os.environ");
   const fs::path archive = makeArchive(dir.path(), condition);
   std::string out;
-  EXPECT_EQ(runCommand("CUDA_LAUNCH_BLOCKING=1 AMD_SERIALIZE_KERNEL=3 HIP_LAUNCH_BLOCKING=1 TORCH_SHOW_CPP_STACKTRACES=1 "
-                       "PYTORCH_NO_CUDA_MEMORY_CACHING=1 " + minrepro() + " verify --runs 2 " + archive.string() + " 2>&1",
-                       &out), 0) << out;
+  EXPECT_EQ(
+      runCommand("CUDA_LAUNCH_BLOCKING=1 AMD_SERIALIZE_KERNEL=3 HIP_LAUNCH_BLOCKING=1 TORCH_SHOW_CPP_STACKTRACES=1 "
+                 "PYTORCH_NO_CUDA_MEMORY_CACHING=1 " +
+                     minrepro() + " verify --runs 2 " + archive.string() + " 2>&1",
+                 &out),
+      0)
+      << out;
   EXPECT_NE(out.find("reproduced in 2 of 2 runs (100%)"), std::string::npos) << out;
 }
 
@@ -355,8 +381,9 @@ TEST(Neighbours, ManifestRoundTripsNeighbours) {
 
 TEST(Verify, NeighbourNamedButMissingFromTheArchiveIsBadInput) {
   testing::TempDir dir;
-  writeTarGz(dir.path() / "r.tar.gz", {{"repro.py", "raise SystemExit(1)\n", true},
-                                       {"signature.txt", kSignature + "neighbour: plus_one neighbours/p.pt processed=2 ids=1,2\n"}});
+  writeTarGz(dir.path() / "r.tar.gz",
+             {{"repro.py", "raise SystemExit(1)\n", true},
+              {"signature.txt", kSignature + "neighbour: plus_one neighbours/p.pt processed=2 ids=1,2\n"}});
   std::string out;
   EXPECT_EQ(verifyStatus(dir.path() / "r.tar.gz", "--expect pass", &out), 2) << out;
   EXPECT_NE(out.find("names the neighbour batch 'neighbours/p.pt', which the archive lacks"), std::string::npos) << out;
@@ -370,9 +397,11 @@ TEST(Apart, ValueSetsAndTheLastBatch) {
   // Six samples; the last two kept: a last incomplete batch.
   const auto lines = describeApart(6, {4, 5}, {14, 15}, {{"len", {3, 3, 7, 3, 9, 0}}, {"short", {1, 2}}});
   ASSERT_EQ(lines.size(), 3u);  // "short" has not one value per sample: left out
-  EXPECT_EQ(lines[0], "`len`: kept values [9, 0]; values seen in the other 4 samples: 3, 7 (0, 9 only in the kept samples)");
-  EXPECT_EQ(lines[1], "Last batch: yes: the kept samples are the original's last 2 (what a last incomplete batch of "
-                      "this size would hold)");
+  EXPECT_EQ(lines[0],
+            "`len`: kept values [9, 0]; values seen in the other 4 samples: 3, 7 (0, 9 only in the kept samples)");
+  EXPECT_EQ(lines[1],
+            "Last batch: yes: the kept samples are the original's last 2 (what a last incomplete batch of "
+            "this size would hold)");
   EXPECT_EQ(lines[2], "Sample ids: [14, 15]");
   const auto shared = describeApart(3, {0}, {7}, {{"t", {1, 1, 2}}});
   EXPECT_EQ(shared[0], "`t`: kept values [1]; values seen in the other 2 samples: 1, 2");
@@ -424,8 +453,9 @@ TEST(VerifyHostile, RefusedWithAClearMessageAndNothingWritten) {
   for (const auto& d : {made, outside, tmp, cwd}) fs::create_directories(d);
   testing::writeFile(made / "maker.py", kHostileMaker);
   std::string out;
-  ASSERT_EQ(runCommand(python() + " " + (made / "maker.py").string() + " " + made.string() + " " + outside.string(),
-                       &out), 0) << out;
+  ASSERT_EQ(
+      runCommand(python() + " " + (made / "maker.py").string() + " " + made.string() + " " + outside.string(), &out), 0)
+      << out;
   const std::vector<Hostile> cases = {
       {"absolute", "has an absolute path"}, {"dotdot", "climbs out of the archive with '..'"},
       {"deep-dotdot", "climbs out"},        {"symlink", "'escape' is a link"},
@@ -433,8 +463,9 @@ TEST(VerifyHostile, RefusedWithAClearMessageAndNothingWritten) {
       {"fifo", "'pipe' is a device"},       {"huge", "'batch.pt' is too large"}};
   for (const auto& c : cases) {
     const fs::path archive = made / (c.name + ".tar.gz");
-    const int status = runCommand("cd " + cwd.string() + " && TMPDIR=" + tmp.string() + " " + minrepro() +
-                                      " verify " + archive.string() + " 2>&1", &out);
+    const int status = runCommand("cd " + cwd.string() + " && TMPDIR=" + tmp.string() + " " + minrepro() + " verify " +
+                                      archive.string() + " 2>&1",
+                                  &out);
     EXPECT_EQ(status, 2) << c.name << ": " << out;
     EXPECT_NE(out.find("refused: "), std::string::npos) << c.name << ": " << out;
     EXPECT_NE(out.find(c.why), std::string::npos) << c.name << ": " << out;
@@ -463,7 +494,9 @@ TEST(VerifyHostile, AnArchiveFromElsewhereRunsInASandbox) {
   const fs::path marker = dir.path() / "marker";
   const std::string repro =
       "import socket\n"
-      "for where in ['" + marker.string() + "', '/tmp/minrepro-sandbox-marker']:\n"
+      "for where in ['" +
+      marker.string() +
+      "', '/tmp/minrepro-sandbox-marker']:\n"
       "    try:\n        open(where, 'w').write('pwned')\n    except OSError:\n        pass\n"
       "try:\n    socket.create_connection(('127.0.0.1', 9), timeout=1)\nexcept OSError as e:\n    print('net:', e)\n"
       "raise IndexError('Target 4 is out of bounds.')\n";
@@ -473,9 +506,12 @@ TEST(VerifyHostile, AnArchiveFromElsewhereRunsInASandbox) {
   writeTarGz(here, {{"repro.py", repro, true}, {"signature.txt", signature + "made-on: " + machineTag() + "\n"}});
   std::string out;
   EXPECT_EQ(runCommand(minrepro() + " verify --runs 1 " + elsewhere.string() + " 2>&1", &out), 0) << out;
-  EXPECT_EQ(out.find("verify " + elsewhere.string() + ": runs code from the archive (repro.py, op/repro_op.py, its "
+  EXPECT_EQ(out.find("verify " + elsewhere.string() +
+                     ": runs code from the archive (repro.py, op/repro_op.py, its "
                      "bundled scripts) in a sandbox, as it was made elsewhere (bubblewrap: no network, read-only "
-                     "file system, only the scratch directory writable)"), 0u) << out;
+                     "file system, only the scratch directory writable)"),
+            0u)
+      << out;
   EXPECT_NE(out.find("reproduced in 1 of 1"), std::string::npos) << out;
   EXPECT_FALSE(fs::exists(marker)) << "the sandboxed repro.py wrote outside its scratch directory";
   EXPECT_FALSE(fs::exists("/tmp/minrepro-sandbox-marker"));
@@ -499,26 +535,41 @@ TEST(VerifyHostile, ExpansionPastTheCapIsRefusedAndEntriesAreStreamed) {
   const fs::path bomb = dir.path() / "bomb.tar.gz", big = dir.path() / "big.tar.gz", tmp = dir.path() / "tmp";
   fs::create_directories(tmp);
   std::string out;
-  ASSERT_EQ(runCommand(python() + " -c \"import io, tarfile\n"
-                                  "def add(t, name, size):\n"
-                                  "    info = tarfile.TarInfo(name); info.size = size\n"
-                                  "    t.addfile(info, io.BytesIO(bytes(size)))\n"
-                                  "with tarfile.open('" + bomb.string() + "', 'w:gz') as t:\n"
-                                  "    add(t, 'repro.py', 10)\n"
-                                  "    for i in range(6): add(t, 'part%d.pt' % i, 16 << 20)\n"
-                                  "with tarfile.open('" + big.string() + "', 'w:gz') as t:\n"
-                                  "    add(t, 'batch.pt', 400 << 20)\n\"", &out), 0) << out;
+  ASSERT_EQ(runCommand(python() +
+                           " -c \"import io, tarfile\n"
+                           "def add(t, name, size):\n"
+                           "    info = tarfile.TarInfo(name); info.size = size\n"
+                           "    t.addfile(info, io.BytesIO(bytes(size)))\n"
+                           "with tarfile.open('" +
+                           bomb.string() +
+                           "', 'w:gz') as t:\n"
+                           "    add(t, 'repro.py', 10)\n"
+                           "    for i in range(6): add(t, 'part%d.pt' % i, 16 << 20)\n"
+                           "with tarfile.open('" +
+                           big.string() +
+                           "', 'w:gz') as t:\n"
+                           "    add(t, 'batch.pt', 400 << 20)\n\"",
+                       &out),
+            0)
+      << out;
   ASSERT_LT(fs::file_size(bomb), std::uintmax_t{2} << 20);  // 96 MiB of zeros in a small file
   EXPECT_EQ(runCommand("TMPDIR=" + tmp.string() + " " + minrepro() + " verify --max-size 64 " + bomb.string() + " 2>&1",
-                       &out), 2) << out;
+                       &out),
+            2)
+      << out;
   EXPECT_NE(out.find("refused: its entries add up to more than 64 MiB"), std::string::npos) << out;
   EXPECT_TRUE(fs::is_empty(tmp)) << "a refused archive left files behind";
   // 10,001 empty entries: no size cap sees them; the entry count does.
   const fs::path many = dir.path() / "many.tar.gz";
-  ASSERT_EQ(runCommand(python() + " -c \"import io, tarfile\n"
-                                  "with tarfile.open('" + many.string() + "', 'w:gz') as t:\n"
-                                  "    for i in range(10001): t.addfile(tarfile.TarInfo('f%d' % i), io.BytesIO())\n\"",
-                       &out), 0) << out;
+  ASSERT_EQ(runCommand(python() +
+                           " -c \"import io, tarfile\n"
+                           "with tarfile.open('" +
+                           many.string() +
+                           "', 'w:gz') as t:\n"
+                           "    for i in range(10001): t.addfile(tarfile.TarInfo('f%d' % i), io.BytesIO())\n\"",
+                       &out),
+            0)
+      << out;
   EXPECT_EQ(runCommand("TMPDIR=" + tmp.string() + " " + minrepro() + " verify " + many.string() + " 2>&1", &out), 2)
       << out;
   EXPECT_NE(out.find("refused: it holds more than 10000 entries"), std::string::npos) << out;
@@ -527,8 +578,9 @@ TEST(VerifyHostile, ExpansionPastTheCapIsRefusedAndEntriesAreStreamed) {
   // minrepro's peak memory within 64 MiB of what it takes for no archive at
   // all (LibTorch's libraries alone are most of it).
   const auto peakKb = [&](const std::string& archive) {
-    runCommand("TMPDIR=" + tmp.string() + " /usr/bin/time -f 'peak-kb %M' " + minrepro() + " verify " + archive +
-                   " 2>&1", &out);
+    runCommand(
+        "TMPDIR=" + tmp.string() + " /usr/bin/time -f 'peak-kb %M' " + minrepro() + " verify " + archive + " 2>&1",
+        &out);
     const auto at = out.find("peak-kb ");
     return at == std::string::npos ? -1L : std::stol(out.substr(at + 8));
   };

@@ -16,8 +16,9 @@ using namespace case_yaml;
 // (its files and the job's directory are how outcomes come back).
 std::vector<std::string> readSbatchArgs(const Loader& l, const Value& v) {
   std::vector<std::string> args = stringList(l, v, "sbatch options (e.g. [\"--qos=debug\"])");
-  static const std::vector<std::string> kOwn{"--output", "--error", "--chdir", "--wrap", "--array", "--parsable",
-                                             "--test-only", "--job-name", "-o", "-e", "-D", "-J", "-a"};
+  static const std::vector<std::string> kOwn{"--output",   "--error",     "--chdir",    "--wrap", "--array",
+                                             "--parsable", "--test-only", "--job-name", "-o",     "-e",
+                                             "-D",         "-J",          "-a"};
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string name = args[i].substr(0, args[i].find('='));
     if (args[i].empty() || args[i][0] != '-')

@@ -26,8 +26,8 @@
 // directory.
 #pragma once
 
-#include <cstddef>
 #include <sys/types.h>
+#include <cstddef>
 
 #include <filesystem>
 #include <string>

@@ -72,7 +72,9 @@ std::vector<std::string> ForkMessage::all(const std::string& key) const {
 bool waitReadable(int fd, Clock::time_point deadline) {
   for (;;) {
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    struct pollfd p{fd, POLLIN, 0};
+    struct pollfd p {
+      fd, POLLIN, 0
+    };
     const int r = ::poll(&p, 1, static_cast<int>(std::max<long long>(0, std::min<long long>(left, 1 << 30))));
     if (r > 0) return true;
     if (r == 0) return false;
@@ -106,9 +108,11 @@ namespace {
 // One byte with room for one passed fd, as sendmsg and recvmsg want it.
 struct FdCarrier {
   char byte = 'F';
-  struct iovec iov{&byte, 1};
+  struct iovec iov {
+    &byte, 1
+  };
   alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  struct msghdr msg{};
+  struct msghdr msg {};
   FdCarrier() {
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;

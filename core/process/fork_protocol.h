@@ -49,8 +49,7 @@ bool sendMessage(int fd, const ForkMessage& message);
 
 // Reads one whole message, waiting at most until `deadline` (none: forever).
 // nullopt on end of file, error, a malformed message or the deadline.
-std::optional<ForkMessage> receiveMessage(int fd,
-                                          std::optional<std::chrono::steady_clock::time_point> deadline = {});
+std::optional<ForkMessage> receiveMessage(int fd, std::optional<std::chrono::steady_clock::time_point> deadline = {});
 
 // Waits until `fd` is readable or `deadline`; true when readable (or closed).
 bool waitReadable(int fd, std::chrono::steady_clock::time_point deadline);

@@ -7,10 +7,10 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,11 +52,16 @@ std::string cutNote(const TrialOutcome& outcome) {
 
 std::string describeEnd(const TrialOutcome& outcome) {
   switch (outcome.end) {
-    case TrialEnd::Exited: return "exit status " + std::to_string(outcome.exit_code);
-    case TrialEnd::Signaled: return "killed by " + signalName(outcome.signal);
-    case TrialEnd::TimedOut: return "timed out after " + std::to_string(outcome.duration.count()) + " ms";
-    case TrialEnd::FailedToStart: return "failed to start: " + outcome.start_error;
-    case TrialEnd::Cancelled: return "cancelled";
+    case TrialEnd::Exited:
+      return "exit status " + std::to_string(outcome.exit_code);
+    case TrialEnd::Signaled:
+      return "killed by " + signalName(outcome.signal);
+    case TrialEnd::TimedOut:
+      return "timed out after " + std::to_string(outcome.duration.count()) + " ms";
+    case TrialEnd::FailedToStart:
+      return "failed to start: " + outcome.start_error;
+    case TrialEnd::Cancelled:
+      return "cancelled";
   }
   return "unknown";
 }
@@ -82,7 +87,7 @@ void closeOnExecFrom3(int keep) {
 #ifdef SYS_close_range
     if (::syscall(SYS_close_range, first, last, 4 /* CLOSE_RANGE_CLOEXEC */) == 0) return;
 #endif
-    struct rlimit files{};
+    struct rlimit files {};
     const unsigned top = ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < 65536 ? files.rlim_cur : 65536;
     for (unsigned fd = first; fd <= last && fd < top; ++fd) ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
   };
@@ -131,7 +136,7 @@ std::string readHeadAndTail(const fs::path& file, std::size_t cap, std::uint64_t
 }
 
 void boundOutputFile(const fs::path& file, std::uint64_t disk_cap) {
-  struct stat st{};
+  struct stat st {};
   if (disk_cap == 0 || ::stat(file.c_str(), &st) != 0) return;
   const std::uint64_t allocated = static_cast<std::uint64_t>(st.st_blocks) * 512;
   if (allocated <= disk_cap) return;
@@ -165,10 +170,14 @@ struct ChildLimits {
     closeOnExecFrom3();  // boost's own error pipe is close-on-exec already
     // If minrepro itself is killed (kill -9), the trial goes too.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    struct rlimit no_core{0, 0};
+    struct rlimit no_core {
+      0, 0
+    };
     ::setrlimit(RLIMIT_CORE, &no_core);
     if (address_space > 0) {
-      struct rlimit as{address_space, address_space};
+      struct rlimit as {
+        address_space, address_space
+      };
       ::setrlimit(RLIMIT_AS, &as);
     }
   }
@@ -225,9 +234,9 @@ TrialOutcome LocalExecutor::run(const TrialSpec& spec) {
   const auto start = std::chrono::steady_clock::now();
   try {
     bp::group group;
-    bp::child child(bp::exe = program, bp::args = args, bp::std_in < bp::null,
-                    bp::std_out > out_file.string(), bp::std_err > err_file.string(),
-                    bp::start_dir = spec.work_dir.string(), trialEnvironment(spec, tmp, tag), group,
+    bp::child child(bp::exe = program, bp::args = args, bp::std_in<bp::null, bp::std_out> out_file.string(),
+                    bp::std_err > err_file.string(), bp::start_dir = spec.work_dir.string(),
+                    trialEnvironment(spec, tmp, tag), group,
                     bp::extend::on_exec_setup = ChildLimits{spec.address_space_limit_bytes});
     const pid_t pgid = group.native_handle();
     const auto bound_output = [&] {
@@ -263,7 +272,8 @@ fs::path makeTrialTemp(const fs::path& work_dir) {
   }
   std::string name = "/tmp/minrepro-XXXXXX";
   if (::mkdtemp(name.data()) == nullptr)
-    throw std::runtime_error("cannot make a trial's temporary directory under /tmp: " + std::string(std::strerror(errno)));
+    throw std::runtime_error("cannot make a trial's temporary directory under /tmp: " +
+                             std::string(std::strerror(errno)));
   try {
     fs::create_directories(work_dir);
     fs::create_directory_symlink(name, inside);  // how the directory is found again, also after a kill

@@ -25,11 +25,11 @@ struct TrialSpec {
   std::chrono::milliseconds timeout{60'000};
   std::chrono::milliseconds kill_grace{2'000};  // between SIGTERM and SIGKILL to the group
   std::uint64_t address_space_limit_bytes = 0;  // 0: no limit (RLIMIT_AS)
-  std::size_t output_cap_bytes = 1 << 20;        // how much of each stream is kept in the outcome: head and tail
+  std::size_t output_cap_bytes = 1 << 20;       // how much of each stream is kept in the outcome: head and tail
   // The disk each stream's file may take while the trial runs: past it, the
   // middle of the file is freed (boundOutputFile), its head and tail kept.
   std::uint64_t output_disk_cap_bytes = std::uint64_t{64} << 20;
-  const std::atomic<bool>* cancel = nullptr;     // when it becomes true, the trial's group is killed
+  const std::atomic<bool>* cancel = nullptr;  // when it becomes true, the trial's group is killed
   // Run as a plain exec'd process even where a fork server could serve it:
   // the checks that forked children behave as fresh processes do.
   bool fresh_process = false;
@@ -73,7 +73,7 @@ std::string describe(const TrialOutcome& outcome);
 // Fills end/exit_code/signal from a waitpid() status (never confuses a
 // signal with an exit status, as Boost's exit_code() does).
 void recordWaitStatus(int status, TrialOutcome& outcome);  // "exit status 1", "signal SIGABRT", ...
-std::string signalName(int signal);                  // "SIGABRT"; "signal 42" when unknown
+std::string signalName(int signal);                        // "SIGABRT"; "signal 42" when unknown
 
 class Executor {
  public:

@@ -51,8 +51,10 @@ SandboxChoice chooseSandbox(SandboxMode mode, const std::string& made_on) {
     case SandboxMode::Off:
       return {false, runs + "NOT in a sandbox (--sandbox off): it can do anything this user can"};
     case SandboxMode::On:
-      if (!bwrap) throw BadInputError("--sandbox on: bwrap is not on PATH; " + std::string(kInstall) + ", or use "
-                                      "--sandbox off for an archive you trust");
+      if (!bwrap)
+        throw BadInputError("--sandbox on: bwrap is not on PATH; " + std::string(kInstall) +
+                            ", or use "
+                            "--sandbox off for an archive you trust");
       return {true, runs + "in a sandbox (" + kWhat + ")"};
     case SandboxMode::Auto:
       break;
@@ -60,19 +62,33 @@ SandboxChoice chooseSandbox(SandboxMode mode, const std::string& made_on) {
   if (made_on == machineTag())
     return {false, runs + "without a sandbox: the archive was made on this machine (--sandbox on to use one)"};
   if (!bwrap)
-    return {false, runs + "NOT in a sandbox: the archive was made elsewhere and bwrap is not installed (" +
-                       kInstall + "); it can do anything this user can"};
+    return {false, runs + "NOT in a sandbox: the archive was made elsewhere and bwrap is not installed (" + kInstall +
+                       "); it can do anything this user can"};
   return {true, runs + "in a sandbox, as it was made elsewhere (" + kWhat + ")"};
 }
 
 TrialOutcome SandboxedExecutor::run(const TrialSpec& spec) {
   TrialSpec sandboxed = spec;
   const std::string writable = writable_.string();
-  sandboxed.argv = {bwrap_,    "--die-with-parent", "--new-session", "--unshare-all",
-                    "--ro-bind", "/",                  "/",             "--dev",
-                    "/dev",      "--proc",             "/proc",         "--tmpfs",
-                    "/tmp",      "--bind",             writable,        writable,
-                    "--chdir",   spec.work_dir.string(), "--"};
+  sandboxed.argv = {bwrap_,
+                    "--die-with-parent",
+                    "--new-session",
+                    "--unshare-all",
+                    "--ro-bind",
+                    "/",
+                    "/",
+                    "--dev",
+                    "/dev",
+                    "--proc",
+                    "/proc",
+                    "--tmpfs",
+                    "/tmp",
+                    "--bind",
+                    writable,
+                    writable,
+                    "--chdir",
+                    spec.work_dir.string(),
+                    "--"};
   sandboxed.argv.insert(sandboxed.argv.end(), spec.argv.begin(), spec.argv.end());
   // A run that cannot start is the program's failure to start, not bwrap's.
   TrialOutcome outcome = inner_.run(sandboxed);

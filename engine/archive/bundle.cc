@@ -32,8 +32,8 @@ fs::path canonicalOr(const fs::path& p) {
 // and kernel caches: never the user's case, wherever they are (a virtual
 // environment inside the case directory too).
 bool environmentFile(const fs::path& path) {
-  static constexpr std::array kParts{"/site-packages/", "/dist-packages/", "/lib/python", "/.cache/", "/.config/",
-                                     "/__pycache__/", "/.triton/", "/torchinductor_"};
+  static constexpr std::array kParts{"/site-packages/", "/dist-packages/", "/lib/python", "/.cache/",
+                                     "/.config/",       "/__pycache__/",   "/.triton/",   "/torchinductor_"};
   const std::string text = path.string();
   for (const char* part : kParts)
     if (text.find(part) != std::string::npos) return true;
@@ -43,8 +43,8 @@ bool environmentFile(const fs::path& path) {
 // What belongs to the machine, outside the case directory: system
 // directories, and programs (an interpreter named by its absolute path).
 bool systemFile(const fs::path& path) {
-  static constexpr std::array kPrefixes{"/usr/", "/lib/", "/lib32/", "/lib64/", "/bin/", "/sbin/", "/etc/",
-                                        "/proc/", "/sys/", "/dev/", "/run/", "/var/", "/snap/", "/nix/"};
+  static constexpr std::array kPrefixes{"/usr/",  "/lib/", "/lib32/", "/lib64/", "/bin/", "/sbin/", "/etc/",
+                                        "/proc/", "/sys/", "/dev/",   "/run/",   "/var/", "/snap/", "/nix/"};
   const std::string text = path.string();
   for (const char* prefix : kPrefixes)
     if (text.rfind(prefix, 0) == 0) return true;
@@ -127,8 +127,10 @@ BundlePlan planBundle(const CaseConfig& config, const std::vector<fs::path>& tra
     std::error_code ec;
     if (!fs::is_regular_file(path, ec) || own.count(path) || inside(path, work) || environmentFile(path)) continue;
     if (const auto rel = inside(path, base)) {
-      if (matchesAny(config.exclude_files, *rel)) plan.left_out.push_back(rel->string() + " (trial.exclude_files)");
-      else add(rel->string(), path);
+      if (matchesAny(config.exclude_files, *rel))
+        plan.left_out.push_back(rel->string() + " (trial.exclude_files)");
+      else
+        add(rel->string(), path);
       continue;
     }
     if (!systemFile(path)) outside.push_back(path);
@@ -139,13 +141,14 @@ BundlePlan planBundle(const CaseConfig& config, const std::vector<fs::path>& tra
   // user's name in its paths.
   const fs::path common = commonDirectory(outside);
   for (const fs::path& path : outside) {
-    const fs::path rel = common.has_filename() ? common.filename() / path.lexically_relative(common)
-                                               : path.relative_path();
+    const fs::path rel =
+        common.has_filename() ? common.filename() / path.lexically_relative(common) : path.relative_path();
     const std::string name = (fs::path("external") / rel).string();
     add(name, path);
     if (argv_paths.count(path)) {
       plan.argv_rewrites[path.string()] = "{case_dir}/" + name;
-      plan.from_outside.push_back(path.string() + " -> " + name + " (named by the command, which the archive runs from there)");
+      plan.from_outside.push_back(path.string() + " -> " + name +
+                                  " (named by the command, which the archive runs from there)");
     } else {
       plan.from_outside.push_back(path.string() + " -> " + name +
                                   " (found by the reproducer only when read relative to a script the command names; "

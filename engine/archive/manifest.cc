@@ -4,7 +4,6 @@
 
 #include "core/text_lines.h"
 
-
 namespace fs = std::filesystem;
 
 namespace minrepro {
@@ -44,7 +43,8 @@ std::int64_t parseCount(const std::string& value, const std::string& where) {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != value.size() || n < 0) throw BadInputError(where + ": processed: expected a count, found '" + value + "'");
+  if (used != value.size() || n < 0)
+    throw BadInputError(where + ": processed: expected a count, found '" + value + "'");
   return n;
 }
 
@@ -58,7 +58,8 @@ std::vector<std::int64_t> parseIds(const std::string& text, const std::string& w
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used == 0 || used != item.size()) throw BadInputError(where + ": neighbour ids: expected integers, found '" + item + "'");
+    if (used == 0 || used != item.size())
+      throw BadInputError(where + ": neighbour ids: expected integers, found '" + item + "'");
   }
   return ids;
 }
@@ -69,9 +70,12 @@ NeighbourCase parseNeighbour(const std::string& value, const std::string& where)
   if (!(words >> n.name >> n.file))
     throw BadInputError(where + ": neighbour: expected 'NAME FILE [processed=N] ids=...', found '" + value + "'");
   for (std::string word; words >> word;) {
-    if (word.rfind("processed=", 0) == 0) n.processed = parseCount(word.substr(10), where);
-    else if (word.rfind("ids=", 0) == 0) n.ids = parseIds(word.substr(4), where);
-    else throw BadInputError(where + ": neighbour: unknown field '" + word + "'");
+    if (word.rfind("processed=", 0) == 0)
+      n.processed = parseCount(word.substr(10), where);
+    else if (word.rfind("ids=", 0) == 0)
+      n.ids = parseIds(word.substr(4), where);
+    else
+      throw BadInputError(where + ": neighbour: unknown field '" + word + "'");
   }
   return n;
 }

@@ -49,6 +49,4 @@ std::string renderManifest(const Manifest& manifest);
 // Throws BadInputError naming `source` when a line is not understood.
 Manifest parseManifest(const std::string& text, const std::string& source);
 
-
-
 }  // namespace minrepro

@@ -36,8 +36,8 @@ std::optional<std::string> describeRows(std::int64_t original, const std::set<st
     line += "the kept samples hold " + formatValueSet(outside) + ", outside the range " + range + " that the other " +
             std::to_string(others) + " samples span";
   else
-    line += "no kept value is outside the range " + range + " that the other " + std::to_string(others) +
-            " samples span";
+    line +=
+        "no kept value is outside the range " + range + " that the other " + std::to_string(others) + " samples span";
   if (!inside.empty()) line += "; within it, only the kept samples hold " + formatValueSet(inside);
   return line;
 }
@@ -51,7 +51,7 @@ std::string formatValueSet(const std::set<std::int64_t>& values, std::size_t max
     const std::int64_t first = *it;
     std::int64_t last = first;
     for (++it; it != values.end() && *it == last + 1; ++it) last = *it;
-    items.push_back(first == last ? std::to_string(first)
+    items.push_back(first == last       ? std::to_string(first)
                     : last == first + 1 ? std::to_string(first) + ", " + std::to_string(last)
                                         : std::to_string(first) + ".." + std::to_string(last));
   }

@@ -13,10 +13,10 @@
 namespace minrepro {
 
 struct NeighbourCase {
-  std::string name;                      // "plus_one"
-  std::string file;                      // "neighbours/plus_one.pt", inside the archive
-  std::vector<std::int64_t> samples;     // indices into the original batch, ascending
-  std::vector<std::int64_t> ids;         // their sample ids
+  std::string name;                       // "plus_one"
+  std::string file;                       // "neighbours/plus_one.pt", inside the archive
+  std::vector<std::int64_t> samples;      // indices into the original batch, ascending
+  std::vector<std::int64_t> ids;          // their sample ids
   std::optional<std::int64_t> processed;  // what a correct run must process; absent if unknown
 };
 

@@ -6,10 +6,10 @@
 #include <regex>
 #include <sstream>
 
-#include "engine/archive/tar_gz.h"
-#include "engine/diagnostics.h"
 #include "core/process/process.h"
 #include "core/text_lines.h"
+#include "engine/archive/tar_gz.h"
+#include "engine/diagnostics.h"
 
 namespace fs = std::filesystem;
 
@@ -48,14 +48,22 @@ std::optional<OpTensor> parseTensorLine(const std::string& value) {
 }
 
 void readCallField(OpCall& call, const std::string& key, const std::string& value) {
-  if (key == "op") call.op = value;
-  else if (key == "call") call.call = value;
-  else if (key == "phase") call.phase = value;
-  else if (key == "error") call.error = value;
-  else if (key == "unsupported") call.unsupported = value;
-  else if (key == "arg") call.args.push_back(value);
-  else if (key == "kwarg") call.args.push_back(value);
-  else if (key == "index") call.index = std::strtoull(value.c_str(), nullptr, 10);
+  if (key == "op")
+    call.op = value;
+  else if (key == "call")
+    call.call = value;
+  else if (key == "phase")
+    call.phase = value;
+  else if (key == "error")
+    call.error = value;
+  else if (key == "unsupported")
+    call.unsupported = value;
+  else if (key == "arg")
+    call.args.push_back(value);
+  else if (key == "kwarg")
+    call.args.push_back(value);
+  else if (key == "index")
+    call.index = std::strtoull(value.c_str(), nullptr, 10);
   else if (key == "tensor") {
     if (auto t = parseTensorLine(value)) call.tensors.push_back(std::move(*t));
   }
@@ -111,7 +119,8 @@ std::vector<fs::path> recordsIn(const fs::path& dir, const std::string& prefix) 
   std::vector<std::pair<fs::file_time_type, fs::path>> found;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec))
-    if (text::startsWith(entry.path().filename().string(), prefix)) found.emplace_back(entry.last_write_time(ec), entry.path());
+    if (text::startsWith(entry.path().filename().string(), prefix))
+      found.emplace_back(entry.last_write_time(ec), entry.path());
   std::sort(found.begin(), found.end());
   std::vector<fs::path> paths;
   for (auto& [time, path] : found) paths.push_back(path);
@@ -169,16 +178,17 @@ std::optional<fs::path> callBeforeSignal(const fs::path& record_dir, const fs::p
                                          bool main_died, OpRepro& result) {
   const auto file = lastCallFile(record_dir, main_died);
   if (!file) {
-    result.why = "the process died outside any ATen operator call (in the program's own native code: a C "
-                 "extension, ctypes)";
+    result.why =
+        "the process died outside any ATen operator call (in the program's own native code: a C "
+        "extension, ctypes)";
     return std::nullopt;
   }
   const std::string last = text::trim(readFileBytes(*file));  // "42 _ctc_loss.Tensor"
   const auto space = last.find(' ');
   if (space == std::string::npos) return std::nullopt;
   if (text::endsWith(last, " returned")) {
-    result.why = "the process died outside any ATen operator call, after call " +
-                 last.substr(0, last.size() - 9) + " had returned (in the program's own native code: a C extension, "
+    result.why = "the process died outside any ATen operator call, after call " + last.substr(0, last.size() - 9) +
+                 " had returned (in the program's own native code: a C extension, "
                  "ctypes)";
     return std::nullopt;
   }
@@ -198,13 +208,16 @@ std::optional<fs::path> callBeforeSignal(const fs::path& record_dir, const fs::p
 // Why the call alone is not looked for in a failure of this family, or "".
 std::string familyOutOfReach(FailureFamily family) {
   switch (family) {
-    case FailureFamily::Timeout: return "a hang or a timeout is no call that fails";
-    case FailureFamily::NonzeroExit: return "the program exited with a status of its own; no error was raised";
+    case FailureFamily::Timeout:
+      return "a hang or a timeout is no call that fails";
+    case FailureFamily::NonzeroExit:
+      return "the program exited with a status of its own; no error was raised";
     case FailureFamily::CompileError:
       return "a torch.compile failure is the compiler's, not an ATen call's (PyTorch's own minifier reduces its "
              "graph: TORCHDYNAMO_REPRO_AFTER)";
     case FailureFamily::None:
-    case FailureFamily::StartFailure: return "the case did not fail";
+    case FailureFamily::StartFailure:
+      return "the case did not fail";
     case FailureFamily::DeviceAssert:
     case FailureFamily::OutOfMemory:
     case FailureFamily::OpUnavailable:
@@ -212,7 +225,8 @@ std::string familyOutOfReach(FailureFamily family) {
     case FailureFamily::IndexError:
     case FailureFamily::ValueError:
     case FailureFamily::RuntimeError:
-    case FailureFamily::Signal: return "";
+    case FailureFamily::Signal:
+      return "";
   }
   return "";
 }
@@ -230,16 +244,17 @@ std::optional<fs::path> locateCall(const fs::path& repro_dir, const OpStep& step
   for (int i = 0; i < attempts && !(step.stop && step.stop->load()); ++i) {
     freshDir(record_dir);
     // The recorder's own work (a write per call for a signal) must not turn the run into a timeout.
-    outcome = runPython(step, {(repro_dir / "repro.py").string()}, recorderEnvironment(record_dir, signal),
-                        2 * step.timeout);
+    outcome =
+        runPython(step, {(repro_dir / "repro.py").string()}, recorderEnvironment(record_dir, signal), 2 * step.timeout);
     ++result.processes;
     if (!outcome.passed()) break;
   }
   const SignatureMatch run_match = matchesCase(step, classify(outcome));
   if (recordsIn(record_dir, "loaded-").empty()) {
-    result.why = "no process of the run loaded the op recorder: the trial runs no Python that imports torch, runs "
-                 "it with -I, -E or -S (which skip sitecustomize), or sets PYTHONPATH itself (case.yaml's "
-                 "trial.env); the call alone is found only in Python processes";
+    result.why =
+        "no process of the run loaded the op recorder: the trial runs no Python that imports torch, runs "
+        "it with -I, -E or -S (which skip sitecustomize), or sets PYTHONPATH itself (case.yaml's "
+        "trial.env); the call alone is found only in Python processes";
     return std::nullopt;
   }
   if (outcome.passed()) {
@@ -249,8 +264,9 @@ std::optional<fs::path> locateCall(const fs::path& repro_dir, const OpStep& step
   if (signal) return callBeforeSignal(record_dir, repro_dir, step, outcome.end == TrialEnd::Signaled, result);
   auto call = raisingCall(record_dir, step, run_match.matches);
   if (!call && run_match.matches)
-    result.why = "no ATen operator raised this error: the program's own code (or autograd) raised it after the "
-                 "operators it ran had returned, e.g. on a wrong value computed upstream";
+    result.why =
+        "no ATen operator raised this error: the program's own code (or autograd) raised it after the "
+        "operators it ran had returned, e.g. on a wrong value computed upstream";
   else if (!call)
     result.why = "while its operator calls were recorded the case failed differently (" + run_match.why_not + "; " +
                  describe(outcome) + ") and no call raised the case's error";
@@ -456,9 +472,10 @@ std::string renderOpCase(const std::string& python, const OpCaseAxes& case_axes,
   std::string quoted;  // a YAML double-quoted scalar
   for (char c : python) quoted += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
   yaml << "}\ntrial:\n  command: [\"" << quoted << "\", \"{case_dir}/repro_op.py\", \"{batch}\"]\n"
-       << (case_axes.cut ? "" : "  fork_server: false\n") << "  timeout: " << std::max<long long>(1, timeout.count() / 1000) << "\nfailure:\n  family: "
-       << familyName(signature.family) << (flaky ? "" : "\nflaky:\n  enabled: false") << "\nreducers: [" << (case_axes.cut ? "samples, values" : "values")
-       << "]\nwork_dir: work\noutput: op.tar.gz\n";
+       << (case_axes.cut ? "" : "  fork_server: false\n")
+       << "  timeout: " << std::max<long long>(1, timeout.count() / 1000)
+       << "\nfailure:\n  family: " << familyName(signature.family) << (flaky ? "" : "\nflaky:\n  enabled: false")
+       << "\nreducers: [" << (case_axes.cut ? "samples, values" : "values") << "]\nwork_dir: work\noutput: op.tar.gz\n";
   return yaml.str();
 }
 
@@ -478,7 +495,8 @@ OpAlone runOpAlone(const fs::path& dir, const OpStep& step, const SelfCheckPlan&
     ++result.runs;
     const SignatureMatch match = matchesCase(step, classify(out));
     if (match.matches) ++result.failed_alike;
-    if (match.matches && !plan.require_every_run && plan.enough_after_one) break;
+    if (match.matches && !plan.require_every_run && plan.enough_after_one)
+      break;
     else if (result.first_difference.empty())
       result.first_difference = match.why_not + " (" + describe(out) + ")";
   }
@@ -486,8 +504,8 @@ OpAlone runOpAlone(const fs::path& dir, const OpStep& step, const SelfCheckPlan&
 }
 
 std::string opRecorderDir() {
-  const std::string script =
-      ownFile("op_recorder/minrepro_op.py", fs::path(MINREPRO_SOURCE_DIR) / "harness/python/op_recorder/minrepro_op.py");
+  const std::string script = ownFile("op_recorder/minrepro_op.py",
+                                     fs::path(MINREPRO_SOURCE_DIR) / "harness/python/op_recorder/minrepro_op.py");
   return script.empty() ? "" : fs::path(script).parent_path().string();
 }
 

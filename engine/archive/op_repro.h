@@ -30,8 +30,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/archive/self_check.h"
 #include "core/failure_signature.h"
+#include "engine/archive/self_check.h"
 
 namespace minrepro {
 
@@ -40,7 +40,7 @@ struct OpTensor {
   std::string name;  // the schema's argument name ("self", "target"), numbered inside lists
   std::string dtype;
   std::vector<std::int64_t> shape;
-  std::string layout;   // "stride [4,1] offset 0"
+  std::string layout;  // "stride [4,1] offset 0"
   std::string device;
   std::string storage;  // "own" or "shared with mat2"
 
@@ -49,11 +49,11 @@ struct OpTensor {
 
 // call.txt, written by harness/python/op_recorder/minrepro_op.py.
 struct OpCall {
-  std::string op;     // "aten::nll_loss_forward.default"
-  std::string call;   // "torch.ops.aten.nll_loss_forward.default"
-  std::string phase;  // "forward", "backward", "unknown" (torch 1.13 cannot tell for most calls)
-  std::size_t index = 0;  // its place among the process's operator calls, from 1
-  std::string error;      // "IndexError: Target 4 is out of bounds."; empty for a fatal signal
+  std::string op;                 // "aten::nll_loss_forward.default"
+  std::string call;               // "torch.ops.aten.nll_loss_forward.default"
+  std::string phase;              // "forward", "backward", "unknown" (torch 1.13 cannot tell for most calls)
+  std::size_t index = 0;          // its place among the process's operator calls, from 1
+  std::string error;              // "IndexError: Target 4 is out of bounds."; empty for a fatal signal
   std::vector<std::string> args;  // Python source, tensors as T['name']
   std::vector<OpTensor> tensors;
   std::string unsupported;  // an argument that cannot be written as source; empty when none
@@ -100,7 +100,7 @@ struct OpRepro {
   std::size_t processes = 0;      // runs of the step besides the reduction's trials
   std::size_t reduction_trials = 0;
   std::string not_reduced;  // why the call's inputs stayed as recorded; empty when reduced
-  std::string alone;  // "failed alone in 3 of 3 runs"
+  std::string alone;        // "failed alone in 3 of 3 runs"
 };
 
 // What the reduction of the call's inputs gives back.
@@ -114,9 +114,9 @@ struct OpStep {
   std::filesystem::path archive;  // just written
   std::filesystem::path work;     // the run's work directory (op/ and op-*/ go there)
   std::string python;
-  FailureSignature signature;   // the case's
-  std::string message_regex;    // case.yaml's failure.message, compared as the trials did
-  SelfCheckPlan plan;           // runs of repro_op.py that must fail (3; more when flaky)
+  FailureSignature signature;  // the case's
+  std::string message_regex;   // case.yaml's failure.message, compared as the trials did
+  SelfCheckPlan plan;          // runs of repro_op.py that must fail (3; more when flaky)
   std::chrono::milliseconds timeout{60'000};
   const std::atomic<bool>* stop = nullptr;
   // Shrinks the case in the directory given (case.yaml, repro_op.py,

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "engine/archive/tar_gz.h"
 #include "core/errors.h"
+#include "engine/archive/tar_gz.h"
 
 namespace fs = std::filesystem;
 
@@ -25,7 +25,8 @@ std::vector<std::pair<fs::path, std::string>> filesTheRunReads(const CaseConfig&
   std::vector<std::pair<fs::path, std::string>> files = {{config.case_file, "the case file"},
                                                          {config.batch, "the failing batch"}};
   if (config.harness) files.push_back({config.harness->model, "the model"});
-  for (const fs::path& file : commandCaseFiles(config)) files.push_back({config.base_dir / file, "a file the trial reads"});
+  for (const fs::path& file : commandCaseFiles(config))
+    files.push_back({config.base_dir / file, "a file the trial reads"});
   if (config.command)
     for (const std::string& arg : config.command->argv)
       if (!arg.empty() && arg.front() == '/') files.push_back({arg, "a file the trial command names"});
@@ -71,10 +72,12 @@ void checkArchiveOutput(const CaseConfig& config, bool force) {
     if (fs::equivalent(output, file, ec))
       throw BadInputError(refuse(output, "is " + what + " (" + file.string() +
                                              "): writing the archive there would destroy it; give another output "
-                                             "or --output, e.g. " + (output.parent_path() / "repro.tar.gz").string()));
+                                             "or --output, e.g. " +
+                                             (output.parent_path() / "repro.tar.gz").string()));
   if (!force && !madeByMinrepro(output))
-    throw BadInputError(refuse(output, "exists and is not an archive minrepro wrote; give another output or "
-                                       "--output, or --force to replace it"));
+    throw BadInputError(refuse(output,
+                               "exists and is not an archive minrepro wrote; give another output or "
+                               "--output, or --force to replace it"));
 }
 
 }  // namespace minrepro

@@ -3,9 +3,9 @@
 #include <iomanip>
 #include <sstream>
 
+#include "core/text_lines.h"
 #include "engine/archive/scrub.h"
 #include "engine/trial_spec.h"
-#include "core/text_lines.h"
 
 namespace fs = std::filesystem;
 
@@ -29,10 +29,10 @@ std::string tensorTable(const std::vector<TensorInfo>& tensors) {
 
 std::string statsLine(const OracleStats& s) {
   std::ostringstream out;
-  out << s.trials + s.replayed << " trials in " << s.rounds << " rounds (trials run at once count as one round, replayed ones as none; "
-      << s.same_failure << " failed the same way, " << s.passed << " passed, "
-      << s.different_failure << " failed differently, " << s.timeouts << " timed out; " << s.slipped
-      << " candidates rejected for failing two ways; " << s.replayed
+  out << s.trials + s.replayed << " trials in " << s.rounds
+      << " rounds (trials run at once count as one round, replayed ones as none; " << s.same_failure
+      << " failed the same way, " << s.passed << " passed, " << s.different_failure << " failed differently, "
+      << s.timeouts << " timed out; " << s.slipped << " candidates rejected for failing two ways; " << s.replayed
       << " replayed from the journal, " << s.reused << " results reused, " << s.speculative << " speculative); "
       << s.rejected_by_invariant << " rejected by invariants without a trial";
   return out.str();
@@ -58,7 +58,8 @@ void writeOpRepro(std::ostream& out, const OpRepro& op) {
     out << "\nAs recorded, before the inputs were reduced:\n\n";
     for (const OpTensor& t : op.found->tensors) out << "- `" << t.describe() << "`\n";
   }
-  out << "\nRun it with `python op/repro_op.py` (a Python with PyTorch; it reads `op/inputs.pt` beside it, with `weights_only=True`, for "
+  out << "\nRun it with `python op/repro_op.py` (a Python with PyTorch; it reads `op/inputs.pt` beside it, with "
+         "`weights_only=True`, for "
          "the tensors it does not spell out). The batch-level reproducer below is the whole story.\n\n";
 }
 
@@ -136,7 +137,8 @@ void writeEnvironment(std::ostream& out, const ReductionSummary& s, const CaseCo
   if (!config.context.empty()) {
     out << "\nCaptured context:\n\n";
     const ScrubContext scrub = scrubContextFor(config.context);
-    for (const auto& [key, value] : config.context) out << "- " << key << ": " << scrubContextValue(value, scrub) << "\n";
+    for (const auto& [key, value] : config.context)
+      out << "- " << key << ": " << scrubContextValue(value, scrub) << "\n";
   }
   out << "\n";
 }
@@ -150,8 +152,7 @@ void writeReduction(std::ostream& out, const ReductionSummary& s) {
       << "- Trial processes: " << (s.processes.empty() ? "plain processes" : s.processes) << "\n"
       << "- 1-minimality checked in plain processes: " << s.fresh_minimality << "\n"
       << (s.compile_cache.empty() ? "" : "- torch.compile's caches: " + s.compile_cache + "\n")
-      << "- Diagnostic variables of the trials and the first re-run: "
-      << (s.diagnostic.empty() ? "none" : s.diagnostic)
+      << "- Diagnostic variables of the trials and the first re-run: " << (s.diagnostic.empty() ? "none" : s.diagnostic)
       << "; the final confirmation ran without any diagnostic variable\n"
       << "- Failure rate: " << s.rate.describe() << "; "
       << (s.flaky.enabled ? "a candidate was rejected only after a streak of passes with at most a " +
@@ -197,7 +198,10 @@ std::string pyQuote(const std::string& text) {
   std::string out = "\"";
   for (char c : text) {
     if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') { out += "\\n"; continue; }
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
     out += c;
   }
   return out + "\"";
@@ -235,15 +239,15 @@ std::string reproHarness(const HarnessTrial& h) {
   std::ostringstream py;
   // weights_only: a pickle in a received batch.pt must not run code.
   py << "batch = torch.load(BATCH, weights_only=True)\n"
-     << reproTransforms(h.transforms)
-     << "for name, t in batch.items():\n"
+     << reproTransforms(h.transforms) << "for name, t in batch.items():\n"
      << "    print(f\"{name}: {t.dtype} shape {tuple(t.shape)} strides {t.stride()}\", file=sys.stderr)\n"
      << "model = torch.jit.load(os.path.join(HERE, \"model.pt\"))\n"
      << "model.eval()\n"
      << "with torch.no_grad():\n"
      << "    output = model(batch[" << pyQuote(h.input) << "])\n";
   if (!h.target.empty() && h.loss == "cross_entropy")
-    py << "    loss = F.cross_entropy(output, batch[" << pyQuote(h.target) << "], ignore_index=" << h.ignore_index << ")\n";
+    py << "    loss = F.cross_entropy(output, batch[" << pyQuote(h.target) << "], ignore_index=" << h.ignore_index
+       << ")\n";
   else if (!h.target.empty() && h.loss == "nll")
     py << "    loss = F.nll_loss(output, batch[" << pyQuote(h.target) << "], ignore_index=" << h.ignore_index << ")\n";
   else
@@ -279,7 +283,8 @@ std::string reproCommand(const CaseConfig& config) {
      << "argv = [fill(a) for a in [";
   // A file of the case is the archive's copy, never the user's original.
   for (std::size_t i = 0; i < c.argv.size(); ++i)
-    py << (i ? ", " : "") << (i == 0 && python_program ? "sys.executable" : pyQuote(caseRelativeArg(c.argv[i], config.base_dir)));
+    py << (i ? ", " : "")
+       << (i == 0 && python_program ? "sys.executable" : pyQuote(caseRelativeArg(c.argv[i], config.base_dir)));
   py << "]]\nenv = dict(os.environ)\n";
   // In the order a trial gets them: the case's variables, then the
   // determinism variables over them. Each trial had a number of its own (a

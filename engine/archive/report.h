@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "core/case_config.h"
-#include "engine/format_list.h"
 #include "core/failure_signature.h"
 #include "core/flaky.h"
-#include "engine/oracle.h"
 #include "engine/archive/op_repro.h"
 #include "engine/archive/self_check.h"
+#include "engine/format_list.h"
+#include "engine/oracle.h"
 #include "harness/batch_store.h"
 
 #include "engine/archive/sample_panels.h"
@@ -29,9 +29,9 @@ struct ReductionSummary {
   std::int64_t original_samples = 0;
   std::vector<TensorInfo> original_tensors;
   std::vector<TensorInfo> minimal_tensors;
-  std::vector<std::int64_t> kept_ids;  // sample ids of the minimal batch
-  KeyValues small_values;              // "target" -> "[4]" for small integer tensors
-  std::vector<std::string> apart;      // what sets the minimal batch apart (engine/archive/minimal_batch_contrast.h)
+  std::vector<std::int64_t> kept_ids;   // sample ids of the minimal batch
+  KeyValues small_values;               // "target" -> "[4]" for small integer tensors
+  std::vector<std::string> apart;       // what sets the minimal batch apart (engine/archive/minimal_batch_contrast.h)
   std::vector<std::string> neighbours;  // one line per neighbour case, or why it was not made
   OracleStats stats;
   std::uint64_t seed = 0;
@@ -42,17 +42,17 @@ struct ReductionSummary {
   FailureRate rate;        // the failure rate seen on trials known to fail
   FlakyOptions flaky;
   KeyValues environment;
-  std::string processes;         // forked or plain trials, and why (engine/plain_process_check.h)
-  std::string compile_cache;     // how trials shared torch.compile's caches; "" for the built-in harness
-  std::string fresh_minimality;  // what the plain 1-minimality check changed
-  std::vector<std::string> bundled;               // files the trial reads, as the archive names them
+  std::string processes;             // forked or plain trials, and why (engine/plain_process_check.h)
+  std::string compile_cache;         // how trials shared torch.compile's caches; "" for the built-in harness
+  std::string fresh_minimality;      // what the plain 1-minimality check changed
+  std::vector<std::string> bundled;  // files the trial reads, as the archive names them
   std::vector<std::string> bundled_from_outside;  // of those, read from outside the case directory (with where)
   std::vector<std::string> left_out;              // traced but not bundled, with why
   // Lines of bundled files that look like a secret ("step.py:12: huggingface-access-token"):
   // the files are copied verbatim, so the reader is warned instead.
   std::vector<std::string> secrets_in_files;
-  SelfCheck self_check;          // the archive run on its own (engine/archive/self_check.h)
-  OpRepro op;                    // the failing operator call alone (engine/archive/op_repro.h)
+  SelfCheck self_check;               // the archive run on its own (engine/archive/self_check.h)
+  OpRepro op;                         // the failing operator call alone (engine/archive/op_repro.h)
   std::vector<std::string> warnings;  // shown first: torch versions that differ (engine/torch_versions.h)
   std::optional<double> flaky_rate;   // a flaky case's rate, for signature.txt (verify's rule: judgeFlakyRuns)
   // For REPORT.html (engine/archive/report_html.h): the minimal case in one
@@ -64,6 +64,5 @@ struct ReductionSummary {
 
 std::string renderReport(const CaseConfig& config, const ReductionSummary& summary);
 std::string renderReproPy(const CaseConfig& config, const FailureSignature& signature);
-
 
 }  // namespace minrepro

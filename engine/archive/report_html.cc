@@ -24,12 +24,23 @@ std::string esc(const std::string& raw) {
   std::string out;
   for (const char c : text::printable(raw)) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -60,27 +71,37 @@ th{background:#f6f6f6;text-align:left}tr.kept th{background:#ffe9ec}td.outlier{b
 details{margin:10px 0}summary{cursor:pointer;font-weight:600}
 )";
 
-const MarkOutcome kOutcomes[] = {MarkOutcome::Same, MarkOutcome::Passed, MarkOutcome::Different,
-                                 MarkOutcome::TimedOut, MarkOutcome::Cached};
+const MarkOutcome kOutcomes[] = {MarkOutcome::Same, MarkOutcome::Passed, MarkOutcome::Different, MarkOutcome::TimedOut,
+                                 MarkOutcome::Cached};
 
 const char* outcomeWords(MarkOutcome o) {
   switch (o) {
-    case MarkOutcome::Same: return "failed the same way";
-    case MarkOutcome::Passed: return "passed";
-    case MarkOutcome::Different: return "failed differently";
-    case MarkOutcome::TimedOut: return "timed out";
-    case MarkOutcome::Cached: return "answered from cache or journal";
+    case MarkOutcome::Same:
+      return "failed the same way";
+    case MarkOutcome::Passed:
+      return "passed";
+    case MarkOutcome::Different:
+      return "failed differently";
+    case MarkOutcome::TimedOut:
+      return "timed out";
+    case MarkOutcome::Cached:
+      return "answered from cache or journal";
   }
   return "";
 }
 
 const char* outcomeColour(MarkOutcome o) {
   switch (o) {
-    case MarkOutcome::Same: return "#c62828";
-    case MarkOutcome::Passed: return "#2e7d32";
-    case MarkOutcome::Different: return "#ef6c00";
-    case MarkOutcome::TimedOut: return "#6a1b9a";
-    case MarkOutcome::Cached: return "#9e9e9e";
+    case MarkOutcome::Same:
+      return "#c62828";
+    case MarkOutcome::Passed:
+      return "#2e7d32";
+    case MarkOutcome::Different:
+      return "#ef6c00";
+    case MarkOutcome::TimedOut:
+      return "#6a1b9a";
+    case MarkOutcome::Cached:
+      return "#9e9e9e";
   }
   return "#000";
 }
@@ -142,7 +163,8 @@ void writeMarks(std::ostream& out, const Timeline& t, const Axis& x, const Axis&
     out << "<circle class=\"mark " << markOutcomeName(m.outcome) << "\" data-trial=\"" << m.number << "\" cx=\""
         << num(x.at(by_time ? m.seconds : static_cast<double>(i)), 6) << "\" cy=\"" << num(y.at(m.size), 6)
         << "\" r=\"2.6\"><title>" << (m.number ? "trial " + std::to_string(m.number) : std::string("cached answer"))
-        << ": " << m.samples << " samples, size " << num(m.size) << ", " << outcomeWords(m.outcome) << "</title></circle>";
+        << ": " << m.samples << " samples, size " << num(m.size) << ", " << outcomeWords(m.outcome)
+        << "</title></circle>";
   }
 }
 
@@ -189,8 +211,8 @@ void writeFlakyRates(std::ostream& out, const Timeline& t) {
   std::map<double, std::pair<double, double>> at_size;  // size -> (same, same + passed)
   for (const AcceptedStep& s : t.steps()) at_size[s.size];
   for (const TrialMark& m : t.marks())
-    if (auto it = at_size.find(m.size); it != at_size.end() &&
-                                           (m.outcome == MarkOutcome::Same || m.outcome == MarkOutcome::Passed)) {
+    if (auto it = at_size.find(m.size);
+        it != at_size.end() && (m.outcome == MarkOutcome::Same || m.outcome == MarkOutcome::Passed)) {
       it->second.first += m.outcome == MarkOutcome::Same;
       it->second.second += 1;
     }
@@ -258,7 +280,8 @@ void writeImage(std::ostream& out, const SamplePanel& p, const SampleRow& row) {
           << "\" width=\"1\" height=\"1\" fill=\"none\" stroke=\"#ff1744\" stroke-width=\"0.3\"/>";
   }
   out << "</svg><figcaption>" << esc(row.label) << "<br>" << num(lo) << " .. " << num(*hi_it)
-      << (row.outliers.empty() ? "" : "<br>" + std::to_string(row.outliers.size()) + " value(s) outside the rest's range")
+      << (row.outliers.empty() ? ""
+                               : "<br>" + std::to_string(row.outliers.size()) + " value(s) outside the rest's range")
       << "</figcaption></figure>";
 }
 
@@ -347,9 +370,9 @@ void writeCollapsed(std::ostream& out, const CaseConfig& config, const HtmlRepor
       << "<th>at</th><th>took</th><th>samples</th><th>size</th><th>outcome</th></tr>";
   for (std::size_t i = first; i < marks.size(); ++i) {
     const TrialMark& m = marks[i];
-    out << "<tr><td>" << (m.number ? std::to_string(m.number) : "-") << "</td><td>" << num(m.seconds, 4) << " s</td><td>"
-        << num(m.duration, 3) << " s</td><td>" << m.samples << "</td><td>" << num(m.size) << "</td><td>"
-        << outcomeWords(m.outcome) << "</td></tr>";
+    out << "<tr><td>" << (m.number ? std::to_string(m.number) : "-") << "</td><td>" << num(m.seconds, 4)
+        << " s</td><td>" << num(m.duration, 3) << " s</td><td>" << m.samples << "</td><td>" << num(m.size)
+        << "</td><td>" << outcomeWords(m.outcome) << "</td></tr>";
   }
   out << "</table></details>";
 }
@@ -359,8 +382,8 @@ void writeCollapsed(std::ostream& out, const CaseConfig& config, const HtmlRepor
 std::string renderReportHtml(const CaseConfig& config, const HtmlReportInput& in) {
   const ScrubContext scrub = scrubContextFor(config.context);
   std::ostringstream out;
-  const std::string title =
-      in.summary ? "minrepro: " + in.summary->signature.summary() : "minrepro: reducing " + config.case_file.filename().string();
+  const std::string title = in.summary ? "minrepro: " + in.summary->signature.summary()
+                                       : "minrepro: reducing " + config.case_file.filename().string();
   out << "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
       << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
       << "<meta name=\"viewport\" content=\"width=device-width\"><title>" << esc(scrubText(title, scrub))

@@ -24,7 +24,8 @@ std::string lossExpression(const HarnessTrial& h) {
   const std::string ignore = std::to_string(h.ignore_index);
   if (!h.target.empty() && h.loss == "cross_entropy")
     return "at::cross_entropy_loss(output, target, {}, at::Reduction::Mean, " + ignore + ", 0.0)";
-  if (!h.target.empty() && h.loss == "nll") return "at::nll_loss(output, target, {}, at::Reduction::Mean, " + ignore + ")";
+  if (!h.target.empty() && h.loss == "nll")
+    return "at::nll_loss(output, target, {}, at::Reduction::Mean, " + ignore + ")";
   return "output.sum()";
 }
 
@@ -87,8 +88,7 @@ std::string reproCpp(const HarnessTrial& h, const FailureSignature& signature) {
       << "// does not find it):\n"
       << "//   cmake -S . -B build && cmake --build build && ./build/repro [BATCH]\n"
       << "// BATCH defaults to batch.pt beside this file; the neighbour cases are neighbours/*.pt.\n"
-      << (h.transforms.empty() ? "" : "#include <ATen/CPUGeneratorImpl.h>\n")
-      << "#include <c10/util/Type.h>\n"
+      << (h.transforms.empty() ? "" : "#include <ATen/CPUGeneratorImpl.h>\n") << "#include <c10/util/Type.h>\n"
       << "#include <torch/csrc/jit/serialization/pickle.h>\n"
       << "#include <torch/script.h>\n\n"
       << "#include <cstdlib>\n#include <fstream>\n#include <iostream>\n#include <iterator>\n#include <string>\n"
@@ -101,14 +101,14 @@ std::string reproCpp(const HarnessTrial& h, const FailureSignature& signature) {
       << "    std::exit(2);\n"
       << "  }\n"
       << "  return std::vector<char>(std::istreambuf_iterator<char>(in), {});\n"
-      << "}\n" << (h.transforms.empty() ? "" : kTransformHelpers) << "\n"
+      << "}\n"
+      << (h.transforms.empty() ? "" : kTransformHelpers) << "\n"
       << "int main(int argc, char** argv) {\n"
       << "  const std::string dir = REPRO_DIR;\n"
       << "  const std::string batch_path = argc > 1 ? argv[1] : dir + \"/batch.pt\";\n"
       << "  try {\n"
       << "    c10::impl::GenericDict batch = torch::jit::pickle_load(readAll(batch_path)).toGenericDict();\n"
-      << transformLines(h.transforms)
-      << "    for (const auto& entry : batch) {\n"
+      << transformLines(h.transforms) << "    for (const auto& entry : batch) {\n"
       << "      const at::Tensor t = entry.value().toTensor();\n"
       << "      std::cerr << entry.key().toStringRef() << \": \" << t.scalar_type() << \" shape \" << t.sizes()\n"
       << "                << \" strides \" << t.strides() << \"\\n\";\n"

@@ -5,9 +5,9 @@
 
 #include <vector>
 
-#include "engine/archive/tar_gz.h"
 #include "core/case_config.h"
 #include "core/failure_signature.h"
+#include "engine/archive/tar_gz.h"
 
 namespace minrepro {
 

@@ -4,17 +4,17 @@
 #include <optional>
 #include <set>
 
-#include "engine/case_branches.h"
-#include "engine/archive/bundle.h"
-#include "engine/format_list.h"
-#include "engine/archive/manifest.h"
-#include "engine/archive/secrets.h"
 #include "core/process/sandbox.h"
-#include "engine/archive/minimal_batch_contrast.h"
-#include "engine/archive/repro_cpp.h"
-#include "engine/archive/report_html.h"
-#include "engine/archive/scrub.h"
 #include "core/text_lines.h"
+#include "engine/archive/bundle.h"
+#include "engine/archive/manifest.h"
+#include "engine/archive/minimal_batch_contrast.h"
+#include "engine/archive/report_html.h"
+#include "engine/archive/repro_cpp.h"
+#include "engine/archive/scrub.h"
+#include "engine/archive/secrets.h"
+#include "engine/case_branches.h"
+#include "engine/format_list.h"
 
 namespace fs = std::filesystem;
 
@@ -24,7 +24,8 @@ namespace {
 
 // A correct run of the harness's repro.py must process every sample whose
 // target is not ignore_index: a "fix" that drops or ignores samples does not
-// pass (docs/method.md, "Confirmation in the normal configuration"). Known only for the built-in harness with integer targets.
+// pass (docs/method.md, "Confirmation in the normal configuration"). Known only for the built-in harness with integer
+// targets.
 std::optional<std::int64_t> expectedProcessed(const CaseConfig& config, const fs::path& minimal_batch) {
   if (!config.harness || config.harness->target.empty() || config.harness->loss == "none") return std::nullopt;
   CaseConfig minimal = config;
@@ -89,8 +90,6 @@ std::vector<SampleValues> perSampleIntegers(const CaseConfig& config, const Batc
   return out;
 }
 
-
-
 // The script's comments quote the error message: scrubbed like repro.py's
 // (its code is tensors and a call, which scrubbing must not touch).
 std::string scrubComments(const std::string& script, const ScrubContext& scrub) {
@@ -125,7 +124,8 @@ std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::pat
   entries.push_back({"REPORT.html", htmlReport(config, summary)});
   entries.push_back({"repro.py", renderReproPy(config, signature), true});
   entries.push_back({"case.yaml", renderCase(shown, config.base_dir, "batch.pt", "model.pt")});
-  entries.push_back(manifestEntry(config, minimal_batch, signature, neighbours, summary.op, summary.flaky_rate));  // for minrepro verify
+  entries.push_back(manifestEntry(config, minimal_batch, signature, neighbours, summary.op,
+                                  summary.flaky_rate));  // for minrepro verify
   if (summary.op.status == OpReproStatus::Made) {
     entries.push_back({"op/repro_op.py", scrubComments(summary.op.script, scrub), true});
     entries.push_back(fileEntry("op/inputs.pt", summary.op.dir / "inputs.pt"));
@@ -159,8 +159,9 @@ BundlePlan traceBundleOrThrow(const CaseConfig& config, TrialOracle& oracle, con
   std::vector<fs::path> traced;
   const std::string library = fileTraceLibrary();
   if (config.command && library.empty())
-    log.info("warning: libminrepro_filetrace.so not found beside minrepro: files the trial reads are not traced; "
-             "only trial.files and the command's own files are bundled");
+    log.info(
+        "warning: libminrepro_filetrace.so not found beside minrepro: files the trial reads are not traced; "
+        "only trial.files and the command's own files are bundled");
   if (config.command && !library.empty()) {
     const fs::path trace = config.work_dir / "file-trace.txt", dir = config.work_dir / "trace";
     std::error_code ec;
@@ -168,10 +169,13 @@ BundlePlan traceBundleOrThrow(const CaseConfig& config, TrialOracle& oracle, con
     // The tracer goes last: a library the trial preloads itself (an
     // allocator, a sanitizer's runtime, which must come first) stays first.
     std::string preload;
-    if (const auto own = config.command->env.find("LD_PRELOAD"); own != config.command->env.end()) preload = own->second;
-    else if (const char* inherited = std::getenv("LD_PRELOAD")) preload = inherited;
+    if (const auto own = config.command->env.find("LD_PRELOAD"); own != config.command->env.end())
+      preload = own->second;
+    else if (const char* inherited = std::getenv("LD_PRELOAD"))
+      preload = inherited;
     preload += (preload.empty() ? "" : ":") + library;
-    const TrialOutcome outcome = oracle.runUncounted(best, {{"LD_PRELOAD", preload}, {kFileTraceVariable, trace.string()}}, dir);
+    const TrialOutcome outcome =
+        oracle.runUncounted(best, {{"LD_PRELOAD", preload}, {kFileTraceVariable, trace.string()}}, dir);
     traced = readTrace(trace);
     fs::remove_all(dir, ec);
     fs::remove(trace, ec);
@@ -196,7 +200,6 @@ BundlePlan traceBundle(const CaseConfig& config, TrialOracle& oracle, const Sele
   }
 }
 
-
 // Why the op step (engine/archive/op_repro.h) does not run on this archive,
 // or "" when it does: not asked for, or a run that did not end reduced.
 std::string opStepNotRun(const ArchiveJob& job, ExitStatus status) {
@@ -214,8 +217,8 @@ void runOpStep(const fs::path& archive, const ArchiveJob& job, ReductionSummary&
     log.info("op-level reproducer: op/repro_op.py calls " + summary.op.found->op + " alone and " + summary.op.alone +
              " (" + std::to_string(summary.op.reduction_trials) + " trials reduced its inputs)");
   else
-    log.info("op-level reproducer: " + std::string(summary.op.found ? summary.op.found->op + ": " : "") + "none kept (" +
-             summary.op.why + ")");
+    log.info("op-level reproducer: " + std::string(summary.op.found ? summary.op.found->op + ": " : "") +
+             "none kept (" + summary.op.why + ")");
 }
 
 }  // namespace
@@ -258,9 +261,10 @@ ReductionSummary summarize(KeyValues environment, const CaseConfig& config, cons
   summary.flaky = config.flaky;
   summary.seed = config.seed;
   summary.environment = std::move(environment);
-  summary.environment.emplace_back("Trial determinism", "MINREPRO_SEED=PYTHONHASHSEED=" + std::to_string(config.seed) +
-                                                            ", MINREPRO_TRIAL=<trial number>, deterministic algorithms " +
-                                                            (config.deterministic ? "on" : "off"));
+  summary.environment.emplace_back("Trial determinism",
+                                   "MINREPRO_SEED=PYTHONHASHSEED=" + std::to_string(config.seed) +
+                                       ", MINREPRO_TRIAL=<trial number>, deterministic algorithms " +
+                                       (config.deterministic ? "on" : "off"));
   return summary;
 }
 
@@ -291,8 +295,8 @@ ExitStatus writeAndCheckArchive(const CaseConfig& config, TrialOracle& oracle, c
   const fs::path& minimal_batch = job.minimal_batch;
   const NeighbourPlan& neighbours = job.neighbours;
   const auto stopped = [&] { return job.stop && job.stop->load(); };
-  const BundlePlan bundle = status == ExitStatus::Interrupted ? planBundle(config, {})
-                                                              : traceBundle(config, oracle, best, log);
+  const BundlePlan bundle =
+      status == ExitStatus::Interrupted ? planBundle(config, {}) : traceBundle(config, oracle, best, log);
   if (stopped() && status != ExitStatus::Interrupted) {
     status = ExitStatus::Interrupted;  // during the file trace: its list may be short
     log.info("stopping: interrupted while tracing the files the trial reads");
@@ -301,10 +305,11 @@ ExitStatus writeAndCheckArchive(const CaseConfig& config, TrialOracle& oracle, c
   summary.left_out = bundle.left_out;
   summary.secrets_in_files = secretsIn(bundle);
   for (const auto& line : summary.secrets_in_files)
-    log.info("warning: the archive carries " + line + " verbatim, which looks like a secret; remove it from the "
+    log.info("warning: the archive carries " + line +
+             " verbatim, which looks like a secret; remove it from the "
              "file before you send the archive");
   for (const auto& f : bundle.files) summary.bundled.push_back(f.archive_name);
-  summary.self_check.skipped = status == ExitStatus::Interrupted ? "the run was interrupted"
+  summary.self_check.skipped = status == ExitStatus::Interrupted   ? "the run was interrupted"
                                : status == ExitStatus::BudgetSpent ? "the budget was spent"
                                                                    : job.skip_self_check;
   summary.seconds = log.elapsedSeconds();
@@ -318,13 +323,14 @@ ExitStatus writeAndCheckArchive(const CaseConfig& config, TrialOracle& oracle, c
     entries = archiveEntries(archived, minimal_batch, summary, neighbours, bundle);
     writeTarGz(config.output, entries);
   }
-  log.info(std::string(summary.incomplete.empty() ? "reduced " : "stopped at ") + std::to_string(summary.original_samples) +
-           " -> " + std::to_string(best.samples.size()) + " samples (ids " + formatList(summary.kept_ids) + ") in " +
-           std::to_string(summary.stats.trials + summary.stats.replayed) + " trials; archive: " + config.output.string());
+  log.info(std::string(summary.incomplete.empty() ? "reduced " : "stopped at ") +
+           std::to_string(summary.original_samples) + " -> " + std::to_string(best.samples.size()) + " samples (ids " +
+           formatList(summary.kept_ids) + ") in " + std::to_string(summary.stats.trials + summary.stats.replayed) +
+           " trials; archive: " + config.output.string());
   std::error_code ec;
   log.info("memory: minrepro's own peak " + formatMegabytes(ownPeakMemoryBytes()) + " for a batch file of " +
-           formatMegabytes(fs::file_size(config.batch, ec)) + "; candidate files written: " +
-           formatMegabytes(summary.stats.bytes_written));
+           formatMegabytes(fs::file_size(config.batch, ec)) +
+           "; candidate files written: " + formatMegabytes(summary.stats.bytes_written));
   if (summary.self_check.skipped.empty()) {
     log.info("checking the archive on its own: repro.py in plain processes, extracted into an empty directory");
     summary.self_check = checkArchiveAlone(

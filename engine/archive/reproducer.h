@@ -13,10 +13,10 @@
 
 #include "core/case_config.h"
 #include "core/errors.h"
-#include "engine/log.h"
 #include "engine/archive/neighbours.h"
-#include "engine/oracle.h"
 #include "engine/archive/report.h"
+#include "engine/log.h"
+#include "engine/oracle.h"
 #include "harness/batch_store.h"
 #include "reducers/reducer.h"
 
@@ -36,9 +36,9 @@ ReductionSummary summarize(KeyValues environment, const CaseConfig& config, cons
 struct ArchiveJob {
   std::filesystem::path minimal_batch;
   NeighbourPlan neighbours;
-  std::size_t plain_passes = 0;  // passes of the original in plain processes: the self-check's evidence
-  std::string python;            // runs repro.py in the self-check
-  std::string skip_self_check;   // why the archive is not run on its own ("": it is)
+  std::size_t plain_passes = 0;             // passes of the original in plain processes: the self-check's evidence
+  std::string python;                       // runs repro.py in the self-check
+  std::string skip_self_check;              // why the archive is not run on its own ("": it is)
   const std::atomic<bool>* stop = nullptr;  // set on SIGINT/SIGTERM: the trace and the self-check stop
   // The failing operator call alone (engine/archive/op_repro.h), run on the
   // archive just written; null: not tried, for `skip_op_step`'s reason.

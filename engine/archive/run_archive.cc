@@ -38,9 +38,12 @@ int VerifyResult::neighboursAsExpected() const {
 FlakyJudgement judgeFlakyRuns(const std::vector<RunResult>& runs, double rate, double alpha) {
   FlakyJudgement j;
   for (const auto& r : runs) {
-    if (r.as_expected) ++j.same;
-    else if (r.signature.failed()) ++j.other;
-    else ++j.passed;
+    if (r.as_expected)
+      ++j.same;
+    else if (r.signature.failed())
+      ++j.other;
+    else
+      ++j.passed;
   }
   j.reproduces = j.same > 0 && j.other == 0;
   const double p = std::clamp(rate, 1e-6, 1.0);
@@ -51,12 +54,16 @@ FlakyJudgement judgeFlakyRuns(const std::vector<RunResult>& runs, double rate, d
 
 std::string FlakyJudgement::describe(double rate) const {
   std::ostringstream out;
-  out << std::setprecision(2) << "a flaky failure (recorded rate " << rate << "): " << same << " run(s) failed as recorded, "
-      << passed << " passed, " << other << " failed another way; ";
-  if (other > 0) out << "a run that fails another way is another bug showing: not as recorded";
-  else if (same > 0) out << "consistent with the recorded rate";
-  else if (conclusive) out << "a faithful archive would have failed at least once: it does not reproduce";
-  else out << "inconclusive: " << runs_needed << " runs would tell (--runs " << runs_needed << ")";
+  out << std::setprecision(2) << "a flaky failure (recorded rate " << rate << "): " << same
+      << " run(s) failed as recorded, " << passed << " passed, " << other << " failed another way; ";
+  if (other > 0)
+    out << "a run that fails another way is another bug showing: not as recorded";
+  else if (same > 0)
+    out << "consistent with the recorded rate";
+  else if (conclusive)
+    out << "a faithful archive would have failed at least once: it does not reproduce";
+  else
+    out << "inconclusive: " << runs_needed << " runs would tell (--runs " << runs_needed << ")";
   return out.str();
 }
 
@@ -70,11 +77,13 @@ Manifest readManifest(const fs::path& dir, const std::vector<std::string>& names
   };
   if (!has("repro.py")) throw BadInputError(name + ": no repro.py in the archive: not a minrepro reproducer");
   if (!has("signature.txt"))
-    throw BadInputError(name + ": no signature.txt in the archive (made before minrepro verify existed?); "
-                      "run minrepro shrink --config case.yaml again on its case to record one");
+    throw BadInputError(name +
+                        ": no signature.txt in the archive (made before minrepro verify existed?); "
+                        "run minrepro shrink --config case.yaml again on its case to record one");
   Manifest m = parseManifest(readFileBytes(dir / "signature.txt"), name + ":signature.txt");
   if (!m.op_repro.empty() && !has(m.op_repro))
-    throw BadInputError(name + ": signature.txt names the op-level reproducer '" + m.op_repro + "', which the archive lacks");
+    throw BadInputError(name + ": signature.txt names the op-level reproducer '" + m.op_repro +
+                        "', which the archive lacks");
   for (const auto& n : m.neighbours) {
     if (!has(n.file))
       throw BadInputError(name + ": signature.txt names the neighbour batch '" + n.file + "', which the archive lacks");
@@ -127,8 +136,8 @@ void judgePass(RunResult& r, std::optional<std::int64_t> known) {
     r.detail = "exited 0 but printed no 'minrepro-result: processed=N' line";
     return;
   }
-  const std::string counts = "processed " + std::to_string(*line->processed) + " of " + std::to_string(expected) +
-                             " expected samples";
+  const std::string counts =
+      "processed " + std::to_string(*line->processed) + " of " + std::to_string(expected) + " expected samples";
   if (*line->processed != expected) {
     r.detail = "wrong result: " + counts + " (samples dropped or ignored instead of fixed?)";
   } else if (expected == 0) {
@@ -166,8 +175,8 @@ void judgeFail(RunResult& r, const Manifest& m) {
   expected.message_regex = m.message_pattern;
   const SignatureMatch match = matchSignature(recorded, r.signature, expected);
   r.as_expected = match.matches;
-  r.detail = (match.matches ? "reproduced: " : "did not reproduce (" + match.why_not + "): ") +
-             r.signature.summary() + " (" + describe(r.outcome) + ")";
+  r.detail = (match.matches ? "reproduced: " : "did not reproduce (" + match.why_not + "): ") + r.signature.summary() +
+             " (" + describe(r.outcome) + ")";
 }
 
 // One plain run of a script of the extracted archive with `o.python`, the
@@ -183,8 +192,9 @@ TrialOutcome runScript(const VerifyOptions& o, Executor& executor, std::vector<s
   spec.cancel = o.cancel;
   TrialOutcome outcome = executor.run(spec);
   if (outcome.end == TrialEnd::FailedToStart)
-    throw BadInputError("cannot start " + o.python + ": " + outcome.start_error + "; give a Python with PyTorch "
-                      "with --python");
+    throw BadInputError("cannot start " + o.python + ": " + outcome.start_error +
+                        "; give a Python with PyTorch "
+                        "with --python");
   return outcome;
 }
 
@@ -198,8 +208,10 @@ RunResult runOnce(const fs::path& dir, int index, const VerifyOptions& o, const 
   if (neighbour) r.neighbour = neighbour->name;
   r.outcome = runScript(o, executor, std::move(args), dir.parent_path() / ("run-" + std::to_string(index)));
   r.signature = classify(r.outcome);
-  if (o.expect == Expect::Pass) judgePass(r, neighbour ? neighbour->processed : m.processed);
-  else judgeFail(r, m);
+  if (o.expect == Expect::Pass)
+    judgePass(r, neighbour ? neighbour->processed : m.processed);
+  else
+    judgeFail(r, m);
   return r;
 }
 
@@ -213,8 +225,9 @@ RunResult runOpOnce(const fs::path& dir, int index, const VerifyOptions& o, cons
   r.signature = classify(r.outcome);
   if (o.expect == Expect::Pass) {
     r.as_expected = r.outcome.passed();
-    r.detail = m.op_repro + (r.as_expected ? " passed" : " still fails: " + r.signature.summary() + " (" +
-                             describe(r.outcome) + "; not judged: it passes only after a fix in PyTorch itself)");
+    r.detail = m.op_repro + (r.as_expected ? " passed"
+                                           : " still fails: " + r.signature.summary() + " (" + describe(r.outcome) +
+                                                 "; not judged: it passes only after a fix in PyTorch itself)");
     return r;
   }
   Manifest op_manifest = m;
@@ -227,7 +240,8 @@ RunResult runOpOnce(const fs::path& dir, int index, const VerifyOptions& o, cons
 void printRun(std::ostream* progress, const std::string& what, const RunResult& r) {
   if (!progress) return;
   *progress << "  " << what << ": " << r.detail << " in " << std::fixed << std::setprecision(1)
-            << r.outcome.duration.count() / 1000.0 << " s\n" << std::flush;
+            << r.outcome.duration.count() / 1000.0 << " s\n"
+            << std::flush;
 }
 
 }  // namespace
@@ -237,8 +251,8 @@ namespace {
 // The archive's files that are the user's code or data (what the trial
 // read), not minrepro's own: those --code may replace.
 bool isBundledUserFile(const std::string& name) {
-  static const std::set<std::string> kOwn = {"repro.py", "signature.txt", "case.yaml", "REPORT.md", "REPORT.html", "batch.pt",
-                                             "repro.cpp", "CMakeLists.txt", "model.pt"};
+  static const std::set<std::string> kOwn = {"repro.py", "signature.txt", "case.yaml",      "REPORT.md", "REPORT.html",
+                                             "batch.pt", "repro.cpp",     "CMakeLists.txt", "model.pt"};
   return !kOwn.count(name) && name.rfind("neighbours/", 0) != 0 && name.rfind("op/", 0) != 0;
 }
 
@@ -307,9 +321,10 @@ VerifyResult verifyArchive(const VerifyOptions& o, std::ostream* progress, Execu
     for (const auto& n : result.manifest.neighbours) {
       result.neighbour_runs.push_back(runOnce(dir, ++index, o, result.manifest, executor ? *executor : local, &n));
       if (progress) {
-        *progress << "  neighbour " << n.name << " (ids " << formatList(n.ids, 8) << "): " << result.neighbour_runs.back().detail
-                  << " in " << std::fixed << std::setprecision(1)
-                  << result.neighbour_runs.back().outcome.duration.count() / 1000.0 << " s\n" << std::flush;
+        *progress << "  neighbour " << n.name << " (ids " << formatList(n.ids, 8)
+                  << "): " << result.neighbour_runs.back().detail << " in " << std::fixed << std::setprecision(1)
+                  << result.neighbour_runs.back().outcome.duration.count() / 1000.0 << " s\n"
+                  << std::flush;
       }
     }
     if (progress)

@@ -16,9 +16,9 @@
 #include "core/build_info.h"
 #include "core/errors.h"
 #include "core/failure_signature.h"
-#include "engine/archive/manifest.h"
 #include "core/process/process.h"
 #include "core/process/sandbox.h"
+#include "engine/archive/manifest.h"
 
 namespace minrepro {
 

@@ -9,13 +9,20 @@ namespace fs = std::filesystem;
 
 const char* sampleKindName(SampleKind kind) {
   switch (kind) {
-    case SampleKind::Scalar: return "scalar";
-    case SampleKind::Tokens: return "tokens";
-    case SampleKind::Row: return "row";
-    case SampleKind::Signal: return "signal";
-    case SampleKind::Image: return "image";
-    case SampleKind::Lengths: return "lengths";
-    case SampleKind::Other: return "other";
+    case SampleKind::Scalar:
+      return "scalar";
+    case SampleKind::Tokens:
+      return "tokens";
+    case SampleKind::Row:
+      return "row";
+    case SampleKind::Signal:
+      return "signal";
+    case SampleKind::Image:
+      return "image";
+    case SampleKind::Lengths:
+      return "lengths";
+    case SampleKind::Other:
+      return "other";
   }
   return "other";
 }
@@ -89,7 +96,8 @@ std::string describeRange(const ValueRange& range, bool per_position) {
     std::snprintf(buffer, sizeof buffer, "%.6g", x);
     return std::string(buffer);
   };
-  return "the rest of the batch spans " + text(range.lo[0]) + " .. " + text(range.hi[0]) + "; marked: values outside it";
+  return "the rest of the batch spans " + text(range.lo[0]) + " .. " + text(range.hi[0]) +
+         "; marked: values outside it";
 }
 
 }  // namespace
@@ -110,8 +118,8 @@ std::vector<SamplePanel> collectSamplePanels(const CaseConfig& config, const Bat
     // The kind is the original's: a token row cut to one position is still tokens.
     const auto before = std::find_if(as_original.begin(), as_original.end(),
                                      [&](const TensorInfo& o) { return o.name == t.name && o.has_sample_axis; });
-    p.kind = before == as_original.end() ? kindOf(config, t, p.sample_shape)
-                                         : kindOf(config, *before, sampleShape(*before));
+    p.kind =
+        before == as_original.end() ? kindOf(config, t, p.sample_shape) : kindOf(config, *before, sampleShape(*before));
     const bool per_position = p.kind == SampleKind::Row;
     // A kept length is the window the reduction cut (shorter than any is no clue); a waveform is drawn, not ranged.
     const bool ranged = p.kind != SampleKind::Signal && p.kind != SampleKind::Lengths;
@@ -120,14 +128,18 @@ std::vector<SamplePanel> collectSamplePanels(const CaseConfig& config, const Bat
     const auto set_trivial = config.values.trivial.find(t.name);
     const double trivial = set_trivial == config.values.trivial.end() ? 0.0 : set_trivial->second;
     for (std::size_t i = 0; i < kept.size() && i < 4; ++i) {
-      SampleRow row{"kept: id " + std::to_string(ids[static_cast<std::size_t>(kept[i])]), true,
-                    minimal->sampleValues(t.name, static_cast<std::int64_t>(i), valuesToRead(p.kind)), {}};
+      SampleRow row{"kept: id " + std::to_string(ids[static_cast<std::size_t>(kept[i])]),
+                    true,
+                    minimal->sampleValues(t.name, static_cast<std::int64_t>(i), valuesToRead(p.kind)),
+                    {}};
       markOutliers(row, range, per_position, trivial);
       p.rows.push_back(std::move(row));
     }
     for (std::int64_t s : cut) {
-      SampleRow row{"cut: id " + std::to_string(ids[static_cast<std::size_t>(s)]), false,
-                    original.sampleValues(t.name, s, valuesToRead(p.kind)), {}};
+      SampleRow row{"cut: id " + std::to_string(ids[static_cast<std::size_t>(s)]),
+                    false,
+                    original.sampleValues(t.name, s, valuesToRead(p.kind)),
+                    {}};
       markOutliers(row, range, per_position, trivial);
       p.rows.push_back(std::move(row));
     }

@@ -28,15 +28,15 @@ enum class SampleKind {
 const char* sampleKindName(SampleKind kind);
 
 struct SampleRow {
-  std::string label;    // "kept: id 137", "cut: id 136"
+  std::string label;  // "kept: id 137", "cut: id 136"
   bool kept = false;
-  std::vector<double> values;          // at most kMaxShown (an image: the whole sample, up to kMaxImage)
-  std::vector<std::size_t> outliers;   // positions outside the rest's range
+  std::vector<double> values;         // at most kMaxShown (an image: the whole sample, up to kMaxImage)
+  std::vector<std::size_t> outliers;  // positions outside the rest's range
 };
 
 struct SamplePanel {
   std::string tensor;
-  TensorInfo info;                       // of the minimal batch: dtype, shape, strides, storage sharing
+  TensorInfo info;                         // of the minimal batch: dtype, shape, strides, storage sharing
   std::vector<std::int64_t> sample_shape;  // one sample's shape
   SampleKind kind = SampleKind::Other;
   bool integral = false;

@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <string_view>
 
@@ -63,8 +63,8 @@ std::string scrubPaths(const std::string& s, const ScrubContext& c) {
     const std::size_t last = path.rfind('/');
     // "<tmp>/a/b/c.bin" -> "<tmp>/.../c.bin"; a path of its own -> "<path>/c.bin" or "<home>/...".
     const std::string scrubbed = !afterTmp(s, at) ? placeholderFor(path, c)
-                                 : last == 0     ? path
-                                                 : "/.../" + path.substr(last + 1);
+                                 : last == 0      ? path
+                                                  : "/.../" + path.substr(last + 1);
     out.append(s, pos, at - pos).append(scrubbed);
     pos = end;
   }
@@ -136,9 +136,12 @@ ScrubContext scrubContextFor(const std::map<std::string, std::string>& case_cont
 
 std::string scrubContextValue(const std::string& value, const ScrubContext& c) {
   std::string scrubbed;
-  if (std::find(c.users.begin(), c.users.end(), value) != c.users.end()) scrubbed = "<user>";
-  else if (std::find(c.hosts.begin(), c.hosts.end(), value) != c.hosts.end()) scrubbed = "<host>";
-  else scrubbed = scrubText(value, c);
+  if (std::find(c.users.begin(), c.users.end(), value) != c.users.end())
+    scrubbed = "<user>";
+  else if (std::find(c.hosts.begin(), c.hosts.end(), value) != c.hosts.end())
+    scrubbed = "<host>";
+  else
+    scrubbed = scrubText(value, c);
   std::string out;
   for (const char ch : scrubbed) {
     const auto byte = static_cast<unsigned char>(ch);

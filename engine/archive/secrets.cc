@@ -21,17 +21,21 @@ struct Rule {
 // (gitleaks needs entropy checks for those).
 const std::vector<Rule>& rules() {
   static const std::vector<Rule> kRules = [] {
-    const auto re = [](const char* pattern) { return std::regex(pattern, std::regex::ECMAScript | std::regex::optimize); };
+    const auto re = [](const char* pattern) {
+      return std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
+    };
     std::vector<Rule> r;
     r.push_back({"huggingface-access-token", re(R"(\bhf_[a-zA-Z]{34}\b)")});
     r.push_back({"huggingface-organization-api-token", re(R"(\bapi_org_[a-zA-Z]{34}\b)")});
-    r.push_back({"openai-api-key",
-                 re(R"(\bsk-(?:proj|svcacct|admin)-(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})T3BlbkFJ(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})\b|\bsk-[a-zA-Z0-9]{20}T3BlbkFJ[a-zA-Z0-9]{20}\b)")});
+    r.push_back(
+        {"openai-api-key",
+         re(R"(\bsk-(?:proj|svcacct|admin)-(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})T3BlbkFJ(?:[A-Za-z0-9_-]{74}|[A-Za-z0-9_-]{58})\b|\bsk-[a-zA-Z0-9]{20}T3BlbkFJ[a-zA-Z0-9]{20}\b)")});
     r.push_back({"anthropic-api-key", re(R"(\bsk-ant-api03-[a-zA-Z0-9_\-]{93}AA\b)")});
     r.push_back({"aws-access-token", re(R"(\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b)")});
-    r.push_back({"aws-secret-access-key",
-                 re(R"(([Aa][Ww][Ss].{0,20}?(?:[Kk][Ee][Yy]|[Pp][Ww][Dd]?|[Pp][Aa][Ss][Ss](?:[Ww][Oo][Rr][Dd])?|[Tt][Oo][Kk][Ee][Nn]).{0,20}?['"=:\s])([0-9a-zA-Z/+]{40})(?![0-9a-zA-Z/+]))"),
-                 2});
+    r.push_back(
+        {"aws-secret-access-key",
+         re(R"(([Aa][Ww][Ss].{0,20}?(?:[Kk][Ee][Yy]|[Pp][Ww][Dd]?|[Pp][Aa][Ss][Ss](?:[Ww][Oo][Rr][Dd])?|[Tt][Oo][Kk][Ee][Nn]).{0,20}?['"=:\s])([0-9a-zA-Z/+]{40})(?![0-9a-zA-Z/+]))"),
+         2});
     r.push_back({"github-pat", re(R"(\bghp_[0-9a-zA-Z]{36}\b)")});
     r.push_back({"github-fine-grained-pat", re(R"(\bgithub_pat_\w{82}\b)")});
     r.push_back({"github-oauth", re(R"(\bgho_[0-9a-zA-Z]{36}\b)")});

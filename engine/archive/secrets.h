@@ -26,7 +26,7 @@ std::string scrubSecrets(const std::string& text);
 struct SecretFinding {
   std::string file;  // as the archive names it
   std::size_t line = 0;
-  std::string rule;  // gitleaks' rule id, or "email"
+  std::string rule;              // gitleaks' rule id, or "email"
   std::string describe() const;  // "step.py:12: huggingface-access-token"
 };
 

@@ -21,12 +21,13 @@ bool SelfCheck::failed() const {
 std::string SelfCheck::describe() const {
   if (!ran) return "was not checked on its own (" + skipped + "): run `minrepro verify` on it";
   if (!error.empty()) return "could not be checked: " + error;
-  std::string text = std::string(passed() ? "reproduced" : "did NOT reproduce") + " on its own in " +
-                     std::to_string(reproduced) + " of " + std::to_string(runs) +
-                     " runs of repro.py (plain processes, extracted into an empty directory, no diagnostic "
-                     "variables; " + (require_every_run ? "every run must fail" : "a flaky failure: at least one, none failing another way") + ")";
-  if (!failed() && !passed())
-    text += "; inconclusive: a failure this rare can pass 30 runs of a faithful archive";
+  std::string text =
+      std::string(passed() ? "reproduced" : "did NOT reproduce") + " on its own in " + std::to_string(reproduced) +
+      " of " + std::to_string(runs) +
+      " runs of repro.py (plain processes, extracted into an empty directory, no diagnostic "
+      "variables; " +
+      (require_every_run ? "every run must fail" : "a flaky failure: at least one, none failing another way") + ")";
+  if (!failed() && !passed()) text += "; inconclusive: a failure this rare can pass 30 runs of a faithful archive";
   if (op_runs > 0)
     text += "; op/repro_op.py failed like the case in " + std::to_string(op_reproduced) + " of " +
             std::to_string(op_runs) + " runs";

@@ -22,12 +22,12 @@
 namespace minrepro {
 
 struct SelfCheck {
-  bool ran = false;        // false: not checked, see skipped
+  bool ran = false;                                 // false: not checked, see skipped
   std::string skipped = "the run was interrupted";  // why it did not run
   int runs = 0;
   int reproduced = 0;
-  int op_runs = 0;        // runs of op/repro_op.py (engine/archive/op_repro.h): 1, none for a flaky call
-  int op_reproduced = 0;  // of those, failed like the case (operator aside)
+  int op_runs = 0;         // runs of op/repro_op.py (engine/archive/op_repro.h): 1, none for a flaky call
+  int op_reproduced = 0;   // of those, failed like the case (operator aside)
   int other_failures = 0;  // runs of either that failed another way: never accepted, even for a flaky case
   bool require_every_run = true;
   std::string first_difference;  // the first run that did not reproduce, in one line

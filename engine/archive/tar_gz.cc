@@ -31,7 +31,8 @@ using ReadHandle = std::unique_ptr<struct archive, decltype(&archive_read_free)>
 using EntryHandle = std::unique_ptr<struct archive_entry, decltype(&archive_entry_free)>;
 
 void check(struct archive* a, int status, const std::string& what) {
-  if (status < ARCHIVE_WARN) throw BadInputError(what + ": " + (archive_error_string(a) ? archive_error_string(a) : "libarchive error"));
+  if (status < ARCHIVE_WARN)
+    throw BadInputError(what + ": " + (archive_error_string(a) ? archive_error_string(a) : "libarchive error"));
 }
 
 constexpr time_t kFixedMtime = 946684800;  // 2000-01-01: archives are byte-reproducible
@@ -47,7 +48,8 @@ void writeFileData(struct archive* a, const ArchiveEntry& e, std::uintmax_t size
   std::ifstream in(e.source, std::ios::binary);
   std::vector<char> piece(1 << 20);
   std::uintmax_t left = size;
-  while (left > 0 && in.read(piece.data(), static_cast<std::streamsize>(std::min<std::uintmax_t>(left, piece.size())))) {
+  while (left > 0 &&
+         in.read(piece.data(), static_cast<std::streamsize>(std::min<std::uintmax_t>(left, piece.size())))) {
     writeData(a, piece.data(), static_cast<std::size_t>(in.gcount()), e.name);
     left -= static_cast<std::uintmax_t>(in.gcount());
   }
@@ -63,8 +65,10 @@ void writeEntry(struct archive* a, const ArchiveEntry& e) {
   archive_entry_set_perm(entry.get(), e.executable ? 0755 : 0644);
   archive_entry_set_mtime(entry.get(), kFixedMtime, 0);
   check(a, archive_write_header(a, entry.get()), "writing header of " + e.name);
-  if (!e.source.empty()) writeFileData(a, e, size);
-  else if (!e.contents.empty()) writeData(a, e.contents.data(), e.contents.size(), e.name);
+  if (!e.source.empty())
+    writeFileData(a, e, size);
+  else if (!e.contents.empty())
+    writeData(a, e.contents.data(), e.contents.size(), e.name);
 }
 
 }  // namespace
@@ -145,7 +149,8 @@ std::vector<ArchiveEntry> readTarGz(const fs::path& source, std::size_t max_entr
   std::vector<ArchiveEntry> entries;
   while (struct archive_entry* entry = nextEntry(a.get(), source, max_entry_bytes)) {
     if (archive_entry_filetype(entry) == AE_IFDIR) continue;
-    ArchiveEntry e{archive_entry_pathname(entry), std::string(static_cast<std::size_t>(archive_entry_size(entry)), '\0'),
+    ArchiveEntry e{archive_entry_pathname(entry),
+                   std::string(static_cast<std::size_t>(archive_entry_size(entry)), '\0'),
                    (archive_entry_perm(entry) & 0100) != 0};
     if (!e.contents.empty()) {
       const la_ssize_t n = archive_read_data(a.get(), e.contents.data(), e.contents.size());
@@ -199,7 +204,8 @@ std::vector<std::string> extractArchive(const fs::path& archive, const fs::path&
         throw BadInputError(archive.string() + ": refused: it holds more than " + std::to_string(max_entries) +
                             " entries");
       const fs::path rel = fs::path(archive_entry_pathname(entry)).lexically_normal();
-      if (!seen.insert(rel).second) throw BadInputError(archive.string() + ": refused: '" + rel.string() + "' appears twice");
+      if (!seen.insert(rel).second)
+        throw BadInputError(archive.string() + ": refused: '" + rel.string() + "' appears twice");
       total += static_cast<std::uint64_t>(archive_entry_size(entry));
       if (total > max_total_bytes)
         throw BadInputError(archive.string() + ": refused: its entries add up to more than " +
@@ -215,7 +221,8 @@ std::vector<std::string> extractArchive(const fs::path& archive, const fs::path&
       for (la_ssize_t n; (n = archive_read_data(a.get(), buffer.data(), buffer.size())) != 0;) {
         if (n < 0) check(a.get(), ARCHIVE_FATAL, "reading " + rel.string());
         written += static_cast<std::uint64_t>(n);
-        if (written > max_entry_bytes || total - static_cast<std::uint64_t>(archive_entry_size(entry)) + written > max_total_bytes)
+        if (written > max_entry_bytes ||
+            total - static_cast<std::uint64_t>(archive_entry_size(entry)) + written > max_total_bytes)
           throw BadInputError(archive.string() + ": refused: '" + rel.string() + "' holds more than its header said");
         out.write(buffer.data(), n);
       }
@@ -226,7 +233,8 @@ std::vector<std::string> extractArchive(const fs::path& archive, const fs::path&
   } catch (const BadInputError& e) {
     std::error_code ec;
     fs::remove_all(dir, ec);  // a refused archive leaves nothing behind
-    throw BadInputError(std::string(e.what()) + "; nothing was extracted. Only archives made by minrepro shrink "
+    throw BadInputError(std::string(e.what()) +
+                        "; nothing was extracted. Only archives made by minrepro shrink "
                         "can be verified");
   }
   return names;

@@ -120,9 +120,12 @@ void stopServer(Server& s, std::chrono::milliseconds grace) {
 // Waits for a server's `ready` and checks that it is safe to fork from.
 bool acceptReady(Server& s, Clock::time_point deadline, std::string& why) {
   const auto ready = receiveMessage(s.fd, deadline);
-  if (!ready || ready->fields.empty() || ready->fields.front().first != "ready") why = "it did not start (see its messages above)";
-  else if (ready->get("threads") != "1") why = "its parent has " + ready->get("threads") + " threads (not safe to fork)";
-  else if (ready->get("cuda") != "0") why = "its parent initialised CUDA (a CUDA context does not survive fork)";
+  if (!ready || ready->fields.empty() || ready->fields.front().first != "ready")
+    why = "it did not start (see its messages above)";
+  else if (ready->get("threads") != "1")
+    why = "its parent has " + ready->get("threads") + " threads (not safe to fork)";
+  else if (ready->get("cuda") != "0")
+    why = "its parent initialised CUDA (a CUDA context does not survive fork)";
   if (!why.empty()) return false;
   if (!s.our_child) s.pid = static_cast<pid_t>(std::stol(ready->fields.front().second));
   return true;
@@ -175,8 +178,10 @@ std::optional<Server> cloneServer(const Server& from, std::string& why) {
     return std::nullopt;
   }
   Server s{-1, receiveFd(from.fd, deadline), false};
-  if (s.fd < 0) why = "no socket passed";
-  else if (acceptReady(s, deadline, why)) return s;
+  if (s.fd < 0)
+    why = "no socket passed";
+  else if (acceptReady(s, deadline, why))
+    return s;
   stopServer(s, 1s);
   return std::nullopt;
 }
@@ -437,7 +442,7 @@ class ForkServerExecutor::Impl {
   std::map<std::string, std::vector<Server>> idle_;
   std::map<std::string, int> losses_;
   std::set<std::string> unusable_;
-  std::set<std::string> cloned_;  // routes whose first server was cloned
+  std::set<std::string> cloned_;    // routes whose first server was cloned
   std::set<std::string> starting_;  // routes a trial is starting a server for
   std::condition_variable started_;
   ForkServerCounts counts_;

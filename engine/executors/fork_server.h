@@ -63,7 +63,7 @@ std::string pythonForkServerScript();
 std::string pythonNativeHooks();
 
 struct ForkServerOptions {
-  std::filesystem::path log_file;  // servers' stderr and why a server was not used; empty: discarded
+  std::filesystem::path log_file;                    // servers' stderr and why a server was not used; empty: discarded
   std::chrono::milliseconds start_timeout{180'000};  // `import torch` on a loaded machine
   int max_losses = 3;  // servers of one kind lost in a row before that kind runs as plain processes
   // Trials that may run at once (--jobs): a route's first server is cloned
@@ -76,12 +76,12 @@ struct ForkServerOptions {
 };
 
 struct ForkServerCounts {
-  std::size_t forked = 0;           // trials run as children of a server
-  std::size_t from_standby = 0;     // of those, children the server had forked ahead
-  std::size_t plain = 0;            // trials run by the fallback executor
+  std::size_t forked = 0;        // trials run as children of a server
+  std::size_t from_standby = 0;  // of those, children the server had forked ahead
+  std::size_t plain = 0;         // trials run by the fallback executor
   std::size_t servers_started = 0;
-  std::size_t servers_cloned = 0;   // copies forked by a started server
-  std::size_t servers_lost = 0;     // died or stopped answering
+  std::size_t servers_cloned = 0;  // copies forked by a started server
+  std::size_t servers_lost = 0;    // died or stopped answering
 };
 
 class ForkServerExecutor : public Executor {

@@ -56,9 +56,10 @@ ToolResult runTool(const std::vector<std::string>& argv) {
   }
   try {
     bp::ipstream out, err;
-    bp::child child(bp::exe = program, bp::args = std::vector<std::string>(argv.begin() + 1, argv.end()),
-                    bp::std_in < bp::null, bp::std_out > out, bp::std_err > err,
-                    bp::extend::on_exec_setup = [](auto&) { ::setpgid(0, 0); });
+    bp::child child(
+        bp::exe = program, bp::args = std::vector<std::string>(argv.begin() + 1, argv.end()),
+        bp::std_in<bp::null, bp::std_out> out, bp::std_err > err,
+        bp::extend::on_exec_setup = [](auto&) { ::setpgid(0, 0); });
     r.out.assign(std::istreambuf_iterator<char>(out), {});
     r.err.assign(std::istreambuf_iterator<char>(err), {});
     child.wait();
@@ -94,8 +95,9 @@ bool hopelessPending(const SlurmJobState& s) {
 }
 
 bool controllerUnreachable(const std::string& message) {
-  for (const char* sign : {"Unable to contact slurm controller", "Unable to process configuration file",
-                           "Socket timed out", "Connection refused", "not found on PATH", "Zero Bytes were transmitted"})
+  for (const char* sign :
+       {"Unable to contact slurm controller", "Unable to process configuration file", "Socket timed out",
+        "Connection refused", "not found on PATH", "Zero Bytes were transmitted"})
     if (message.find(sign) != std::string::npos) return true;
   return false;
 }
@@ -103,8 +105,8 @@ bool controllerUnreachable(const std::string& message) {
 }  // namespace
 
 bool SlurmJobState::final() const {
-  static const std::set<std::string> kFinal{"COMPLETED",  "CANCELLED", "FAILED",       "TIMEOUT",
-                                            "NODE_FAIL",  "PREEMPTED", "BOOT_FAIL",    "DEADLINE",
+  static const std::set<std::string> kFinal{"COMPLETED",     "CANCELLED",    "FAILED",    "TIMEOUT",
+                                            "NODE_FAIL",     "PREEMPTED",    "BOOT_FAIL", "DEADLINE",
                                             "OUT_OF_MEMORY", "SPECIAL_EXIT", "REVOKED"};
   return kFinal.count(state) > 0;
 }
@@ -157,8 +159,7 @@ std::vector<std::string> SlurmExecutor::sbatchOptions(const TrialSpec& spec) con
   const SlurmOptions& o = options_.slurm;
   std::vector<std::string> args{
       "--job-name=" + options_.job_name + "." + std::to_string(::getpid()) + "." + spec.work_dir.filename().string(),
-      "--output=" + (spec.work_dir / "slurm-%j.out").string(), "--chdir=" + spec.work_dir.string(),
-      "--ntasks=1",
+      "--output=" + (spec.work_dir / "slurm-%j.out").string(), "--chdir=" + spec.work_dir.string(), "--ntasks=1",
       // We resubmit ourselves after a cluster failure: a requeued job would
       // keep its id and run twice under one trial.
       "--no-requeue", "--time=" + (o.time.empty() ? defaultTime(spec) : o.time)};
@@ -185,8 +186,9 @@ void SlurmExecutor::preflight(const fs::path& scratch_dir) {
   if (controllerUnreachable(message))
     throw TrialStartError("cannot submit Slurm jobs: " + message +
                           " (is the cluster up and SLURM_CONF right? On this machine: scripts/slurm-up.sh)");
-  throw BadInputError("Slurm refuses the case's job options (executor: partition, gres, time, account, extra_args): " +
-                  message + "; fix the executor section of case.yaml (sinfo lists partitions), or run with --executor local");
+  throw BadInputError(
+      "Slurm refuses the case's job options (executor: partition, gres, time, account, extra_args): " + message +
+      "; fix the executor section of case.yaml (sinfo lists partitions), or run with --executor local");
 }
 
 std::string SlurmExecutor::submit(const TrialSpec& spec, std::string* error) {
@@ -302,8 +304,8 @@ SlurmAttempt SlurmExecutor::waitForJob(const std::string& id, const TrialSpec& s
       unknown = s.state.empty() ? unknown + 1 : 0;
       if (hopelessPending(s)) {
         cancelJob(id);
-        return endedAs(TrialEnd::FailedToStart, "Slurm job " + id + " can never start: " + s.reason +
-                                                    "; fix the executor section of case.yaml");
+        return endedAs(TrialEnd::FailedToStart,
+                       "Slurm job " + id + " can never start: " + s.reason + "; fix the executor section of case.yaml");
       }
       // COMPLETED: the job wrote its outcome, which NFS may show a little later.
       if (s.state == "COMPLETED" && !completed_at) completed_at = Clock::now();

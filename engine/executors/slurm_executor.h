@@ -29,9 +29,9 @@ namespace minrepro {
 
 struct SlurmExecutorOptions {
   SlurmOptions slurm;
-  std::string job_binary;              // minrepro-slurm-job; must be at the same path on the nodes
-  std::string job_name = "minrepro";   // jobs are named NAME.PID.TRIALDIR
-  std::chrono::milliseconds state_poll{1'000};  // scontrol queries per job (the outcome file is watched faster)
+  std::string job_binary;                           // minrepro-slurm-job; must be at the same path on the nodes
+  std::string job_name = "minrepro";                // jobs are named NAME.PID.TRIALDIR
+  std::chrono::milliseconds state_poll{1'000};      // scontrol queries per job (the outcome file is watched faster)
   std::chrono::milliseconds outcome_grace{30'000};  // a finished job's outcome file may show late on NFS
 };
 

@@ -60,17 +60,25 @@ TrialSpec readTrialSpecFile(const fs::path& file) {
   TrialSpec spec;
   std::string key, value;
   while (getRecord(in, key, value)) {
-    if (key == "argv") spec.argv.push_back(value);
+    if (key == "argv")
+      spec.argv.push_back(value);
     else if (key == "env") {
       const auto eq = value.find('=');
       spec.env_set[value.substr(0, eq)] = eq == std::string::npos ? "" : value.substr(eq + 1);
-    } else if (key == "unset") spec.env_unset.push_back(value);
-    else if (key == "work_dir") spec.work_dir = value;
-    else if (key == "timeout_ms") spec.timeout = std::chrono::milliseconds(toNumber(key, value));
-    else if (key == "kill_grace_ms") spec.kill_grace = std::chrono::milliseconds(toNumber(key, value));
-    else if (key == "address_space") spec.address_space_limit_bytes = static_cast<std::uint64_t>(toNumber(key, value));
-    else if (key == "output_cap") spec.output_cap_bytes = static_cast<std::size_t>(toNumber(key, value));
-    else throw std::runtime_error("unknown record '" + key + "'");
+    } else if (key == "unset")
+      spec.env_unset.push_back(value);
+    else if (key == "work_dir")
+      spec.work_dir = value;
+    else if (key == "timeout_ms")
+      spec.timeout = std::chrono::milliseconds(toNumber(key, value));
+    else if (key == "kill_grace_ms")
+      spec.kill_grace = std::chrono::milliseconds(toNumber(key, value));
+    else if (key == "address_space")
+      spec.address_space_limit_bytes = static_cast<std::uint64_t>(toNumber(key, value));
+    else if (key == "output_cap")
+      spec.output_cap_bytes = static_cast<std::size_t>(toNumber(key, value));
+    else
+      throw std::runtime_error("unknown record '" + key + "'");
   }
   if (spec.argv.empty() || spec.work_dir.empty()) throw std::runtime_error("no argv or work_dir in " + file.string());
   return spec;
@@ -100,12 +108,18 @@ std::optional<TrialOutcome> readTrialOutcomeFile(const fs::path& file) {
   try {
     std::string key, value;
     while (getRecord(in, key, value)) {
-      if (key == "end") o.end = static_cast<TrialEnd>(toNumber(key, value));
-      else if (key == "exit_code") o.exit_code = static_cast<int>(toNumber(key, value));
-      else if (key == "signal") o.signal = static_cast<int>(toNumber(key, value));
-      else if (key == "duration_ms") o.duration = std::chrono::milliseconds(toNumber(key, value));
-      else if (key == "start_error") o.start_error = value;
-      else if (key == "complete") complete = true;
+      if (key == "end")
+        o.end = static_cast<TrialEnd>(toNumber(key, value));
+      else if (key == "exit_code")
+        o.exit_code = static_cast<int>(toNumber(key, value));
+      else if (key == "signal")
+        o.signal = static_cast<int>(toNumber(key, value));
+      else if (key == "duration_ms")
+        o.duration = std::chrono::milliseconds(toNumber(key, value));
+      else if (key == "start_error")
+        o.start_error = value;
+      else if (key == "complete")
+        complete = true;
     }
   } catch (const std::runtime_error&) {
     return std::nullopt;
@@ -141,7 +155,7 @@ int slurmJobMain(int argc, char** argv) {
   }
   // scancel, preemption and node shutdown send SIGTERM: end the trial's
   // whole group (it has its own, outside the job's) and report no outcome.
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = onJobSignal;
   sigemptyset(&sa.sa_mask);
   ::sigaction(SIGTERM, &sa, nullptr);

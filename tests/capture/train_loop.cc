@@ -82,12 +82,13 @@ int train(const std::string& out, const std::string& mode) {
     std::vector<at::Tensor> xs, ys, ids;
     for (const Sample& s : samples) xs.push_back(s.x), ys.push_back(s.y), ids.push_back(s.id);
     const at::Tensor x = torch::stack(xs), y = torch::stack(ys);
-    const minrepro::CaptureBatch batch{{{"input", x}, {"target", y}}, torch::stack(ids),
-                                       minrepro::isLastIncompleteBatch(n, kBatch, step)};
+    const minrepro::CaptureBatch batch{
+        {{"input", x}, {"target", y}}, torch::stack(ids), minrepro::isLastIncompleteBatch(n, kBatch, step)};
     session.run(step, batch, [&] {
       if (mode == "device-assert" && step == 2)
-        TORCH_CHECK(false, "CUDA error: device-side assert triggered\nCUDA kernel errors might be asynchronously "
-                           "reported at some other API call");
+        TORCH_CHECK(false,
+                    "CUDA error: device-side assert triggered\nCUDA kernel errors might be asynchronously "
+                    "reported at some other API call");
       opt.zero_grad();
       const at::Tensor logits = model.forward({x}).toTensor();
       const at::Tensor loss = torch::nn::functional::cross_entropy(
