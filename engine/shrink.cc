@@ -581,6 +581,7 @@ ReductionSummary summaryOf(Run& r, const fs::path& minimal_batch, const Neighbou
   summary.timeline = &r.timeline;
   try {
     summary.panels = collectSamplePanels(r.config, *r.batch, minimal_batch, r.best.samples);
+    for (auto& line : outlierLines(summary.panels)) summary.apart.push_back(std::move(line));
   } catch (const std::exception& e) {  // a picture is not worth the run: REPORT.html then shows none
     r.log.info("note: REPORT.html shows no samples: " + std::string(e.what()));
   }

@@ -125,6 +125,9 @@ TEST_F(ReportHtml, AnImageCaseDrawsTheKeptImageBesideImagesThatWereCut) {
   EXPECT_NE(html.find("data-kind=\"image\""), std::string::npos);
   EXPECT_EQ(countOf(html, "<svg class=\"thumb\""), 3u) << "the kept image and two that were cut";
   EXPECT_NE(html.find("kept: id 90041"), std::string::npos);
+  // The unscaled pixel is what sets it apart, in both reports.
+  EXPECT_NE(html.find("<li><code>image</code>: sample id 90041 holds 114 at position"), std::string::npos) << html;
+  EXPECT_NE(readFile(dir / "REPORT.md").find("- `image`: sample id 90041 holds 114 at position"), std::string::npos);
   renderInBrowser(dir / "REPORT.html", "image");
 }
 

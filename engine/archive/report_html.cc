@@ -46,6 +46,21 @@ std::string esc(const std::string& raw) {
   return out;
 }
 
+// Escaped text whose `quoted` parts are shown as code (REPORT.md's markdown).
+std::string escWithCode(const std::string& raw) {
+  std::string out;
+  bool open = false;
+  for (const char c : esc(raw)) {
+    if (c != '`') {
+      out += c;
+      continue;
+    }
+    out += open ? "</code>" : "<code>";
+    open = !open;
+  }
+  return open ? out + "</code>" : out;
+}
+
 std::string num(double x, int digits = 4) {
   char text[32];
   std::snprintf(text, sizeof text, "%.*g", digits, x);
@@ -152,7 +167,8 @@ void writeBands(std::ostream& out, const Timeline& t, const Axis& x, bool by_tim
     const double b = by_time ? x.at(p.end_seconds) : x.at(static_cast<double>(p.end_mark));
     out << "<rect class=\"band" << (i++ % 2 ? " odd" : "") << "\" x=\"" << num(a, 6) << "\" y=\"20\" width=\""
         << num(std::max(b - a, 1.0), 6) << "\" height=\"200\"><title>" << esc(p.name) << "</title></rect>";
-    if (b - a > 40) out << "<text x=\"" << num(a + 3, 6) << "\" y=\"32\">" << esc(p.name) << "</text>";
+    if (b - a > 7.0 * static_cast<double>(p.name.size()) + 6)
+      out << "<text x=\"" << num(a + 3, 6) << "\" y=\"32\">" << esc(p.name) << "</text>";
   }
 }
 
@@ -191,9 +207,12 @@ void writeChart(std::ostream& out, const Timeline& t, bool by_time) {
   writeBands(out, t, x, by_time);
   out << "<line x1=\"60\" y1=\"220\" x2=\"1000\" y2=\"220\" stroke=\"#888\"/><line x1=\"60\" y1=\"20\" x2=\"60\" "
          "y2=\"220\" stroke=\"#888\"/>"
-      << "<text x=\"4\" y=\"24\">" << num(top) << "</text><text x=\"4\" y=\"220\">1</text>"
-      << "<text x=\"60\" y=\"240\">" << (by_time ? "0 s" : "first answer") << "</text><text x=\"900\" y=\"240\">"
-      << (by_time ? num(end, 3) + " s" : std::to_string(marks.size()) + " answers") << "</text>";
+      << "<text x=\"54\" y=\"24\" text-anchor=\"end\">" << num(top, 3)
+      << "</text><text x=\"54\" y=\"220\" "
+         "text-anchor=\"end\">1</text>"
+      << "<text x=\"60\" y=\"240\">" << (by_time ? "0 s" : "first answer")
+      << "</text><text x=\"1000\" y=\"240\" text-anchor=\"end\">"
+      << (by_time ? "last answer, " + num(end, 3) + " s" : std::to_string(marks.size()) + " answers") << "</text>";
   writeMarks(out, t, x, y, by_time);
   if (!marks.empty()) writeAccepted(out, t, x, y, by_time, marks.front().size);
   out << "</svg>";
@@ -345,7 +364,7 @@ void writeSamples(std::ostream& out, const HtmlReportInput& in) {
   for (const auto& p : in.panels) writePanel(out, p);
   if (in.summary && !in.summary->apart.empty()) {
     out << "<h3>What sets the minimal batch apart</h3><ul>";
-    for (const auto& line : in.summary->apart) out << "<li>" << esc(line) << "</li>";
+    for (const auto& line : in.summary->apart) out << "<li>" << escWithCode(line) << "</li>";
     out << "</ul>";
   }
   out << "</section>";

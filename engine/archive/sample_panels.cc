@@ -114,7 +114,7 @@ std::vector<SamplePanel> collectSamplePanels(const CaseConfig& config, const Bat
   const std::vector<TensorInfo> as_original = original.describe();
   for (const TensorInfo& t : minimal->describe()) {
     if (!t.has_sample_axis || t.name == config.sample_ids || panels.size() >= max_panels) continue;
-    SamplePanel p{t.name, t, sampleShape(t), SampleKind::Other, integralDtype(t.dtype), {}, ""};
+    SamplePanel p{t.name, t, sampleShape(t), SampleKind::Other, integralDtype(t.dtype), {}, "", {}, false};
     // The kind is the original's: a token row cut to one position is still tokens.
     const auto before = std::find_if(as_original.begin(), as_original.end(),
                                      [&](const TensorInfo& o) { return o.name == t.name && o.has_sample_axis; });
@@ -125,6 +125,8 @@ std::vector<SamplePanel> collectSamplePanels(const CaseConfig& config, const Bat
     const bool ranged = p.kind != SampleKind::Signal && p.kind != SampleKind::Lengths;
     const ValueRange range = ranged ? original.restRange(t.name, kept, per_position) : ValueRange{};
     p.range = describeRange(range, per_position);
+    p.rest = range;
+    p.per_position = per_position;
     const auto set_trivial = config.values.trivial.find(t.name);
     const double trivial = set_trivial == config.values.trivial.end() ? 0.0 : set_trivial->second;
     for (std::size_t i = 0; i < kept.size() && i < 4; ++i) {
@@ -146,6 +148,28 @@ std::vector<SamplePanel> collectSamplePanels(const CaseConfig& config, const Bat
     panels.push_back(std::move(p));
   }
   return panels;
+}
+
+std::vector<std::string> outlierLines(const std::vector<SamplePanel>& panels) {
+  constexpr std::size_t kListed = 4;
+  std::vector<std::string> lines;
+  for (const SamplePanel& p : panels) {
+    if (p.integral) continue;  // the integer contrast says those
+    for (const SampleRow& row : p.rows) {
+      if (!row.kept || row.outliers.empty()) continue;
+      std::string line = "`" + p.tensor + "`: sample " + row.label.substr(6) + " holds ";
+      for (std::size_t k = 0; k < row.outliers.size() && k < kListed; ++k) {
+        const std::size_t i = row.outliers[k], j = p.per_position ? i : 0;
+        char text[96];
+        std::snprintf(text, sizeof text, "%s%.6g at position %zu (the rest spans %.6g .. %.6g there)", k ? ", " : "",
+                      row.values[i], i, p.rest.lo[j], p.rest.hi[j]);
+        line += text;
+      }
+      if (row.outliers.size() > kListed) line += " and " + std::to_string(row.outliers.size() - kListed) + " more";
+      lines.push_back(line);
+    }
+  }
+  return lines;
 }
 
 }  // namespace minrepro

@@ -42,11 +42,19 @@ struct SamplePanel {
   bool integral = false;
   std::vector<SampleRow> rows;
   std::string range;  // "the rest of the batch spans 0 .. 3"; "" when unknown
+  ValueRange rest;    // that range: one pair, or one per position of a row
+  bool per_position = false;
 };
 
 inline constexpr std::size_t kMaxShown = 64;       // values of a row shown
 inline constexpr std::size_t kMaxImage = 1 << 16;  // values of an image read (then drawn at most 32x32)
 inline constexpr std::size_t kMaxSignal = 4096;    // values of a waveform read
+
+// What sets the kept samples apart that the integer contrast
+// (engine/archive/minimal_batch_contrast.h) does not say: for each float
+// tensor, the kept values outside what the rest of the batch spans ("`tabular`:
+// the kept sample id 45 holds 10 at position 0, outside 0 .. 9 there").
+std::vector<std::string> outlierLines(const std::vector<SamplePanel>& panels);
 
 // The panels for the minimal batch file `minimal_batch` (the kept samples,
 // whose indices into `original` are `kept`), at most `max_panels`.
