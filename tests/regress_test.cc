@@ -127,15 +127,7 @@ TEST(Regress, ShrinkAddToThenRegress) {
   fs::create_directories(case_dir);
   std::string out;
   ASSERT_EQ(testing::makeBundledExamples(examples), "");
-  // 8 samples and the bad one keep the shrink short.
-  ASSERT_EQ(runCommand(testing::python() + " -c \"import torch; b = torch.load('" +
-                           (examples / "class4" / "batch.pt").string() +
-                           "'); i = list(range(8)) + [313]; "
-                           "torch.save({k: v[i] for k, v in b.items()}, '" +
-                           (case_dir / "batch.pt").string() + "')\"",
-                       &out),
-            0)
-      << out;
+  ASSERT_EQ(testing::saveSmallClass4Batch(examples, case_dir / "batch.pt"), "");
   fs::copy(examples / "class4" / "model.pt", case_dir / "model.pt");
   fs::copy(examples / "class4" / "case.yaml", case_dir / "case.yaml");
   ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink -q --config " + (case_dir / "case.yaml").string() +

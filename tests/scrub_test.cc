@@ -110,15 +110,7 @@ TEST(ScrubReport, ReportOfACaseUnderAUsersHomeNamesNoOne) {
   fs::create_directories(case_dir);
   std::string out;
   ASSERT_EQ(testing::makeBundledExamples(examples), "");
-  // A small batch (8 samples and the bad one) keeps the shrink short.
-  ASSERT_EQ(testing::runCommand(testing::python() + " -c \"import torch; b = torch.load('" +
-                                    (examples / "class4" / "batch.pt").string() +
-                                    "'); i = list(range(8)) + [313]; "
-                                    "torch.save({k: v[i] for k, v in b.items()}, '" +
-                                    (case_dir / "batch.pt").string() + "')\"",
-                                &out),
-            0)
-      << out;
+  ASSERT_EQ(testing::saveSmallClass4Batch(examples, case_dir / "batch.pt"), "");
   fs::copy(examples / "class4" / "model.pt", case_dir / "model.pt");
   char host[256] = {};
   ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);

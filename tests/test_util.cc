@@ -74,4 +74,15 @@ std::string makeCases(const std::string& generator, const fs::path& dest) {
   return status == 0 ? "" : generator + " exited with " + std::to_string(status) + ":\n" + output;
 }
 
+std::string saveSmallClass4Batch(const fs::path& examples, const fs::path& batch) {
+  std::string output;
+  const int status =
+      runCommand(python() + " -c \"import torch; b = torch.load('" + (examples / "class4" / "batch.pt").string() +
+                     "'); i = list(range(8)) + [313]; "
+                     "torch.save({k: v[i] for k, v in b.items()}, '" +
+                     batch.string() + "')\"",
+                 &output);
+  return status == 0 ? "" : "saving the small class4 batch exited with " + std::to_string(status) + ":\n" + output;
+}
+
 }  // namespace minrepro::testing

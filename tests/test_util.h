@@ -45,4 +45,8 @@ inline std::string makeBundledExamples(const std::filesystem::path& dest) {
   return makeCases("configs/examples/make_examples.py", dest);
 }
 
+// The class4 example's batch cut to 8 samples and the bad one (a short
+// shrink), saved as `batch` with `python()`. Returns "" or what went wrong.
+std::string saveSmallClass4Batch(const std::filesystem::path& examples, const std::filesystem::path& batch);
+
 }  // namespace minrepro::testing
