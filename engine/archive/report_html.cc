@@ -75,8 +75,8 @@ h1{font-size:22px;margin:0 0 6px}h2{font-size:17px;margin:28px 0 8px;border-bott
 .first{font-family:ui-monospace,monospace;white-space:pre-wrap;background:#fff;padding:6px;border-radius:4px}
 .k{color:#555;min-width:12em;display:inline-block}
 svg text{font:11px system-ui,sans-serif;fill:#333}
-.mark.same{fill:#c62828}.mark.passed{fill:#2e7d32}.mark.different{fill:#ef6c00}
-.mark.timed-out{fill:#6a1b9a}.mark.cached{fill:#9e9e9e}
+.same{fill:#c62828;background:#c62828}.passed{fill:#2e7d32;background:#2e7d32}.different{fill:#ef6c00;background:#ef6c00}
+.timed-out{fill:#6a1b9a;background:#6a1b9a}.cached{fill:#9e9e9e;background:#9e9e9e}
 .band{fill:#f2f2f2}.band.odd{fill:#e6eef7}.accepted{fill:none;stroke:#111;stroke-width:1.5}
 .legend span{display:inline-block;margin-right:14px}.dot{display:inline-block;width:10px;height:10px;border-radius:5px;margin-right:4px}
 table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #ddd;padding:2px 6px;font-family:ui-monospace,monospace;font-size:12px}
@@ -103,22 +103,6 @@ const char* outcomeWords(MarkOutcome o) {
       return "answered from cache or journal";
   }
   return "";
-}
-
-const char* outcomeColour(MarkOutcome o) {
-  switch (o) {
-    case MarkOutcome::Same:
-      return "#c62828";
-    case MarkOutcome::Passed:
-      return "#2e7d32";
-    case MarkOutcome::Different:
-      return "#ef6c00";
-    case MarkOutcome::TimedOut:
-      return "#6a1b9a";
-    case MarkOutcome::Cached:
-      return "#9e9e9e";
-  }
-  return "#000";
 }
 
 // ---------------------------------------------------------------- verdict
@@ -249,8 +233,8 @@ void writeFlakyRates(std::ostream& out, const Timeline& t) {
 void writeReduction(std::ostream& out, const Timeline& t, bool flaky) {
   out << "<section id=\"reduction\"><h2>The reduction</h2><p class=\"legend\">";
   for (MarkOutcome o : kOutcomes)
-    out << "<span><i class=\"dot\" style=\"background:" << outcomeColour(o) << "\"></i>" << outcomeWords(o) << ": "
-        << t.count(o) << "</span>";
+    out << "<span><i class=\"dot " << markOutcomeName(o) << "\"></i>" << outcomeWords(o) << ": " << t.count(o)
+        << "</span>";
   out << "</p><p class=\"meta\">Each mark is one answer about a candidate: its size (samples &times; length &times; "
          "branches on &times; non-trivial values, log scale) and how it ended. The line is the accepted case; the "
          "bands are the passes."
