@@ -39,7 +39,7 @@ const char* kUsage =
     "                              write the case.yaml that shrink --batch would use, commented\n"
     "  reducers                    list the reducer passes\n"
     "  triage LOG|-                read a log's first error: family, operator, first check, what to avoid\n"
-    "  verify ARCHIVE [--expect fail|pass] [--runs K] [--sandbox auto|on|off]\n"
+    "  verify ARCHIVE [--expect fail|pass] [--runs K] [--jobs N] [--sandbox auto|on|off]\n"
     "                              rerun a reproducer archive in fresh processes and compare\n"
     "                              (runs the archive's code: in bubblewrap when made elsewhere)\n"
     "  check --batch B.pt --target NAME --classes K\n"
@@ -236,6 +236,8 @@ int verifyCommand(const std::vector<std::string>& args) {
   opts.add_options()("help,h", "show this help")("archive", po::value(&archive)->required(),
                                                  "the repro.tar.gz to check")(
       "runs", po::value<std::string>()->default_value("3"), "how many fresh runs")(
+      "jobs,j", po::value<std::string>()->default_value("1"),
+      "runs at once (each its own process and directory; the extracted files are shared)")(
       "expect", po::value(&expect)->default_value("fail"),
       "fail: every run fails as recorded; pass: every run exits 0 and processes every sample")(
       "python", po::value(&o.python)->default_value(std::string(minrepro::kDefaultPython)), "Python with PyTorch")(
@@ -254,6 +256,7 @@ int verifyCommand(const std::vector<std::string>& args) {
     throw minrepro::BadInputError("--expect must be 'fail' or 'pass', found '" + expect + "'");
   o.archive = archive;
   o.runs = static_cast<int>(countOption(vm, "runs", 1));
+  o.jobs = static_cast<std::size_t>(countOption(vm, "jobs", 1));
   timeout = secondsOption(vm, "timeout", true);
   o.max_total_bytes = static_cast<std::uint64_t>(countOption(vm, "max-size", 1)) << 20;
   o.expect = expect == "pass" ? minrepro::Expect::Pass : minrepro::Expect::Fail;

@@ -1,6 +1,7 @@
 #include "core/process/process.h"
 
 #include "core/failure_signature.h"
+#include "core/process/job_slots.h"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -8,7 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <fstream>
+#include <thread>
 
 #include "tests/test_util.h"
 
@@ -34,6 +37,53 @@ bool pidAlive(pid_t pid) {
   if (!std::getline(stat, line)) return false;
   const auto close = line.rfind(')');
   return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
+}
+
+// The fixed runs around the search share --jobs: never more at once than
+// the slots, all of them run, two callers on one JobSlots add up to its size.
+TEST(JobSlotsTest, RunsAtMostTheSlotsAtOnceAndEveryRun) {
+  for (std::size_t slots : {1u, 2u, 3u}) {
+    JobSlots shared(slots);
+    std::atomic<int> running{0}, most{0}, done{0};
+    auto work = [&](std::size_t) {
+      const int now = ++running;
+      for (int seen = most.load(); now > seen && !most.compare_exchange_weak(seen, now);) {
+      }
+      std::this_thread::sleep_for(20ms);
+      --running;
+      ++done;
+    };
+    // Two callers at once, as the self-check and the op step are.
+    std::thread other([&] { runInSlots(5, shared, work); });
+    runInSlots(7, shared, work);
+    other.join();
+    EXPECT_EQ(done.load(), 12);
+    EXPECT_EQ(most.load(), static_cast<int>(slots)) << slots << " slots";
+  }
+}
+
+TEST(JobSlotsTest, RunsNotStartedWhenStoppedAreSkippedAndSaidSo) {
+  JobSlots one(1);
+  std::atomic<int> done{0};
+  std::vector<bool> ran;
+  runInSlots(
+      6, one, [&](std::size_t) { ++done; }, [&] { return done.load() >= 2; }, &ran);
+  EXPECT_EQ(done.load(), 2);
+  EXPECT_EQ(ran, (std::vector<bool>{true, true, false, false, false, false}));
+}
+
+// A run that throws (a Python that cannot start) reaches the caller, as
+// it did when the runs went one after another; later runs do not start.
+TEST(JobSlotsTest, AnExceptionOfARunIsThrownToTheCaller) {
+  JobSlots one(1);
+  std::atomic<int> done{0};
+  EXPECT_THROW(runInSlots(4, one,
+                          [&](std::size_t i) {
+                            ++done;
+                            if (i == 1) throw std::runtime_error("cannot start");
+                          }),
+               std::runtime_error);
+  EXPECT_EQ(done.load(), 2);
 }
 
 TEST(LocalExecutorTest, ExitStatusAndOutput) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iomanip>
 #include <iostream>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -286,6 +287,44 @@ void replaceBundledCode(const fs::path& dir, const std::vector<std::string>& nam
 
 }  // namespace
 
+namespace {
+
+// The runs of repro.py, and of op/repro_op.py beside the first `op_runs`,
+// on the slots given (or --jobs of its own), kept in run order; runs not
+// started when the caller cancels are left out.
+void runAll(const fs::path& dir, const VerifyOptions& o, VerifyResult& result, Executor& executor,
+            std::ostream* progress) {
+  const bool op = !result.manifest.op_repro.empty();
+  const int op_runs = !op ? 0 : o.op_runs < 0 ? o.runs : std::min(o.op_runs, o.runs);
+  const std::size_t total = static_cast<std::size_t>(o.runs + op_runs);
+  std::vector<RunResult> done(total);
+  std::mutex print;
+  // At most o.jobs at once, each also holding one of the caller's slots
+  // when given (shrink's op step may hold the others).
+  JobSlots own(o.jobs);
+  std::vector<bool> ran;
+  runInSlots(
+      total, own,
+      [&](std::size_t k) {
+        std::optional<JobSlots::Held> shared;
+        if (o.slots) shared.emplace(*o.slots);
+        const bool is_op = k >= static_cast<std::size_t>(o.runs);
+        const int i = static_cast<int>(is_op ? k - static_cast<std::size_t>(o.runs) : k) + 1;
+        done[k] =
+            is_op ? runOpOnce(dir, i, o, result.manifest, executor) : runOnce(dir, i, o, result.manifest, executor);
+        std::lock_guard<std::mutex> lock(print);
+        printRun(progress,
+                 (is_op ? result.manifest.op_repro + " " : std::string("run ")) + std::to_string(i) + "/" +
+                     std::to_string(o.runs),
+                 done[k]);
+      },
+      [&] { return o.cancel && o.cancel->load(); }, &ran);
+  for (std::size_t k = 0; k < total; ++k)
+    if (ran[k]) (k < static_cast<std::size_t>(o.runs) ? result.runs : result.op_runs).push_back(std::move(done[k]));
+}
+
+}  // namespace
+
 VerifyResult verifyArchive(const VerifyOptions& o, std::ostream* progress, Executor* executor) {
   if (o.runs < 1) throw BadInputError("--runs must be at least 1, found " + std::to_string(o.runs));
   // Streamed into a scratch directory, removed whatever happens; a refused
@@ -306,14 +345,7 @@ VerifyResult verifyArchive(const VerifyOptions& o, std::ostream* progress, Execu
   if (result.sandbox.used) sandboxed.emplace(executor ? *executor : plain, tree.path(), *findBubblewrap());
   Executor& local = sandboxed ? static_cast<Executor&>(*sandboxed) : plain;
   if (sandboxed) executor = nullptr;  // every run goes through the sandbox
-  for (int i = 1; i <= o.runs && !(o.cancel && o.cancel->load()); ++i) {
-    result.runs.push_back(runOnce(dir, i, o, result.manifest, executor ? *executor : local));
-    printRun(progress, "run " + std::to_string(i) + "/" + std::to_string(o.runs), result.runs.back());
-    if (result.manifest.op_repro.empty() || (o.op_runs >= 0 && i > o.op_runs)) continue;
-    result.op_runs.push_back(runOpOnce(dir, i, o, result.manifest, executor ? *executor : local));
-    printRun(progress, result.manifest.op_repro + " " + std::to_string(i) + "/" + std::to_string(o.runs),
-             result.op_runs.back());
-  }
+  runAll(dir, o, result, executor ? *executor : local, progress);
   // After a fix, the neighbour batches must pass too (docs/method.md, "Neighbour cases"): one
   // fresh run each, with the count recorded for that batch.
   if (o.expect == Expect::Pass) {

@@ -16,6 +16,7 @@
 #include "core/build_info.h"
 #include "core/errors.h"
 #include "core/failure_signature.h"
+#include "core/process/job_slots.h"
 #include "core/process/process.h"
 #include "core/process/sandbox.h"
 #include "engine/archive/manifest.h"
@@ -45,6 +46,11 @@ struct VerifyOptions {
   // The archive's code runs in bubblewrap (core/process/sandbox.h):
   // auto for an archive made on another machine, when bwrap is installed.
   SandboxMode sandbox = SandboxMode::Auto;
+  // Runs at once (verify --jobs): each run is its own process in its own
+  // directory; the extracted files are shared. `slots`, when given, is the
+  // caller's (shrink's self-check shares its --jobs with the op step).
+  std::size_t jobs = 1;
+  JobSlots* slots = nullptr;
 };
 
 struct RunResult {
