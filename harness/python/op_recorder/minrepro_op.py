@@ -277,8 +277,24 @@ def install():
         faulthandler.enable(file=recorder.fault_file)
 
     class _RecordCalls(TorchDispatchMode):
+        # PyTorch 2.x wraps a mode's __torch_dispatch__ so that Dynamo skips
+        # its frames, and that wrapper imports torch._dynamo at the first
+        # call: most of a second added to every recorded run of a program
+        # that never compiles. The wrapper is put on here only once the
+        # program has imported Dynamo itself (to compile), before that
+        # call is recorded.
+        @classmethod
+        def _should_skip_dynamo(cls):
+            return False
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if "torch._dynamo" in sys.modules and not _RecordCalls.dynamo_skipped:
+                _RecordCalls.dynamo_skipped = True
+                _RecordCalls.__torch_dispatch__ = torch._disable_dynamo(_RecordCalls.record, recursive=True)
             return recorder.call(func, args, kwargs or {})
+
+    _RecordCalls.dynamo_skipped = not hasattr(torch, "_disable_dynamo")  # PyTorch 1.13 has no Dynamo
+    _RecordCalls.record = _RecordCalls.__torch_dispatch__
 
     _RecordCalls().__enter__()  # for the whole process: never left
     atexit.register(recorder.forget)
