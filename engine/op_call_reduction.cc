@@ -33,8 +33,9 @@ std::string statusName(ExitStatus status) {
 }
 }  // namespace
 
-std::function<OpReduction(const fs::path& case_file)> opReducer(const ShrinkOptions& outer) {
-  return [outer](const fs::path& case_file) {
+std::function<OpReduction(const fs::path& case_file, const OpReductionBounds& bounds)> opReducer(
+    const ShrinkOptions& outer) {
+  return [outer](const fs::path& case_file, const OpReductionBounds& bounds) {
     ShrinkOptions inner;
     inner.config = case_file;
     inner.python = outer.python;
@@ -44,11 +45,14 @@ std::function<OpReduction(const fs::path& case_file)> opReducer(const ShrinkOpti
     inner.op_repro = false;
     inner.archive = false;           // only its best case is wanted: no trace, neighbours or archive
     inner.checked_by_caller = true;  // the op step runs the reduced call alone as often as the self-check would
-    inner.jobs = outer.jobs;
+    // One trial at a time: a second fork server would import torch again
+    // for a reduction of a few trials, while the self-check needs the slot.
+    inner.jobs = 1;
+    inner.slots = bounds.slots;
     // A bound on what a help beside the archive may cost; a spent budget
     // still leaves its best case so far.
     inner.max_trials = kOpReductionTrials;
-    inner.max_seconds = kOpReductionSeconds;
+    inner.max_seconds = bounds.seconds > 0 ? bounds.seconds : kOpReductionSeconds;
     ShrinkTally tally;
     inner.tally = &tally;
     // The nested run tags its trials with its own work directory; the

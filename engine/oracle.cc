@@ -234,6 +234,9 @@ std::vector<TrialRecord> TrialOracle::runLive(const std::vector<Selection>& sele
       threads.emplace_back([&, i] { records[i].outcome = executor_.run(specs[i]); });
     for (auto& t : threads) t.join();
   }
+  double longest = 0;
+  for (const auto& r : records) longest = std::max(longest, std::chrono::duration<double>(r.outcome.duration).count());
+  stats_.round_trial_seconds += longest;
   if (limits_.stop && limits_.stop->load()) throw RunStopped(RunStopped::Reason::Interrupted, "interrupted");
   if (on_round_) on_round_();
   for (std::size_t i = 0; i < records.size(); ++i) {
@@ -278,6 +281,7 @@ TrialRecord TrialOracle::finishTrial(TrialRecord record, const std::string& key)
     throw TrialStartError("trial " + std::to_string(record.number) + " could not start: " + record.outcome.start_error);
   ++stats_.trials;
   stats_.last_trial_seconds = std::chrono::duration<double>(record.outcome.duration).count();
+  stats_.trial_seconds += stats_.last_trial_seconds;
   record.signature = classify(record.outcome);
   const FailureSignature& sig = record.signature;
   const bool of_original = key.starts_with(kOriginalPrefix) || key.starts_with(kSinglePrefix);
@@ -356,7 +360,9 @@ std::vector<bool> TrialOracle::resultsFor(const Selection& selection, const std:
       mark(selection, MarkOutcome::Cached, nullptr);
       continue;
     }
-    const std::size_t launch = count - out.size();
+    // Never more at once than --jobs: runs asked for together (the
+    // original's plain runs, a flaky candidate's streak) go in rounds.
+    const std::size_t launch = std::min(count - out.size(), std::max<std::size_t>(jobs_, 1));
     const std::size_t extra = jobs_ > launch ? std::min(spare, jobs_ - launch) : 0;
     std::vector<Selection> batch(launch + extra, selection);
     std::vector<std::string> keys(batch.size(), key);

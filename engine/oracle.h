@@ -52,6 +52,11 @@ struct OracleStats {
   double write_seconds = 0;
   std::uint64_t last_candidate_bytes = 0;
   double last_trial_seconds = 0;  // of the last trial finished
+  // The trials' own time: each process from start to end, summed; and the
+  // longest of each round, summed (the wall time rounds had to take: what
+  // a round's wall time has beyond it is the engine's own).
+  double trial_seconds = 0;
+  double round_trial_seconds = 0;
 };
 
 struct RunLimits {
@@ -132,10 +137,15 @@ class TrialOracle {
   TrialOutcome runUncounted(const Selection& selection, const std::map<std::string, std::string>& env,
                             const std::filesystem::path& dir);
 
+  // Whether `outcome` is the failure the original showed (the reference),
+  // as a trial is judged: for a run outside the search (the file trace's).
+  bool sameFailure(const TrialOutcome& outcome) const { return matches(classify(outcome)); }
+
   // Runs one live trial of the selection and classifies it, without judging it.
   TrialRecord run(const Selection& selection);
 
   const OracleStats& stats() const { return stats_; }
+  std::size_t jobs() const { return jobs_; }
   const FailureRate& rate() const { return rate_; }
   // Called with every accepted candidate (each is smaller than the last).
   void onBetter(std::function<void(const Selection&)> callback) { on_better_ = std::move(callback); }

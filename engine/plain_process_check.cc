@@ -9,6 +9,15 @@ namespace {
 
 std::string rateOf(const OriginalEstimate& e) { return std::to_string(e.failures) + " of " + std::to_string(e.runs); }
 
+// A plain run failed alike, and neither extreme of the `left` runs to come
+// (all passing, all failing) would bring Fisher's test below 0.01.
+bool agreementSettled(const OriginalEstimate& forked, const OriginalEstimate& plain, std::size_t left) {
+  if (plain.failures == 0) return false;
+  const std::size_t runs = plain.runs + left;
+  return fisherExactTwoSided(forked.failures, forked.runs, plain.failures, runs) >= 0.01 &&
+         fisherExactTwoSided(forked.failures, forked.runs, plain.failures + left, runs) >= 0.01;
+}
+
 }  // namespace
 
 std::string ForkComparison::counts() const {
@@ -48,7 +57,11 @@ ForkComparison compareForkedWithFresh(const Selection& all, const OriginalEstima
   c.forked = forked;
   c.timeout_seconds = timeout_seconds;
   const std::size_t timeouts_before = oracle.stats().timeouts;
-  c.plain = oracle.runOriginalFresh(all, forked.runs);
+  const std::size_t round = std::max<std::size_t>(oracle.jobs(), 1);
+  for (std::size_t runs = std::min(round, forked.runs);; runs = std::min(runs + round, forked.runs)) {
+    c.plain = oracle.runOriginalFresh(all, runs);
+    if (c.plain.runs >= forked.runs || agreementSettled(forked, c.plain, forked.runs - c.plain.runs)) break;
+  }
   // None failing is a verdict only after as many passes as would reject a
   // candidate at the rate seen forked (the same alpha).
   if (c.plain.failures == 0 && rejection_streak > c.plain.runs)

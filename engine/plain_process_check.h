@@ -43,7 +43,11 @@ struct ForkComparison {
 // Runs the original as plain processes (as many runs as `forked` had; when
 // none fails, up to `rejection_streak` runs, the passes that would reject a
 // candidate) and decides; on UsePlainOnly the oracle is switched to plain
-// processes.
+// processes. The runs go in rounds of --jobs and stop as soon as the
+// verdict is settled: once a plain run failed alike and no outcome of the
+// runs left could make Fisher's test reject (3 forked failures against
+// 3 plain runs never can), the answer is Agree whatever they show. Each
+// plain run imports torch afresh, so the early stop is a second or more.
 ForkComparison compareForkedWithFresh(const Selection& all, const OriginalEstimate& forked, TrialOracle& oracle,
                                       std::size_t rejection_streak, double timeout_seconds);
 

@@ -134,6 +134,14 @@ std::string selfCheckSkipped(const ShrinkOptions& options, const CaseConfig& con
   return "";
 }
 
+// Whether the self-check's runs, from the extracted archive, are the final
+// confirmation: both run the minimal case as plain processes in the normal
+// configuration, so one of them is enough. Else (no archive, no self-check,
+// Slurm) the confirmation runs on its own after the search.
+bool selfCheckConfirms(const ShrinkOptions& options, const CaseConfig& config) {
+  return options.archive && !options.checked_by_caller && selfCheckSkipped(options, config).empty();
+}
+
 }  // namespace
 
 namespace {
@@ -147,8 +155,14 @@ std::string opStepSkipped(const ShrinkOptions& options, const CaseConfig& config
   return "";
 }
 
-std::function<OpRepro(const fs::path&)> opStepFor(const ShrinkOptions& options, const CaseConfig& config,
-                                                  const FailureSignature& signature, const SelfCheckPlan& plan) {
+// The op step's own reduction may take half the time the run had taken
+// when it began (so the op step stays within about a third of the whole),
+// but never less than this: a reduction of a few forked trials.
+constexpr double kMinOpReductionSeconds = 5;
+
+std::function<OpRepro(const OpStart&)> opStepFor(const ShrinkOptions& options, const CaseConfig& config,
+                                                 const FailureSignature& signature, const SelfCheckPlan& plan,
+                                                 const Log& log) {
   OpStep step;
   step.work = config.work_dir;
   step.python = trialPython(options, config);
@@ -158,9 +172,12 @@ std::function<OpRepro(const fs::path&)> opStepFor(const ShrinkOptions& options, 
   step.timeout = config.timeout;
   step.stop = &g_stop;
   step.reduce = opReducer(options);
-  return [step](const fs::path& archive) {
+  return [step, &log](const OpStart& start) {
     OpStep with_archive = step;
-    with_archive.archive = archive;
+    with_archive.archive = start.archive;
+    with_archive.recorded = start.recorded;
+    with_archive.slots = start.slots;
+    with_archive.reduction_seconds = std::max(kMinOpReductionSeconds, log.elapsedSeconds() / 2);
     return makeOpRepro(with_archive);
   };
 }
@@ -358,6 +375,7 @@ ExitStatus runShrink(const ShrinkOptions& options, Executor* executor) {
                : makeTrialExecutors(config, options.executor,
                                     options.trial_binary.empty() ? defaultTrialBinary() : options.trial_binary,
                                     options.jobs);
+  if (stack && options.slots) stack->push(std::make_unique<SlotExecutor>(stack->top(), *options.slots));
   Executor& chosen = executor ? *executor : stack->top();
   return runShrinkLoaded(options, config, chosen, stack ? stack->forkServers() : nullptr);
 }
@@ -390,6 +408,7 @@ struct Run {
   ExitStatus status = ExitStatus::Reduced;
   std::string incomplete;  // why the run stopped before its end ("" when it did not)
   bool confirmed = false;
+  bool searched_forked = false;  // the search's trials were forked children (a plain re-search may follow)
   std::string processes = "plain processes (no fork server applies to this trial)";
   FreshMinimality fresh_minimality;
   std::size_t plain_passes = 0;  // of the original, run as plain processes (the self-check's evidence)
@@ -491,7 +510,9 @@ ExitStatus checkTheOriginal(Run& r, bool forks) {
   }
   if (!r.config.fork_server) r.processes = "plain processes (trial.fork_server: false)";
   r.plain_passes = original.runs - original.failures;
-  if (!forks) return s;
+  if (forks && r.options.checked_by_caller)
+    r.processes = "forked children of a fork server (the caller runs the result in plain processes)";
+  if (!forks || r.options.checked_by_caller) return s;
   const std::size_t streak =
       r.config.flaky.enabled ? r.oracle->rate().passesToReject(r.config.flaky.alpha, r.config.flaky.max_passes) : 1;
   const ForkComparison comparison =
@@ -514,13 +535,14 @@ ExitStatus checkTheOriginal(Run& r, bool forks) {
 // searched again from the original, the last case confirmed in plain
 // processes, with plain processes only.
 void search(Run& r, bool forks) {
-  const bool searched_forked = forks && !r.oracle->freshProcessesOnly();
+  const bool searched_forked = r.searched_forked = forks && !r.oracle->freshProcessesOnly();
   r.best = runPipeline(r.config, *r.batch, r.all, *r.oracle, r.log);
   if (searched_forked) {
     r.timeline.startPass("plain check", r.log.elapsedSeconds());
     r.best = checkMinimalityFresh(*r.batch, *r.oracle, r.best, r.fresh_minimality);
     r.log.info("1-minimality in plain processes: " + r.fresh_minimality.describe());
   }
+  if (selfCheckConfirms(r.options, r.config)) return;  // writeResult's self-check confirms (searchAgainPlain)
   r.timeline.startPass("confirmation", r.log.elapsedSeconds());
   r.confirmed = r.options.checked_by_caller || r.oracle->confirm(r.best);
   if (!r.confirmed && searched_forked) {
@@ -608,10 +630,45 @@ ExitStatus writeResult(Run& r) {
                  {},
                  {}};
   job.skip_op_step = opStepSkipped(r.options, r.config);
+  job.jobs = r.options.jobs;
+  job.confirmation_is_self_check = selfCheckConfirms(r.options, r.config);
+  job.timeline = &r.timeline;
   const SelfCheckPlan plan = planSelfCheck(r.oracle->rate(), r.config.flaky, r.plain_passes, r.best.samples.size());
   if (!plan.require_every_run) summary.flaky_rate = r.oracle->rate().estimate();
-  if (job.skip_op_step.empty()) job.op_step = opStepFor(r.options, r.config, r.oracle->reference(), plan);
-  return writeAndCheckArchive(r.config, *r.oracle, r.best, job, summary, r.status, r.log);
+  if (job.skip_op_step.empty()) job.op_step = opStepFor(r.options, r.config, r.oracle->reference(), plan, r.log);
+  const ExitStatus status = writeAndCheckArchive(r.config, *r.oracle, r.best, job, summary, r.status, r.log);
+  r.confirmed = summary.confirmed;
+  return status;
+}
+
+// The self-check is the confirmation (selfCheckConfirms): when the minimal
+// case of forked trials does not fail on its own as a plain process, the
+// search runs again from the original with plain processes only, in case it
+// fails only in the fork server's children, and the archive is written anew.
+ExitStatus searchAgainPlain(Run& r) {
+  r.log.info(
+      "the minimal case of the forked trials did not fail again in the self-check's plain processes; searching "
+      "again from the original with plain processes only, in case it fails only in the fork server's children");
+  r.processes +=
+      "; the forked trials' minimal case did not fail in a plain process, so the search ran again "
+      "from the original with plain processes only";
+  r.searched_forked = false;
+  const double from = r.log.elapsedSeconds();
+  try {
+    r.best = runPipeline(r.config, *r.batch, r.all, *r.oracle, r.log);
+    r.timeline.addPhase({"search again in plain processes", from, r.log.elapsedSeconds()});
+  } catch (const RunStopped& e) {
+    r.status = e.reason == RunStopped::Reason::Interrupted ? ExitStatus::Interrupted : ExitStatus::BudgetSpent;
+    r.incomplete = e.what();
+  }
+  const ExitStatus status = writeResult(r);
+  if (!r.confirmed)
+    r.log.info(
+        "warning: the minimal case did not fail again in fresh processes. Your batch file fails and the candidate "
+        "files minrepro writes do not: the step may read what a tensor does not show, such as the bytes of a "
+        "view's storage that no view covers (they are zeros once cut), or the storage behind views that do not "
+        "lie in one block per sample (those are written apart once cut)");
+  return status;
 }
 
 }  // namespace
@@ -640,8 +697,13 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   if (auto why = memoryLimitStopsStart(config, r.trialBinary(), config.work_dir / "trials" / "start-probe"))
     throw TrialStartError(*why);
   try {
-    if (const ExitStatus s = checkTheOriginal(r, forks); s != ExitStatus::Reduced) return s;
+    const double original_from = r.log.elapsedSeconds();
+    const ExitStatus s = checkTheOriginal(r, forks);
+    r.timeline.addPhase({"original", original_from, r.log.elapsedSeconds()});
+    if (s != ExitStatus::Reduced) return s;
+    const double search_from = r.log.elapsedSeconds();
     search(r, forks);
+    r.timeline.addPhase({"search", search_from, r.log.elapsedSeconds()});
   } catch (const RunStopped& e) {
     r.status = e.reason == RunStopped::Reason::Interrupted ? ExitStatus::Interrupted : ExitStatus::BudgetSpent;
     r.incomplete = e.what();
@@ -649,12 +711,19 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
                config.output.string());
     if (!r.oracle->reference().failed()) return r.status;  // nothing failed yet: nothing to write
   }
-  return writeResult(r);
+  const ExitStatus status = writeResult(r);
+  const bool not_confirmed = status == ExitStatus::ArchiveDoesNotReproduce && !r.confirmed;
+  if (not_confirmed && r.searched_forked && selfCheckConfirms(options, config)) return searchAgainPlain(r);
+  return status;
 }
 
 std::string trialPython(const ShrinkOptions& options, const CaseConfig& config) {
-  if (options.python_given || !config.command || !isPythonProgram(config.command->argv.front())) return options.python;
-  const std::string own = resolveProgram(config.command->argv.front());
+  if (options.python_given || !config.command) return options.python;
+  // A Python inside the case directory (the project's own .venv) is
+  // written "{case_dir}/.venv/bin/python" in the case.
+  const std::string program = substitutePlaceholders(config.command->argv.front(), {}, {}, config.base_dir);
+  if (!isPythonProgram(program)) return options.python;
+  const std::string own = resolveProgram(program);
   return own.empty() ? options.python : own;
 }
 

@@ -12,6 +12,7 @@
 #include "core/case_config.h"
 #include "core/errors.h"
 #include "core/executor_config.h"
+#include "core/process/job_slots.h"
 #include "core/process/process.h"
 #include "engine/log.h"
 
@@ -47,8 +48,12 @@ struct ShrinkOptions {
   bool archive = true;         // false: end at work_dir/best/ (the op step's reduction of a call's inputs)
   // A case minrepro wrote itself, whose result its caller runs again (the op
   // step's): no batch-dependence probe (the caller's command, on inputs it
-  // just saw fail), no final confirmation (the caller's own runs confirm).
+  // just saw fail), no comparison of forked with plain runs of the original
+  // and no final confirmation (the caller's own plain runs confirm).
   bool checked_by_caller = false;
+  // Slots every trial holds while it runs, shared with the caller's own
+  // runs (the op step's reduction beside the self-check); null: --jobs alone.
+  JobSlots* slots = nullptr;
   ShrinkTally* tally = nullptr;  // set: filled when the run ends
 };
 

@@ -1,4 +1,6 @@
 #include "engine/timeline.h"
+#include <iomanip>
+#include <sstream>
 
 #include <algorithm>
 
@@ -27,6 +29,12 @@ void Timeline::add(TrialMark mark) {
     passes_.back().end_seconds = mark.seconds;
   }
   if (marks_.size() > kMaxMarks) thin();
+}
+
+std::string secondsText(double seconds) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1) << seconds;
+  return out.str();
 }
 
 void Timeline::startPass(const std::string& name, double seconds) {

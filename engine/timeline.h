@@ -54,6 +54,18 @@ struct PassEstimate {
   double seconds_left = 0;  // at the last trial's pace
 };
 
+// A phase of the run and when it ran, for the time account in REPORT.md
+// and the log; phases may overlap (the self-check and the op step run side
+// by side).
+struct Phase {
+  std::string name;  // "original", "search", "file trace", "self-check", "op step", "archive"
+  double start_seconds = 0, end_seconds = 0;
+  double seconds() const { return end_seconds - start_seconds; }
+};
+
+// "3.4": seconds with one decimal, as the log and the reports give them.
+std::string secondsText(double seconds);
+
 class Timeline {
  public:
   static constexpr std::size_t kMaxMarks = 20000;
@@ -63,6 +75,9 @@ class Timeline {
   void accept(std::int64_t samples, double size, double seconds);
   void setEstimate(PassEstimate estimate) { estimate_ = std::move(estimate); }
   const PassEstimate& estimate() const { return estimate_; }
+
+  void addPhase(Phase phase) { phases_.push_back(std::move(phase)); }
+  const std::vector<Phase>& phases() const { return phases_; }
 
   const std::vector<TrialMark>& marks() const { return marks_; }
   const std::vector<PassBand>& passes() const { return passes_; }
@@ -77,6 +92,7 @@ class Timeline {
   std::vector<TrialMark> marks_;
   std::vector<PassBand> passes_;
   std::vector<AcceptedStep> steps_;
+  std::vector<Phase> phases_;
   std::size_t thinned_ = 0;
   PassEstimate estimate_;
 };

@@ -630,7 +630,7 @@ TEST_F(ForkServerTest, ShrinkGivesTheSameResultWithAndWithoutForkServer) {
                                   &output),
               0)
         << output;
-    const auto at = output.find("reduced ");
+    const auto at = output.find("minrepro: reduced ");
     ASSERT_NE(at, std::string::npos) << output;
     // The result; trial counts differ by the plain runs that check forked
     // trials against fresh ones (engine/plain_process_check.h).

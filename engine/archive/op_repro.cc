@@ -1,6 +1,7 @@
 #include "engine/archive/op_repro.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -69,17 +70,6 @@ void readCallField(OpCall& call, const std::string& key, const std::string& valu
   }
 }
 
-// What the op recorder is given: its directory first on PYTHONPATH (its
-// sitecustomize.py loads it), where to write, and whether to note each call
-// before it runs (only a fatal signal needs it: a write per call).
-std::map<std::string, std::string> recorderEnvironment(const fs::path& record_dir, bool note_calls) {
-  std::string path = opRecorderDir();
-  if (const char* inherited = std::getenv("PYTHONPATH"); inherited && *inherited) path += std::string(":") + inherited;
-  std::map<std::string, std::string> env{{"PYTHONPATH", path}, {"MINREPRO_OP_RECORD", record_dir.string()}};
-  if (note_calls) env["MINREPRO_OP_NOTE_CALLS"] = "1";
-  return env;
-}
-
 fs::path freshDir(const fs::path& dir) {
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -90,7 +80,7 @@ fs::path freshDir(const fs::path& dir) {
 // (what an earlier run left there must not change this one's calls).
 TrialOutcome runPython(const OpStep& step, std::vector<std::string> args, std::map<std::string, std::string> env = {},
                        std::chrono::milliseconds timeout = std::chrono::milliseconds{0}) {
-  static std::size_t runs = 0;
+  static std::atomic<std::size_t> runs{0};
   TrialSpec spec;
   spec.argv = {step.python};
   for (auto& a : args) spec.argv.push_back(std::move(a));
@@ -100,6 +90,8 @@ TrialOutcome runPython(const OpStep& step, std::vector<std::string> args, std::m
   fs::remove_all(spec.work_dir);
   spec.timeout = timeout.count() > 0 ? timeout : step.timeout;
   spec.cancel = step.stop;
+  JobSlots one(1);
+  JobSlots::Held slot(step.slots ? *step.slots : one);
   return LocalExecutor().run(spec);
 }
 
@@ -236,8 +228,12 @@ std::string familyOutOfReach(FailureFamily family) {
 // way: TorchScript re-raises an error that passed through the recorder with
 // an empty message, so the recorded call's own error is what must match.
 std::optional<fs::path> locateCall(const fs::path& repro_dir, const OpStep& step, OpRepro& result) {
-  const fs::path record_dir = step.work / "op-record";
   const bool signal = step.signature.family == FailureFamily::Signal;
+  if (!step.recorded.empty() && !signal && !recordsIn(step.recorded, "loaded-").empty()) {
+    // The file trace's run carried the recorder and failed like the case.
+    if (auto call = raisingCall(step.recorded, step, true)) return call;
+  }
+  const fs::path record_dir = step.work / "op-record";
   // A flaky failure is run until it fails, at most as often as the self-check would.
   const int attempts = step.plan.require_every_run ? 1 : std::min(step.plan.runs, 10);
   TrialOutcome outcome;
@@ -304,7 +300,7 @@ std::optional<fs::path> reduceCall(const OpStep& step, const fs::path& op_dir, c
   for (const char* name : {"repro_op.py", "inputs.pt"}) fs::copy_file(op_dir / name, dir / name);
   std::ofstream(dir / "case.yaml") << renderOpCase(step.python, axes, step.signature, step.timeout,
                                                    !step.plan.require_every_run);
-  const OpReduction reduction = step.reduce(dir / "case.yaml");
+  const OpReduction reduction = step.reduce(dir / "case.yaml", {step.slots, step.reduction_seconds});
   result.reduction_trials = reduction.trials;
   result.not_reduced = reduction.why_not;
   if (reduction.inputs.empty()) return std::nullopt;
@@ -317,6 +313,8 @@ bool standsAlone(const OpStep& step, const SelfCheckPlan& plan, const fs::path& 
                  OpRepro& result) {
   const OpAlone alone = runOpAlone(dir, step, plan);
   result.processes += static_cast<std::size_t>(alone.runs);
+  result.alone_runs = alone.runs;
+  result.alone_failed = alone.failed_alike;
   result.alone = "failed alone like the case in " + std::to_string(alone.failed_alike) + " of " +
                  std::to_string(alone.runs) + " runs (fresh processes, an empty directory)";
   if (alone.passed(plan)) return true;
@@ -467,12 +465,12 @@ std::string renderOpCase(const std::string& python, const OpCaseAxes& case_axes,
           "  tensors: {";
   bool first = true;
   for (const auto& [name, axis] : axes) yaml << (first ? "" : ", ") << '"' << name << "\": " << axis, first = false;
-  // Nothing to cut: a few trials of the values pass, cheaper as plain
-  // processes than a fork server checked against them.
+  // Forked trials whether there is an axis to cut or only values: the
+  // server imports torch once, where a plain trial of repro_op.py imports it
+  // every time; the op step's runs of the result alone are the plain check.
   std::string quoted;  // a YAML double-quoted scalar
   for (char c : python) quoted += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
   yaml << "}\ntrial:\n  command: [\"" << quoted << "\", \"{case_dir}/repro_op.py\", \"{batch}\"]\n"
-       << (case_axes.cut ? "" : "  fork_server: false\n")
        << "  timeout: " << std::max<long long>(1, timeout.count() / 1000)
        << "\nfailure:\n  family: " << familyName(signature.family) << (flaky ? "" : "\nflaky:\n  enabled: false")
        << "\nreducers: [" << (case_axes.cut ? "samples, values" : "values") << "]\nwork_dir: work\noutput: op.tar.gz\n";
@@ -489,16 +487,32 @@ OpAlone runOpAlone(const fs::path& dir, const OpStep& step, const SelfCheckPlan&
   fs::create_directories(alone);
   for (const char* name : {"repro_op.py", "inputs.pt"})
     if (fs::exists(dir / name)) fs::copy_file(dir / name, alone / name);
+  // The runs at once on the step's slots, kept in run order; a flaky call
+  // that may stop at its first failure starts no run after one failed alike.
+  const std::size_t runs = static_cast<std::size_t>(std::max(plan.runs, 0));
+  std::vector<TrialOutcome> outcomes(runs);
+  std::vector<SignatureMatch> matches(runs);
+  std::atomic<bool> enough{false};
+  JobSlots one(1);
+  OpStep held = step;
+  held.slots = nullptr;  // the slot is taken here, around the whole run
+  std::vector<bool> ran;
+  runInSlots(
+      runs, step.slots ? *step.slots : one,
+      [&](std::size_t i) {
+        outcomes[i] = runPython(held, {(alone / "repro_op.py").string()});
+        matches[i] = matchesCase(step, classify(outcomes[i]));
+        if (matches[i].matches && !plan.require_every_run && plan.enough_after_one) enough = true;
+      },
+      [&] { return enough.load() || (step.stop && step.stop->load()); }, &ran);
   OpAlone result;
-  for (int i = 1; i <= plan.runs && !(step.stop && step.stop->load()); ++i) {
-    const TrialOutcome out = runPython(step, {(alone / "repro_op.py").string()});
+  for (std::size_t i = 0; i < runs; ++i) {
+    if (!ran[i]) continue;
     ++result.runs;
-    const SignatureMatch match = matchesCase(step, classify(out));
-    if (match.matches) ++result.failed_alike;
-    if (match.matches && !plan.require_every_run && plan.enough_after_one)
-      break;
+    if (matches[i].matches)
+      ++result.failed_alike;
     else if (result.first_difference.empty())
-      result.first_difference = match.why_not + " (" + describe(out) + ")";
+      result.first_difference = matches[i].why_not + " (" + describe(outcomes[i]) + ")";
   }
   return result;
 }
@@ -509,8 +523,24 @@ std::string opRecorderDir() {
   return script.empty() ? "" : fs::path(script).parent_path().string();
 }
 
+std::map<std::string, std::string> recorderEnvironment(const fs::path& record_dir, bool note_calls,
+                                                       const std::optional<std::string>& pythonpath) {
+  std::string path = opRecorderDir();
+  const char* inherited = std::getenv("PYTHONPATH");
+  const std::string after = pythonpath ? *pythonpath : inherited ? inherited : "";
+  if (!after.empty()) path += ":" + after;
+  std::map<std::string, std::string> env{{"PYTHONPATH", path}, {"MINREPRO_OP_RECORD", record_dir.string()}};
+  if (note_calls) env["MINREPRO_OP_NOTE_CALLS"] = "1";
+  return env;
+}
+
+bool recorderCanRide(FailureFamily family) {
+  return family != FailureFamily::Signal && familyOutOfReach(family).empty();
+}
+
 OpRepro makeOpRepro(const OpStep& step) {
   OpRepro result;
+  result.reduction_seconds = step.reduction_seconds;
   if (opRecorderDir().empty()) {
     result.why = "the op recorder (op_recorder/ beside minrepro) was not found; reinstall minrepro";
     return result;

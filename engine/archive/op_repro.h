@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "core/failure_signature.h"
+#include "core/process/job_slots.h"
 #include "engine/archive/self_check.h"
 
 namespace minrepro {
@@ -99,8 +100,11 @@ struct OpRepro {
   std::filesystem::path dir;      // holds repro_op.py and inputs.pt (Made)
   std::size_t processes = 0;      // runs of the step besides the reduction's trials
   std::size_t reduction_trials = 0;
-  std::string not_reduced;  // why the call's inputs stayed as recorded; empty when reduced
-  std::string alone;        // "failed alone in 3 of 3 runs"
+  double reduction_seconds = 0;  // the bound its reduction had (OpStep::reduction_seconds)
+  std::string not_reduced;       // why the call's inputs stayed as recorded; empty when reduced
+  std::string alone;             // "failed alone in 3 of 3 runs"
+  int alone_runs = 0;            // of the last check alone (the script kept, when Made)
+  int alone_failed = 0;          // of those, failed like the case
 };
 
 // What the reduction of the call's inputs gives back.
@@ -108,6 +112,13 @@ struct OpReduction {
   std::filesystem::path inputs;  // the reduced inputs.pt; empty: not reduced
   std::size_t trials = 0;
   std::string why_not;  // when not reduced
+};
+
+// What the reduction of the call's inputs may use: the slots it shares
+// (null: its own one), and seconds (0: no bound but its own).
+struct OpReductionBounds {
+  JobSlots* slots = nullptr;
+  double seconds = 0;
 };
 
 struct OpStep {
@@ -121,8 +132,30 @@ struct OpStep {
   const std::atomic<bool>* stop = nullptr;
   // Shrinks the case in the directory given (case.yaml, repro_op.py,
   // inputs.pt); null: the call's inputs are kept as recorded.
-  std::function<OpReduction(const std::filesystem::path& case_file)> reduce;
+  std::function<OpReduction(const std::filesystem::path& case_file, const OpReductionBounds& bounds)> reduce;
+  // At most this long for that reduction (a third of the shrink's time,
+  // engine/shrink.cc); 0: the reduction's own bound.
+  double reduction_seconds = 0;
+  // The op recorder's directory of a run of the minimal case that already
+  // failed like the case (the file trace's run carries the recorder):
+  // the call is found there, without a run of its own. Empty: repro.py
+  // runs once more with the recorder.
+  std::filesystem::path recorded;
+  // The --jobs slots this step's processes share with the self-check that
+  // runs beside it (null: one at a time).
+  JobSlots* slots = nullptr;
 };
+
+// What a Python process is given to load the op recorder: its directory
+// first on PYTHONPATH (`pythonpath` after it: the trial's own, else this
+// process's), where to write, and whether to note each call before it runs
+// (only a fatal signal needs it: a write per call).
+std::map<std::string, std::string> recorderEnvironment(const std::filesystem::path& record_dir, bool note_calls,
+                                                       const std::optional<std::string>& pythonpath = std::nullopt);
+
+// Whether the recorder can find the call of a failure of this family from
+// a run that carried it (a fatal signal needs a second run of its own).
+bool recorderCanRide(FailureFamily family);
 
 // Locates, extracts, checks and reduces the failing call; never throws for
 // what the case does (a call that cannot be isolated is an outcome).

@@ -148,7 +148,10 @@ void writeReduction(std::ostream& out, const ReductionSummary& s) {
   if (!s.incomplete.empty())
     out << "- **Stopped early (" << s.incomplete << "): this is the best case found so far, possibly not minimal.**\n";
   out << "- " << statsLine(s.stats) << "\n"
-      << "- Final case confirmed in a fresh process: " << (s.confirmed ? "yes" : "no") << "\n"
+      << "- Final case confirmed in a fresh process: " << (s.confirmed ? "yes" : "no")
+      << (s.confirmed_by_self_check ? " (the self-check's plain runs from the extracted archive are the confirmation)"
+                                    : "")
+      << "\n"
       << "- Trial processes: " << (s.processes.empty() ? "plain processes" : s.processes) << "\n"
       << "- 1-minimality checked in plain processes: " << s.fresh_minimality << "\n"
       << (s.compile_cache.empty() ? "" : "- torch.compile's caches: " + s.compile_cache + "\n")
@@ -161,8 +164,11 @@ void writeReduction(std::ostream& out, const ReductionSummary& s) {
       << "\n"
       << "- Op step (the failing operator call alone): " << s.op.processes << " runs of repro.py and repro_op.py, "
       << s.op.reduction_trials << " trials reducing the call's inputs\n"
-      << "- Seed: " << s.seed << "\n"
-      << "- Time: " << std::fixed << std::setprecision(1) << s.seconds << " s\n";
+      << "- Seed: " << s.seed << "\n";
+  const std::vector<std::string> account = timeAccount(s);
+  out << "- Time: " << std::fixed << std::setprecision(1) << s.seconds << " s"
+      << (account.empty() ? "" : "; " + account.front()) << "\n";
+  for (std::size_t i = 1; i < account.size(); ++i) out << "- " << account[i] << "\n";
   if (!s.stats.other_bugs.empty()) {
     out << "- Different failures seen on the way (other bugs, never accepted):\n";
     for (const auto& [summary, count] : s.stats.other_bugs) out << "  - " << count << "x " << summary << "\n";
@@ -170,6 +176,26 @@ void writeReduction(std::ostream& out, const ReductionSummary& s) {
 }
 
 }  // namespace
+
+std::vector<std::string> timeAccount(const ReductionSummary& s) {
+  if (!s.timeline || s.timeline->phases().empty()) return {};
+  std::string phases;
+  double before_archive = 0;  // the original's and the search's wall time
+  for (const Phase& p : s.timeline->phases()) {
+    phases += (phases.empty() ? "" : ", ") + p.name + " " + secondsText(p.seconds()) + " s";
+    if (p.name == "original" || p.name.starts_with("search")) before_archive += p.seconds();
+  }
+  std::vector<std::string> lines{"phases: " + phases + " (the self-check and the op step run side by side)"};
+  const std::size_t trials = s.stats.trials;
+  if (trials == 0) return lines;
+  const double own = std::max(0.0, before_archive - s.stats.round_trial_seconds);
+  lines.push_back("Trials' own time: " + secondsText(s.stats.trial_seconds) + " s in " + std::to_string(trials) +
+                  " trials; of the original's and the search's " + secondsText(before_archive) + " s, " +
+                  secondsText(own) +
+                  " s was minrepro's own work (candidates written, outcomes read, fork servers "
+                  "started) rather than a round's longest trial running");
+  return lines;
+}
 
 std::string renderReport(const CaseConfig& config, const ReductionSummary& s) {
   std::ostringstream out;

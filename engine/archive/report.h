@@ -36,10 +36,11 @@ struct ReductionSummary {
   OracleStats stats;
   std::uint64_t seed = 0;
   double seconds = 0;
-  bool confirmed = false;  // the minimal case failed the same way once more at the end
-  std::string diagnostic;  // the trials' diagnostic variables and why (DiagnosticPlan::describe)
-  std::string incomplete;  // why the run stopped early ("" when it ran to the end)
-  FailureRate rate;        // the failure rate seen on trials known to fail
+  bool confirmed = false;                // the minimal case failed the same way once more at the end
+  bool confirmed_by_self_check = false;  // ... in the self-check's runs (no confirmation of its own)
+  std::string diagnostic;                // the trials' diagnostic variables and why (DiagnosticPlan::describe)
+  std::string incomplete;                // why the run stopped early ("" when it ran to the end)
+  FailureRate rate;                      // the failure rate seen on trials known to fail
   FlakyOptions flaky;
   KeyValues environment;
   std::string processes;             // forked or plain trials, and why (engine/plain_process_check.h)
@@ -63,6 +64,12 @@ struct ReductionSummary {
 };
 
 std::string renderReport(const CaseConfig& config, const ReductionSummary& summary);
+
+// Where the run's time went, in two lines for REPORT.md and the log's end:
+// each phase's wall time (the self-check and the op step side by side),
+// then the trials' own time and what of the original's and the search's
+// wall time was minrepro's own work rather than a trial running.
+std::vector<std::string> timeAccount(const ReductionSummary& summary);
 std::string renderReproPy(const CaseConfig& config, const FailureSignature& signature);
 
 }  // namespace minrepro

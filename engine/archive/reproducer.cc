@@ -1,5 +1,6 @@
 #include "engine/archive/reproducer.h"
 
+#include <future>
 #include <limits>
 #include <optional>
 #include <set>
@@ -9,10 +10,12 @@
 #include "engine/archive/bundle.h"
 #include "engine/archive/manifest.h"
 #include "engine/archive/minimal_batch_contrast.h"
+#include "engine/archive/op_repro.h"
 #include "engine/archive/report_html.h"
 #include "engine/archive/repro_cpp.h"
 #include "engine/archive/scrub.h"
 #include "engine/archive/secrets.h"
+#include "engine/archive/self_check.h"
 #include "engine/case_branches.h"
 #include "engine/format_list.h"
 
@@ -152,11 +155,45 @@ std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::pat
   return entries;
 }
 
+// What the file trace's run gave: the files the trial reads and, when the
+// op recorder rode along and the run failed like the case, its record.
+struct TraceResult {
+  BundlePlan bundle;
+  fs::path recorded;
+};
+
+// The file tracer goes last in LD_PRELOAD: a library the trial preloads
+// itself (an allocator, a sanitizer's runtime, which must come first)
+// stays first.
+std::string preloadWith(const CaseConfig& config, const std::string& library) {
+  std::string preload;
+  if (const auto own = config.command->env.find("LD_PRELOAD"); own != config.command->env.end())
+    preload = own->second;
+  else if (const char* inherited = std::getenv("LD_PRELOAD"))
+    preload = inherited;
+  return preload + (preload.empty() ? "" : ":") + library;
+}
+
+// The op recorder's files and its record are minrepro's, not the trial's.
+std::vector<fs::path> withoutRecorder(std::vector<fs::path> traced, const fs::path& record_dir) {
+  const std::string recorder = opRecorderDir();
+  std::erase_if(traced, [&](const fs::path& f) {
+    const std::string path = f.string();
+    return (!recorder.empty() && path.starts_with(recorder + "/")) || path.starts_with(record_dir.string() + "/");
+  });
+  return traced;
+}
+
 // One plain run of the minimal case with the file tracer preloaded: the
 // files the trial reads (engine/archive/bundle.h). Command trials only: the
 // built-in harness reads the batch and the model, which the archive has.
-BundlePlan traceBundleOrThrow(const CaseConfig& config, TrialOracle& oracle, const Selection& best, Log& log) {
+// When `record` is set, the op recorder rides on the same run (it promises
+// not to change what the program sees); its record is kept only if the run
+// failed like the case, else the op step records a run of its own.
+TraceResult traceBundleOrThrow(const CaseConfig& config, TrialOracle& oracle, const Selection& best, bool record,
+                               Log& log) {
   std::vector<fs::path> traced;
+  TraceResult result;
   const std::string library = fileTraceLibrary();
   if (config.command && library.empty())
     log.info(
@@ -164,39 +201,43 @@ BundlePlan traceBundleOrThrow(const CaseConfig& config, TrialOracle& oracle, con
         "only trial.files and the command's own files are bundled");
   if (config.command && !library.empty()) {
     const fs::path trace = config.work_dir / "file-trace.txt", dir = config.work_dir / "trace";
+    const fs::path record_dir = config.work_dir / "op-record";
     std::error_code ec;
     fs::remove(trace, ec);
-    // The tracer goes last: a library the trial preloads itself (an
-    // allocator, a sanitizer's runtime, which must come first) stays first.
-    std::string preload;
-    if (const auto own = config.command->env.find("LD_PRELOAD"); own != config.command->env.end())
-      preload = own->second;
-    else if (const char* inherited = std::getenv("LD_PRELOAD"))
-      preload = inherited;
-    preload += (preload.empty() ? "" : ":") + library;
-    const TrialOutcome outcome =
-        oracle.runUncounted(best, {{"LD_PRELOAD", preload}, {kFileTraceVariable, trace.string()}}, dir);
-    traced = readTrace(trace);
+    fs::remove_all(record_dir, ec);
+    std::map<std::string, std::string> env{{"LD_PRELOAD", preloadWith(config, library)},
+                                           {kFileTraceVariable, trace.string()}};
+    if (record) {
+      fs::create_directories(record_dir);
+      const auto own = config.command->env.find("PYTHONPATH");
+      for (auto& [name, value] : recorderEnvironment(
+               record_dir, false,
+               own == config.command->env.end() ? std::nullopt : std::optional<std::string>(own->second)))
+        env[name] = value;
+    }
+    const TrialOutcome outcome = oracle.runUncounted(best, env, dir);
+    traced = withoutRecorder(readTrace(trace), record_dir);
+    if (record && oracle.sameFailure(outcome)) result.recorded = record_dir;
     fs::remove_all(dir, ec);
     fs::remove(trace, ec);
     log.detail("file trace of the minimal case (" + describe(outcome) + "): " + std::to_string(traced.size()) +
-               " file(s) read");
+               " file(s) read" + (record ? std::string("; the op recorder rode along") : ""));
   }
-  BundlePlan plan = planBundle(config, traced);
+  result.bundle = planBundle(config, traced);
   std::string names;
-  for (const auto& f : plan.files) names += (names.empty() ? "" : ", ") + f.archive_name;
-  if (!plan.files.empty()) log.info("bundled with the archive, read by the trial: " + names);
-  return plan;
+  for (const auto& f : result.bundle.files) names += (names.empty() ? "" : ", ") + f.archive_name;
+  if (!result.bundle.files.empty()) log.info("bundled with the archive, read by the trial: " + names);
+  return result;
 }
 
-BundlePlan traceBundle(const CaseConfig& config, TrialOracle& oracle, const Selection& best, Log& log) {
+TraceResult traceBundle(const CaseConfig& config, TrialOracle& oracle, const Selection& best, bool record, Log& log) {
   try {
-    return traceBundleOrThrow(config, oracle, best, log);
+    return traceBundleOrThrow(config, oracle, best, record, log);
   } catch (const std::exception& e) {
     // The trace is a help, not the run's result: without it the command's own files still travel.
     log.info(std::string("warning: the files the trial reads could not be traced (") + e.what() +
              "); only trial.files and the command's own files are bundled");
-    return planBundle(config, {});
+    return {planBundle(config, {}), {}};
   }
 }
 
@@ -210,15 +251,30 @@ std::string opStepNotRun(const ArchiveJob& job, ExitStatus status) {
   return "";
 }
 
-void runOpStep(const fs::path& archive, const ArchiveJob& job, ReductionSummary& summary, Log& log) {
-  log.info("locating the failing operator call: repro.py once more with the op recorder");
-  summary.op = job.op_step(archive);
+// The op step on the archive just written, on the slots it shares with
+// the self-check. Its share of the run is logged, with why when it is more
+// than a third: the op step is a help beside the archive, and its cost must
+// be one the reader can weigh.
+void runOpStep(const OpStart& start, const ArchiveJob& job, ReductionSummary& summary, Log& log) {
+  const double from = log.elapsedSeconds();
+  log.info(start.recorded.empty() ? "locating the failing operator call: repro.py once more with the op recorder"
+                                  : "locating the failing operator call in the op recorder's record of the file "
+                                    "trace's run");
+  summary.op = job.op_step(start);
   if (summary.op.status == OpReproStatus::Made)
     log.info("op-level reproducer: op/repro_op.py calls " + summary.op.found->op + " alone and " + summary.op.alone +
              " (" + std::to_string(summary.op.reduction_trials) + " trials reduced its inputs)");
   else
     log.info("op-level reproducer: " + std::string(summary.op.found ? summary.op.found->op + ": " : "") +
              "none kept (" + summary.op.why + ")");
+  const double to = log.elapsedSeconds();
+  if (job.timeline) job.timeline->addPhase({"op step", from, to});
+  if (to - from > to / 3)
+    log.info("note: the op step took " + secondsText(to - from) + " s of the run's " + secondsText(to) +
+             " s, more than a third: each of its " + std::to_string(summary.op.processes) +
+             " run(s) of repro.py and repro_op.py starts a Python that imports torch, and its reduction may take "
+             "half the run's time before it, here " +
+             secondsText(summary.op.reduction_seconds) + " s (--no-op-repro skips the op step)");
 }
 
 }  // namespace
@@ -287,20 +343,79 @@ std::vector<std::string> secretsIn(const BundlePlan& bundle) {
   return lines;
 }
 
+namespace {
+
+void addPhase(const ArchiveJob& job, const std::string& name, double from, const Log& log) {
+  if (job.timeline) job.timeline->addPhase({name, from, log.elapsedSeconds()});
+}
+
+// The self-check and the op step, side by side on the --jobs slots: the
+// self-check's runs of repro.py from the extracted archive need nothing the
+// op step makes, and the op step needs only the archive and the file trace's
+// record. The op step's runs of the call alone stand in for the
+// self-check's runs of op/repro_op.py: they run its script and inputs as
+// archived (the script's comments aside, which scrubbing may change).
+void checkBesideOpStep(const CaseConfig& config, TrialOracle& oracle, const Selection& best, const ArchiveJob& job,
+                       const fs::path& recorded, ReductionSummary& summary, Log& log) {
+  // An out-of-memory failure's runs go one at a time: two at once on one
+  // device would each have less memory than the case had, and could fail
+  // for each other.
+  const bool memory = oracle.reference().family == FailureFamily::OutOfMemory;
+  JobSlots slots(memory ? 1 : job.jobs);
+  std::future<SelfCheck> checking;
+  const double from = log.elapsedSeconds();
+  double checked_at = from;
+  const bool op_beside = summary.op.why.empty();
+  if (summary.self_check.skipped.empty()) {
+    log.info("checking the archive on its own: repro.py in plain processes, extracted into an empty directory" +
+             std::string(op_beside ? ", beside the op step" : ""));
+    const SelfCheckPlan plan = planSelfCheck(oracle.rate(), config.flaky, job.plain_passes, best.samples.size());
+    checking = std::async(std::launch::async, [&, plan, op_beside] {
+      // A slot left to the op step's chain of runs, which the self-check's
+      // independent runs would otherwise hold up.
+      const std::size_t jobs = op_beside ? std::max<std::size_t>(1, slots.size() - 1) : slots.size();
+      SelfCheck check = checkArchiveAlone(config.output, plan, job.python, config.timeout, job.stop, {jobs, &slots});
+      checked_at = log.elapsedSeconds();
+      return check;
+    });
+  }
+  if (summary.op.why.empty()) runOpStep({config.output, recorded, &slots}, job, summary, log);
+  if (!checking.valid()) return;
+  summary.self_check = checking.get();
+  if (job.timeline) job.timeline->addPhase({"self-check", from, checked_at});
+  if (summary.op.status == OpReproStatus::Made) {
+    summary.self_check.op_runs = summary.op.alone_runs;
+    summary.self_check.op_reproduced = summary.op.alone_failed;
+  }
+  if (job.confirmation_is_self_check) {
+    summary.confirmed = summary.self_check.passed();
+    summary.confirmed_by_self_check = true;
+  }
+}
+
+}  // namespace
+
 // The archive, with the files the trial reads, then checked on its own as
-// the maintainer will run it before the run says it is done; REPORT.md (the
-// archive's first entry) records the outcome. Returns the run's status.
+// the maintainer will run it before the run says it is done, beside the op
+// step; REPORT.md (the archive's first entry) records the outcome. The
+// archive is written twice: once for the self-check and the op step to run,
+// once with what they found. Returns the run's status.
 ExitStatus writeAndCheckArchive(const CaseConfig& config, TrialOracle& oracle, const Selection& best,
                                 const ArchiveJob& job, ReductionSummary& summary, ExitStatus status, Log& log) {
   const fs::path& minimal_batch = job.minimal_batch;
   const NeighbourPlan& neighbours = job.neighbours;
   const auto stopped = [&] { return job.stop && job.stop->load(); };
-  const BundlePlan bundle =
-      status == ExitStatus::Interrupted ? planBundle(config, {}) : traceBundle(config, oracle, best, log);
+  const double trace_from = log.elapsedSeconds();
+  const bool record = opStepNotRun(job, status).empty() && recorderCanRide(oracle.reference().family);
+  const TraceResult trace = status == ExitStatus::Interrupted ? TraceResult{planBundle(config, {}), {}}
+                                                              : traceBundle(config, oracle, best, record, log);
+  addPhase(job, "file trace", trace_from, log);
+  const BundlePlan& bundle = trace.bundle;
   if (stopped() && status != ExitStatus::Interrupted) {
     status = ExitStatus::Interrupted;  // during the file trace: its list may be short
     log.info("stopping: interrupted while tracing the files the trial reads");
   }
+  const double archive_from = log.elapsedSeconds();
   summary.bundled_from_outside = bundle.from_outside;
   summary.left_out = bundle.left_out;
   summary.secrets_in_files = secretsIn(bundle);
@@ -317,12 +432,9 @@ ExitStatus writeAndCheckArchive(const CaseConfig& config, TrialOracle& oracle, c
   summary.op.why = opStepNotRun(job, status);
   std::vector<ArchiveEntry> entries = archiveEntries(archived, minimal_batch, summary, neighbours, bundle);
   writeTarGz(config.output, entries);
-  if (summary.op.why.empty()) {  // it runs on the archive just written; REPORT.md then says what came of it
-    runOpStep(config.output, job, summary, log);
-    if (stopped()) status = ExitStatus::Interrupted;
-    entries = archiveEntries(archived, minimal_batch, summary, neighbours, bundle);
-    writeTarGz(config.output, entries);
-  }
+  addPhase(job, "archive", archive_from, log);
+  checkBesideOpStep(config, oracle, best, job, trace.recorded, summary, log);
+  if (stopped()) status = ExitStatus::Interrupted;
   log.info(std::string(summary.incomplete.empty() ? "reduced " : "stopped at ") +
            std::to_string(summary.original_samples) + " -> " + std::to_string(best.samples.size()) + " samples (ids " +
            formatList(summary.kept_ids) + ") in " + std::to_string(summary.stats.trials + summary.stats.replayed) +
@@ -331,18 +443,11 @@ ExitStatus writeAndCheckArchive(const CaseConfig& config, TrialOracle& oracle, c
   log.info("memory: minrepro's own peak " + formatMegabytes(ownPeakMemoryBytes()) + " for a batch file of " +
            formatMegabytes(fs::file_size(config.batch, ec)) +
            "; candidate files written: " + formatMegabytes(summary.stats.bytes_written));
-  if (summary.self_check.skipped.empty()) {
-    log.info("checking the archive on its own: repro.py in plain processes, extracted into an empty directory");
-    summary.self_check = checkArchiveAlone(
-        config.output, planSelfCheck(oracle.rate(), config.flaky, job.plain_passes, best.samples.size()), job.python,
-        config.timeout, job.stop);
-    if (stopped()) status = ExitStatus::Interrupted;
-    summary.seconds = log.elapsedSeconds();
-    entries[0] = {"REPORT.md", renderReport(archived, summary)};
-    entries[1] = {"REPORT.html", htmlReport(archived, summary)};
-    writeTarGz(config.output, entries);
-  }
   log.info("self-check: the archive " + summary.self_check.describe());
+  summary.seconds = log.elapsedSeconds();
+  summary.stats = oracle.stats();
+  for (const std::string& line : timeAccount(summary)) log.info("time: " + line);
+  writeTarGz(config.output, archiveEntries(archived, minimal_batch, summary, neighbours, bundle));
   if (summary.self_check.failed() && status == ExitStatus::Reduced) status = ExitStatus::ArchiveDoesNotReproduce;
   return status;
 }

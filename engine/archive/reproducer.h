@@ -13,6 +13,7 @@
 
 #include "core/case_config.h"
 #include "core/errors.h"
+#include "core/process/job_slots.h"
 #include "engine/archive/neighbours.h"
 #include "engine/archive/report.h"
 #include "engine/log.h"
@@ -32,6 +33,13 @@ ReductionSummary summarize(KeyValues environment, const CaseConfig& config, cons
                            const TrialOracle& oracle, const Selection& minimal,
                            const std::filesystem::path& minimal_batch);
 
+// What the op step starts from.
+struct OpStart {
+  std::filesystem::path archive;   // just written
+  std::filesystem::path recorded;  // the op recorder's record of the file trace's run; empty: none usable
+  JobSlots* slots = nullptr;       // shared with the self-check
+};
+
 // What the command decided about the archive.
 struct ArchiveJob {
   std::filesystem::path minimal_batch;
@@ -41,9 +49,15 @@ struct ArchiveJob {
   std::string skip_self_check;              // why the archive is not run on its own ("": it is)
   const std::atomic<bool>* stop = nullptr;  // set on SIGINT/SIGTERM: the trace and the self-check stop
   // The failing operator call alone (engine/archive/op_repro.h), run on the
-  // archive just written; null: not tried, for `skip_op_step`'s reason.
-  std::function<OpRepro(const std::filesystem::path& archive)> op_step;
+  // archive just written, beside the self-check; null: not tried, for
+  // `skip_op_step`'s reason.
+  std::function<OpRepro(const OpStart&)> op_step;
   std::string skip_op_step = "--no-op-repro";
+  std::size_t jobs = 1;  // --jobs: the self-check's and the op step's processes at once, together
+  // The self-check is the final confirmation (no confirmation ran after the
+  // search): REPORT.md's "confirmed" is its verdict.
+  bool confirmation_is_self_check = false;
+  Timeline* timeline = nullptr;  // gets the phases after the search (file trace, archive, self-check, op step)
 };
 
 // Writes the archive to config.output and checks it on its own unless the

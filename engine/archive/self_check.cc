@@ -70,7 +70,7 @@ std::string missingFileIn(const std::string& output) {
 }
 
 SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfCheckPlan& plan, const std::string& python,
-                            std::chrono::milliseconds timeout, const std::atomic<bool>* cancel) {
+                            std::chrono::milliseconds timeout, const std::atomic<bool>* cancel, SelfCheckSlots slots) {
   SelfCheck check;
   check.ran = true;
   check.require_every_run = plan.require_every_run;
@@ -78,10 +78,9 @@ SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfChec
   VerifyOptions options;
   options.archive = archive;
   options.runs = plan.runs;
-  // The op step has just run op/repro_op.py as often as repro.py runs here:
-  // once shows the archived copy is the one checked; a flaky call, whose one
-  // run may pass, is not judged again.
-  options.op_runs = plan.require_every_run ? 1 : 0;
+  options.op_runs = 0;
+  options.jobs = slots.jobs;
+  options.slots = slots.slots;
   options.python = python;
   options.timeout = timeout;
   options.cancel = cancel;

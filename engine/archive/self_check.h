@@ -18,6 +18,7 @@
 #include <string>
 
 #include "core/flaky.h"
+#include "core/process/job_slots.h"
 
 namespace minrepro {
 
@@ -59,10 +60,19 @@ struct SelfCheckPlan {
 SelfCheckPlan planSelfCheck(const FailureRate& rate, const FlakyOptions& flaky, std::size_t plain_passes,
                             std::size_t size);
 
+// Where and how many at once the self-check's runs go: at most `jobs`,
+// each holding one of `slots` too when given (shared with the op step).
+struct SelfCheckSlots {
+  std::size_t jobs = 1;
+  JobSlots* slots = nullptr;
+};
+
 // Extracts `archive` into a fresh temporary directory and runs its repro.py
-// `plan.runs` times with `python`, stopping when `cancel` is set; never throws.
+// `plan.runs` times with `python`, stopping when `cancel` is set; never
+// throws. op/repro_op.py is not run: the op step, beside it, runs it alone.
 SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfCheckPlan& plan, const std::string& python,
-                            std::chrono::milliseconds timeout, const std::atomic<bool>* cancel = nullptr);
+                            std::chrono::milliseconds timeout, const std::atomic<bool>* cancel = nullptr,
+                            SelfCheckSlots slots = {});
 
 // The path a run's output says it could not open ("" when none): Python's
 // FileNotFoundError, torch.jit.load's and torch.load's messages.

@@ -1,0 +1,137 @@
+// Whole-binary tier: the cost around the search (#34). A user's own step
+// script importing torch, started without a case.yaml, run through a
+// `python3` of its own that logs when each Python process it starts begins
+// and ends: the runs after the search (the file trace, the self-check's
+// runs of repro.py, the op step's runs) go side by side, never more at once
+// than --jobs; the op recorder rides on the file trace's run; the
+// self-check is the confirmation; REPORT.md and the log say where the time
+// went. Real processes and real PyTorch throughout.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/test_util.h"
+
+namespace minrepro {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::readFile;
+using testing::runCommand;
+using testing::writeFile;
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// A tabular classifier's step: 16 features, 4 classes, one target of 4.
+constexpr const char* kStep = R"(import sys
+import torch
+
+batch = torch.load(sys.argv[1])
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+loss = torch.nn.functional.cross_entropy(model(batch["input"]), batch["target"])
+loss.backward()
+)";
+
+// Logs "<ns> +1" and "<ns> -1" around every Python it runs but fork servers
+// (alive the whole run, they fork rather than start Pythons), and "trace"
+// once the file trace's run starts: from there on, the runs after the search.
+constexpr const char* kLoggingPython = R"(#!/usr/bin/env bash
+for a in "$@"; do case "$a" in *py_fork_server.py) exec "$REAL_PYTHON" "$@";; esac; done
+[ -n "${MINREPRO_FILE_TRACE:-}" ] && echo trace >> "$RUNS_LOG"
+echo "$(date +%s%N) +1" >> "$RUNS_LOG"
+"$REAL_PYTHON" "$@"
+rc=$?
+echo "$(date +%s%N) -1" >> "$RUNS_LOG"
+exit $rc
+)";
+
+// The most Python processes alive at once after the file trace began.
+int mostAtOnceAfterTrace(const std::string& log) {
+  std::istringstream lines(log.substr(std::min(log.size(), log.find("trace"))));
+  std::vector<std::pair<long long, int>> events;
+  for (std::string line; std::getline(lines, line);) {
+    long long at = 0;
+    int step = 0;
+    if (std::istringstream(line) >> at >> step) events.emplace_back(at, step);
+  }
+  std::sort(events.begin(), events.end());  // an end before a start at the same instant
+  int now = 0, most = 0;
+  for (const auto& [at, step] : events) most = std::max(most, now += step);
+  return most;
+}
+
+class FixedCost : public ::testing::Test {
+ protected:
+  testing::TempDir dir_{"minrepro-fixed-cost"};
+  fs::path user_ = dir_.path() / "project";
+
+  void SetUp() override {
+    fs::create_directories(user_ / "bin");
+    writeFile(user_ / "step.py", kStep);
+    writeFile(user_ / "bin" / "python3", kLoggingPython);
+    fs::permissions(user_ / "bin" / "python3", fs::perms::owner_all);
+    std::string out;
+    ASSERT_EQ(runCommand(testing::python() +
+                             " -c \"import torch; g = torch.Generator().manual_seed(3); t = torch.randint(0, 4, (32,), "
+                             "generator=g); t[5] = 4; torch.save({'input': torch.randn(32, 16, generator=g), 'target': "
+                             "t, 'sample_id': torch.arange(500, 532)}, '" +
+                             (user_ / "batch.pt").string() + "')\"",
+                         &out),
+              0)
+        << out;
+  }
+
+  // shrink with --jobs `jobs`; the runs' log.
+  std::string shrink(int jobs, std::string* output) {
+    const fs::path runs = dir_.path() / ("runs-" + std::to_string(jobs) + ".log");
+    const std::string work = "w" + std::to_string(jobs);
+    EXPECT_EQ(runCommand("cd " + user_.string() + " && REAL_PYTHON=" + testing::python() + " RUNS_LOG=" +
+                             runs.string() + " " + MINREPRO_BINARY + " shrink --batch batch.pt --jobs " +
+                             std::to_string(jobs) + " --work-dir " + work + " --output " + work + ".tar.gz -- " +
+                             (user_ / "bin" / "python3").string() + " step.py '{batch}'",
+                         output),
+              0)
+        << *output;
+    return readFile(runs);
+  }
+};
+
+TEST_F(FixedCost, RunsAfterTheSearchGoSideBySideWithinJobs) {
+  std::string out;
+  const std::string runs = shrink(2, &out);
+  ASSERT_TRUE(has(out, "minrepro: reduced 32 -> 1 samples (ids [505])")) << out;
+  EXPECT_TRUE(has(runs, "trace")) << runs;
+  EXPECT_EQ(mostAtOnceAfterTrace(runs), 2) << runs;  // side by side, and never more than --jobs
+  const std::string one = shrink(1, &out);
+  ASSERT_TRUE(has(out, "minrepro: reduced 32 -> 1 samples (ids [505])")) << out;
+  EXPECT_EQ(mostAtOnceAfterTrace(one), 1) << one;
+}
+
+TEST_F(FixedCost, TheRecorderRidesOnTheTraceAndTheSelfCheckConfirms) {
+  std::string out;
+  shrink(2, &out);
+  const std::string log = readFile(user_ / "w2" / "minrepro.log");
+  // The features are no sequence: no lengths pass cutting the model's input size.
+  EXPECT_TRUE(has(out, "'input' [32, 16] of floats and no lengths tensor: taken as each sample's features")) << out;
+  EXPECT_FALSE(has(log, "mat1 and mat2 shapes cannot be multiplied")) << log;
+  EXPECT_TRUE(has(log, "the op recorder rode along")) << log;
+  EXPECT_TRUE(has(log, "locating the failing operator call in the op recorder's record of the file trace's run"))
+      << log;
+  EXPECT_TRUE(has(log, "3 of 3 plain processes") || has(log, "2 of 2 plain processes")) << log;
+  EXPECT_TRUE(has(log, "time: phases: original ")) << log;
+  std::string report;
+  ASSERT_EQ(runCommand("tar xzf " + (user_ / "w2.tar.gz").string() + " -O REPORT.md", &report), 0);
+  EXPECT_TRUE(has(report, "Final case confirmed in a fresh process: yes (the self-check's plain runs")) << report;
+  EXPECT_TRUE(has(report, "op/repro_op.py failed like the case in 3 of 3 runs")) << report;
+  EXPECT_TRUE(has(report, "Trials' own time: ")) << report;
+  for (const char* phase : {"original ", "search ", "file trace ", "self-check ", "op step "})
+    EXPECT_TRUE(has(report, phase)) << phase << "\n" << report;
+}
+
+}  // namespace
+}  // namespace minrepro
