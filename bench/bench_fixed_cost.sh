@@ -7,7 +7,9 @@
 # first message as the test). Prints each run's wall time, trials and the
 # phases minrepro logs (`time:` lines), the fixed cost after the search
 # against the search's own time, -j2/-j1, and C-Vise against -j2.
-# Usage: bench/bench_fixed_cost.sh [BUILD_DIR] [N] [--no-cvise]
+# With --examples instead: each bundled example once at -j2, its wall time
+# and its phases.
+# Usage: bench/bench_fixed_cost.sh [BUILD_DIR] [N] [--no-cvise | --examples]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-$here/../build}" && pwd)
@@ -17,6 +19,19 @@ cvise_too=yes
 py="${MINREPRO_PYTHON:-$here/../.venv/bin/python}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+if [ "${3:-}" == "--examples" ]; then
+  "$py" "$here/../configs/examples/make_examples.py" "$work/examples" > /dev/null
+  for case in "$work"/examples/*/case.yaml; do
+    name=$(basename "$(dirname "$case")")
+    start=$(date +%s.%N)
+    "$build/minrepro" shrink --config "$case" --jobs 2 --quiet --work-dir "$work/w-$name" --output "$work/$name.tar.gz" \
+      || echo "$name: exit $?"
+    printf "%s: %.1f s wall, %s\n" "$name" "$(echo "$(date +%s.%N) - $start" | bc -l)" \
+      "$(grep -o "in [0-9]* trials; archive" "$work/w-$name/minrepro.log" | grep -o "[0-9]* trials")"
+    grep "time: " "$work/w-$name/minrepro.log" | sed 's/^\[ *[0-9.]*s\] time: /    /'
+  done
+  exit 0
+fi
 cp "$here"/fixed_cost/{step.py,make_batch.py,subset.py} "$work/"
 "$py" "$work/make_batch.py" "$n" "$work/batch.pt"
 phase() { sed -n "s/.*time: phases: .*$1 \([0-9.]*\) s.*/\1/p" "$2" | tail -1; }

@@ -35,7 +35,8 @@ struct PassContext {
   const CaseSize original;
   CaseSize size;  // of the current case
   // One pass alone runs one round: the end of its search is the end of the
-  // run, so speculation may include the final confirmation.
+  // run, so speculation may include the final confirmation (when one runs
+  // after the passes: not when the self-check is the confirmation).
   bool single_pass;
   // Setting ("lengths end") -> the value its last search ended at. A later
   // round finding it there again checks one value below instead of
@@ -217,8 +218,8 @@ std::vector<Speculated> openingCandidates(const CaseConfig& config, const CaseVi
                  [&](const DeltaSearch& s) { return set.apply(start, s.query()); });
 }
 
-Selection runPipeline(const CaseConfig& config, const CaseView& view, Selection current, TrialOracle& oracle,
-                      Log& log) {
+Selection runPipeline(const CaseConfig& config, const CaseView& view, Selection current, TrialOracle& oracle, Log& log,
+                      bool confirmation_follows) {
   const DeltaOptions options = deltaOptions(config);
   const CaseSize original = measureSize(current, view);
   PassContext pc{.oracle = oracle,
@@ -226,7 +227,7 @@ Selection runPipeline(const CaseConfig& config, const CaseView& view, Selection 
                  .view = view,
                  .original = original,
                  .size = original,
-                 .single_pass = config.reducers.size() == 1,
+                 .single_pass = config.reducers.size() == 1 && confirmation_follows,
                  .setting_results = {},
                  .pass = {},
                  .trials_left = 0};

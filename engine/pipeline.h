@@ -17,7 +17,11 @@ namespace minrepro {
 // where each name was written and leaves this to the holder of the registry.
 void checkPassNames(const CaseConfig& config);
 
-Selection runPipeline(const CaseConfig& config, const CaseView& view, Selection start, TrialOracle& oracle, Log& log);
+// `confirmation_follows`: a confirmation of the result runs after the
+// passes (the oracle's confirm), so a single pass's speculation may run it
+// early in a free slot; false when the self-check is the confirmation.
+Selection runPipeline(const CaseConfig& config, const CaseView& view, Selection start, TrialOracle& oracle, Log& log,
+                      bool confirmation_follows = true);
 
 // The candidates runPipeline asks first, in order, assuming each is accepted
 // (at most `max`): speculative trials beside the original's check.

@@ -536,13 +536,14 @@ ExitStatus checkTheOriginal(Run& r, bool forks) {
 // processes, with plain processes only.
 void search(Run& r, bool forks) {
   const bool searched_forked = r.searched_forked = forks && !r.oracle->freshProcessesOnly();
-  r.best = runPipeline(r.config, *r.batch, r.all, *r.oracle, r.log);
+  const bool self_check_confirms = selfCheckConfirms(r.options, r.config);
+  r.best = runPipeline(r.config, *r.batch, r.all, *r.oracle, r.log, !self_check_confirms);
   if (searched_forked) {
     r.timeline.startPass("plain check", r.log.elapsedSeconds());
     r.best = checkMinimalityFresh(*r.batch, *r.oracle, r.best, r.fresh_minimality);
     r.log.info("1-minimality in plain processes: " + r.fresh_minimality.describe());
   }
-  if (selfCheckConfirms(r.options, r.config)) return;  // writeResult's self-check confirms (searchAgainPlain)
+  if (self_check_confirms) return;  // writeResult's self-check confirms (searchAgainPlain)
   r.timeline.startPass("confirmation", r.log.elapsedSeconds());
   r.confirmed = r.options.checked_by_caller || r.oracle->confirm(r.best);
   if (!r.confirmed && searched_forked) {
@@ -655,7 +656,7 @@ ExitStatus searchAgainPlain(Run& r) {
   r.searched_forked = false;
   const double from = r.log.elapsedSeconds();
   try {
-    r.best = runPipeline(r.config, *r.batch, r.all, *r.oracle, r.log);
+    r.best = runPipeline(r.config, *r.batch, r.all, *r.oracle, r.log, false);
     r.timeline.addPhase({"search again in plain processes", from, r.log.elapsedSeconds()});
   } catch (const RunStopped& e) {
     r.status = e.reason == RunStopped::Reason::Interrupted ? ExitStatus::Interrupted : ExitStatus::BudgetSpent;

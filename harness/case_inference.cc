@@ -107,13 +107,14 @@ std::int64_t paddedLength(const NamedTensors& batch, std::int64_t n, const std::
   return best;
 }
 
-// A short row of floats per sample ([B, 16] features of a tabular model)
-// is no sequence when no lengths tensor says it is padded: cutting its
-// window only breaks the model's input size (a different failure, trial
-// after trial). A waveform or a sequence of embeddings is long or 3-D.
+// A short axis 1 of floats ([B, 16] features of a tabular model, the
+// [B, 3, H, W] channels of images) is no sequence when no lengths tensor
+// says it is padded: cutting its window only breaks the model's input size
+// (a different failure, trial after trial). A waveform or a sequence of
+// frames or embeddings is long along it.
 constexpr std::int64_t kShortestFloatSequence = 64;
-bool featureRow(const at::Tensor& t) {
-  return at::isFloatingType(t.scalar_type()) && t.dim() == 2 && t.size(1) < kShortestFloatSequence;
+bool featureAxis(const at::Tensor& t) {
+  return at::isFloatingType(t.scalar_type()) && t.dim() >= 2 && t.size(1) < kShortestFloatSequence;
 }
 
 std::string findLengths(const NamedTensors& batch, std::int64_t n, std::int64_t length, const std::string& ids,
@@ -156,10 +157,10 @@ void inferSequences(const NamedTensors& batch, InferredCase& out) {
   for (std::size_t i = 0; i < batch.names.size(); ++i) {
     const at::Tensor& t = batch.tensors[i];
     if (t.dim() < 2 || t.size(0) != out.samples || t.size(1) != length) continue;
-    if (!lengths && featureRow(t)) {
-      out.notes.push_back("'" + batch.names[i] + "' [" + std::to_string(out.samples) + ", " + std::to_string(length) +
-                          "] of floats and no lengths tensor: taken as each sample's features, not a sequence "
-                          "(add it under sequence.tensors if it is one)");
+    if (!lengths && featureAxis(t)) {
+      out.notes.push_back("'" + batch.names[i] + "': floats whose axis 1 has " + std::to_string(length) +
+                          " entries and no lengths tensor: taken as features or channels, not a sequence (add it "
+                          "under sequence.tensors if it is one)");
       continue;
     }
     const std::optional<double> pad = lengths ? paddingOf(t, *lengths) : std::nullopt;

@@ -9,6 +9,20 @@ namespace minrepro {
 
 JobSlots::JobSlots(std::size_t slots) : size_(std::max<std::size_t>(slots, 1)), free_(size_) {}
 
+std::size_t JobSlots::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return size_;
+}
+
+void JobSlots::grow() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++size_;
+    ++free_;
+  }
+  freed_.notify_one();
+}
+
 void JobSlots::take() {
   std::unique_lock<std::mutex> lock(mutex_);
   freed_.wait(lock, [this] { return free_ > 0; });

@@ -37,14 +37,17 @@ class JobSlots {
     JobSlots& slots_;
   };
 
-  std::size_t size() const { return size_; }
+  std::size_t size() const;
+  // One slot more from now on: the self-check's own bound, once the op
+  // step beside it has ended and left its slot free.
+  void grow();
 
  private:
   void take();
   void give();
-  const std::size_t size_;
+  std::size_t size_;
   std::size_t free_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable freed_;
 };
 

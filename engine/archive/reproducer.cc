@@ -362,24 +362,27 @@ void checkBesideOpStep(const CaseConfig& config, TrialOracle& oracle, const Sele
   // for each other.
   const bool memory = oracle.reference().family == FailureFamily::OutOfMemory;
   JobSlots slots(memory ? 1 : job.jobs);
-  std::future<SelfCheck> checking;
+  const bool op_beside = summary.op.why.empty();
+  // A slot left to the op step's chain of runs while it goes on, which the
+  // self-check's independent runs would otherwise hold up.
+  JobSlots bound(op_beside ? std::max<std::size_t>(1, slots.size() - 1) : slots.size());
   const double from = log.elapsedSeconds();
   double checked_at = from;
-  const bool op_beside = summary.op.why.empty();
+  std::future<SelfCheck> checking;  // after what it uses: joined before they go
   if (summary.self_check.skipped.empty()) {
     log.info("checking the archive on its own: repro.py in plain processes, extracted into an empty directory" +
              std::string(op_beside ? ", beside the op step" : ""));
     const SelfCheckPlan plan = planSelfCheck(oracle.rate(), config.flaky, job.plain_passes, best.samples.size());
-    checking = std::async(std::launch::async, [&, plan, op_beside] {
-      // A slot left to the op step's chain of runs, which the self-check's
-      // independent runs would otherwise hold up.
-      const std::size_t jobs = op_beside ? std::max<std::size_t>(1, slots.size() - 1) : slots.size();
-      SelfCheck check = checkArchiveAlone(config.output, plan, job.python, config.timeout, job.stop, {jobs, &slots});
+    checking = std::async(std::launch::async, [&, plan] {
+      SelfCheck check = checkArchiveAlone(config.output, plan, job.python, config.timeout, job.stop, {&bound, &slots});
       checked_at = log.elapsedSeconds();
       return check;
     });
   }
-  if (summary.op.why.empty()) runOpStep({config.output, recorded, &slots}, job, summary, log);
+  if (op_beside) {
+    runOpStep({config.output, recorded, &slots}, job, summary, log);
+    if (slots.size() > 1) bound.grow();  // its slot is the self-check's now
+  }
   if (!checking.valid()) return;
   summary.self_check = checking.get();
   if (job.timeline) job.timeline->addPhase({"self-check", from, checked_at});

@@ -304,7 +304,7 @@ void runAll(const fs::path& dir, const VerifyOptions& o, VerifyResult& result, E
   JobSlots own(o.jobs);
   std::vector<bool> ran;
   runInSlots(
-      total, own,
+      total, o.bound ? *o.bound : own,
       [&](std::size_t k) {
         std::optional<JobSlots::Held> shared;
         if (o.slots) shared.emplace(*o.slots);

@@ -51,6 +51,7 @@ struct VerifyOptions {
   // caller's (shrink's self-check shares its --jobs with the op step).
   std::size_t jobs = 1;
   JobSlots* slots = nullptr;
+  JobSlots* bound = nullptr;  // replaces `jobs` when given: a bound the caller may grow
 };
 
 struct RunResult {

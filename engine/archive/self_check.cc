@@ -79,7 +79,7 @@ SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfChec
   options.archive = archive;
   options.runs = plan.runs;
   options.op_runs = 0;
-  options.jobs = slots.jobs;
+  options.bound = slots.bound;
   options.slots = slots.slots;
   options.python = python;
   options.timeout = timeout;

@@ -60,10 +60,11 @@ struct SelfCheckPlan {
 SelfCheckPlan planSelfCheck(const FailureRate& rate, const FlakyOptions& flaky, std::size_t plain_passes,
                             std::size_t size);
 
-// Where and how many at once the self-check's runs go: at most `jobs`,
-// each holding one of `slots` too when given (shared with the op step).
+// Where and how many at once the self-check's runs go: at most `bound`'s
+// size (null: one at a time), each holding one of `slots` too when given
+// (shared with the op step).
 struct SelfCheckSlots {
-  std::size_t jobs = 1;
+  JobSlots* bound = nullptr;
   JobSlots* slots = nullptr;
 };
 
