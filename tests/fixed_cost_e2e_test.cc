@@ -6,6 +6,7 @@
 // than --jobs; the op recorder rides on the file trace's run; the
 // self-check is the confirmation; REPORT.md and the log say where the time
 // went. Real processes and real PyTorch throughout.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,11 +21,8 @@ namespace minrepro {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::readFile;
-using testing::runCommand;
-using testing::writeFile;
-
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 // A tabular classifier's step: 16 features, 4 classes, one target of 4.
 constexpr const char* kStep = R"(import sys
@@ -72,16 +70,17 @@ class FixedCost : public ::testing::Test {
 
   void SetUp() override {
     fs::create_directories(user_ / "bin");
-    writeFile(user_ / "step.py", kStep);
-    writeFile(user_ / "bin" / "python3", kLoggingPython);
+    testing::writeFile(user_ / "step.py", kStep);
+    testing::writeFile(user_ / "bin" / "python3", kLoggingPython);
     fs::permissions(user_ / "bin" / "python3", fs::perms::owner_all);
     std::string out;
-    ASSERT_EQ(runCommand(testing::python() +
-                             " -c \"import torch; g = torch.Generator().manual_seed(3); t = torch.randint(0, 4, (32,), "
-                             "generator=g); t[5] = 4; torch.save({'input': torch.randn(32, 16, generator=g), 'target': "
-                             "t, 'sample_id': torch.arange(500, 532)}, '" +
-                             (user_ / "batch.pt").string() + "')\"",
-                         &out),
+    ASSERT_EQ(testing::runCommand(
+                  testing::python() +
+                      " -c \"import torch; g = torch.Generator().manual_seed(3); t = torch.randint(0, 4, (32,), "
+                      "generator=g); t[5] = 4; torch.save({'input': torch.randn(32, 16, generator=g), 'target': "
+                      "t, 'sample_id': torch.arange(500, 532)}, '" +
+                      (user_ / "batch.pt").string() + "')\"",
+                  &out),
               0)
         << out;
   }
@@ -90,47 +89,47 @@ class FixedCost : public ::testing::Test {
   std::string shrink(int jobs, std::string* output) {
     const fs::path runs = dir_.path() / ("runs-" + std::to_string(jobs) + ".log");
     const std::string work = "w" + std::to_string(jobs);
-    EXPECT_EQ(runCommand("cd " + user_.string() + " && REAL_PYTHON=" + testing::python() +
-                             " RUNS_LOG=" + runs.string() + " " + MINREPRO_BINARY + " shrink --batch batch.pt --jobs " +
-                             std::to_string(jobs) + " --work-dir " + work + " --output " + work + ".tar.gz -- " +
-                             (user_ / "bin" / "python3").string() + " step.py '{batch}'",
-                         output),
+    EXPECT_EQ(testing::runCommand("cd " + user_.string() + " && REAL_PYTHON=" + testing::python() + " RUNS_LOG=" +
+                                      runs.string() + " " + MINREPRO_BINARY + " shrink --batch batch.pt --jobs " +
+                                      std::to_string(jobs) + " --work-dir " + work + " --output " + work +
+                                      ".tar.gz -- " + (user_ / "bin" / "python3").string() + " step.py '{batch}'",
+                                  output),
               0)
         << *output;
-    return readFile(runs);
+    return testing::readFile(runs);
   }
 };
 
 TEST_F(FixedCost, RunsAfterTheSearchGoSideBySideWithinJobs) {
   std::string out;
   const std::string runs = shrink(2, &out);
-  ASSERT_TRUE(has(out, "minrepro: reduced 32 -> 1 samples (ids [505])")) << out;
-  EXPECT_TRUE(has(runs, "trace")) << runs;
+  ASSERT_THAT(out, HasSubstr("minrepro: reduced 32 -> 1 samples (ids [505])"));
+  EXPECT_THAT(runs, HasSubstr("trace"));
   EXPECT_EQ(mostAtOnceAfterTrace(runs), 2) << runs;  // side by side, and never more than --jobs
   const std::string one = shrink(1, &out);
-  ASSERT_TRUE(has(out, "minrepro: reduced 32 -> 1 samples (ids [505])")) << out;
+  ASSERT_THAT(out, HasSubstr("minrepro: reduced 32 -> 1 samples (ids [505])"));
   EXPECT_EQ(mostAtOnceAfterTrace(one), 1) << one;
 }
 
 TEST_F(FixedCost, TheRecorderRidesOnTheTraceAndTheSelfCheckConfirms) {
   std::string out;
   shrink(2, &out);
-  const std::string log = readFile(user_ / "w2" / "minrepro.log");
+  const std::string log = testing::readFile(user_ / "w2" / "minrepro.log");
   // The features are no sequence: no lengths pass cutting the model's input size.
-  EXPECT_TRUE(has(out, "'input': floats whose axis 1 has 16 entries and no lengths tensor: taken as features")) << out;
-  EXPECT_FALSE(has(log, "mat1 and mat2 shapes cannot be multiplied")) << log;
-  EXPECT_TRUE(has(log, "the op recorder rode along")) << log;
-  EXPECT_TRUE(has(log, "locating the failing operator call in the op recorder's record of the file trace's run"))
-      << log;
-  EXPECT_TRUE(has(log, "3 of 3 plain processes") || has(log, "2 of 2 plain processes")) << log;
-  EXPECT_TRUE(has(log, "time: phases: original ")) << log;
+  EXPECT_THAT(out, HasSubstr("'input': floats whose axis 1 has 16 entries and no lengths tensor: taken as features"));
+  EXPECT_THAT(log, Not(HasSubstr("mat1 and mat2 shapes cannot be multiplied")));
+  EXPECT_THAT(log, HasSubstr("the op recorder rode along"));
+  EXPECT_THAT(log, HasSubstr("locating the failing operator call in the op recorder's record of the file trace's run"));
+  // The plain runs stop once the verdict is settled: two (one round of --jobs 2) say Agree.
+  EXPECT_THAT(log, HasSubstr("failed the same way in 3 of 3 forked runs and 2 of 2 plain processes"));
+  EXPECT_THAT(log, HasSubstr("time: phases: original "));
   std::string report;
-  ASSERT_EQ(runCommand("tar xzf " + (user_ / "w2.tar.gz").string() + " -O REPORT.md", &report), 0);
-  EXPECT_TRUE(has(report, "Final case confirmed in a fresh process: yes (the self-check's plain runs")) << report;
-  EXPECT_TRUE(has(report, "op/repro_op.py failed like the case in 3 of 3 runs")) << report;
-  EXPECT_TRUE(has(report, "Trials' own time: ")) << report;
+  ASSERT_EQ(testing::runCommand("tar xzf " + (user_ / "w2.tar.gz").string() + " -O REPORT.md", &report), 0);
+  EXPECT_THAT(report, HasSubstr("Final case confirmed in a fresh process: yes (the self-check's plain runs"));
+  EXPECT_THAT(report, HasSubstr("op/repro_op.py failed like the case in 3 of 3 runs"));
+  EXPECT_THAT(report, HasSubstr("Trials' own time: "));
   for (const char* phase : {"original ", "search ", "file trace ", "self-check ", "op step "})
-    EXPECT_TRUE(has(report, phase)) << phase << "\n" << report;
+    EXPECT_THAT(report, HasSubstr(phase));
 }
 
 }  // namespace

@@ -36,31 +36,29 @@ class Tagger(nn.Module):
 
 
 class Sentences(Dataset):
+    """Sentence i is drawn from a generator seeded with i, when asked for."""
+
     def __init__(self, flaky):
-        g = torch.Generator().manual_seed(5)
-        self.items = []
-        for i in range(N):
-            n = int(torch.randint(4, 24, (1,), generator=g))
-            tokens = torch.randint(1, VOCAB, (n,), generator=g)
-            if 2000 + i == BAD_ID and not flaky:
-                tokens[2] = VOCAB
-            self.items.append((tokens, torch.randint(0, TAGS, (n,), generator=g), 2000 + i))
+        self.flaky = flaky
 
     def __len__(self):
         return N
 
     def __getitem__(self, i):
-        return self.items[i]
+        g = torch.Generator().manual_seed(5000 + i)
+        n = int(torch.randint(4, 24, (1,), generator=g))
+        tokens = torch.randint(1, VOCAB, (n,), generator=g)
+        if 2000 + i == BAD_ID and not self.flaky:
+            tokens[2] = VOCAB
+        return {"tokens": tokens, "tags": torch.randint(0, TAGS, (n,), generator=g), "sample_id": 2000 + i}
 
 
 def collate(items):
-    longest = max(len(t) for t, _, _ in items)
-    tokens = torch.zeros(len(items), longest, dtype=torch.long)
-    tags = torch.full((len(items), longest), -100, dtype=torch.long)
-    for row, (t, y, _) in enumerate(items):
-        tokens[row, :len(t)], tags[row, :len(y)] = t, y
-    return {"tokens": tokens, "tags": tags, "lengths": torch.tensor([len(t) for t, _, _ in items]),
-            "sample_id": torch.tensor([i for _, _, i in items])}
+    pad = nn.utils.rnn.pad_sequence
+    return {"tokens": pad([x["tokens"] for x in items], batch_first=True, padding_value=0),
+            "tags": pad([x["tags"] for x in items], batch_first=True, padding_value=-100),
+            "lengths": torch.tensor([len(x["tokens"]) for x in items]),
+            "sample_id": torch.tensor([x["sample_id"] for x in items])}
 
 
 def augment(batch, flaky):
