@@ -96,7 +96,12 @@ ExitStatus checkDependsOnBatch(const CaseConfig& config, const TrialOracle& orac
   for (const auto& s : config.command->switches) nothing.branches_off.insert(s.name);
   const auto why = checkBatchDependence(config, oracle.specFor(nothing, config.work_dir / "trials" / "no-tensors"),
                                         oracle.reference(), executor);
-  if (!why) return ExitStatus::Reduced;
+  if (!why) {
+    log.detail(
+        "the step on a batch with no tensor and every switch off does not fail this way: the failure "
+        "depends on the batch");
+    return ExitStatus::Reduced;
+  }
   log.info("error: nothing to reduce: " + *why);
   return ExitStatus::DoesNotReproduce;
 }
@@ -363,8 +368,27 @@ ExitStatus materializeBest(const CaseConfig& config, bool quiet) {
 ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Executor& executor,
                            const ForkServerExecutor* forked);
 
+// A case's trial command may name a Python that is not on this machine:
+// an archive's case.yaml names the Python its trials ran with (the
+// reporter's venv). --python then runs the trials; without it, exit 2
+// before anything runs, naming the program, rather than trials that
+// "could not start".
+void useThisMachinesPython(const ShrinkOptions& options, CaseConfig& config) {
+  if (!config.command) return;
+  std::string& program = config.command->argv.front();
+  const std::string path = substitutePlaceholders(program, {}, {}, config.base_dir);
+  const std::string found = resolveProgram(path);
+  if (!isPythonProgram(path) || (!found.empty() && ::access(found.c_str(), X_OK) == 0)) return;
+  if (!options.python_given)
+    throw BadInputError(config.case_file.string() + ": trial.command runs the Python " + path +
+                        ", which is not on this machine (an archive's case names the Python its trials ran with); "
+                        "give a Python with PyTorch with --python");
+  program = options.python;
+}
+
 ExitStatus runShrink(const ShrinkOptions& options, Executor* executor) {
   CaseConfig config = loadCase(options.config, options.case_dir);
+  useThisMachinesPython(options, config);
   if (options.output) config.output = fs::absolute(*options.output);
   if (options.work_dir) config.work_dir = fs::absolute(*options.work_dir);
   if (options.materialize_best) return materializeBest(config, options.quiet);

@@ -172,6 +172,14 @@ TEST_F(OwnLoop, ShrinkWithoutCaseYamlAndTheArchiveRunsUnderAnotherPython) {
   EXPECT_TRUE(has(out, "neighbours passed: 4 of 4")) << out;
   // The lengths pass cut the sequence: the bad token alone is left.
   EXPECT_EQ(testing::pyEvalOnBatch(empty / "batch.pt", "b['tokens'].tolist(), b['lengths'].tolist()"), "[[50]] [1]\n");
+  // Reduced again from the archive, as REPORT.md says: the case names the
+  // reporter's Python, gone here; exit 2 names it, and --python runs it.
+  const std::string again = "cd " + empty.string() + " && " + MINREPRO_BINARY + " shrink --config case.yaml";
+  EXPECT_EQ(runCommand(again, &out), 2) << out;
+  EXPECT_TRUE(has(out, "trial.command runs the Python " + reporter + ", which is not on this machine")) << out;
+  EXPECT_TRUE(has(report, "minrepro shrink --config case.yaml [--python PYTHON]")) << report;
+  EXPECT_EQ(runCommand(again + " --python " + maintainer + " --no-op-repro --no-self-check", &out), 0) << out;
+  EXPECT_TRUE(has(out, "reduced 1 -> 1 samples (ids [1017])")) << out;
 }
 
 // `minrepro check` on a tagger's batch: tags and tokens are per-position

@@ -94,7 +94,9 @@ void writeMinimal(std::ostream& out, const ReductionSummary& s) {
       << "- Kept sample ids: " << formatList(s.kept_ids) << "\n";
   for (const auto& [name, values] : s.small_values) out << "- `" << name << "` = " << values << "\n";
   if (!s.apart.empty()) {
-    out << "\n### What sets the minimal batch apart\n\n";
+    out << "\n### What sets the minimal batch apart\n\n"
+        << "The kept samples as the original batch held them, against the samples that were cut (the values above "
+           "are the minimal batch's, after the values pass made what the failure does not need trivial).\n\n";
     for (const auto& line : s.apart) out << "- " << line << "\n";
   }
   if (!s.neighbours.empty()) {
@@ -116,7 +118,11 @@ void writeReproduce(std::ostream& out, const CaseConfig& config, const Reduction
                     "` (recorded for information): repro.py runs the command with the Python that runs repro.py, "
                     "so any Python with PyTorch (and the script's own imports) will do.\n\n"
               : "")
-      << "Reduce again or check with minrepro, from this directory:\n\n    minrepro shrink --config case.yaml\n\n"
+      << "Reduce again or check with minrepro, from this directory:\n\n    minrepro shrink --config case.yaml"
+      << (config.command && isPythonProgram(config.command->argv.front())
+              ? " [--python PYTHON]\n\n(`--python`, a Python with PyTorch, when the trials' Python above is not on "
+                "this machine)\n\n"
+              : "\n\n")
       << "- Checked on its own before this report was final: the archive " << s.self_check.describe() << "\n";
   if (!s.bundled.empty()) {
     out << "- Files the trial reads, bundled (a traced plain run of the minimal case, and trial.files):";

@@ -347,7 +347,8 @@ void writeSamples(std::ostream& out, const HtmlReportInput& in) {
          "batch holds them, beside samples of the original batch that the reduction cut.</p>";
   for (const auto& p : in.panels) writePanel(out, p);
   if (in.summary && !in.summary->apart.empty()) {
-    out << "<h3>What sets the minimal batch apart</h3><ul>";
+    out << "<h3>What sets the minimal batch apart</h3><p class=\"meta\">The kept samples as the original batch "
+           "held them, against the samples that were cut.</p><ul>";
     for (const auto& line : in.summary->apart) out << "<li>" << escWithCode(line) << "</li>";
     out << "</ul>";
   }
