@@ -202,6 +202,9 @@ TEST_F(VerifyExamples, ReportSaysWhatSetsTheMinimalBatchApart) {
   for (const auto& e : readTarGz(archive("class4")))
     if (e.name == "REPORT.md") report = e.contents;
   EXPECT_NE(report.find("### What sets the minimal batch apart\n\n"
+                        "The kept samples as the original batch held them, against the samples that were cut (the "
+                        "values above are the minimal batch's, after the values pass made what the failure does not "
+                        "need trivial).\n\n"
                         "- `target`: kept values [4]; values seen in the other 511 samples: -100, 0..3 "
                         "(4 only in the kept samples)\n"
                         "- Last batch: no: the kept samples are at positions [313] of 0..511 in the original, not its "
