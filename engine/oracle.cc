@@ -362,14 +362,15 @@ std::vector<bool> TrialOracle::resultsFor(const Selection& selection, const std:
     }
     // Never more at once than --jobs: runs asked for together (the
     // original's plain runs, a flaky candidate's streak) go in rounds.
-    const std::size_t launch = std::min(count - out.size(), std::max<std::size_t>(jobs_, 1));
-    const std::size_t extra = jobs_ > launch ? std::min(spare, jobs_ - launch) : 0;
+    const std::size_t jobs = activeJobs();
+    const std::size_t launch = std::min(count - out.size(), jobs);
+    const std::size_t extra = jobs > launch ? std::min(spare, jobs - launch) : 0;
     std::vector<Selection> batch(launch + extra, selection);
     std::vector<std::string> keys(batch.size(), key);
-    if (next && jobs_ > batch.size()) {
+    if (next && jobs > batch.size()) {
       // A longer chain than the free slots: candidates already run are skipped.
-      for (const Speculated& s : next(2 * jobs_ + 4, cursor == 0)) {
-        if (batch.size() >= jobs_) break;
+      for (const Speculated& s : next(2 * jobs + 4, cursor == 0)) {
+        if (batch.size() >= jobs) break;
         const std::string plain = selectionKey(s.selection);
         const std::string k = s.confirmation ? kConfirmPrefix + plain : candidateKey(s.selection);
         if (results_.count(k) || journaled_.count(k) || brokenInvariant(s.selection, plain)) continue;
@@ -439,9 +440,40 @@ OriginalEstimate TrialOracle::estimateOriginal(const Selection& all, const Specu
         timed_out = !hang && !reference_.failed() && stats_.timeouts > before;
         return results;
       },
-      seen, config_.flaky, jobs_);
+      seen, config_.flaky, activeJobs());
   rate_.add(seen.failures(), seen.passes(), all.samples.size());
   return estimate;
+}
+
+std::future<std::vector<TrialRecord>> TrialOracle::startFreshOriginals(const Selection& all, std::size_t runs) {
+  checkLimits(runs);
+  std::vector<TrialRecord> records(runs);
+  std::vector<TrialSpec> specs;
+  for (TrialRecord& record : records) {
+    record.number = ++trial_number_;
+    specs.push_back(prepare(all, record.number, false, true));
+  }
+  return std::async(std::launch::async, [this, specs = std::move(specs), records = std::move(records)]() mutable {
+    for (std::size_t i = 0; i < records.size(); ++i) records[i].outcome = executor_.run(specs[i]);
+    return std::move(records);
+  });
+}
+
+void TrialOracle::finishFreshOriginals(const Selection& all, std::vector<TrialRecord> records) {
+  if (limits_.stop && limits_.stop->load()) throw RunStopped(RunStopped::Reason::Interrupted, "interrupted");
+  // No round of their own: they ran beside the forked runs' rounds.
+  const std::string key = kFreshPrefix + kOriginalPrefix + selectionKey(all);
+  for (TrialRecord& record : records) {
+    record = finishTrial(std::move(record), key);
+    if (record.used) mark(all, record.mark, &record);
+    std::error_code ec;
+    fs::remove_all(trialDir(record.number), ec);
+  }
+}
+
+std::size_t TrialOracle::freshOriginalRuns(const Selection& all) const {
+  const auto known = results_.find(kFreshPrefix + kOriginalPrefix + selectionKey(all));
+  return known == results_.end() ? 0 : known->second.size();
 }
 
 OriginalEstimate TrialOracle::runOriginalFresh(const Selection& all, std::size_t runs) {

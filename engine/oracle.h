@@ -14,6 +14,7 @@
 #include <atomic>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -108,6 +109,17 @@ class TrialOracle {
   // Runs the original `runs` times as plain processes (never forked), for
   // comparison with the forked runs of estimateOriginal.
   OriginalEstimate runOriginalFresh(const Selection& all, std::size_t runs);
+  // Plain runs of the original started now, one after another on a thread
+  // of their own, while estimateOriginal's forked runs use the other job
+  // slots (reserveSlots); finishFreshOriginals judges them once the
+  // reference exists, and runOriginalFresh then finds them done. The
+  // comparison with plain processes then costs no wall time of its own.
+  std::future<std::vector<TrialRecord>> startFreshOriginals(const Selection& all, std::size_t runs);
+  void finishFreshOriginals(const Selection& all, std::vector<TrialRecord> records);
+  // Plain runs of the original already judged.
+  std::size_t freshOriginalRuns(const Selection& all) const;
+  // Job slots the oracle's own rounds leave to runs started beside them.
+  void reserveSlots(std::size_t slots) { reserved_ = slots; }
   // From now on every trial is a plain process: forked children did not
   // behave as fresh processes on the original, or the final 1-minimality
   // check (which agreement on the original does not make safe to fork).
@@ -183,6 +195,8 @@ class TrialOracle {
   Journal* journal_;
   RunLimits limits_;
   std::size_t jobs_;
+  std::size_t reserved_ = 0;  // of jobs_, left to runs started beside the rounds
+  std::size_t activeJobs() const { return jobs_ > reserved_ ? jobs_ - reserved_ : 1; }
   std::string full_key_;  // the original's selection: its trials read a copy of the user's batch file
   // That copy, made once per run (originalCopy), and its identity when made.
   std::filesystem::path linkOriginal(const std::filesystem::path& batch_file);

@@ -58,7 +58,10 @@ ForkComparison compareForkedWithFresh(const Selection& all, const OriginalEstima
   c.timeout_seconds = timeout_seconds;
   const std::size_t timeouts_before = oracle.stats().timeouts;
   const std::size_t round = std::max<std::size_t>(oracle.jobs(), 1);
-  for (std::size_t runs = std::min(round, forked.runs);; runs = std::min(runs + round, forked.runs)) {
+  // Runs already made beside the forked ones (startFreshOriginals) first.
+  std::size_t runs = std::min(oracle.freshOriginalRuns(all), forked.runs);
+  if (runs == 0) runs = std::min(round, forked.runs);
+  for (;; runs = std::min(runs + round, forked.runs)) {
     c.plain = oracle.runOriginalFresh(all, runs);
     if (c.plain.runs >= forked.runs || agreementSettled(forked, c.plain, forked.runs - c.plain.runs)) break;
   }

@@ -519,12 +519,32 @@ void makeOracle(Run& r) {
   });
 }
 
+// With a job slot to spare, the first plain run of the original (the
+// comparison with forked runs) starts at once, beside the forked runs,
+// which keep the other slots; it is judged when they have ended. One plain
+// run failing alike settles the comparison with three forked failures
+// (engine/plain_process_check.h), so the comparison then costs no wall
+// time. Not on --resume: the journal may hold that run's result already.
+ExitStatus checkOriginalBesidePlainRun(Run& r, bool forks, OriginalEstimate& original) {
+  const bool beside = forks && !r.options.checked_by_caller && r.options.jobs > 1 && !r.options.resume;
+  if (!beside) return checkOriginal(r.config, *r.batch, *r.oracle, r.all, r.log, original);
+  r.oracle->reserveSlots(1);
+  auto plain = r.oracle->startFreshOriginals(r.all, 1);
+  struct Unreserve {
+    TrialOracle& oracle;
+    ~Unreserve() { oracle.reserveSlots(0); }
+  } unreserve{*r.oracle};
+  const ExitStatus s = checkOriginal(r.config, *r.batch, *r.oracle, r.all, r.log, original);
+  r.oracle->finishFreshOriginals(r.all, plain.get());
+  return s;
+}
+
 // The original, in forked and plain processes: Reduced when the search may
 // start, else the status the run ends with.
 ExitStatus checkTheOriginal(Run& r, bool forks) {
   r.timeline.startPass("original", r.log.elapsedSeconds());
   OriginalEstimate original;
-  ExitStatus s = checkOriginal(r.config, *r.batch, *r.oracle, r.all, r.log, original);
+  ExitStatus s = checkOriginalBesidePlainRun(r, forks, original);
   if (s == ExitStatus::Reduced && !r.options.checked_by_caller)
     s = checkDependsOnBatch(r.config, *r.oracle, r.executor, r.all, r.log);
   if (s != ExitStatus::Reduced) {
