@@ -3,11 +3,10 @@
 
 #include <gtest/gtest.h>
 
-#include <map>
-
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <map>
 
 #include "core/delta.h"
 #include "tests/fake_trials.h"
@@ -187,6 +186,27 @@ TEST_F(OracleFixture, TrialRunAheadBeforeTheOriginalFailedIsNotUsedNorTheReferen
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("run ahead before the original failed; not used"), std::string::npos) << text;
   EXPECT_FALSE(oracle.interesting(keeping({0})));
+}
+
+// A plain run of the original started before any forked run failed is
+// judged once the reference exists, counted as a plain run of the original,
+// and the forked runs meanwhile used only the slots left to them.
+TEST_F(OracleFixture, PlainRunStartedBesideTheForkedOnesIsJudgedAgainstTheirReference) {
+  config.flaky.enabled = true;
+  FakeBatchStore batch(8, config.batch);
+  FakeExecutor exec([&](const std::vector<std::int64_t>&) { return indexError(4); });
+  TrialOracle oracle(config, batch, exec, "unused", log, nullptr, {}, 2);
+  oracle.reserveSlots(1);
+  auto plain = oracle.startFreshOriginals(all(8), 1);
+  const OriginalEstimate forked = oracle.estimateOriginal(all(8));
+  oracle.reserveSlots(0);
+  oracle.finishFreshOriginals(all(8), plain.get());
+  EXPECT_EQ(forked.failures, 3u);
+  EXPECT_EQ(oracle.stats().rounds, 3u) << "the forked runs one at a time: the other slot was the plain run's";
+  EXPECT_EQ(oracle.freshOriginalRuns(all(8)), 1u);
+  const OriginalEstimate again = oracle.runOriginalFresh(all(8), 1);
+  EXPECT_EQ(again.failures, 1u) << "the plain run failed like the reference";
+  EXPECT_EQ(oracle.stats().trials, 4u) << "and was not run again";
 }
 
 TEST_F(OracleFixture, SameBugWithOtherNumbersMatchesUnlessThePatternSaysOtherwise) {
