@@ -162,15 +162,18 @@ struct TraceResult {
   fs::path recorded;
 };
 
+// A variable the trial command's own environment (trial.env) sets.
+std::optional<std::string> commandVariable(const CaseConfig& config, const std::string& name) {
+  const auto own = config.command->env.find(name);
+  return own == config.command->env.end() ? std::nullopt : std::optional<std::string>(own->second);
+}
+
 // The file tracer goes last in LD_PRELOAD: a library the trial preloads
 // itself (an allocator, a sanitizer's runtime, which must come first)
 // stays first.
 std::string preloadWith(const CaseConfig& config, const std::string& library) {
-  std::string preload;
-  if (const auto own = config.command->env.find("LD_PRELOAD"); own != config.command->env.end())
-    preload = own->second;
-  else if (const char* inherited = std::getenv("LD_PRELOAD"))
-    preload = inherited;
+  const char* inherited = std::getenv("LD_PRELOAD");
+  const std::string preload = commandVariable(config, "LD_PRELOAD").value_or(inherited ? inherited : "");
   return preload + (preload.empty() ? "" : ":") + library;
 }
 
@@ -209,10 +212,7 @@ TraceResult traceBundleOrThrow(const CaseConfig& config, TrialOracle& oracle, co
                                            {kFileTraceVariable, trace.string()}};
     if (record) {
       fs::create_directories(record_dir);
-      const auto own = config.command->env.find("PYTHONPATH");
-      for (auto& [name, value] : recorderEnvironment(
-               record_dir, false,
-               own == config.command->env.end() ? std::nullopt : std::optional<std::string>(own->second)))
+      for (auto& [name, value] : recorderEnvironment(record_dir, false, commandVariable(config, "PYTHONPATH")))
         env[name] = value;
     }
     const TrialOutcome outcome = oracle.runUncounted(best, env, dir);

@@ -30,8 +30,8 @@ struct VerifyOptions {
   const std::atomic<bool>* cancel = nullptr;  // set: the running repro.py is killed (shrink's SIGINT)
   int runs = 3;
   // Runs of op/repro_op.py, one beside each of the first `op_runs` runs of
-  // repro.py; -1: beside every run. (shrink's self-check runs it once: the
-  // op step ran it as often just before.)
+  // repro.py; -1: beside every run. (shrink's self-check runs it none: the
+  // op step beside it runs it alone as often, and those runs count.)
   int op_runs = -1;
   Expect expect = Expect::Fail;
   // --code: a directory of the user's current code whose files replace the
