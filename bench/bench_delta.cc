@@ -93,6 +93,19 @@ int main(int argc, char** argv) {
     std::printf("%-8s %8zu %8zu %12zu %8.0f %s\n", name.c_str(), trials, goal.goal, goal.best_public, goal.bound,
                 correct ? "" : "WRONG RESULT");
   }
+  std::printf("\n%-8s %8s %8s %8s   (the default failure-rate model: flakiness handling on)\n", "problem", "trials",
+              "goal", "ratio");
+  for (const auto& [name, goal] : kGoals) {
+    bool correct = false;
+    const std::size_t deterministic = solve(name, &correct);
+    std::size_t trials = 0;
+    const auto result = minrepro::testing::solveWithDefaultModel(name, &trials);
+    correct = listProblems().at(name).isExpected(result);
+    const double ratio = static_cast<double>(trials) / static_cast<double>(deterministic);
+    std::printf("%-8s %8zu %8.0f %8.2f %s\n", name.c_str(), trials, 1.25 * static_cast<double>(deterministic), ratio,
+                correct ? "" : "WRONG RESULT");
+    g_failed |= !correct || ratio > 1.25;
+  }
   g_failed |= !reportFlaky();
   return g_failed ? 1 : 0;
 }

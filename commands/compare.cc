@@ -15,6 +15,7 @@
 #include "engine/archive/tar_gz.h"
 #include "engine/diagnostics.h"
 #include "engine/trial_spec.h"
+#include "harness/case_inference.h"
 #include "harness/precision.h"
 
 namespace fs = std::filesystem;
@@ -268,7 +269,8 @@ CompareResult compareVariants(const CompareOptions& options, std::ostream* progr
   CompareResult result;
   result.input = options.input;
   std::string made_on;
-  const CaseConfig config = loadInput(options.input, scratch->path(), &result.recorded, &made_on);
+  CaseConfig config = loadInput(options.input, scratch->path(), &result.recorded, &made_on);
+  completeCase(config);
   const SandboxChoice sandbox = chooseSandbox(options.sandbox, made_on);
   const std::vector<Variant> variants = planVariants(config, BatchStore::open(config)->describe(), options.dev_root);
   if (progress)

@@ -77,16 +77,29 @@ std::vector<std::string> caseCommand(const InitOptions& o) {
   return argv;
 }
 
+void emitSamples(YAML::Emitter& y, const InferredCase& c) {
+  y << YAML::Key << "samples" << YAML::Value << YAML::BeginMap;
+  if (!c.sample_axes.empty()) {
+    y << YAML::Key << "tensors" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (const auto& a : c.sample_axes) y << YAML::Key << a.tensor << YAML::Value << a.axis;
+    y << YAML::EndMap;
+  }
+  if (!c.sample_lists.empty()) y << YAML::Key << "lists" << YAML::Value << YAML::Flow << c.sample_lists;
+  if (!c.ids.empty()) y << YAML::Key << "ids" << YAML::Value << c.ids;
+  y << YAML::EndMap;
+}
+
 void emitSequence(YAML::Emitter& y, const InferredCase& c) {
-  if (c.sequence_tensors.empty()) return;
+  if (c.sequence.empty()) return;
   y << YAML::Key << "sequence" << YAML::Value << YAML::BeginMap;
   y << YAML::Key << "tensors" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  for (const auto& name : c.sequence_tensors) y << YAML::Key << name << YAML::Value << 1;
+  for (const auto& s : c.sequence) y << YAML::Key << s.tensor << YAML::Value << s.axis;
   y << YAML::EndMap;
   y << YAML::Key << "padding" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  for (const auto& name : c.sequence_tensors) y << YAML::Key << name << YAML::Value << c.padding.at(name);
+  for (const auto& s : c.sequence) y << YAML::Key << s.tensor << YAML::Value << s.pad;
   y << YAML::EndMap;
   if (!c.lengths.empty()) y << YAML::Key << "lengths" << YAML::Value << c.lengths;
+  if (!c.mask.empty()) y << YAML::Key << "mask" << YAML::Value << c.mask;
   y << YAML::EndMap;
 }
 
@@ -95,17 +108,12 @@ void emitSequence(YAML::Emitter& y, const InferredCase& c) {
 std::string renderInitCase(const InitOptions& o, std::vector<std::string>& notes) {
   const std::vector<std::string> argv = caseCommand(o);
   const InferredCase c = inferCase(o.batch);
-  notes = c.notes;
+  notes = describeInference(c);
   YAML::Emitter y;
   y << YAML::BeginMap;
   y << YAML::Key << "batch" << YAML::Value
     << insideCase(o.batch, o.case_dir).value_or(fs::absolute(o.batch).lexically_normal().string());
-  y << YAML::Key << "samples" << YAML::Value << YAML::BeginMap;
-  y << YAML::Key << "tensors" << YAML::Value << YAML::Flow << YAML::BeginMap;
-  for (const auto& name : c.sample_tensors) y << YAML::Key << name << YAML::Value << 0;
-  y << YAML::EndMap;
-  if (!c.ids.empty()) y << YAML::Key << "ids" << YAML::Value << c.ids;
-  y << YAML::EndMap;
+  emitSamples(y, c);
   emitSequence(y, c);
   y << YAML::Key << "trial" << YAML::Value << YAML::BeginMap;
   y << YAML::Key << "command" << YAML::Value << YAML::Flow << YAML::BeginSeq;

@@ -34,14 +34,14 @@ using namespace case_yaml;
 const std::vector<std::string> kTopKeys{"batch",    "samples",  "trial",  "failure",    "reducers",
                                         "output",   "work_dir", "seed",   "context",    "flaky",
                                         "pipeline", "sequence", "values", "invariants", "executor"};
-const std::vector<std::string> kSequenceKeys{"tensors", "padding", "lengths", "min_length"};
+const std::vector<std::string> kSequenceKeys{"tensors", "padding", "lengths", "mask", "min_length"};
 const std::vector<std::string> kTransformKeys{"type", "name", "tensor", "optional", "seed", "mean",
                                               "std",  "axis", "length", "value",    "dtype"};
 const std::vector<std::string> kSwitchKeys{"name", "args", "off_args", "env", "off_env"};
 const std::vector<std::string> kValuesKeys{"exclude", "trivial"};
 const std::vector<std::string> kInvariantKeys{"dtype", "layout", "operator", "sample_axis"};
 const std::vector<std::string> kPipelineKeys{"passes", "description"};
-const std::vector<std::string> kSampleKeys{"tensors", "ids"};
+const std::vector<std::string> kSampleKeys{"tensors", "lists", "ids"};
 const std::vector<std::string> kTrialKeys{"harness",     "command", "env",           "timeout",       "memory_limit_mb",
                                           "fork_server", "preload", "deterministic", "compile_cache", "switches",
                                           "diagnostic",  "files",   "exclude_files"};
@@ -55,13 +55,26 @@ constexpr std::int64_t kMaxMemoryMiB = std::int64_t{1} << 40;  // bytes must fit
 
 // ---------------------------------------------------------------- sections
 
+// samples: {tensors: {name: axis}, lists: [path], ids: name}; absent: inferred
+// from the batch when it is opened (CaseConfig::infer_samples).
 void readSamples(const Loader& l, const MapView& top, CaseConfig& c) {
-  const MapView samples(l, top.require("samples", "a map with 'tensors'"), kSampleKeys);
+  const Value* section = top.find("samples");
+  if (!section) {
+    c.infer_samples = true;
+    return;
+  }
+  const MapView samples(l, *section, kSampleKeys);
   const std::string expected = "a map of batch tensor name to sample axis (e.g. {input: 0})";
-  const Value& tensors = samples.require("tensors", expected);
-  const Entries entries = mapEntries(l, tensors, expected);
-  if (entries.empty())
-    fail(l, tensors, expected, "an empty map", "name at least one tensor of the batch that has a sample axis");
+  if (const Value* lists = samples.find("lists"))
+    c.sample_lists = stringList(l, *lists, "paths of lists with one entry per sample (e.g. [boxes, labels])");
+  const Value* tensors = samples.find("tensors");
+  if (!tensors && c.sample_lists.empty())
+    fail(l, *section, "a map with 'tensors' (or 'lists')", "neither",
+         "name the tensors that have a sample axis, e.g. tensors: {input: 0, target: 0}; or leave the samples "
+         "section out and minrepro infers it from the batch");
+  const Entries entries = tensors ? mapEntries(l, *tensors, expected) : Entries{};
+  if (tensors && entries.empty() && c.sample_lists.empty())
+    fail(l, *tensors, expected, "an empty map", "name at least one tensor of the batch that has a sample axis");
   for (const Entry& e : entries) {
     const auto axis = integer(l, e.value, "an integer sample axis (negative counts from the end)", INT_MIN, INT_MAX);
     c.sample_axes.push_back(SampleAxis{e.name, static_cast<int>(axis)});
@@ -319,6 +332,12 @@ void readSequence(const Loader& l, const MapView& top, CaseConfig& c) {
     }
   }
   if (const Value* x = s.find("lengths")) c.sequence.lengths = nonEmpty(l, *x, "the batch key of a 1-D length tensor");
+  if (const Value* x = s.find("mask")) {
+    c.sequence.mask = nonEmpty(l, *x, "the batch key of a [batch, length] mask whose rows are a prefix of ones");
+    if (!c.sequence.lengths.empty())
+      fail(l, *x, "either sequence.lengths or sequence.mask", "both",
+           "keep the one that gives the samples' lengths (a lengths tensor, else a padding mask)");
+  }
   if (const Value* x = s.find("min_length"))
     c.sequence.min_length = integer(l, *x, "an integer >= 0", 0, std::numeric_limits<std::int64_t>::max());
 }

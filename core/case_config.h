@@ -35,7 +35,11 @@ struct SequenceTensor {
 struct SequenceSpec {
   std::vector<SequenceTensor> tensors;  // empty: the case has no sequence axis
   std::string lengths;                  // optional batch key of a 1-D per-sample length tensor
-  std::int64_t min_length = 1;          // no window or sample gets shorter than this
+  // Or, without one: a [batch, length] mask of 0/1 or bool whose rows are a
+  // prefix of ones (a tokenizer's attention_mask): the samples' lengths
+  // are its rows' counts, and it is cut as a sequence tensor padded with 0.
+  std::string mask;
+  std::int64_t min_length = 1;  // no window or sample gets shorter than this
 };
 
 // One step of the built-in harness's transform chain, applied in the trial
@@ -98,7 +102,15 @@ struct CaseConfig {
   std::filesystem::path base_dir;   // relative paths in the case are relative to this
   std::filesystem::path batch;      // absolute
   std::vector<SampleAxis> sample_axes;
+  // Lists and tuples of the batch that hold one entry per sample (per-image
+  // boxes, file names), by path (harness/batch_tree.h): cut with the samples.
+  std::vector<std::string> sample_lists;
   std::string sample_ids;  // optional batch key of per-sample ids (reduced with the samples)
+  // No samples section: the samples, ids and (unless a sequence section is
+  // given) the sequence axes are inferred from the batch when the case is
+  // opened, as `minrepro init` infers them (harness/case_inference.h).
+  bool infer_samples = false;
+  std::vector<std::string> inference_notes;  // what was inferred (completeCase), for the log
 
   std::optional<HarnessTrial> harness;  // exactly one of harness / command
   std::optional<CommandTrial> command;

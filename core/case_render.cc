@@ -46,9 +46,12 @@ std::string portableArg(const std::string& arg, const fs::path& base_dir, const 
 
 void emitSamples(YAML::Emitter& out, const CaseConfig& c) {
   out << YAML::Key << "samples" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "tensors" << YAML::Value << YAML::BeginMap;
-  for (const SampleAxis& a : c.sample_axes) out << YAML::Key << a.tensor << YAML::Value << a.axis;
-  out << YAML::EndMap;
+  if (!c.sample_axes.empty() || c.sample_lists.empty()) {
+    out << YAML::Key << "tensors" << YAML::Value << YAML::BeginMap;
+    for (const SampleAxis& a : c.sample_axes) out << YAML::Key << a.tensor << YAML::Value << a.axis;
+    out << YAML::EndMap;
+  }
+  if (!c.sample_lists.empty()) out << YAML::Key << "lists" << YAML::Value << YAML::Flow << c.sample_lists;
   if (!c.sample_ids.empty()) out << YAML::Key << "ids" << YAML::Value << c.sample_ids;
   out << YAML::EndMap;
 }
@@ -106,6 +109,7 @@ void emitReduction(YAML::Emitter& out, const CaseConfig& c) {
     for (const auto& t : c.sequence.tensors) out << YAML::Key << t.tensor << YAML::Value << t.pad;
     out << YAML::EndMap;
     if (!c.sequence.lengths.empty()) out << YAML::Key << "lengths" << YAML::Value << c.sequence.lengths;
+    if (!c.sequence.mask.empty()) out << YAML::Key << "mask" << YAML::Value << c.sequence.mask;
     out << YAML::Key << "min_length" << YAML::Value << c.sequence.min_length << YAML::EndMap;
   }
   if (!c.values.exclude.empty() || !c.values.trivial.empty()) {

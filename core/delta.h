@@ -62,6 +62,9 @@ class DeltaSearch {
   void answer(bool interesting);
   // The units kept; final once done().
   const Units& result() const { return needed_; }
+  // Whether query() is one of the final 1-minimality check's (the result
+  // without one unit), whose answer a flaky oracle makes with full strength.
+  bool checkingFinal() const { return phase_ == Phase::AwaitFinal; }
   const DeltaStats& stats() const { return stats_; }
   // About how many answers the search still needs, for progress lines: the
   // bisection under way, then the units left at the density of culprits

@@ -143,13 +143,33 @@ void splitTracebackExceptionLine(const std::string& line, RawError& error) {
   }
 }
 
+// A line that only marks up others: Python 3.11+'s carets and tildes under
+// a frame's source (^^^^, ~~^~~), the borders of an exception group
+// (+-+---- 1 ----, a bare |), SyntaxError's column marker. Never a message.
+bool isDecoration(std::string_view line) {
+  const std::string t = trim(line);
+  return !t.empty() && t.find_first_not_of("^~+-|=_ ") == std::string::npos;
+}
+
 // "RuntimeError: " followed by the message on the next line (TorchScript
 // compilation errors, torch::jit::ErrorReport's what()).
 void fillEmptyMessage(RawError& error, const Lines& lines, std::size_t from, std::size_t to) {
-  for (std::size_t i = from; i < to && error.message.empty(); ++i) error.message = trim(lines[i]);
+  for (std::size_t i = from; i < to && error.message.empty(); ++i)
+    if (!isDecoration(lines[i])) error.message = trim(lines[i]);
 }
 
 bool isTracebackHeader(const std::string& line) { return startsWith(trim(line), "Traceback (most recent call last)"); }
+
+// The first line of an exception group's report (Python 3.11+): its
+// traceback header, or the group's own line when it was raised without one,
+// behind the group's border ("  + ", "  | ").
+bool isExceptionGroupStart(const std::string& line) {
+  const std::string t = trim(line);
+  if (t.empty() || (t[0] != '+' && t[0] != '|')) return false;
+  const std::string content = trim(std::string_view(t).substr(1));
+  return startsWith(content, "Exception Group Traceback (most recent call last)") ||
+         startsWith(content, "ExceptionGroup:") || startsWith(content, "BaseExceptionGroup:");
+}
 
 bool isChainMarker(const std::string& line) {
   return startsWith(line, "During handling of the above exception") ||
@@ -411,13 +431,44 @@ void readCompileError(RawError& error, const Lines& lines, std::size_t exception
   error.op = startsWith(error.type, "torch._inductor.") ? "inductor" : "dynamo";
 }
 
+// An exception group (Python 3.11+): every line behind a border of + and |.
+// Its first error is its first leaf: the first exception line of its
+// sub-exceptions, depth first, that is not itself a group (the group's own
+// line is a wrapper: "ExceptionGroup: two failures (2 sub-exceptions)").
+RawError readExceptionGroup(const Lines& lines, std::size_t at) {
+  RawError error, group;
+  error.line = at;
+  std::size_t end = at;
+  for (; end < lines.size(); ++end) {
+    const std::string t = trim(lines[end]);
+    if (t.empty() || (t[0] != '+' && t[0] != '|')) break;
+    if (t[0] != '|' || t.size() < 2 || t[1] != ' ') continue;  // a border
+    const std::string content = std::string(std::string_view(t).substr(2));
+    if (auto op = functionalFrameOp(content); !op.empty()) error.op = op;
+    if (content.empty() || content[0] == ' ' || isDecoration(content)) continue;  // a frame, its source, a marker
+    RawError found;
+    if (!splitStrictExceptionLine(content, found)) continue;
+    if (endsWith(found.type, "ExceptionGroup")) {
+      if (group.type.empty()) group = found;
+    } else if (error.type.empty()) {
+      error.type = found.type;
+      error.message = found.message;
+    }
+  }
+  if (error.type.empty()) error.type = group.type, error.message = group.message;
+  error.end = std::max(end, at + 1);
+  return error;
+}
+
 // A Python traceback: indented frames, then the exception line at column 0;
 // its block ends where a chained exception or another traceback begins.
 RawError readPythonTraceback(const Lines& lines, std::size_t at) {
   RawError error;
   error.line = at;
   std::size_t line = at + 1;
-  for (; line < lines.size() && (lines[line].empty() || lines[line][0] == ' ' || lines[line][0] == '\t'); ++line)
+  for (; line < lines.size() &&
+         (lines[line].empty() || lines[line][0] == ' ' || lines[line][0] == '\t' || isDecoration(lines[line]));
+       ++line)
     if (auto op = functionalFrameOp(lines[line]); !op.empty()) error.op = op;
   error.user_frame = innermostUserFrame(lines, at + 1, line, false);
   error.end = line;
@@ -630,6 +681,7 @@ std::optional<RawError> readAt(const Lines& lines, std::size_t i) {
   const std::string& line = lines[i];
   if (startsWith(line, "terminate called after throwing")) return readTerminate(lines, i);
   if (isTracebackHeader(line)) return readPythonTraceback(lines, i);
+  if (isExceptionGroupStart(line)) return readExceptionGroup(lines, i);
   if (startsWith(line, "Fatal Python error: ")) return readFaultDump(lines, i);
   if (isAbortMessage(line)) return readAbortMessage(lines, i);
   if (startsWith(line, "Exception raised from ")) return readBareLibTorchError(lines, i);

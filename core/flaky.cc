@@ -13,10 +13,34 @@ DeltaOptions flakyDeltaOptions() {
   return options;
 }
 
+DeltaOptions searchOptions(const FailureRate& rate) {
+  if (!rate.deterministic()) return flakyDeltaOptions();
+  DeltaOptions options;
+  options.final_check = true;
+  return options;
+}
+
+void FailureRate::contradict(const std::string& why) {
+  if (!contradiction_.empty()) return;
+  contradiction_ = why.empty() ? "a pass contradicted a failure" : why;
+  // What one-run decisions saw only counts the candidates that failed at once.
+  std::erase_if(evidence_, [](const Evidence& e) { return e.one_run; });
+  failures_ = passes_ = 0;
+  for (const Evidence& e : evidence_) failures_ += e.failures, passes_ += e.passes;
+}
+
+std::string FailureRate::verdict() const {
+  if (!deterministic()) return "flaky: " + contradiction_;
+  return "deterministic: " + std::to_string(failures_) + " of " + std::to_string(failures_) +
+         " runs of failing candidates failed the same way, and no pass contradicted a failure";
+}
+
 void FailureRate::add(std::size_t failures, std::size_t passes, std::size_t size) {
+  if (failures > 0 && passes > 0)
+    contradict(std::to_string(passes) + " pass(es) of candidates known to fail the same way");
   failures_ += failures;
   passes_ += passes;
-  evidence_.push_back({size, failures, passes});
+  evidence_.push_back({size, failures, passes, one_run_decisions_ && deterministic()});
 }
 
 double FailureRate::estimate() const {
@@ -25,7 +49,7 @@ double FailureRate::estimate() const {
 
 namespace {
 
-constexpr double kPriorTrials = 10;
+constexpr double kPriorTrials = 8;
 
 // E[(1-p)^n] under Beta(a, b): B(a, b+n) / B(a, b) in log space, exact for
 // any n, no overflow.
@@ -53,8 +77,25 @@ double FailureRate::chanceOfPassStreak(std::size_t n, std::size_t size) const {
   return std::max(chance, betaPassStreak(a, b, n));
 }
 
-std::size_t FailureRate::passesToReject(double alpha, std::size_t cap, std::size_t size) const {
+// Half the prior's weight on "deterministic" (p = 1), half on Jeffreys'
+// Beta(1/2, 1/2) over the rates. After f failures and no pass, the
+// posterior weight of "flaky" is B(f + 1/2, 1/2) / (B(1/2, 1/2) + B(f + 1/2, 1/2)),
+// and a failing candidate passes n times in a row only under "flaky".
+double FailureRate::mixtureChanceOfPassStreak(std::size_t n) const {
+  const double f = static_cast<double>(failures_);
+  const double log_beta_f = std::lgamma(f + 0.5) + std::lgamma(0.5) - std::lgamma(f + 1);
+  const double log_beta_0 = 2 * std::lgamma(0.5);  // B(1/2, 1/2) = pi
+  const double flaky = 1 / (1 + std::exp(log_beta_0 - log_beta_f));
+  return flaky * betaPassStreak(f + 0.5, 0.5, n);
+}
+
+std::size_t FailureRate::passesToReject(double alpha, std::size_t cap, std::size_t size, bool recheck) const {
+  if (deterministic() && !recheck) return 1;
   std::size_t n = 1;
+  if (deterministic()) {
+    while (n < cap && mixtureChanceOfPassStreak(n) > alpha) ++n;
+    return n;
+  }
   while (n < cap && chanceOfPassStreak(n, size) > alpha) ++n;
   return n;
 }
@@ -66,8 +107,10 @@ std::string FailureRate::describe() const {
 }
 
 CandidateDecision decideCandidate(const TrialBatch& run, FailureRate& rate, const FlakyOptions& options,
-                                  std::size_t jobs, std::size_t size) {
-  const std::size_t needed = options.enabled ? rate.passesToReject(options.alpha, options.max_passes, size) : 1;
+                                  std::size_t jobs, std::size_t size, bool recheck) {
+  rate.startOneRunDecisions();
+  const std::size_t needed =
+      options.enabled ? rate.passesToReject(options.alpha, options.max_passes, size, recheck) : 1;
   CandidateDecision decision;
   std::size_t passes = 0;
   // Trials of this candidate per round: about the number it takes to see a
@@ -83,6 +126,9 @@ CandidateDecision decideCandidate(const TrialBatch& run, FailureRate& rate, cons
     for (bool failed : results) {
       ++decision.trials_used;
       if (failed) {
+        if (passes > 0)
+          rate.contradict("a candidate of " + std::to_string(size) + " samples passed " + std::to_string(passes) +
+                          " time(s) before it failed the same way");
         rate.add(1, passes, size);
         decision.interesting = true;
         return decision;
@@ -110,6 +156,9 @@ OriginalEstimate estimateOriginal(const TrialBatch& run, FailureRate& rate, cons
       if (estimate.failures == want || estimate.runs == max_runs) break;
     }
   }
+  if (estimate.failures > 0 && estimate.failures < estimate.runs)
+    rate.contradict("the original passed in " + std::to_string(estimate.runs - estimate.failures) + " of " +
+                    std::to_string(estimate.runs) + " runs");
   rate.add(estimate.failures, estimate.runs - estimate.failures, size);
   return estimate;
 }

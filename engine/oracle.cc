@@ -316,7 +316,12 @@ TrialRecord TrialOracle::finishTrial(TrialRecord record, const std::string& key)
                 " found a different failure (kept apart, not accepted): " + sig.summary());
   }
   results_[key].push_back(matched);
+  noteForDeterminism(key.substr(key.find_last_of(':') + 1), matched, !sig.failed());
   if (!matched && sig.failed() && sig.family != FailureFamily::Timeout) ++other_failures_[key];
+  if (!matched && sig.failed())
+    last_other_[key] = sig;
+  else
+    last_other_.erase(key);
   if (journal_) journal_->recordTrial({key, matched, sig.failed() ? familyName(sig.family) : "pass"});
   const std::string verdict = matched        ? "fails the same way"
                               : own_timeout  ? "times out: an outcome of its own, not the failure (the case's "
@@ -329,6 +334,18 @@ TrialRecord TrialOracle::finishTrial(TrialRecord record, const std::string& key)
                 : sig.failed()                         ? MarkOutcome::Different
                                                        : MarkOutcome::Passed;
   return record;
+}
+
+// Selection keys hold no ':' (reducers/selection_text); result keys prefix
+// them with what ran them ("fresh:", "confirm:", "original:").
+void TrialOracle::noteForDeterminism(const std::string& selection_key, bool matched, bool passed) {
+  if (!config_.flaky.enabled || !rate_.deterministic() || (!matched && !passed)) return;
+  if (estimating_original_ && selection_key == full_key_) return;  // estimateOriginal says it with its counts
+  auto& [failed_once, passed_once] = seen_answers_[selection_key];
+  (matched ? failed_once : passed_once) = true;
+  if (failed_once && passed_once)
+    rate_.contradict(selection_key == full_key_ ? "the original passed once after failing the same way"
+                                                : "a candidate failed the same way in one run and passed in another");
 }
 
 bool TrialOracle::matches(const FailureSignature& signature) const {
@@ -389,7 +406,7 @@ std::string TrialOracle::candidateKey(const Selection& selection) const {
   return (fresh_only_ ? kFreshPrefix : "") + selectionKey(selection);
 }
 
-bool TrialOracle::interesting(const Selection& selection, const Speculation& next) {
+bool TrialOracle::interesting(const Selection& selection, const Speculation& next, bool recheck) {
   const std::string key = candidateKey(selection);
   ++stats_.candidates;
   if (auto why = brokenInvariant(selection, key)) {
@@ -403,7 +420,7 @@ bool TrialOracle::interesting(const Selection& selection, const Speculation& nex
       [&](std::size_t count, std::size_t spare) {
         return resultsFor(selection, key, count, spare, cursor, preexisting, next);
       },
-      rate_, config_.flaky, jobs_, selection.samples.size());
+      rate_, config_.flaky, jobs_, selection.samples.size(), recheck);
   bool accepted = decision.interesting;
   if (accepted && other_failures_[key] > 0) {
     accepted = false;
@@ -419,13 +436,26 @@ bool TrialOracle::interesting(const Selection& selection, const Speculation& nex
     if (journal_) journal_->recordAccepted(key, selection.samples.size(), selectionText(selection));
     if (on_better_) on_better_(selection);
   }
+  const auto other = last_other_.find(key);
+  if (config_.flaky.enabled && rate_.deterministic() && (accepted || other == last_other_.end()))
+    if (auto why = monotonicity_.add(selection, accepted)) rate_.contradict(*why);
+  const FailureSignature last = other == last_other_.end() ? FailureSignature{} : other->second;
+  if (auto stop = other_watch_.add(accepted, last, stats_.trials + stats_.replayed, log_.elapsedSeconds()))
+    throw DoesNotReproduceError(wrongCaseMessage("stopping: " + *stop, last, batch_));
   return accepted;
+}
+
+std::optional<FailureSignature> TrialOracle::otherFailureOf(const Selection& selection) const {
+  const auto it = last_other_.find(candidateKey(selection));
+  if (it == last_other_.end()) return std::nullopt;
+  return it->second;
 }
 
 OriginalEstimate TrialOracle::estimateOriginal(const Selection& all, const Speculation& next) {
   const std::string key = kOriginalPrefix + selectionKey(all);
   std::size_t cursor = 0;
   FailureRate seen;
+  estimating_original_ = true;
   // The rate of the original is estimated with matches against the first
   // failure, which becomes the reference as soon as it is seen.
   // A run that timed out before any failed ends the estimate: more runs
@@ -441,7 +471,10 @@ OriginalEstimate TrialOracle::estimateOriginal(const Selection& all, const Specu
         return results;
       },
       seen, config_.flaky, activeJobs());
+  estimating_original_ = false;
+  if (!seen.deterministic()) rate_.contradict(seen.contradiction());
   rate_.add(seen.failures(), seen.passes(), all.samples.size());
+  if (estimate.failures > 0) monotonicity_.add(all, true);
   return estimate;
 }
 

@@ -26,6 +26,7 @@
 #include "core/failure_signature.h"
 #include "core/flaky.h"
 #include "core/process/process.h"
+#include "engine/case_check.h"
 #include "engine/journal.h"
 #include "engine/log.h"
 #include "engine/timeline.h"
@@ -127,7 +128,9 @@ class TrialOracle {
   bool freshProcessesOnly() const { return fresh_only_; }
 
   // Decides a candidate with the sequential rule; records accepted states.
-  bool interesting(const Selection& selection, const Speculation& next = {});
+  // `recheck`: a question of the final 1-minimality check, answered at the
+  // full strength of flaky.alpha even while the failure looks deterministic.
+  bool interesting(const Selection& selection, const Speculation& next = {}, bool recheck = false);
   // Fresh trials of the final case (never cached): does it still fail?
   // Runs without any diagnostic variable (set here or inherited): the
   // normal configuration (docs/method.md, "Confirmation in the normal configuration").
@@ -153,12 +156,18 @@ class TrialOracle {
   // as a trial is judged: for a run outside the search (the file trace's).
   bool sameFailure(const TrialOutcome& outcome) const { return matches(classify(outcome)); }
 
+  // The signature of the selection's last trial when it failed another way.
+  std::optional<FailureSignature> otherFailureOf(const Selection& selection) const;
+
   // Runs one live trial of the selection and classifies it, without judging it.
   TrialRecord run(const Selection& selection);
 
   const OracleStats& stats() const { return stats_; }
   std::size_t jobs() const { return jobs_; }
   const FailureRate& rate() const { return rate_; }
+  // Whether flakiness handling treats the failure as deterministic now
+  // (flaky.enabled and no evidence against it: core/flaky.h).
+  bool decidesOnOneRun() const { return config_.flaky.enabled && rate_.deterministic(); }
   // Called with every accepted candidate (each is smaller than the last).
   void onBetter(std::function<void(const Selection&)> callback) { on_better_ = std::move(callback); }
   // Called after each round of trials (between rounds nothing is in flight).
@@ -224,6 +233,18 @@ class TrialOracle {
   // slipped to a second bug, and is never accepted (nor confirmed).
   std::map<std::string, std::size_t> other_failures_;
   std::map<std::string, std::vector<bool>> journaled_;  // not yet replayed
+  // Evidence against determinism: a selection seen to fail the same way and
+  // to pass (by selection, whichever processes ran it), and candidates that
+  // keep all of one with the other answer (core/flaky.h).
+  void noteForDeterminism(const std::string& selection_key, bool matched, bool passed);
+  std::map<std::string, std::pair<bool, bool>> seen_answers_;  // selection key -> (matched, passed)
+  bool estimating_original_ = false;
+  static bool keepsAll(const Selection& big, const Selection& small) { return keepsAllOf(big, small); }
+  MonotonicityWatch<Selection, bool (*)(const Selection&, const Selection&)> monotonicity_{&TrialOracle::keepsAll};
+  // candidate key -> the signature of its last trial that failed another way
+  // (cleared by one that did not): what a wrong case's candidates fail with.
+  std::map<std::string, FailureSignature> last_other_;
+  OtherFailureWatch other_watch_;  // stops a search that shows nothing but other failures
   std::vector<TensorInfo> original_tensors_;
   std::map<std::string, std::optional<std::string>> invariant_checks_;  // candidate key -> broken invariant
 };

@@ -29,6 +29,7 @@ namespace {
 
 // The state a pass shares with its searches: where it reports.
 struct PassContext {
+  const CaseConfig& config;
   TrialOracle& oracle;
   Log& log;
   const CaseView& view;
@@ -74,8 +75,11 @@ std::string progressLine(const PassContext& pc) {
   std::ostringstream line;
   line << pc.size.describe() << " (was " << pc.original.samples << " samples) | trials " << s.trials << " (replayed "
        << s.replayed << ", cached " << s.reused << ") fail " << s.same_failure << " pass " << s.passed << " other "
-       << s.different_failure << " timeout " << s.timeouts << " invariant " << s.rejected_by_invariant << " | p~"
-       << std::fixed << std::setprecision(2) << pc.oracle.rate().estimate() << " | " << std::setprecision(0)
+       << s.different_failure << " timeout " << s.timeouts << " invariant " << s.rejected_by_invariant << " | "
+       << std::fixed << std::setprecision(2)
+       << (pc.oracle.decidesOnOneRun() ? std::string("deterministic so far")
+                                       : "p~" + std::to_string(pc.oracle.rate().estimate()).substr(0, 4))
+       << " | " << std::setprecision(0)
        << pc.log.elapsedSeconds() << "s, " << std::setprecision(1)
        << 60.0 * static_cast<double>(s.trials) / std::max(pc.log.elapsedSeconds(), 1.0) << " trials/min"
        << std::setprecision(0) << passProgress(pc);
@@ -83,8 +87,9 @@ std::string progressLine(const PassContext& pc) {
 }
 
 // Asks the oracle; on acceptance logs the new size of the case.
-bool failsTheSameWay(PassContext& pc, const Reducer& reducer, const Selection& candidate, const Speculation& next) {
-  const bool failing = pc.oracle.interesting(candidate, next);
+bool failsTheSameWay(PassContext& pc, const Reducer& reducer, const Selection& candidate, const Speculation& next,
+                     bool recheck = false) {
+  const bool failing = pc.oracle.interesting(candidate, next, recheck);
   if (failing) {
     pc.size = measureSize(candidate, pc.view);
     pc.log.detail("accepted (" + reducer.name() + "): " + pc.size.describe());
@@ -109,14 +114,25 @@ std::vector<Speculated> likelyNext(const Search& search, const Make& make, const
   return chain;
 }
 
-Selection runSetPass(PassContext& pc, const SetReducer& reducer, const Selection& current,
-                     const DeltaOptions& options) {
+// The search's settings: flakiness handling off, plain bisection; on, as
+// the failure-rate model says now (one pass rejects while the failure looks
+// deterministic; the final check at full strength either way).
+DeltaOptions deltaOptions(const CaseConfig& config, const TrialOracle& oracle) {
+  return config.flaky.enabled ? searchOptions(oracle.rate()) : DeltaOptions{};
+}
+
+// One search of a set pass from `current`; nullopt when the failure turned
+// out flaky during it (core/flaky.h), `best` then holding the last
+// candidate that failed.
+std::optional<Selection> searchSetPass(PassContext& pc, const SetReducer& reducer, const Selection& current,
+                                       Selection& best) {
   const std::size_t units = reducer.unitCount(current);
   if (units == 0) return current;
   if (reducer.allowsEmpty() && failsTheSameWay(pc, reducer, reducer.apply(current, {}), {}))
     return reducer.apply(current, {});
   if (units == 1) return current;
-  DeltaSearch search(units, options);
+  const bool one_run = pc.oracle.decidesOnOneRun();
+  DeltaSearch search(units, deltaOptions(pc.config, pc.oracle));
   auto make = [&](const DeltaSearch& s) { return reducer.apply(current, s.query()); };
   auto finish = [&](const DeltaSearch& s) { return reducer.apply(current, s.result()); };
   while (!search.done()) {
@@ -124,9 +140,26 @@ Selection runSetPass(PassContext& pc, const SetReducer& reducer, const Selection
       return likelyNext(search, make, finish, max, accepted, pc.single_pass);
     };
     pc.trials_left = search.remainingEstimate();
-    search.answer(failsTheSameWay(pc, reducer, make(search), next));
+    const Selection candidate = make(search);
+    const bool failing = failsTheSameWay(pc, reducer, candidate, next, search.checkingFinal());
+    if (failing) best = candidate;
+    if (one_run && !pc.oracle.decidesOnOneRun()) return std::nullopt;
+    search.answer(failing);
   }
   return reducer.apply(current, search.result());
+}
+
+// A search that met evidence of flakiness in the middle starts again from
+// its last failing candidate, with streaks: its one-run rejections may have
+// kept what the failure does not need.
+Selection runSetPass(PassContext& pc, const SetReducer& reducer, Selection current) {
+  for (;;) {
+    Selection best = current;
+    if (auto result = searchSetPass(pc, reducer, current, best)) return *result;
+    pc.log.info("the failure is flaky (" + pc.oracle.rate().contradiction() + "): pass " + reducer.name() +
+                " searches again from its last failing candidate, rejecting only after a streak of passes");
+    current = best;
+  }
 }
 
 Selection runSettingPass(PassContext& pc, const SettingReducer& reducer, Selection current) {
@@ -168,12 +201,12 @@ Selection runSettingPass(PassContext& pc, const SettingReducer& reducer, Selecti
   return current;
 }
 
-Selection runPass(PassContext& pc, const Reducer& reducer, const Selection& current, const DeltaOptions& options) {
+Selection runPass(PassContext& pc, const Reducer& reducer, const Selection& current) {
   const OracleStats before = pc.oracle.stats();
   const CaseSize size_before = pc.size;
   pc.pass = reducer.name();
   if (Timeline* t = pc.oracle.timeline()) t->startPass(reducer.name(), pc.log.elapsedSeconds());
-  const Selection next = reducer.asSet() ? runSetPass(pc, *reducer.asSet(), current, options)
+  const Selection next = reducer.asSet() ? runSetPass(pc, *reducer.asSet(), current)
                                          : runSettingPass(pc, *reducer.asSettings(), current);
   const OracleStats& after = pc.oracle.stats();
   pc.log.info("pass " + reducer.name() + ": " + size_before.describe() + " -> " + pc.size.describe() + " in " +
@@ -181,10 +214,6 @@ Selection runPass(PassContext& pc, const Reducer& reducer, const Selection& curr
               std::to_string(after.rejected_by_invariant - before.rejected_by_invariant) +
               " candidates rejected by invariants without a trial)");
   return next;
-}
-
-DeltaOptions deltaOptions(const CaseConfig& config) {
-  return config.flaky.enabled ? flakyDeltaOptions() : DeltaOptions{};
 }
 
 }  // namespace
@@ -214,15 +243,15 @@ std::vector<Speculated> openingCandidates(const CaseConfig& config, const CaseVi
   if (units == 0) return {};
   if (set.allowsEmpty()) return {{set.apply(start, {})}};
   if (units == 1) return {};
-  return opening(DeltaSearch(units, deltaOptions(config)),
+  return opening(DeltaSearch(units, config.flaky.enabled ? searchOptions(FailureRate{}) : DeltaOptions{}),
                  [&](const DeltaSearch& s) { return set.apply(start, s.query()); });
 }
 
 Selection runPipeline(const CaseConfig& config, const CaseView& view, Selection current, TrialOracle& oracle, Log& log,
                       bool confirmation_follows) {
-  const DeltaOptions options = deltaOptions(config);
   const CaseSize original = measureSize(current, view);
-  PassContext pc{.oracle = oracle,
+  PassContext pc{.config = config,
+                 .oracle = oracle,
                  .log = log,
                  .view = view,
                  .original = original,
@@ -235,7 +264,7 @@ Selection runPipeline(const CaseConfig& config, const CaseView& view, Selection 
   for (const auto& name : config.reducers) passes.push_back(findReducer(name)->create(view));
   for (int round = 1;; ++round) {
     const double before = pc.size.product();
-    for (const auto& reducer : passes) current = runPass(pc, *reducer, current, options);
+    for (const auto& reducer : passes) current = runPass(pc, *reducer, current);
     if (pc.size.product() >= before) break;
     // One pass alone is done after one round (samples are 1-minimal); with
     // several, one pass's progress can open another's.

@@ -24,6 +24,7 @@
 #include "engine/archive/tar_gz.h"
 #include "engine/batch_dependence.h"
 #include "engine/case_branches.h"
+#include "engine/case_check.h"
 #include "engine/diagnostics.h"
 #include "engine/executors/fork_server.h"
 #include "engine/journal.h"
@@ -35,6 +36,7 @@
 #include "engine/torch_versions.h"
 #include "engine/trial_executors.h"
 #include "engine/trial_spec.h"
+#include "harness/case_inference.h"
 #include "harness/trial_main.h"
 #include "reducers/selection_text.h"
 
@@ -71,7 +73,11 @@ ExitStatus checkOriginal(const CaseConfig& config, const CaseView& view, TrialOr
     return ExitStatus::DoesNotReproduce;
   }
   log.info("original reproduces: " + oracle.reference().summary() + " (" + oracle.firstFailureExit() + "); " +
-           std::to_string(estimate.failures) + " of " + std::to_string(estimate.runs) + " runs failed the same way");
+           std::to_string(estimate.failures) + " of " + std::to_string(estimate.runs) + " runs failed the same way" +
+           (!config.flaky.enabled                ? ""
+            : oracle.rate().deterministic() ? "; charged as deterministic (one pass rejects a candidate) until a "
+                                                   "run contradicts it"
+                                                 : "; flaky: a candidate is rejected only after a streak of passes"));
   return ExitStatus::Reduced;
 }
 
@@ -388,6 +394,7 @@ void useThisMachinesPython(const ShrinkOptions& options, CaseConfig& config) {
 
 ExitStatus runShrink(const ShrinkOptions& options, Executor* executor) {
   CaseConfig config = loadCase(options.config, options.case_dir);
+  completeCase(config);  // no samples section: inferred from the batch, as init does
   useThisMachinesPython(options, config);
   if (options.output) config.output = fs::absolute(*options.output);
   if (options.work_dir) config.work_dir = fs::absolute(*options.work_dir);
@@ -457,6 +464,7 @@ void openRun(Run& r) {
   r.log.setProgress(r.options.progress, r.options.progress_seconds);
   r.log.openFile(r.config.work_dir / "minrepro.log");
   r.journal.emplace(r.config.work_dir, runIdentity(r.config), r.options.resume);
+  for (const std::string& note : r.config.inference_notes) r.log.info("inferred from the batch: " + note);
   if (leftovers > 0)
     r.log.info("killed " + std::to_string(leftovers) +
                " process(es) that the trials of a run killed before its "
@@ -582,6 +590,7 @@ void search(Run& r, bool forks) {
   const bool searched_forked = r.searched_forked = forks && !r.oracle->freshProcessesOnly();
   const bool self_check_confirms = selfCheckConfirms(r.options, r.config);
   r.best = runPipeline(r.config, *r.batch, r.all, *r.oracle, r.log, !self_check_confirms);
+  if (r.config.flaky.enabled) r.log.info("flakiness: charged as " + r.oracle->rate().verdict());
   if (searched_forked) {
     r.timeline.startPass("plain check", r.log.elapsedSeconds());
     r.best = checkMinimalityFresh(*r.batch, *r.oracle, r.best, r.fresh_minimality);
@@ -746,9 +755,16 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
     const ExitStatus s = checkTheOriginal(r, forks);
     r.timeline.addPhase({"original", original_from, r.log.elapsedSeconds()});
     if (s != ExitStatus::Reduced) return s;
+    if (!options.checked_by_caller) {
+      const std::vector<Speculated> first = openingCandidates(config, *r.batch, r.all, 1);
+      checkHalves(*r.batch, *r.oracle, r.all, first.empty() ? r.all : first.front().selection, r.log);
+    }
     const double search_from = r.log.elapsedSeconds();
     search(r, forks);
     r.timeline.addPhase({"search", search_from, r.log.elapsedSeconds()});
+  } catch (const DoesNotReproduceError& e) {  // the case is wrong (engine/case_check.h)
+    r.log.info("error: " + std::string(e.what()));
+    return ExitStatus::DoesNotReproduce;
   } catch (const RunStopped& e) {
     r.status = e.reason == RunStopped::Reason::Interrupted ? ExitStatus::Interrupted : ExitStatus::BudgetSpent;
     r.incomplete = e.what();

@@ -78,7 +78,11 @@ std::string explainUnpickleError(const std::string& what) {
   if (what.find("Unknown opcode") != std::string::npos)
     return " (LibTorch 1.13 cannot read a dict with exactly one entry, nor numpy arrays, "
            "torch.Size or nn.Parameter values: save a dict of two or more plain tensors)";
-  return " (save it with torch.save(dict_of_tensors, path))";
+  if (what.find("Unknown pickler class") != std::string::npos || what.find("unknown type") != std::string::npos)
+    return " (the batch holds an object of a class of your own, such as a named tuple, which minrepro cannot "
+           "write back: save tuple(batch) or batch._asdict() and rebuild it in the step, e.g. "
+           "Batch(*torch.load(path)); minrepro_capture does this by itself)";
+  return " (save it with torch.save(batch, path): dicts, lists and tuples of tensors)";
 }
 
 std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
@@ -107,18 +111,11 @@ NamedTensors readBatchFile(const fs::path& file) {
     const std::string what = firstLine(e.what());
     throw BadInputError(file.string() + ": not a readable torch.save file: " + what + explainUnpickleError(what));
   }
-  if (!value.isGenericDict())
-    throw BadInputError(file.string() + ": expected a dict of named tensors, found " + value.tagKind());
   NamedTensors batch;
-  for (const auto& entry : value.toGenericDict()) {
-    if (!entry.key().isString())
-      throw BadInputError(file.string() + ": batch dict keys must be strings, found " + entry.key().tagKind());
-    const std::string name = entry.key().toStringRef();
-    if (!entry.value().isTensor())
-      throw BadInputError(file.string() + ": entry '" + name + "' is a " + entry.value().tagKind() +
-                          ", expected a tensor (store ids and lengths as tensors too)");
-    batch.names.push_back(name);
-    batch.tensors.push_back(entry.value().toTensor());
+  try {
+    batch.tree = std::make_shared<const BatchNode>(flattenBatch(value, batch.names, batch.tensors));
+  } catch (const std::invalid_argument& e) {
+    throw BadInputError(file.string() + ": " + e.what());
   }
   return batch;
 }
@@ -287,20 +284,30 @@ at::Tensor materializeInSlabs(const StridePattern& pattern, at::IntArrayRef size
   return out;
 }
 
+namespace {
+
+c10::IValue batchValue(const NamedTensors& batch) {
+  if (batch.tree) return rebuildBatch(*batch.tree, batch.tensors, batch.kept);
+  c10::impl::GenericDict dict(c10::StringType::get(), c10::TensorType::get());
+  for (std::size_t i = 0; i < batch.names.size(); ++i) dict.insert(batch.names[i], batch.tensors[i]);
+  return dict;
+}
+
+}  // namespace
+
 // torch.save's zip format, streamed record by record (harness/stored_zip.h).
-// The dict is pickled untagged: LibTorch's pickle_save tags typed containers
+// The batch is pickled untagged: LibTorch's pickle_save tags typed containers
 // with torch.jit._pickle.restore_type_tag, which torch.load(...,
 // weights_only=True) refuses. Tensors on one storage are written once, as
 // views of it; a tensor without data has its storage's bytes produced when
 // written.
 std::uint64_t writeBatchFile(const NamedTensors& batch, const fs::path& file, const StorageProducers& producers) {
-  c10::impl::GenericDict dict(c10::StringType::get(), c10::TensorType::get());
-  for (std::size_t i = 0; i < batch.names.size(); ++i) dict.insert(batch.names[i], batch.tensors[i]);
+  const c10::IValue value = batchValue(batch);
   std::vector<char> pickle;
   torch::jit::Pickler pickler([&](const char* bytes, size_t n) { pickle.insert(pickle.end(), bytes, bytes + n); },
                               nullptr, nullptr, nullptr, nullptr, /*tag_aggregates=*/false);
   pickler.protocol();
-  pickler.pushIValue(c10::IValue(dict));
+  pickler.pushIValue(value);
   pickler.stop();
   const fs::path tmp = file.string() + ".partial";
   std::uint64_t bytes = 0;
@@ -316,7 +323,8 @@ std::uint64_t writeBatchFile(const NamedTensors& batch, const fs::path& file, co
       zip.addRecord(prefix + "data/" + std::to_string(key), size, [&](const ByteSink& sink) {
         if (t.storage().data() != nullptr || size == 0) return sink(t.storage().data(), size);
         for (std::size_t i = 0; i < batch.tensors.size(); ++i)
-          if (batch.tensors[i].storage().unsafeGetStorageImpl() == t.storage().unsafeGetStorageImpl())
+          if (batch.tensors[i].defined() &&
+              batch.tensors[i].storage().unsafeGetStorageImpl() == t.storage().unsafeGetStorageImpl())
             return producers.at(i)(sink);
         throw std::logic_error("a tensor without data and no producer");
       });

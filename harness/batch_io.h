@@ -9,31 +9,44 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "harness/batch_tree.h"
 #include "harness/stored_zip.h"
 
 namespace minrepro {
 
-// Named tensors in the order the file has them.
+// The tensors of a batch by their paths (harness/batch_tree.h), in the order
+// the file has them, and the containers around them.
 struct NamedTensors {
   std::vector<std::string> names;
+  // Undefined where a candidate leaves the tensor out (the entry of a cut
+  // sample in a per-sample list).
   std::vector<at::Tensor> tensors;
+  // The containers as read; null: a dict of the tensors by name.
+  std::shared_ptr<const BatchNode> tree;
+  // The samples whose entries of per-sample containers are written; nullopt: all.
+  std::optional<std::vector<std::int64_t>> kept;
   const at::Tensor* find(const std::string& name) const;
 };
 
-// Reads a torch.save'd dict of tensors (Python's zip format). Tensors that
+// Reads a torch.save'd batch (Python's zip format): any nesting of dicts,
+// lists and tuples around tensors, numbers, strings and None. Tensors that
 // share a storage in the file share one storage here too (and so when
-// written again). Throws BadInputError naming the file when it is unreadable or
-// not a dict of tensors.
+// written again). Throws BadInputError naming the file when it is
+// unreadable, holds no tensor, or holds what cannot be written back (an
+// object of the user's class, such as a named tuple).
 NamedTensors readBatchFile(const std::filesystem::path& file);
 
 // Producers of the storages of tensors without data (tensorWithoutData), by
 // the tensor's index in the batch: each writes its storage's bytes.
 using StorageProducers = std::map<std::size_t, std::function<void(const ByteSink&)>>;
 
-// Writes in the format Python's torch.load reads, streamed to a temp file
+// Writes in the format Python's torch.load reads (with weights_only=True:
+// plain dicts, lists and tuples), in the containers `batch.tree` has; streamed to a temp file
 // then renamed; a tensor without data gets its storage from `producers`
 // (a candidate cut from the original a slab at a time, never whole in
 // memory). Returns the bytes of tensor data written.

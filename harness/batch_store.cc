@@ -57,9 +57,12 @@ struct CandidatePlan {
 class TorchBatchStore : public BatchStore {
  public:
   TorchBatchStore(const CaseConfig& config, NamedTensors batch) : config_(config), batch_(std::move(batch)) {
+    if (config_.infer_samples) throw std::logic_error("BatchStore::open before completeCase");
+    markSampleLists();
     checkSampleAxes();
     checkSequence();
     if (!config_.sequence.lengths.empty()) sample_lengths_ = toVector(*batch_.find(config_.sequence.lengths));
+    if (!config_.sequence.mask.empty()) sample_lengths_ = toVector(batch_.find(config_.sequence.mask)->ne(0).sum(1));
     for (const at::Tensor& t : batch_.tensors) trivial_.push_back(defaultTrivial(t));
     storage_groups_ = storageGroups(batch_.tensors);
     for (std::size_t i = 0; i < batch_.names.size(); ++i)
@@ -87,6 +90,11 @@ class TorchBatchStore : public BatchStore {
   std::vector<double> sampleValues(const std::string& name, std::int64_t sample,
                                    std::size_t max_values) const override {
     const at::Tensor* t = batch_.find(name);
+    if (t && ownerOf(name) >= 0) {  // the entry of one sample in a per-sample list
+      if (ownerOf(name) != sample || at::isComplexType(t->scalar_type())) return {};
+      const at::Tensor values = t->flatten().slice(0, 0, static_cast<int64_t>(max_values)).to(at::kDouble).contiguous();
+      return {values.data_ptr<double>(), values.data_ptr<double>() + values.numel()};
+    }
     const auto axis = sampleAxisOf(name);
     if (!t || !axis || sample < 0 || sample >= t->size(*axis) || at::isComplexType(t->scalar_type())) return {};
     const at::Tensor one = t->select(*axis, sample).flatten().slice(0, 0, static_cast<int64_t>(max_values));
@@ -118,13 +126,16 @@ class TorchBatchStore : public BatchStore {
 
   void writeSubset(const std::vector<std::int64_t>& keep, const fs::path& out) const override {
     const at::Tensor index = at::tensor(keep, at::kLong);
-    NamedTensors subset;
+    NamedTensors subset = withTree(keep);
     for (std::size_t i = 0; i < batch_.names.size(); ++i) {
       const at::Tensor& t = batch_.tensors[i];
       auto axis = sampleAxisOf(batch_.names[i]);
       const bool all = static_cast<std::int64_t>(keep.size()) == samples_;
       subset.names.push_back(batch_.names[i]);
-      subset.tensors.push_back(axis && !all ? copyWithStridePattern(t.index_select(*axis, index), t) : t);
+      if (!kept(i, keep))
+        subset.tensors.emplace_back();
+      else
+        subset.tensors.push_back(axis && !all ? copyWithStridePattern(t.index_select(*axis, index), t) : t);
     }
     writeBatchFile(subset, out);
   }
@@ -166,6 +177,7 @@ class TorchBatchStore : public BatchStore {
     std::vector<TensorInfo> infos;
     for (std::size_t i = 0; i < batch.names.size(); ++i) {
       const at::Tensor& t = batch.tensors[i];
+      if (!t.defined()) continue;  // the entry of a sample the candidate cut
       TensorInfo info{batch.names[i],
                       dtypeName(t.scalar_type()),
                       t.sizes().vec(),
@@ -180,8 +192,9 @@ class TorchBatchStore : public BatchStore {
         info.sample_axis = *axis;
       }
       info.storage_offset = t.storage_offset();
+      info.in_sample_list = owners_[i] >= 0;
       for (std::size_t j = 0; j < batch.names.size(); ++j)
-        if (j != i && batch.tensors[j].storage().is_alias_of(t.storage()))
+        if (j != i && batch.tensors[j].defined() && batch.tensors[j].storage().is_alias_of(t.storage()))
           info.shares_storage_with.push_back(batch.names[j]);
       infos.push_back(std::move(info));
     }
@@ -217,9 +230,28 @@ class TorchBatchStore : public BatchStore {
 
   bool valueReducible(const std::string& name) const {
     const auto& ex = config_.values.exclude;
-    return name != config_.sample_ids && name != config_.sequence.lengths &&
+    return name != config_.sample_ids && name != config_.sequence.lengths && name != config_.sequence.mask &&
            std::find(ex.begin(), ex.end(), name) == ex.end();
   }
+
+  // The sample whose entry of a per-sample list holds the tensor; -1: none.
+  std::int64_t ownerOf(const std::string& name) const {
+    for (std::size_t i = 0; i < batch_.names.size(); ++i)
+      if (batch_.names[i] == name) return owners_[i];
+    return -1;
+  }
+  // Whether the candidate keeping `samples` (ascending) holds tensor i.
+  bool kept(std::size_t i, const std::vector<std::int64_t>& samples) const {
+    return owners_[i] < 0 || std::binary_search(samples.begin(), samples.end(), owners_[i]);
+  }
+  // An empty batch in the original's containers, keeping `samples`.
+  NamedTensors withTree(const std::vector<std::int64_t>& samples) const {
+    NamedTensors out;
+    out.tree = batch_.tree;
+    if (static_cast<std::int64_t>(samples.size()) != samples_) out.kept = samples;
+    return out;
+  }
+  void markSampleLists();
 
   CandidateTensor cut(std::size_t tensor, const Selection& selection, bool track) const;
   at::Tensor originOf(std::size_t tensor, const Selection& selection) const;
@@ -244,6 +276,7 @@ class TorchBatchStore : public BatchStore {
 
   void checkSampleAxes();
   void checkSequence();
+  void checkMask(const at::Tensor& mask) const;
   template <typename Require>
   void checkTransforms(const Require& require) const;
 
@@ -253,6 +286,7 @@ class TorchBatchStore : public BatchStore {
   std::vector<int> sequence_axes_;
   std::vector<double> trivial_;                           // per tensor
   std::vector<std::vector<std::size_t>> storage_groups_;  // tensors sharing a storage
+  std::vector<std::int64_t> owners_;                      // per tensor: its sample in a per-sample list, or -1
   std::vector<std::int64_t> sample_lengths_;              // of the original samples; empty without sequence.lengths
   std::int64_t samples_ = 0;
   std::int64_t sequence_length_ = 0;
@@ -302,7 +336,7 @@ at::Tensor TorchBatchStore::lengthsFor(const Selection& selection) const {
 void TorchBatchStore::applyLengths(std::size_t i, const Selection& selection, CandidateTensor& c) const {
   const auto seq = sequenceOf(i);
   const auto axis = sampleAxisOf(batch_.names[i]);
-  if (!seq || !axis || config_.sequence.lengths.empty()) return;
+  if (!seq || !axis || sample_lengths_.empty()) return;
   const std::vector<std::int64_t> lengths = toVector(lengthsFor(selection));
   const int64_t window = selection.seq_end - selection.seq_begin;
   c.padding = at::zeros(c.values.sizes(), at::kBool);
@@ -448,9 +482,13 @@ bool TorchBatchStore::planShared(const std::vector<std::size_t>& group, const Se
 // values change, edited in a copy of its storage.
 CandidatePlan TorchBatchStore::plan(const Selection& selection) const {
   CandidatePlan p;
+  p.tensors = withTree(selection.samples);
   p.tensors.names = batch_.names;
-  p.tensors.tensors.resize(batch_.tensors.size());
-  for (const std::vector<std::size_t>& group : storage_groups_) {
+  p.tensors.tensors.resize(batch_.tensors.size());  // undefined: left out with its sample
+  for (std::vector<std::size_t> group : storage_groups_) {
+    group.erase(std::remove_if(group.begin(), group.end(), [&](std::size_t i) { return !kept(i, selection.samples); }),
+                group.end());
+    if (group.empty()) continue;
     const bool changed =
         std::any_of(group.begin(), group.end(), [&](std::size_t i) { return !unchanged(i, selection); });
     const bool shared = group.size() > 1 || shapeKept(group.front(), selection);
@@ -469,6 +507,7 @@ NamedTensors TorchBatchStore::inMemory(const Selection& selection) const {
   std::map<const c10::StorageImpl*, c10::Storage> copies;
   for (std::size_t i = 0; i < p.tensors.tensors.size(); ++i) {
     at::Tensor& t = p.tensors.tensors[i];
+    if (!t.defined()) continue;
     if (auto it = p.materializers.find(i); it != p.materializers.end()) {
       t = it->second();
       continue;
@@ -537,7 +576,7 @@ bool TorchBatchStore::samplesWhole(std::size_t i, const Selection& selection) co
 std::int64_t TorchBatchStore::nonTrivialValueCount(const Selection& selection) const {
   std::int64_t count = 0;
   for (std::size_t i = 0; i < batch_.names.size(); ++i) {
-    if (!valueReducible(batch_.names[i])) continue;
+    if (!valueReducible(batch_.names[i]) || !kept(i, selection.samples)) continue;
     if (!samplesWhole(i, selection)) {
       count += nonTrivialCount(i, selection, nullptr);
       continue;
@@ -553,7 +592,7 @@ std::int64_t TorchBatchStore::nonTrivialValueCount(const Selection& selection) c
 std::vector<ValueUnit> TorchBatchStore::nonTrivialValues(const Selection& selection) const {
   std::vector<ValueUnit> units;
   for (std::size_t i = 0; i < batch_.names.size(); ++i) {
-    if (!valueReducible(batch_.names[i])) continue;
+    if (!valueReducible(batch_.names[i]) || !kept(i, selection.samples)) continue;
     CandidateTensor c = cut(i, selection, true);
     applyLengths(i, selection, c);
     at::Tensor open = c.values.ne(trivial_[i]);
@@ -561,6 +600,24 @@ std::vector<ValueUnit> TorchBatchStore::nonTrivialValues(const Selection& select
     for (int64_t index : toVector(c.origin.masked_select(open))) units.push_back({batch_.names[i], index});
   }
   return units;
+}
+
+// samples.lists: each a list or tuple of the batch, whose entries go with
+// their samples (a copy of the tree, marked; the owners of its tensors).
+void TorchBatchStore::markSampleLists() {
+  if (!batch_.tree) batch_.tree = std::make_shared<const BatchNode>();
+  auto tree = std::make_shared<BatchNode>(*batch_.tree);
+  for (const std::string& path : config_.sample_lists) {
+    BatchNode* node = findNode(*tree, path);
+    if (!node || (node->kind != BatchNode::Kind::List && node->kind != BatchNode::Kind::Tuple))
+      throw BadInputError(config_.case_file.string() + ": samples.lists names '" + path + "', but " +
+                          config_.batch.string() + (node ? " holds a " + kindName(node->kind) + " there"
+                                                         : " has nothing at that path") +
+                          " (a list or tuple with one entry per sample is expected)");
+    node->per_sample = true;
+  }
+  owners_ = tensorOwners(*tree, batch_.tensors.size());
+  batch_.tree = std::move(tree);
 }
 
 void TorchBatchStore::checkSampleAxes() {
@@ -599,6 +656,22 @@ void TorchBatchStore::checkSampleAxes() {
           std::to_string(samples_) + " entries" +
           (ids ? ", found " + dtypeName(ids->scalar_type()) + " of shape " + c10::str(ids->sizes()) : ", found none"));
   }
+  for (const std::string& path : config_.sample_lists) {
+    const auto n = static_cast<std::int64_t>(findNode(*batch_.tree, path)->children.size());
+    if (first.empty()) {
+      first = path;
+      samples_ = n;
+    } else if (n != samples_) {
+      throw BadInputError(file + ": sample counts disagree: '" + first + "' has " + std::to_string(samples_) +
+                          " samples but the list '" + path + "' has " + std::to_string(n) + " entries (check " +
+                          "samples.lists in " + config_.case_file.string() + ")");
+    }
+  }
+  for (std::size_t i = 0; i < batch_.names.size(); ++i)
+    if (owners_[i] >= 0 && sampleAxisOf(batch_.names[i]))
+      throw BadInputError(config_.case_file.string() + ": '" + batch_.names[i] +
+                          "' lies in a per-sample list (samples.lists) and cannot have a sample axis of its own; "
+                          "remove it from samples.tensors");
   if (samples_ == 0) throw BadInputError(file + ": the batch has no samples: nothing to reduce");
 }
 
@@ -619,6 +692,27 @@ void TorchBatchStore::checkTransforms(const Require& require) const {
                             c10::str(x.sizes()));
     }
   }
+}
+
+// sequence.mask: [samples, length] of 0/1, a sequence tensor padded with 0,
+// each row a prefix of ones (a right-padded attention mask): the lengths
+// are its rows' counts, and cutting a length pads the mask with 0 past it.
+void TorchBatchStore::checkMask(const at::Tensor& m) const {
+  const std::string where = config_.case_file.string() + ": sequence.mask names '" + config_.sequence.mask + "', ";
+  const auto seq = std::find_if(config_.sequence.tensors.begin(), config_.sequence.tensors.end(),
+                                [&](const SequenceTensor& t) { return t.tensor == config_.sequence.mask; });
+  if (m.dim() != 2 || m.size(0) != samples_ || m.size(1) != sequence_length_ || seq == config_.sequence.tensors.end() ||
+      seq->pad != 0)
+    throw BadInputError(where + "which must be a [" + std::to_string(samples_) + ", " +
+                        std::to_string(sequence_length_) +
+                        "] tensor named under sequence.tensors with axis 1 and padding 0, found shape " +
+                        c10::str(m.sizes()));
+  const at::Tensor on = m.ne(0);
+  const at::Tensor prefix = at::arange(m.size(1), at::kLong).unsqueeze(0) < on.sum(1, true);
+  if (!at::isIntegralType(m.scalar_type(), /*includeBool=*/true) || !at::equal(on, prefix) ||
+      !at::logical_or(m.eq(0), m.eq(1)).all().item<bool>())
+    throw BadInputError(where + "whose rows must each be a prefix of ones then zeros (a right-padded attention mask); "
+                        "a left-padded or other mask cannot give the samples' lengths: leave sequence.mask out");
 }
 
 // sequence: every named tensor exists and agrees on the length of its
@@ -664,6 +758,7 @@ void TorchBatchStore::checkSequence() {
       throw BadInputError(file + ": '" + config_.sequence.lengths + "' holds lengths outside [0, " +
                           std::to_string(sequence_length_) + "], the length of the sequence axes");
   }
+  if (!config_.sequence.mask.empty()) checkMask(require("sequence.mask", config_.sequence.mask));
   for (const auto& name : config_.values.exclude) require("values.exclude", name);
   if (config_.harness) checkTransforms(require);
   for (const auto& [name, value] : config_.values.trivial) require("values.trivial", name);
@@ -676,7 +771,11 @@ NamedTensors candidateTensors(const BatchStore& store, const Selection& selectio
 }
 
 std::unique_ptr<BatchStore> BatchStore::open(const CaseConfig& config) {
-  return std::make_unique<TorchBatchStore>(config, readBatchFile(config.batch));
+  NamedTensors batch = readBatchFile(config.batch);
+  if (batch.tensors.empty())
+    throw BadInputError(config.batch.string() +
+                        ": the batch holds no tensor; save the batch your step is given, with its tensors");
+  return std::make_unique<TorchBatchStore>(config, std::move(batch));
 }
 
 }  // namespace minrepro

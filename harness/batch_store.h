@@ -24,6 +24,7 @@ struct TensorInfo {
   int sample_axis = 0;  // normalized (non-negative) when has_sample_axis
   std::int64_t storage_offset = 0;
   std::vector<std::string> shares_storage_with;  // other tensors of the batch on the same storage
+  bool in_sample_list = false;                   // an entry of a per-sample list (samples.lists)
 };
 
 struct ValueRange {

@@ -6,9 +6,7 @@
 #include <cctype>
 #include <map>
 #include <optional>
-#include <set>
 #include <sstream>
-#include <tuple>
 
 #include "core/errors.h"
 #include "harness/batch_io.h"
@@ -19,11 +17,21 @@ namespace minrepro {
 
 namespace {
 
+using Kind = BatchNode::Kind;
+
 bool isInteger(const at::Tensor& t) { return at::isIntegralType(t.scalar_type(), /*includeBool=*/false); }
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
+}
+
+bool named(const std::string& path, const std::string& part) { return lower(path).find(part) != std::string::npos; }
+
+// The last component of a path: "attention_mask" of "inputs.attention_mask".
+std::string leafName(const std::string& path) {
+  const auto at = path.find_last_of(".[");
+  return at == std::string::npos ? path : path.substr(at + 1);
 }
 
 std::string joined(const std::vector<std::string>& names) {
@@ -38,106 +46,160 @@ std::string number(double v) {
   return out.str();
 }
 
-// The sample count: the most common size of dimension 0 (ties: the larger).
-std::int64_t sampleCount(const NamedTensors& batch, std::vector<std::string>& notes) {
-  std::map<std::int64_t, int> votes;
-  for (const auto& t : batch.tensors)
-    if (t.dim() >= 1) ++votes[t.size(0)];
-  if (votes.empty()) return -1;
-  auto best = votes.begin();
-  for (auto it = votes.begin(); it != votes.end(); ++it)
-    if (it->second >= best->second) best = it;
-  if (votes.size() > 1)
-    notes.push_back("tensors disagree on dimension 0; the samples are taken as its most common size, " +
-                    std::to_string(best->first) + " (edit samples.tensors if another is)");
-  return best->first;
+std::string shapeText(const at::Tensor& t) {
+  std::string out = "[";
+  for (int64_t d = 0; d < t.dim(); ++d) out += (d ? ", " : "") + std::to_string(t.size(d));
+  return out + "]";
 }
 
-// A 1-D integer tensor of one value per sample.
-bool perSampleInteger(const at::Tensor& t, std::int64_t n) { return t.dim() == 1 && t.size(0) == n && isInteger(t); }
+// ---------------------------------------------------------------- samples
 
-std::string findIds(const NamedTensors& batch, std::int64_t n, std::vector<std::string>& notes) {
-  static const std::vector<std::string> kNames = {
-      "sample_id", "sample_ids", "ids", "id", "index", "indices", "idx", "sample_index", "dataset_index", "uid"};
-  for (const auto& wanted : kNames) {
-    for (std::size_t i = 0; i < batch.names.size(); ++i) {
-      if (lower(batch.names[i]) != wanted || !perSampleInteger(batch.tensors[i], n)) continue;
-      const at::Tensor values = std::get<0>(at::_unique(batch.tensors[i]));
-      if (values.numel() != n) {
-        notes.push_back("'" + batch.names[i] + "' is named like sample ids but repeats values: not taken as ids");
-        continue;
-      }
-      notes.push_back("sample ids: '" + batch.names[i] + "' (the report names kept samples by them)");
-      return batch.names[i];
+// What the entries of a list or tuple have in common: tensors of one dtype
+// and rank, dicts with the same keys, or strings and numbers.
+enum class Alike { No, Tensors, Dicts, Values };
+
+Alike entriesAlike(const BatchNode& node, const NamedTensors& b) {
+  if ((node.kind != Kind::List && node.kind != Kind::Tuple) || node.children.empty()) return Alike::No;
+  const BatchNode& first = node.children.front();
+  for (const BatchNode& c : node.children) {
+    if (c.kind != first.kind) return Alike::No;
+    if (c.kind == Kind::Tensor) {
+      const at::Tensor &x = b.tensors[c.tensor], &y = b.tensors[first.tensor];
+      if (x.scalar_type() != y.scalar_type() || x.dim() != y.dim() || x.dim() == 0) return Alike::No;
+    } else if (c.kind == Kind::Dict) {
+      if (c.keys.size() != first.keys.size()) return Alike::No;
+      for (std::size_t k = 0; k < c.keys.size(); ++k)
+        if (!(c.keys[k] == first.keys[k])) return Alike::No;
+    } else if (c.kind == Kind::Value) {
+      if (c.value.isString() != first.value.isString() || c.value.isNone()) return Alike::No;
+    } else {
+      return Alike::No;
     }
   }
-  notes.push_back(
-      "no sample ids found (a 1-D integer tensor named sample_id or ids with one unique value per "
-      "sample): kept samples are numbered by their position in the batch");
-  return "";
+  return first.kind == Kind::Tensor ? Alike::Tensors : first.kind == Kind::Dict ? Alike::Dicts : Alike::Values;
 }
 
-// Per-sample integer tensors whose values lie in [0, length], the longest
-// at it: a padded batch is as long as its longest sample.
-std::vector<std::string> lengthTensors(const NamedTensors& batch, std::int64_t n, std::int64_t length,
-                                       const std::string& ids) {
-  std::vector<std::string> fits;
-  for (std::size_t i = 0; i < batch.names.size(); ++i) {
-    const at::Tensor& t = batch.tensors[i];
-    if (batch.names[i] == ids || !perSampleInteger(t, n) || n == 0) continue;
-    if (at::min(t).item<std::int64_t>() >= 0 && at::max(t).item<std::int64_t>() == length)
-      fits.push_back(batch.names[i]);
+// Dimension 0 that every tensor entry shares, or -1.
+std::int64_t sharedFirstDim(const BatchNode& node, const NamedTensors& b) {
+  std::int64_t size = -1;
+  for (const BatchNode& c : node.children) {
+    const std::int64_t s = b.tensors[c.tensor].size(0);
+    if (size >= 0 && s != size) return -1;
+    size = s;
   }
-  return fits;
+  return size;
 }
 
-// The size of dimension 1 the padded sample tensors share: one that a
-// lengths tensor fits first (a [B, 4] feature tensor beside [B, 20] tokens
-// is not the sequence), then the one most tensors have, then the longest.
-std::int64_t paddedLength(const NamedTensors& batch, std::int64_t n, const std::string& ids) {
-  std::map<std::int64_t, int> votes;
-  for (const auto& t : batch.tensors)
-    if (t.dim() >= 2 && t.size(0) == n) ++votes[t.size(1)];
+// Each entry votes for the batch size it shows: a tensor outside lists its
+// dimension 0 (its dimension 1 a little: sequence-first); a list of alike
+// entries its length, and, when its tensor entries share a dimension 0,
+// that too: (x, y) of one dtype and rank is two batches, not two samples.
+void collectVotes(const BatchNode& node, const NamedTensors& b, std::map<std::int64_t, double>& votes) {
+  if (node.kind == Kind::Tensor) {
+    const at::Tensor& t = b.tensors[node.tensor];
+    if (t.dim() >= 1) votes[t.size(0)] += 1;
+    if (t.dim() >= 2) votes[t.size(1)] += 0.25;
+    return;
+  }
+  const Alike alike = entriesAlike(node, b);
+  if (alike == Alike::No) {
+    for (const BatchNode& c : node.children) collectVotes(c, b, votes);
+    return;
+  }
+  votes[static_cast<std::int64_t>(node.children.size())] += alike == Alike::Values ? 0.5 : 1;
+  if (alike == Alike::Tensors)
+    if (const std::int64_t m = sharedFirstDim(node, b); m >= 0 && m != static_cast<std::int64_t>(node.children.size()))
+      votes[m] += 1;
+}
+
+std::int64_t batchSize(const NamedTensors& b) {
+  std::map<std::int64_t, double> votes;
+  collectVotes(*b.tree, b, votes);
   std::int64_t best = -1;
-  std::tuple<bool, int, std::int64_t> best_key{false, 0, -1};
-  for (const auto& [size, count] : votes) {
-    const std::tuple<bool, int, std::int64_t> key{!lengthTensors(batch, n, size, ids).empty(), count, size};
-    if (key > best_key) best = size, best_key = key;
-  }
+  double best_votes = 0;
+  for (const auto& [size, weight] : votes)  // ascending: a tie goes to the larger
+    if (size > 0 && weight >= best_votes) best = size, best_votes = weight;
   return best;
 }
 
-// A short axis 1 of floats ([B, 16] features of a tabular model, the
-// [B, 3, H, W] channels of images) is no sequence when no lengths tensor
-// says it is padded: cutting its window only breaks the model's input size
-// (a different failure, trial after trial). A waveform or a sequence of
-// frames or embeddings is long along it.
-constexpr std::int64_t kShortestFloatSequence = 64;
-bool featureAxis(const at::Tensor& t) {
-  return at::isFloatingType(t.scalar_type()) && t.dim() >= 2 && t.size(1) < kShortestFloatSequence;
+bool isPerSampleList(const BatchNode& node, const NamedTensors& b, std::int64_t n) {
+  const Alike alike = entriesAlike(node, b);
+  if (alike == Alike::No || static_cast<std::int64_t>(node.children.size()) != n) return false;
+  return !(alike == Alike::Tensors && sharedFirstDim(node, b) == n);
 }
 
-std::string findLengths(const NamedTensors& batch, std::int64_t n, std::int64_t length, const std::string& ids,
-                        std::vector<std::string>& notes) {
-  const std::vector<std::string> fits = lengthTensors(batch, n, length, ids);
-  std::vector<std::string> named;
-  for (const std::string& name : fits)
-    if (lower(name).find("len") != std::string::npos) named.push_back(name);
-  if (fits.empty()) return "";
-  const std::string chosen = named.empty() ? fits.front() : named.front();
-  notes.push_back("lengths: '" + chosen + "' (values within the padded length " + std::to_string(length) +
-                  ", the longest at it)" +
-                  (fits.size() > 1 ? "; also possible: " + joined(fits) + " (edit sequence.lengths)" : ""));
-  return chosen;
+void markListEntries(const BatchNode& node, InferredCase& out) {
+  if (node.kind == Kind::Tensor) out.tensors[node.tensor].role = "list entry";
+  for (const BatchNode& c : node.children) markListEntries(c, out);
 }
 
-// The value every position past its sample's length holds, if there is one.
-std::optional<double> paddingOf(const at::Tensor& t, const at::Tensor& lengths) {
-  const std::int64_t length = t.size(1);
-  const at::Tensor positions = at::arange(length, at::kLong).unsqueeze(0);
+// Sample tensors, per-sample lists, and what is kept whole, with why.
+void assignRoles(const BatchNode& node, const NamedTensors& b, InferredCase& out) {
+  if (node.kind == Kind::List || node.kind == Kind::Tuple) {
+    if (isPerSampleList(node, b, out.samples)) {
+      out.sample_lists.push_back(node.path);
+      markListEntries(node, out);
+      return;
+    }
+  }
+  if (node.kind == Kind::Value) out.kept_values.push_back(node.path);
+  if (node.kind != Kind::Tensor) {
+    for (const BatchNode& c : node.children) assignRoles(c, b, out);
+    return;
+  }
+  const at::Tensor& t = b.tensors[node.tensor];
+  InferredTensor& info = out.tensors[node.tensor];
+  if (t.dim() >= 1 && t.size(0) == out.samples) {
+    info.role = "sample";
+    out.sample_axes.push_back({node.path, 0});
+  } else if (t.dim() >= 2 && t.size(1) == out.samples) {
+    info.role = "sample";
+    info.reason = "sequence-first: samples along dimension 1";
+    out.sample_axes.push_back({node.path, 1});
+  } else {
+    info.role = "whole";
+    info.reason = t.dim() == 0 ? "a scalar"
+                               : "dimension 0 is " + std::to_string(t.size(0)) + ", not the batch's " +
+                                     std::to_string(out.samples) + " (shape " + shapeText(t) + ")";
+  }
+}
+
+// ---------------------------------------------------------------- ids
+
+const at::Tensor* perSampleTensor(const NamedTensors& b, const InferredCase& c, const std::string& name) {
+  for (const SampleAxis& a : c.sample_axes)
+    if (a.tensor == name && a.axis == 0) return b.find(name);
+  return nullptr;
+}
+
+bool perSampleInteger(const at::Tensor& t, std::int64_t n) { return t.dim() == 1 && t.size(0) == n && isInteger(t); }
+
+void findIds(const NamedTensors& b, InferredCase& c) {
+  static const std::vector<std::string> kNames = {
+      "sample_id", "sample_ids", "ids", "id", "index", "indices", "idx", "sample_index", "dataset_index", "uid"};
+  for (const auto& wanted : kNames)
+    for (const SampleAxis& a : c.sample_axes) {
+      const at::Tensor* t = perSampleTensor(b, c, a.tensor);
+      if (!t || lower(leafName(a.tensor)) != wanted || !perSampleInteger(*t, c.samples)) continue;
+      if (std::get<0>(at::_unique(*t)).numel() != c.samples) {
+        c.doubts.push_back("'" + a.tensor + "' is named like sample ids but repeats values: not taken as ids");
+        continue;
+      }
+      c.ids = a.tensor;
+      return;
+    }
+}
+
+// ---------------------------------------------------------------- sequences
+
+// The one value every position of axis `axis` past each sample's length
+// holds (samples along dimension 0), if there is one and any such position.
+std::optional<double> paddingAlong(const at::Tensor& t, int64_t axis, const at::Tensor& lengths) {
+  const at::Tensor moved = t.movedim(axis, 1);
+  const at::Tensor positions = at::arange(moved.size(1), at::kLong).unsqueeze(0);
   at::Tensor past = positions >= lengths.to(at::kLong).unsqueeze(1);  // [n, length]
-  for (std::int64_t d = 2; d < t.dim(); ++d) past = past.unsqueeze(-1);
-  const at::Tensor padded = t.masked_select(past.expand(t.sizes()));
+  for (int64_t d = 2; d < moved.dim(); ++d) past = past.unsqueeze(-1);
+  const at::Tensor padded = moved.masked_select(past.expand(moved.sizes()));
   if (padded.numel() == 0) return std::nullopt;
   const at::Tensor as_double = padded.to(at::kDouble);
   const double first = as_double[0].item<double>();
@@ -145,73 +207,241 @@ std::optional<double> paddingOf(const at::Tensor& t, const at::Tensor& lengths) 
   return first;
 }
 
-void inferSequences(const NamedTensors& batch, InferredCase& out) {
-  const std::int64_t length = paddedLength(batch, out.samples, out.ids);
-  if (length < 0) return;
-  out.lengths = findLengths(batch, out.samples, length, out.ids, out.notes);
-  // Reduced with the samples, as the ids are (case.yaml's sequence.lengths).
-  if (const auto it = std::find(out.sample_tensors.begin(), out.sample_tensors.end(), out.lengths);
-      it != out.sample_tensors.end())
-    out.sample_tensors.erase(it);
-  const at::Tensor* lengths = out.lengths.empty() ? nullptr : batch.find(out.lengths);
-  for (std::size_t i = 0; i < batch.names.size(); ++i) {
-    const at::Tensor& t = batch.tensors[i];
-    if (t.dim() < 2 || t.size(0) != out.samples || t.size(1) != length) continue;
-    if (!lengths && featureAxis(t)) {
-      out.notes.push_back("'" + batch.names[i] + "': floats whose axis 1 has " + std::to_string(length) +
-                          " entries and no lengths tensor: taken as features or channels, not a sequence (add it "
-                          "under sequence.tensors if it is one)");
-      continue;
+// The sample tensors that `lengths` pads: an axis as long as its largest
+// value, uniform past each sample's length.
+std::vector<SequenceTensor> paddedBy(const NamedTensors& b, const InferredCase& c, const at::Tensor& lengths,
+                                     const std::string& except) {
+  std::vector<SequenceTensor> found;
+  const std::int64_t length = lengths.max().item<std::int64_t>();
+  for (const SampleAxis& a : c.sample_axes) {
+    const at::Tensor* t = perSampleTensor(b, c, a.tensor);
+    if (!t || a.tensor == except || a.tensor == c.ids) continue;
+    for (int64_t d = 1; d < t->dim(); ++d) {
+      if (t->size(d) != length) continue;
+      if (auto pad = paddingAlong(*t, d, lengths)) {
+        found.push_back({a.tensor, static_cast<int>(d), *pad});
+        break;
+      }
     }
-    const std::optional<double> pad = lengths ? paddingOf(t, *lengths) : std::nullopt;
-    if (lengths && !pad) {
-      out.notes.push_back("'" + batch.names[i] +
-                          "' is not padded with one value past each sample's length: no "
-                          "sequence axis for it (add it under sequence.tensors if it has one)");
-      continue;
-    }
-    out.sequence_tensors.push_back(batch.names[i]);
-    out.padding[batch.names[i]] = pad.value_or(0);
   }
-  if (out.sequence_tensors.empty()) return;
-  std::string pads;
-  for (const auto& name : out.sequence_tensors)
-    pads += (pads.empty() ? "" : ", ") + name + " " + number(out.padding[name]);
-  out.notes.push_back("sequence axis 1 (length " + std::to_string(length) + ") of: " + pads +
-                      (lengths ? " (the padding values seen past each sample's length)"
-                               : " (no lengths tensor found: padding taken as 0; the lengths pass cuts the "
-                                 "window only)"));
+  return found;
+}
+
+bool preferred(const std::string& name, const std::string& part, std::size_t found, const std::string& best_name,
+               std::size_t best_found) {
+  const bool a = named(leafName(name), part), b = named(leafName(best_name), part);
+  return a != b ? a : found > best_found;
+}
+
+// A lengths tensor, only when some tensor is padded past its lengths.
+bool findLengths(const NamedTensors& b, InferredCase& c) {
+  std::string best;
+  std::vector<SequenceTensor> best_padded;
+  std::vector<std::string> fits;
+  for (const SampleAxis& a : c.sample_axes) {
+    const at::Tensor* t = perSampleTensor(b, c, a.tensor);
+    if (!t || a.tensor == c.ids || !perSampleInteger(*t, c.samples) || t->min().item<std::int64_t>() < 0) continue;
+    const std::vector<SequenceTensor> padded = paddedBy(b, c, *t, a.tensor);
+    if (padded.empty()) continue;
+    fits.push_back(a.tensor);
+    if (best.empty() || preferred(a.tensor, "len", padded.size(), best, best_padded.size()))
+      best = a.tensor, best_padded = padded;
+  }
+  if (best.empty()) return false;
+  c.lengths = best;
+  c.sequence = best_padded;
+  if (fits.size() > 1)
+    c.doubts.push_back("lengths: also possible: " + joined(fits) + " (edit sequence.lengths)");
+  return true;
+}
+
+// Each row a prefix of ones, some row shorter than the whole: a right-padded mask.
+bool prefixMask(const at::Tensor& m) {
+  if (m.dim() != 2 || m.size(1) < 2 || !at::isIntegralType(m.scalar_type(), /*includeBool=*/true)) return false;
+  if (!at::logical_or(m.eq(0), m.eq(1)).all().item<bool>()) return false;
+  const at::Tensor on = m.ne(0), count = on.sum(1, true);
+  const at::Tensor prefix = at::arange(m.size(1), at::kLong).unsqueeze(0) < count;
+  return at::equal(on, prefix) && count.min().item<std::int64_t>() > 0 &&
+         count.min().item<std::int64_t>() < m.size(1);
+}
+
+// Without a lengths tensor: an attention mask gives the lengths, when its
+// name says so or some tensor is padded past them.
+bool findMask(const NamedTensors& b, InferredCase& c) {
+  std::string best;
+  std::vector<SequenceTensor> best_padded;
+  for (const SampleAxis& a : c.sample_axes) {
+    const at::Tensor* t = perSampleTensor(b, c, a.tensor);
+    if (!t || !prefixMask(*t)) continue;
+    const at::Tensor lengths = t->ne(0).sum(1);
+    std::vector<SequenceTensor> padded = paddedBy(b, c, lengths, a.tensor);
+    if (padded.empty() && !named(leafName(a.tensor), "mask")) continue;
+    if (best.empty() || preferred(a.tensor, "mask", padded.size(), best, best_padded.size()))
+      best = a.tensor, best_padded = std::move(padded);
+  }
+  if (best.empty()) return false;
+  c.mask = best;
+  c.sequence = best_padded;
+  c.sequence.insert(c.sequence.begin(), SequenceTensor{best, 1, 0});
+  return true;
+}
+
+bool oneHot(const at::Tensor& t) {
+  return t.dim() == 2 && at::logical_or(t.eq(0), t.eq(1)).all().item<bool>() && t.ne(0).sum(1).eq(1).all().item<bool>();
+}
+
+// Without lengths: the axis a window may be cut along, if any: integer
+// [B, T] tensors (tokens; not one-hot), and float axes of 64 or more (a
+// waveform, frames); short float axes are features or channels.
+std::optional<int> windowAxis(const at::Tensor& t) {
+  if (t.dim() == 2 && isInteger(t) && !oneHot(t)) return 1;
+  if (!at::isFloatingType(t.scalar_type()) || t.dim() < 2 || t.dim() > 3) return std::nullopt;
+  const int axis = t.dim() == 3 && t.size(2) > t.size(1) ? 2 : 1;
+  if (t.size(axis) < 64) return std::nullopt;
+  return axis;
+}
+
+void findWindow(const NamedTensors& b, InferredCase& c) {
+  std::map<std::int64_t, std::vector<SequenceTensor>> by_length;
+  for (const SampleAxis& a : c.sample_axes) {
+    const at::Tensor* t = perSampleTensor(b, c, a.tensor);
+    if (!t || a.tensor == c.ids) continue;
+    if (auto axis = windowAxis(*t)) by_length[t->size(*axis)].push_back({a.tensor, *axis, 0});
+  }
+  for (const auto& [length, tensors] : by_length)
+    if (tensors.size() > c.sequence.size()) c.sequence = tensors;
+}
+
+// ---------------------------------------------------------------- refusals
+
+// Layouts whose samples are ranges of one axis: no sample axis to cut.
+void refuseRangeLayouts(const NamedTensors& b, const fs::path& file) {
+  for (std::size_t i = 0; i < b.names.size(); ++i) {
+    const at::Tensor& t = b.tensors[i];
+    const std::string leaf = lower(leafName(b.names[i]));
+    if (!isInteger(t) || t.dim() != 1 || t.numel() < 2) continue;
+    if (leaf.find("cu_seqlens") != std::string::npos || leaf == "cu_seq_lens" || leaf == "offsets_packed")
+      throw BadInputError(
+          file.string() + ": '" + b.names[i] +
+          "' marks packed sequences (sample i is positions cu_seqlens[i] to cu_seqlens[i+1] of one axis), which "
+          "minrepro cannot cut into samples: save the batch padded, one row per sample with a lengths tensor, or "
+          "write case.yaml by hand with samples.tensors naming only tensors that have a sample axis");
+    if (leaf == "batch" || leaf == "batch_vector" || leaf == "node_graph") {
+      const at::Tensor sorted = t.diff().ge(0).all();
+      if (sorted.item<bool>() && t[0].item<std::int64_t>() == 0)
+        throw BadInputError(
+            file.string() + ": '" + b.names[i] + "' assigns " + std::to_string(t.numel()) + " nodes to " +
+            std::to_string(t.max().item<std::int64_t>() + 1) +
+            " graphs (a graph batch), which minrepro cannot cut into samples: save one dict of tensors per graph in "
+            "a list (e.g. [g.to_dict() for g in batch.to_data_list()]) and rebuild the batch in the step "
+            "(Batch.from_data_list), or write case.yaml by hand");
+    }
+  }
 }
 
 }  // namespace
 
 InferredCase inferCase(const fs::path& file) {
-  const NamedTensors batch = readBatchFile(file);
-  InferredCase out;
-  for (std::size_t i = 0; i < batch.names.size(); ++i) {
-    const at::Tensor& t = batch.tensors[i];
-    out.tensors.push_back({batch.names[i], dtypeName(t.scalar_type()), t.sizes().vec()});
-  }
-  out.samples = sampleCount(batch, out.notes);
-  if (out.samples < 0)
+  const NamedTensors b = readBatchFile(file);
+  if (b.tensors.empty())
+    throw BadInputError(file.string() + ": the batch holds no tensor; save the batch your step is given, with its "
+                        "tensors");
+  refuseRangeLayouts(b, file);
+  InferredCase c;
+  for (std::size_t i = 0; i < b.names.size(); ++i)
+    c.tensors.push_back({b.names[i], dtypeName(b.tensors[i].scalar_type()), b.tensors[i].sizes().vec(), "", ""});
+  c.samples = batchSize(b);
+  if (c.samples < 0)
     throw BadInputError(file.string() +
-                        ": no tensor of the batch has a dimension to take samples from (all are "
-                        "scalars); write case.yaml by hand (see minrepro init --help)");
-  std::vector<std::string> whole;
-  for (std::size_t i = 0; i < batch.names.size(); ++i) {
-    if (batch.tensors[i].dim() >= 1 && batch.tensors[i].size(0) == out.samples)
-      out.sample_tensors.push_back(batch.names[i]);
-    else
-      whole.push_back(batch.names[i]);
+                        ": no entry of the batch has a dimension to take samples from (all are scalars); write "
+                        "case.yaml by hand (see minrepro init --help)");
+  assignRoles(*b.tree, b, c);
+  findIds(b, c);
+  if (!findLengths(b, c) && !findMask(b, c)) findWindow(b, c);
+  const auto drop = [&](const std::string& name, const char* role) {
+    if (name.empty()) return;
+    c.sample_axes.erase(std::remove_if(c.sample_axes.begin(), c.sample_axes.end(),
+                                       [&](const SampleAxis& a) { return a.tensor == name; }),
+                        c.sample_axes.end());
+    for (auto& t : c.tensors)
+      if (t.name == name) t.role = role;
+  };
+  drop(c.ids, "ids");  // ids and lengths go with the samples (samples.ids, sequence.lengths)
+  drop(c.lengths, "lengths");
+  for (auto& t : c.tensors)
+    if (t.name == c.mask) t.role = "mask";
+  return c;
+}
+
+namespace {
+
+std::string sampleLine(const InferredCase& c) {
+  std::vector<std::string> first, second;
+  for (const SampleAxis& a : c.sample_axes) (a.axis == 0 ? first : second).push_back(a.tensor);
+  if (!c.ids.empty()) first.push_back(c.ids);
+  if (!c.lengths.empty()) first.push_back(c.lengths);
+  std::string line = std::to_string(c.samples) + " samples";
+  std::vector<std::string> parts;
+  if (!first.empty()) parts.push_back("along dimension 0 of: " + joined(first));
+  if (!second.empty()) parts.push_back("along dimension 1 (sequence-first) of: " + joined(second));
+  if (!c.sample_lists.empty()) {
+    std::vector<std::string> lists;
+    for (const auto& l : c.sample_lists) lists.push_back(l == kRootPath ? "the batch itself" : l);
+    parts.push_back("one entry per sample in: " + joined(lists));
   }
-  out.notes.insert(out.notes.begin(), std::to_string(out.samples) +
-                                          " samples along dimension 0 of: " + joined(out.sample_tensors) +
-                                          (whole.empty() ? "" : "; kept whole in every candidate: " + joined(whole)));
-  out.ids = findIds(batch, out.samples, out.notes);
-  if (!out.ids.empty())
-    out.sample_tensors.erase(std::find(out.sample_tensors.begin(), out.sample_tensors.end(), out.ids));
-  inferSequences(batch, out);
-  return out;
+  for (std::size_t i = 0; i < parts.size(); ++i) line += (i ? "; " : parts[i].rfind("along", 0) == 0 ? " " : ", ") + parts[i];
+  return line;
+}
+
+std::string sequenceLine(const InferredCase& c) {
+  if (c.sequence.empty())
+    return "no sequence axis (no tensor is padded past a lengths tensor or a mask, and none is a sequence of "
+           "tokens or of 64 or more steps)";
+  std::string pads;
+  for (const SequenceTensor& s : c.sequence)
+    pads += (pads.empty() ? "" : ", ") + s.tensor + " axis " + std::to_string(s.axis) + " pad " + number(s.pad);
+  if (!c.lengths.empty())
+    return "lengths: '" + c.lengths + "' (the tensors padded past each sample's length: " + pads + ")";
+  if (!c.mask.empty())
+    return "lengths from the mask '" + c.mask + "' (each row's ones; padded past them: " + pads + ")";
+  return "no lengths tensor or mask: a window of " + pads + " that the lengths pass may cut (padding 0)";
+}
+
+}  // namespace
+
+std::vector<std::string> describeInference(const InferredCase& c) {
+  std::vector<std::string> lines{sampleLine(c)};
+  std::vector<std::string> whole;
+  for (const InferredTensor& t : c.tensors)
+    if (t.role == "whole") whole.push_back(t.name + " (" + t.reason + ")");
+  if (!whole.empty()) lines.push_back("kept whole in every candidate: " + joined(whole));
+  for (const InferredTensor& t : c.tensors)
+    if (t.role == "sample" && !t.reason.empty()) lines.push_back("'" + t.name + "': " + t.reason);
+  lines.push_back(c.ids.empty() ? "no sample ids found (a 1-D integer tensor named sample_id or ids with one unique "
+                                  "value per sample): kept samples are numbered by their position in the batch"
+                                : "sample ids: '" + c.ids + "' (the report names kept samples by them)");
+  lines.push_back(sequenceLine(c));
+  if (!c.kept_values.empty()) lines.push_back("kept as they are (not tensors): " + joined(c.kept_values));
+  for (const auto& d : c.doubts) lines.push_back(d);
+  return lines;
+}
+
+void applyInference(const InferredCase& inferred, CaseConfig& config) {
+  config.sample_axes = inferred.sample_axes;
+  config.sample_lists = inferred.sample_lists;
+  config.sample_ids = inferred.ids;
+  if (!config.sequence.tensors.empty()) return;
+  config.sequence.tensors = inferred.sequence;
+  config.sequence.lengths = inferred.lengths;
+  config.sequence.mask = inferred.mask;
+}
+
+void completeCase(CaseConfig& config) {
+  if (!config.infer_samples) return;
+  const InferredCase inferred = inferCase(config.batch);
+  applyInference(inferred, config);
+  config.inference_notes = describeInference(inferred);
+  config.infer_samples = false;
 }
 
 }  // namespace minrepro

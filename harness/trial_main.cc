@@ -20,6 +20,7 @@
 
 #include "harness/batch_io.h"
 #include "harness/batch_store.h"
+#include "harness/case_inference.h"
 #include "harness/contract_tensors.h"
 #include "harness/precision.h"
 #include "harness/transforms.h"
@@ -209,6 +210,7 @@ void preloadModelFile(const std::string& path) {
 
 void preloadCaseBatch(const std::filesystem::path& case_file) {
   auto config = std::make_unique<CaseConfig>(loadCase(case_file));
+  completeCase(*config);
   preloadedBatch() = BatchStore::open(*config);
   preloadedCase() = std::move(config);  // the store refers to it
 }

@@ -38,6 +38,12 @@ struct Selection {
 // (ReducerInfo::write_key), in the order of reducers/reducers.def.
 std::string selectionKey(const Selection& selection);
 
+// Whether `big` keeps everything `small` keeps: its samples, window,
+// per-sample lengths, branches on and kept values (a superset in every
+// field). A deterministic failure seen on `small` that passes on `big`
+// is evidence that it is not deterministic (core/flaky.h).
+bool keepsAllOf(const Selection& big, const Selection& small);
+
 // One element of a batch tensor, by its flat index in the original tensor.
 struct ValueUnit {
   std::string tensor;

@@ -21,6 +21,25 @@ std::string selectionKey(const Selection& selection) {
   return contentHash(text);
 }
 
+bool keepsAllOf(const Selection& big, const Selection& small) {
+  if (!std::includes(big.samples.begin(), big.samples.end(), small.samples.begin(), small.samples.end())) return false;
+  if (big.seq_begin > small.seq_begin || big.seq_end < small.seq_end) return false;
+  for (const auto& [sample, length] : big.lengths) {  // a sample big shortens, small keeps at least as short
+    const auto it = small.lengths.find(sample);
+    if (std::binary_search(small.samples.begin(), small.samples.end(), sample) &&
+        (it == small.lengths.end() || it->second > length))
+      return false;
+  }
+  for (const auto& branch : big.branches_off)
+    if (!small.branches_off.count(branch)) return false;
+  for (const auto& [tensor, kept] : big.values_kept) {  // big edits values of `tensor`: small keeps no more
+    const auto it = small.values_kept.find(tensor);
+    if (it == small.values_kept.end() || !std::includes(kept.begin(), kept.end(), it->second.begin(), it->second.end()))
+      return false;
+  }
+  return true;
+}
+
 Selection fullSelection(const CaseView& view) {
   Selection s;
   for (std::int64_t i = 0; i < view.sampleCount(); ++i) s.samples.push_back(i);

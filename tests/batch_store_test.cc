@@ -245,12 +245,15 @@ TEST_F(BatchFixture, UnreadableOrNonDictFilesAreBadInput) {
   EXPECT_NE(openError().find("not a readable torch.save file"), std::string::npos) << openError();
   std::string output;
   ASSERT_EQ(
-      testing::runCommand(testing::python() + " -c \"import torch; torch.save([torch.zeros(2), torch.ones(2)], '" +
+      testing::runCommand(testing::python() +
+                              " -c \"import collections, torch; P = collections.namedtuple('P', 'x y'); "
+                              "torch.save(P(torch.zeros(2), torch.ones(2)), '" +
                               config.batch.string() + "')\"",
                           &output),
       0)
       << output;
-  EXPECT_NE(openError().find("expected a dict of named tensors, found GenericList"), std::string::npos) << openError();
+  EXPECT_NE(openError().find("an object of a class of your own, such as a named tuple"), std::string::npos)
+      << openError();
   fs::remove(config.batch);
   EXPECT_NE(openError().find("cannot read the batch file"), std::string::npos) << openError();
 }

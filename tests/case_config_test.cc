@@ -154,7 +154,7 @@ TEST_F(CaseConfigTest, UnknownNestedKeysAtEveryLevel) {
   expectHas(errorFor(base + "failure:\n  famly: index-error\n"),
             {at(11, 3, "failure.famly"), "family, operator, message", "did you mean 'family'?"});
   expectHas(errorFor("batch: batch.pt\nsamples:\n  tensor: {input: 0}\n"),
-            {at(3, 3, "samples.tensor"), "tensors, ids", "did you mean 'tensors'?"});
+            {at(3, 3, "samples.tensor"), "tensors, lists, ids", "did you mean 'tensors'?"});
 }
 
 TEST_F(CaseConfigTest, UnknownKeyWithoutCloseMatch) {
@@ -168,15 +168,34 @@ TEST_F(CaseConfigTest, DuplicateKey) {
             {at(10, 1, "batch"), "each key once", "found it again"});
 }
 
+// Without a samples section minrepro infers it when the batch is opened
+// (harness/case_inference.h), as capture's cases rely on; lists and a mask
+// are read, and a mask beside a lengths tensor is refused.
+TEST_F(CaseConfigTest, SamplesSectionIsOptionalAndListsAndMaskAreRead) {
+  const CaseConfig inferred = loadCase(write("case.yaml", "batch: batch.pt\ntrial: {command: [x, '{batch}']}\n"));
+  EXPECT_TRUE(inferred.infer_samples);
+  EXPECT_TRUE(inferred.sample_axes.empty());
+  const CaseConfig given = loadCase(
+      write("case.yaml",
+            "batch: batch.pt\nsamples: {tensors: {\"[0]\": 0}, lists: [\"[1]\", targets.boxes]}\n"
+            "sequence: {tensors: {ids: 1, mask: 1}, mask: mask}\ntrial: {command: [x, '{batch}']}\n"));
+  EXPECT_FALSE(given.infer_samples);
+  ASSERT_EQ(given.sample_axes.size(), 1u);
+  EXPECT_EQ(given.sample_axes[0].tensor, "[0]");
+  EXPECT_EQ(given.sample_lists, (std::vector<std::string>{"[1]", "targets.boxes"}));
+  EXPECT_EQ(given.sequence.mask, "mask");
+  expectHas(errorFor("batch: batch.pt\nsamples: {tensors: {ids: 0}}\nsequence: {tensors: {ids: 1}, lengths: l, "
+                     "mask: m}\ntrial: {command: [x, '{batch}']}\n"),
+            {at(3, 49, "sequence.mask"), "either sequence.lengths or sequence.mask", "found both"});
+}
+
 TEST_F(CaseConfigTest, MissingRequiredKeysPointAtTheEnclosingMap) {
   expectHas(errorFor("samples:\n  tensors: {input: 0}\n"),
             {at(1, 1, "batch"), "found no 'batch' key at the top level", "add 'batch:'"});
-  expectHas(errorFor("batch: batch.pt\ntrial: {command: [x, '{batch}']}\n"),
-            {at(1, 1, "samples"), "found no 'samples' key at the top level"});
   expectHas(errorFor("batch: batch.pt\nsamples:\n  tensors: {input: 0}\n"),
             {at(1, 1, "trial"), "found no 'trial' key"});
   expectHas(errorFor("batch: batch.pt\nsamples:\n  ids: sample_ids\n"),
-            {at(3, 3, "samples.tensors"), "found no 'tensors' key in samples"});
+            {at(3, 3, "samples"), "a map with 'tensors' (or 'lists')", "leave the samples section out"});
   expectHas(
       errorFor("batch: batch.pt\nsamples: {tensors: {input: 0}}\ntrial:\n  harness:\n"
                "    input: x\n"),
@@ -204,7 +223,7 @@ TEST_F(CaseConfigTest, WrongTypes) {
   expectHas(errorFor(base + "    ignore_index: x\n"),
             {at(10, 19, "trial.harness.ignore_index"), "an integer", "found 'x'"});
   expectHas(errorFor("batch: batch.pt\nsamples: [input]\n"),
-            {at(2, 10, "samples"), "a map with the keys tensors, ids", "found a list"});
+            {at(2, 10, "samples"), "a map with the keys tensors, lists, ids", "found a list"});
   expectHas(errorFor(base + "reducers: samples\n"),
             {at(10, 11, "reducers"), "a non-empty list of reducer names", "found 'samples'"});
   expectHas(errorFor(base + "context:\n  step: {a: 1}\n"),

@@ -619,3 +619,59 @@ TEST(FailureSignatureNames, Summary) {
 
 }  // namespace
 }  // namespace minrepro
+
+namespace minrepro {
+namespace {
+
+// Tracebacks recorded from CPython 3.11, 3.12 and 3.13
+// (tests/fixtures/tracebacks/, made by its make_tracebacks.sh): caret and
+// tilde lines, exception groups, chained exceptions. The first error is the
+// first exception raised (the cause of a chain, a group's first leaf); none
+// of the marks around it is ever the message.
+std::string readFixture(const std::string& relative) {
+  std::ifstream in(std::string(MINREPRO_TEST_FIXTURES) + "/tracebacks/" + relative);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+bool onlyMarks(const std::string& message) {
+  return message.find_first_not_of("^~+-|=_ ") == std::string::npos;
+}
+
+TEST(PythonTracebacks, TheFirstErrorOfEveryRecordedTracebackIsItsMessage) {
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"assert_error", "runtime-error: shapes differ: Tensor(shape=(2, 3)) vs Tensor(shape=(3, 2))"},
+      {"caret_binop", "value-error: unsupported operand type(s) for +: 'int' and 'NoneType'"},
+      {"caret_call", "runtime-error: inner failed for x=3"},
+      {"caret_index", "index-error: list index out of range"},
+      {"chained_cause", "runtime-error: division by zero"},
+      {"chained_context", "runtime-error: 'missing'"},
+      {"exception_group", "value-error: first bad"},
+      {"exception_group_chained", "value-error: bad value"},
+      {"exception_group_reraise", "value-error: bad value"},
+      {"long_message", "value-error: line one: bad n=-1"},
+      {"multiline_caret", "runtime-error: division by zero"},
+      {"notes", "value-error: invalid literal for int() with base 10: 'abc'"},
+      {"syntax_error", "runtime-error: '(' was never closed"}};
+  for (const std::string version : {"py311", "py312", "py313"})
+    for (const auto& [name, summary] : expected) {
+      const FailureSignature s = classifyText(readFixture(version + "/" + name + ".txt"));
+      EXPECT_EQ(s.summary(), summary) << version << "/" << name;
+      EXPECT_FALSE(onlyMarks(s.message)) << version << "/" << name;
+    }
+}
+
+// Carets never become a message: not under a rank's prefix (torchrun's
+// "[rank0]:"), nor after an exception line whose message is empty.
+TEST(PythonTracebacks, CaretsAreNeverTheMessage) {
+  std::string prefixed;
+  std::istringstream lines(readFixture("py311/caret_binop.txt"));
+  for (std::string line; std::getline(lines, line);) prefixed += "[rank0]:" + line + "\n";
+  EXPECT_EQ(classifyText(prefixed).message, "unsupported operand type(s) for +: 'int' and 'NoneType'");
+  EXPECT_EQ(classifyText("RuntimeError:\n    ^^^^^^^^^^^^^^^^^^^^^^^^\n    ~~~~^^^^\nreal cause here\n").message,
+            "real cause here");
+}
+
+}  // namespace
+}  // namespace minrepro

@@ -127,13 +127,47 @@ inline std::vector<std::size_t> solveFlaky(const std::string& name, std::uint64_
     *trials = oracle.calls();
     return {};
   }
-  DeltaSearch search(n, flakyDeltaOptions());
-  while (!search.done()) {
-    const auto keep = search.query();
-    search.answer(decideCandidate(batchOf(keep), rate, options, 1, keep.size()).interesting);
+  // As engine/pipeline.cc searches a pass: one pass rejects while the failure
+  // looks deterministic, the final check at full strength, and a search
+  // during which it turned out flaky runs again from its result.
+  std::vector<std::size_t> current = all;
+  auto contains = [](const std::vector<std::size_t>& a, const std::vector<std::size_t>& b) {
+    return std::includes(a.begin(), a.end(), b.begin(), b.end());
+  };
+  MonotonicityWatch<std::vector<std::size_t>, decltype(contains)> watch(contains);
+  watch.add(all, true);
+  for (bool again = true; again;) {
+    const bool deterministic = rate.deterministic();
+    DeltaSearch search(current.size(), searchOptions(rate));
+    std::vector<std::size_t> best = current;  // the last candidate that failed
+    while (!search.done() && deterministic == rate.deterministic()) {
+      std::vector<std::size_t> keep;
+      for (std::size_t i : search.query()) keep.push_back(current[i]);
+      const bool failed =
+          decideCandidate(batchOf(keep), rate, options, 1, keep.size(), search.checkingFinal()).interesting;
+      if (rate.deterministic())
+        if (auto why = watch.add(keep, failed)) rate.contradict(*why);
+      if (failed) best = keep;
+      search.answer(failed);
+    }
+    if (!search.done()) {  // turned flaky: search again from the last failing candidate, with streaks
+      current = best;
+      continue;
+    }
+    std::vector<std::size_t> result;
+    for (std::size_t i : search.result()) result.push_back(current[i]);
+    again = deterministic && !rate.deterministic() && result.size() > 1;
+    current = result;
   }
   *trials = oracle.calls();
-  return search.result();
+  return current;
+}
+
+// The deterministic problems a-e through the same default model (flakiness
+// handling on): what a deterministic failure costs when nobody told
+// minrepro it is deterministic.
+inline std::vector<std::size_t> solveWithDefaultModel(const std::string& name, std::size_t* trials) {
+  return solveFlaky(name, 1, trials);
 }
 
 }  // namespace minrepro::testing

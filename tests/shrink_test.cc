@@ -160,10 +160,10 @@ TEST_F(ShrinkFixture, BudgetWritesTheBestSoFarAndResumeFinishesWithoutRepeatingT
   ASSERT_EQ(runShrink(options, &whole), ExitStatus::Reduced);
   const auto expected = archivedIds();
 
-  options.max_trials = 15;
+  options.max_trials = 8;
   IdExecutor first(rule);
   ASSERT_EQ(runShrink(options, &first), ExitStatus::BudgetSpent);
-  EXPECT_EQ(first.trials(), 16u);  // the budget, and the file trace of the best case
+  EXPECT_EQ(first.trials(), 9u);  // the budget, and the file trace of the best case
   const auto partial = archivedIds();
   EXPECT_TRUE(has(partial, 737));
   EXPECT_GT(partial.size(), 1u);

@@ -290,7 +290,8 @@ class PositionTable(torch.nn.Module):
 
 def save_case(out, model, batch, comment, samples, model_input, extra="", transforms=""):
     """Writes model.pt, batch.pt and a case.yaml for the built-in harness with
-    a deterministic failure (flaky handling off); `extra` holds more top-level
+    a deterministic failure (flakiness handling left at its default, which
+    charges for flakiness only on evidence of it); `extra` holds more top-level
     keys (sequence, failure), `transforms` the harness's transform list."""
     torch.jit.save(torch.jit.script(model.eval()), os.path.join(out, "model.pt"))
     torch.save(batch, os.path.join(out, "batch.pt"))
@@ -305,8 +306,6 @@ samples:
     model: model.pt
     input: {model_input}
 {transforms}  timeout: 60
-flaky:
-  enabled: false
 output: repro.tar.gz
 """)
 

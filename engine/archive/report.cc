@@ -13,6 +13,19 @@ namespace minrepro {
 
 namespace {
 
+// How candidates were decided, and why (core/flaky.h).
+std::string flakyHandling(const FailureRate& rate, const FlakyOptions& flaky) {
+  if (!flaky.enabled) return "flakiness handling off (flaky.enabled: false): one trial decided each candidate";
+  std::ostringstream alpha;
+  alpha << flaky.alpha;
+  if (rate.deterministic())
+    return "charged as " + rate.verdict() + "; so one pass rejected a candidate, and the final 1-minimality " +
+           "check tested each kept unit again at a " + alpha.str() + " chance of hiding a real failure";
+  return "charged as " + rate.verdict() + "; so a candidate was rejected only after a streak of passes with at " +
+         "most a " + alpha.str() + " chance of hiding a real failure";
+}
+
+
 std::string tensorTable(const std::vector<TensorInfo>& tensors) {
   std::ostringstream out;
   out << "| tensor | dtype | shape | strides | layout | storage | sample axis |\n|---|---|---|---|---|---|---|\n";
@@ -163,11 +176,7 @@ void writeReduction(std::ostream& out, const ReductionSummary& s) {
       << (s.compile_cache.empty() ? "" : "- torch.compile's caches: " + s.compile_cache + "\n")
       << "- Diagnostic variables of the trials and the first re-run: " << (s.diagnostic.empty() ? "none" : s.diagnostic)
       << "; the final confirmation ran without any diagnostic variable\n"
-      << "- Failure rate: " << s.rate.describe() << "; "
-      << (s.flaky.enabled ? "a candidate was rejected only after a streak of passes with at most a " +
-                                std::to_string(s.flaky.alpha) + " chance of hiding a real failure"
-                          : "flaky handling off: one trial decided each candidate")
-      << "\n"
+      << "- Failure rate: " << s.rate.describe() << "; " << flakyHandling(s.rate, s.flaky) << "\n"
       << "- Op step (the failing operator call alone): " << s.op.processes << " runs of repro.py and repro_op.py, "
       << s.op.reduction_trials << " trials reducing the call's inputs\n"
       << "- Seed: " << s.seed << "\n";

@@ -1,0 +1,147 @@
+#include "engine/case_check.h"
+
+#include <algorithm>
+#include <cctype>
+#include <iterator>
+#include <regex>
+
+#include "engine/log.h"
+#include "engine/oracle.h"
+
+namespace minrepro {
+
+namespace {
+
+constexpr std::size_t kSameOtherStreak = 20;
+constexpr std::size_t kOnlyOtherTrials = 30;
+constexpr double kOnlyOtherSeconds = 60;
+
+std::string shapeText(const std::vector<std::int64_t>& shape) {
+  std::string out = "[";
+  for (std::size_t d = 0; d < shape.size(); ++d) out += (d ? ", " : "") + std::to_string(shape[d]);
+  return out + "]";
+}
+
+bool hasDimension(const TensorInfo& t, std::int64_t n) {
+  return std::find(t.shape.begin(), t.shape.end(), n) != t.shape.end();
+}
+
+// Whether `number` stands alone in the message (not part of 640 or 1.64).
+bool namesNumber(const std::string& message, std::int64_t number) {
+  const std::regex re("(^|[^0-9.])" + std::to_string(number) + "($|[^0-9])");
+  return std::regex_search(message, re);
+}
+
+// Whether the message names the tensor (its path, or the last part of it) as a word.
+bool namesWord(const std::string& message, const std::string& path) {
+  const std::string leaf = path.substr(path.find_last_of(".[]") == std::string::npos ? 0
+                                                                                     : path.find_last_of(".]") + 1);
+  for (const std::string& name : {path, leaf}) {
+    if (name.empty()) continue;
+    for (auto at = message.find(name); at != std::string::npos; at = message.find(name, at + 1)) {
+      const auto word = [&](std::size_t i) { return std::isalnum(static_cast<unsigned char>(message[i])) || message[i] == '_'; };
+      if ((at == 0 || !word(at - 1)) && (at + name.size() >= message.size() || !word(at + name.size()))) return true;
+    }
+  }
+  return false;
+}
+
+std::vector<TensorInfo> keptWhole(const BatchStore& batch) {
+  std::vector<TensorInfo> whole;
+  for (const TensorInfo& t : batch.describe())
+    if (!t.has_sample_axis && !t.in_sample_list) whole.push_back(t);
+  std::stable_partition(whole.begin(), whole.end(),
+                        [&](const TensorInfo& t) { return hasDimension(t, batch.sampleCount()); });
+  return whole;
+}
+
+}  // namespace
+
+std::string tensorsKeptWhole(const BatchStore& batch) {
+  std::string out;
+  for (const TensorInfo& t : keptWhole(batch))
+    out += (out.empty() ? "" : ", ") + t.name + " " + shapeText(t.shape) + " " + t.dtype;
+  return out;
+}
+
+std::string wrongCaseMessage(const std::string& what_happened, const FailureSignature& other,
+                             const BatchStore& batch) {
+  const std::int64_t n = batch.sampleCount();
+  std::string text = what_happened + " (" + other.summary() + "): the case, not the batch, is likely wrong.";
+  const std::vector<TensorInfo> whole = keptWhole(batch);
+  if (whole.empty()) {
+    text += " The case keeps no tensor whole; check the samples section against what the step does with each entry";
+  } else {
+    text += " The case keeps these whole in every candidate: " + tensorsKeptWhole(batch) + ".";
+    if (hasDimension(whole.front(), n))
+      text += " '" + whole.front().name + "' has a dimension of " + std::to_string(n) +
+              ", the batch's size: if it holds one entry per sample, name it under samples.tensors (e.g. " +
+              whole.front().name + ": 0) so that it is cut with the samples";
+    else
+      text += " Name under samples.tensors each that holds one entry per sample";
+  }
+  return text +
+         "; or leave the samples section out and minrepro infers it from the batch (minrepro init shows what it "
+         "infers)";
+}
+
+void checkHalves(const BatchStore& batch, TrialOracle& oracle, const Selection& all, const Selection& first_query,
+                 Log& log) {
+  const std::size_t n = all.samples.size();
+  if (n < 2) return;
+  // One half is the search's own first question when it cuts samples (its
+  // answer is then reused); the other is asked only when that one fails
+  // another way: a healthy case pays nothing for the check.
+  Selection first = all, second = all;
+  const bool search_asks_it = first_query.samples.size() < n && first_query.samples.size() >= n / 4;
+  if (search_asks_it)
+    first.samples = first_query.samples;
+  else
+    first.samples.assign(all.samples.begin(), all.samples.begin() + static_cast<std::ptrdiff_t>(n / 2));
+  second.samples.clear();
+  std::set_difference(all.samples.begin(), all.samples.end(), first.samples.begin(), first.samples.end(),
+                      std::back_inserter(second.samples));
+  std::optional<FailureSignature> seen;
+  for (const Selection* half : {&first, &second}) {
+    if (oracle.interesting(*half)) return;  // the batch reduces
+    const std::optional<FailureSignature> other = oracle.otherFailureOf(*half);
+    if (!other || (seen && seen->summary() != other->summary())) return;
+    seen = other;
+  }
+  bool points_at_case = namesNumber(seen->message, batch.sampleCount());
+  for (const TensorInfo& t : keptWhole(batch))
+    points_at_case = points_at_case || namesWord(seen->message, t.name);
+  if (!points_at_case) {
+    log.detail("both halves of the batch fail another way (" + seen->summary() +
+               "), which names neither the batch's size nor a tensor kept whole: searching on");
+    return;
+  }
+  throw DoesNotReproduceError(wrongCaseMessage(
+      "both halves of the batch fail another way, the same way, naming the batch's size or a tensor kept whole",
+      *seen, batch));
+}
+
+std::optional<std::string> OtherFailureWatch::add(bool accepted, const FailureSignature& last, std::size_t trials,
+                                                  double seconds) {
+  if (first_seconds_ < 0) first_seconds_ = seconds, first_trials_ = trials;
+  if (accepted) accepted_ = true;
+  if (accepted_) return std::nullopt;  // the batch reduces: other failures are the search's business
+  if (!last.failed()) {
+    passed_ = true;
+    streak_ = 0;
+    return std::nullopt;
+  }
+  ++others_;
+  streak_ = last.summary() == streak_signature_ ? streak_ + 1 : 1;
+  streak_signature_ = last.summary();
+  if (streak_ >= kSameOtherStreak)
+    return "the last " + std::to_string(streak_) + " candidates all failed another way, the same way, and none " +
+           "failed as the original did";
+  const std::size_t spent = trials - first_trials_;
+  if (!passed_ && (spent >= kOnlyOtherTrials || (seconds - first_seconds_ >= kOnlyOtherSeconds && others_ >= 3)))
+    return "the search's first " + std::to_string(others_) + " candidates (" + std::to_string(spent) +
+           " trials) all failed another way and none failed as the original did or passed";
+  return std::nullopt;
+}
+
+}  // namespace minrepro

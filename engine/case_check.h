@@ -1,0 +1,68 @@
+// Whether the case, not the batch, is what fails: a case that keeps a
+// tensor whole which the step cuts with the samples (a per-sample tensor
+// taken for something else) makes every candidate fail another way, with a
+// size mismatch that names the batch's size. A search would run for hours
+// and reduce nothing. Two checks stop it early, each with what the case
+// keeps whole and what to write:
+//
+// - before the search, the two halves of the batch: when both fail another
+//   way, the same way, and that failure names the batch's size or a tensor
+//   the case keeps whole, the run stops at once (free in a healthy run:
+//   the first half asked is the search's own first candidate, and the
+//   other is asked only when that one fails another way);
+// - during the search, while no candidate has been accepted: 20 candidates
+//   in a row that fail another way with one signature, or 30 trials (or a
+//   minute) that show nothing but other failures, stop the run.
+//
+// Both end with exit 3 (DoesNotReproduceError).
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "core/case_config.h"
+#include "core/failure_signature.h"
+#include "harness/batch_store.h"
+#include "reducers/reducer.h"
+
+namespace minrepro {
+
+class TrialOracle;
+class Log;
+
+// "camera [64] int64, table [100, 8] float32" (the tensors the case keeps
+// whole, with no sample axis and in no per-sample list), those with a
+// dimension as long as the batch first; "" when there are none.
+std::string tensorsKeptWhole(const BatchStore& batch);
+
+// The message a wrong case stops with: what the candidates failed with,
+// why that points at the case, what it keeps whole, and what to write.
+std::string wrongCaseMessage(const std::string& what_happened, const FailureSignature& other,
+                             const BatchStore& batch);
+
+// The halves check (above); throws DoesNotReproduceError when the case is wrong.
+// `first_query`: the search's first candidate (engine/pipeline.h,
+// openingCandidates), whose half is asked first.
+void checkHalves(const BatchStore& batch, TrialOracle& oracle, const Selection& all, const Selection& first_query,
+                 Log& log);
+
+// The search's running count of candidates that fail another way (above).
+class OtherFailureWatch {
+ public:
+  // One decided candidate: accepted, or rejected with the signature of its
+  // last trial (a pass, or another failure). Returns why the run should
+  // stop, if it should.
+  std::optional<std::string> add(bool accepted, const FailureSignature& last, std::size_t trials,
+                                 double seconds);
+
+ private:
+  bool accepted_ = false;
+  bool passed_ = false;
+  std::string streak_signature_;
+  std::size_t streak_ = 0;
+  std::size_t first_trials_ = 0, others_ = 0;
+  double first_seconds_ = -1;
+};
+
+}  // namespace minrepro

@@ -1,0 +1,187 @@
+// Real-tensor tier: the inference every way in shares (harness/case_inference.h)
+// on the batch layouts people bring (tests/fixtures/layouts/make_layouts.py,
+// saved by real PyTorch), each with the case it should get written here by
+// hand: sample tensors and their axes, per-sample lists, ids, the lengths
+// tensor or mask, the sequence axes with their padding, what is kept whole.
+// Two layouts whose samples are ranges of one axis are refused with what to
+// save instead. init's summary and the case it writes come from one
+// structure: the summary's first line names exactly the file's samples.
+#include "harness/case_inference.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "commands/init.h"
+#include "core/errors.h"
+#include "tests/test_util.h"
+
+namespace minrepro {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Expected {
+  std::map<std::string, int> samples;  // tensor -> sample axis
+  std::vector<std::string> lists;
+  std::string ids, lengths, mask;
+  std::map<std::string, std::pair<int, double>> sequence;  // tensor -> (axis, padding)
+  std::vector<std::string> whole;                          // kept whole
+};
+
+class Layouts : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new testing::TempDir("minrepro-layouts");
+    const std::string error = testing::makeCases("tests/fixtures/layouts/make_layouts.py", dir_->path());
+    ASSERT_EQ(error, "");
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+  static fs::path batch(const std::string& layout) { return dir_->path() / layout / "batch.pt"; }
+
+  static void expectInference(const std::string& layout, const Expected& e) {
+    SCOPED_TRACE(layout);
+    const InferredCase c = inferCase(batch(layout));
+    std::map<std::string, int> samples;
+    for (const SampleAxis& a : c.sample_axes) samples[a.tensor] = a.axis;
+    EXPECT_EQ(samples, e.samples);
+    EXPECT_EQ(c.sample_lists, e.lists);
+    EXPECT_EQ(c.ids, e.ids);
+    EXPECT_EQ(c.lengths, e.lengths);
+    EXPECT_EQ(c.mask, e.mask);
+    std::map<std::string, std::pair<int, double>> sequence;
+    for (const SequenceTensor& s : c.sequence) sequence[s.tensor] = {s.axis, s.pad};
+    EXPECT_EQ(sequence, e.sequence);
+    std::vector<std::string> whole;
+    for (const InferredTensor& t : c.tensors)
+      if (t.role == "whole") {
+        whole.push_back(t.name);
+        EXPECT_FALSE(t.reason.empty()) << t.name << " is kept whole without a reason";
+      }
+    EXPECT_EQ(whole, e.whole);
+  }
+
+  static std::string refusal(const std::string& layout) {
+    try {
+      inferCase(batch(layout));
+    } catch (const BadInputError& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  static testing::TempDir* dir_;
+};
+
+testing::TempDir* Layouts::dir_ = nullptr;
+
+TEST_F(Layouts, TokenizerDictsTakeTheirLengthsFromTheAttentionMask) {
+  expectInference("tokenizer_cls", {.samples = {{"input_ids", 0}, {"attention_mask", 0}, {"labels", 0}},
+                                    .mask = "attention_mask",
+                                    .sequence = {{"attention_mask", {1, 0}}, {"input_ids", {1, 0}}}});
+  expectInference("tokenizer_tokens",
+                  {.samples = {{"input_ids", 0}, {"token_type_ids", 0}, {"attention_mask", 0}, {"labels", 0}},
+                   .mask = "attention_mask",
+                   .sequence = {{"attention_mask", {1, 0}},
+                                {"input_ids", {1, 0}},
+                                {"token_type_ids", {1, 0}},
+                                {"labels", {1, -100}}}});
+}
+
+// The camera ids 0..3 beside 3 image channels are no lengths: nothing is
+// padded past them.
+TEST_F(Layouts, SmallPerSampleIntegersStaySampleTensors) {
+  expectInference("image_meta", {.samples = {{"image", 0}, {"camera", 0}, {"label", 0}}, .ids = "idx"});
+  expectInference("one_hot", {.samples = {{"x", 0}, {"y", 0}}});
+  expectInference("tabular", {.samples = {{"x", 0}, {"y", 0}}});
+}
+
+TEST_F(Layouts, AudioFindsItsTimeAxisThroughTheLengths) {
+  expectInference("audio_btf", {.samples = {{"frames", 0}, {"speaker", 0}},
+                                .lengths = "lengths",
+                                .sequence = {{"frames", {1, 0}}}});
+  expectInference("audio_bft", {.samples = {{"mel", 0}, {"text", 0}},
+                                .lengths = "mel_lengths",
+                                .sequence = {{"mel", {2, -11.5}}}});
+  expectInference("tagger_lengths", {.samples = {{"tokens", 0}, {"tags", 0}},
+                                     .ids = "sample_id",
+                                     .lengths = "lengths",
+                                     .sequence = {{"tokens", {1, 0}}, {"tags", {1, -100}}}});
+}
+
+TEST_F(Layouts, TuplesListsAndNestedDictsAreNamedByPath) {
+  expectInference("tuple_xy", {.samples = {{"[0]", 0}, {"[1]", 0}}});
+  expectInference("list_xy", {.samples = {{"[0]", 0}, {"[1]", 0}}});
+  expectInference("bare_tensor", {.samples = {{".", 0}}});
+  expectInference("nested_dicts", {.samples = {{"inputs.ids", 0}, {"inputs.mask", 0}, {"targets.cls", 0},
+                                               {"targets.weight", 0}},
+                                   .mask = "inputs.mask",
+                                   .sequence = {{"inputs.mask", {1, 0}}, {"inputs.ids", {1, 0}}}});
+  const InferredCase nested = inferCase(batch("nested_dicts"));
+  EXPECT_EQ(nested.kept_values, (std::vector<std::string>{"meta.epoch", "meta.split"}));
+}
+
+TEST_F(Layouts, ListsOfOneEntryPerSampleAreCutWithTheSamples) {
+  expectInference("detection_targets", {.samples = {{"[0]", 0}}, .lists = {"[1]"}});
+  expectInference("detection_lists", {.samples = {{"images", 0}}, .lists = {"boxes", "labels"}});
+  expectInference("file_names", {.samples = {{"image", 0}, {"label", 0}}, .lists = {"path"}});
+}
+
+TEST_F(Layouts, SequenceFirstAndWindowOnlyLayouts) {
+  expectInference("sequence_first", {.samples = {{"src", 1}, {"target", 0}}});
+  expectInference("tokens_no_lengths", {.samples = {{"tokens", 0}, {"label", 0}}, .sequence = {{"tokens", {1, 0}}}});
+}
+
+TEST_F(Layouts, RangeLayoutsAndObjectsAreRefusedWithWhatToSave) {
+  const std::string packed = refusal("packed_cu_seqlens");
+  EXPECT_NE(packed.find("'cu_seqlens' marks packed sequences"), std::string::npos) << packed;
+  EXPECT_NE(packed.find("save the batch padded"), std::string::npos) << packed;
+  const std::string graph = refusal("graph_batch");
+  EXPECT_NE(graph.find("'batch' assigns"), std::string::npos) << graph;
+  EXPECT_NE(graph.find("to_data_list"), std::string::npos) << graph;
+  const std::string named = refusal("named_tuple");
+  EXPECT_NE(named.find("such as a named tuple"), std::string::npos) << named;
+  EXPECT_NE(named.find("tuple(batch)"), std::string::npos) << named;
+}
+
+// init's first note lists the sample tensors, ids and lengths; the case it
+// writes names the same ones under samples and sequence (the bug it
+// replaces: a summary naming `camera` above a case that kept it whole).
+TEST_F(Layouts, InitsSummaryAndFileComeFromOneStructure) {
+  for (const std::string layout : {"image_meta", "tokenizer_cls", "tagger_lengths", "detection_targets"}) {
+    SCOPED_TRACE(layout);
+    InitOptions options;
+    options.batch = batch(layout);
+    options.case_dir = batch(layout).parent_path();
+    options.argv = {"python", "step.py", "{batch}"};
+    std::vector<std::string> notes;
+    const std::string text = renderInitCase(options, notes);
+    const InferredCase c = inferCase(batch(layout));
+    ASSERT_FALSE(notes.empty());
+    for (const SampleAxis& a : c.sample_axes) {
+      EXPECT_NE(notes.front().find(a.tensor), std::string::npos) << notes.front();
+      const std::string axis = ": " + std::to_string(a.axis);
+      EXPECT_TRUE(text.find(a.tensor + axis) != std::string::npos ||
+                  text.find("\"" + a.tensor + "\"" + axis) != std::string::npos)
+          << text;
+    }
+    for (const std::string& name : {c.ids, c.lengths})
+      if (!name.empty()) {
+        EXPECT_NE(notes.front().find(name), std::string::npos) << notes.front();
+        EXPECT_NE(text.find(": " + name + "\n"), std::string::npos) << text;
+      }
+    for (const std::string& list : c.sample_lists) {
+      EXPECT_NE(notes.front().find(list), std::string::npos) << notes.front();
+      EXPECT_NE(text.find("lists: "), std::string::npos) << text;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace minrepro

@@ -1,0 +1,123 @@
+// Whole-binary tier: the batches people bring, shrunk with no case file at
+// all (`minrepro shrink --batch batch.pt -- python step.py {batch}`), each to
+// the one sample planted in it (tests/fixtures/layouts/make_layouts.py): a
+// tuple from a TensorDataset, images with categorical metadata (a
+// single-colour image: a NaN loss), a tokenizer's dict with its attention
+// mask, a mel spectrogram [B, F, T] with lengths, nested dicts, and a
+// detection batch of one target dict per image. The archive's batch keeps
+// the structure and types the step unpacks, and loads with
+// weights_only=True. Real processes and real PyTorch throughout.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
+#include <string>
+
+#include "tests/e2e_fixture.h"
+#include "tests/test_util.h"
+
+namespace minrepro {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::runCommand;
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+class LayoutsEndToEnd : public ::testing::Test {
+ protected:
+  testing::TempDir work_{"minrepro-layouts-e2e"};
+
+  void SetUp() override { ASSERT_EQ(testing::makeCases("tests/fixtures/layouts/make_layouts.py", work_.path()), ""); }
+
+  // Shrinks a layout with no case file; returns the output, `status` the exit status.
+  std::string shrink(const std::string& layout, int* status) {
+    std::string out;
+    *status = runCommand("cd " + (work_.path() / layout).string() + " && " + MINREPRO_BINARY +
+                             " shrink --batch batch.pt --no-op-repro -- " + testing::python() + " step.py {batch}",
+                         &out);
+    return out;
+  }
+
+  // What Python makes of the archive's batch, loaded as a maintainer would.
+  std::string archived(const std::string& layout, const std::string& expression) {
+    const fs::path dir = work_.path() / layout / "maintainer";
+    EXPECT_TRUE(testing::extractInto(work_.path() / layout / "repro.tar.gz", dir));
+    std::string out;
+    EXPECT_EQ(runCommand(testing::python() + " -c \"import torch; b = torch.load('" + (dir / "batch.pt").string() +
+                             "', weights_only=True); print(" + expression + ")\"",
+                         &out),
+              0)
+        << out;
+    return out;
+  }
+
+  void expectShrunkTo(const std::string& layout, const std::string& ids) {
+    int status = -1;
+    const std::string out = shrink(layout, &status);
+    ASSERT_EQ(status, 0) << out;
+    EXPECT_TRUE(has(out, "reduced 24 -> 1 samples (ids [" + ids + "])")) << out;
+    std::smatch trials;
+    ASSERT_TRUE(std::regex_search(out, trials, std::regex(R"(\]\) in (\d+) trials)"))) << out;
+    EXPECT_LE(std::stoi(trials[1].str()), 60) << "a deterministic failure in a batch of 24: " << out;
+    EXPECT_TRUE(has(out, "self-check: the archive reproduced on its own")) << out;
+  }
+};
+
+TEST_F(LayoutsEndToEnd, TupleFromATensorDataset) {
+  expectShrunkTo("tuple_xy", "5");
+  EXPECT_EQ(archived("tuple_xy", "type(b).__name__, [tuple(t.shape) for t in b], b[0].isnan().any().item()"),
+            "tuple [(1, 10), (1,)] True\n");
+}
+
+TEST_F(LayoutsEndToEnd, ImagesWithCategoricalMetadata) {
+  expectShrunkTo("image_meta", "3017");
+  EXPECT_EQ(archived("image_meta", "sorted(b), b['camera'].shape, b['idx'].tolist()"),
+            "['camera', 'idx', 'image', 'label'] torch.Size([1]) [3017]\n");
+}
+
+TEST_F(LayoutsEndToEnd, TokenizerDictWithAnAttentionMask) {
+  expectShrunkTo("tokenizer_cls", "13");
+  // The mask gave the lengths: the sample is cut to the token past the
+  // vocabulary, its mask cut with it.
+  EXPECT_EQ(archived("tokenizer_cls", "b['input_ids'].shape == b['attention_mask'].shape, (b['input_ids'] == 1000).sum().item()"),
+            "True 1\n");
+}
+
+TEST_F(LayoutsEndToEnd, MelSpectrogramWithTimeOnItsLastAxis) {
+  expectShrunkTo("audio_bft", "9");
+  EXPECT_EQ(archived("audio_bft", "b['mel'].shape[0], b['mel'].shape[2] == int(b['mel_lengths'].max()), b['mel'].isinf().sum().item()"),
+            "1 True 1\n");
+}
+
+TEST_F(LayoutsEndToEnd, NestedDicts) {
+  expectShrunkTo("nested_dicts", "20");
+  EXPECT_EQ(archived("nested_dicts", "b['meta'], b['inputs']['ids'].shape[0], b['targets']['cls'].shape"),
+            "{'epoch': 3, 'split': 'train'} 1 torch.Size([1])\n");
+}
+
+TEST_F(LayoutsEndToEnd, DetectionWithOneTargetDictPerImage) {
+  expectShrunkTo("detection_targets", "11");
+  EXPECT_EQ(archived("detection_targets", "type(b).__name__, b[0].shape[0], type(b[1]).__name__, len(b[1]), sorted(b[1][0])"),
+            "tuple 1 list 1 ['boxes', 'labels']\n");
+}
+
+// A case that keeps a per-sample tensor whole (the camera ids, once taken for
+// lengths): every candidate fails another way. The run stops within a few
+// trials, naming the tensor and what to write.
+TEST_F(LayoutsEndToEnd, ACaseThatKeepsAPerSampleTensorWholeStopsAtOnceAndSaysWhy) {
+  const fs::path dir = work_.path() / "image_meta";
+  testing::writeFile(dir / "case.yaml", "batch: batch.pt\nsamples:\n  tensors: {image: 0, label: 0}\n  ids: idx\n"
+                                        "trial:\n  command: [" + testing::python() + ", \"{case_dir}/step.py\", \"{batch}\"]\n");
+  std::string out;
+  EXPECT_EQ(runCommand("cd " + dir.string() + " && " + MINREPRO_BINARY + " shrink --config case.yaml --no-op-repro", &out),
+            3)
+      << out;
+  EXPECT_TRUE(has(out, "both halves of the batch fail another way")) << out;
+  EXPECT_TRUE(has(out, "The case keeps these whole in every candidate: camera [24] int64")) << out;
+  EXPECT_TRUE(has(out, "name it under samples.tensors (e.g. camera: 0)")) << out;
+  EXPECT_FALSE(fs::exists(dir / "repro.tar.gz"));
+}
+
+}  // namespace
+}  // namespace minrepro
