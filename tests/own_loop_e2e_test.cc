@@ -269,18 +269,23 @@ TEST_F(CaptureStep, TheWithBlockIsTheTrialAndTheArchiveRunsUnderAnotherPython) {
   EXPECT_TRUE(has(out, "test run of the case: fails the same way (IndexError: index out of range in self)")) << out;
   const std::string text = readFile(case_ / "case.yaml");
   for (const char* line :
-       {R"(  tensors: {"tokens": 0, "tags": 0})", R"(  ids: "sample_id")", R"(  tensors: {"tokens": 1, "tags": 1})",
-        R"(  padding: {"tokens": 0, "tags": -100})", R"(  lengths: "lengths")", "/captured_step.py", "{batch}", "",
+       {"# No samples section: minrepro infers the samples", "/captured_step.py", "{batch}", "",
         R"(    - {name: "cfg.token_dropout", off_args: ["--off", "cfg.token_dropout"]})", "  family: index-error",
-        "reducers: [branches, samples, lengths]", R"(  trial: "the step itself: the with block at tagger_loop.py:)",
+        "reducers: [branches, samples, lengths, values]",
+        R"(  trial: "the step itself: the with block at tagger_loop.py:)",
         R"(  test_run: "failed the same way (IndexError: index out of range in self) in )", R"(  step: "3")"})
     EXPECT_TRUE(has(text, line)) << line << "\n" << text;
+  EXPECT_FALSE(has(text, "samples:")) << "one inference for every way in: minrepro's, when it opens the case\n" << text;
   EXPECT_FALSE(fs::exists(case_ / "CAPTURE-ERROR.txt"));
   EXPECT_EQ(testing::pyEvalOnBatch(case_ / "batch.pt", "sorted(b)"), "['lengths', 'sample_id', 'tags', 'tokens']\n");
 
   const fs::path archive = work_.path() / "repro.tar.gz";
   ASSERT_EQ(testing::shrinkCase(case_ / "case.yaml", archive, work_.path() / "work", &out), 0) << out;
   EXPECT_TRUE(has(out, "reduced 8 -> 1 samples (ids [1017])")) << out;
+  // The same inference as `minrepro init` on the batch: ids, lengths, the padded tensors.
+  EXPECT_TRUE(has(out, "inferred from the batch: lengths: 'lengths' (the tensors padded past each sample's length: "
+                       "tokens axis 1 pad 0, tags axis 1 pad -100)"))
+      << out;
   const fs::path empty = work_.path() / "maintainer";
   ASSERT_TRUE(testing::extractInto(archive, empty));
   EXPECT_TRUE(has(readFile(empty / "case.yaml"), "--off, cfg.token_dropout")) << readFile(empty / "case.yaml");
@@ -341,6 +346,68 @@ TEST_F(CaptureStep, AStepWhoseObjectsCannotBeSavedNamesThem) {
   EXPECT_TRUE(has(error, "the ones pickle refuses: scale (")) << error;
   EXPECT_TRUE(has(error, "define them at module level, or create them inside the step")) << error;
 }
+
+// The loop at a script's top level (most scripts) and the same text run as
+// a notebook cell: the step is captured by value, the case is the one
+// minrepro infers, and the archive runs in an empty directory under a
+// Python that has PyTorch and nothing else (no numpy, no minrepro).
+class CaptureByValue : public OwnLoop {
+ protected:
+  // A venv whose site directory holds the tests' torch and what it needs, but not numpy.
+  std::string torchOnlyPython(const fs::path& dir) {
+    std::string site, out;
+    EXPECT_EQ(runCommand(testing::python() +
+                             " -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))'",
+                         &site),
+              0);
+    site = site.substr(0, site.find('\n'));
+    const fs::path only = dir / "torch-only";
+    fs::create_directories(only);
+    for (const auto& entry : fs::directory_iterator(site)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("numpy", 0) == 0 || name.rfind("minrepro", 0) == 0 || name.find(".pth") != std::string::npos ||
+          name.rfind("__editable__", 0) == 0)
+        continue;
+      fs::create_symlink(entry.path(), only / name);
+    }
+    EXPECT_EQ(runCommand(testing::python() + " -m venv --without-pip " + (dir / "venv").string(), &out), 0) << out;
+    std::string own_site;
+    EXPECT_EQ(runCommand((dir / "venv/bin/python").string() + " -c 'import site; print(site.getsitepackages()[0])'",
+                         &own_site),
+              0);
+    writeFile(own_site.substr(0, own_site.find('\n')) + "/torch-only.pth", only.string() + "\n");
+    return (dir / "venv/bin/python").string();
+  }
+
+  void captureShrinkAndRunAlone(const std::string& script) {
+    std::string out;
+    const fs::path case_dir = work_.path() / "case";
+    ASSERT_EQ(runCommand("cd " + user_.string() + " && PYTHONPATH=" + MINREPRO_SOURCE_DIR + "/harness/python " +
+                             testing::python() + " " + MINREPRO_SOURCE_DIR + "/tests/capture/" + script + " " +
+                             case_dir.string(),
+                         &out),
+              1)
+        << out;
+    EXPECT_TRUE(has(out, "step 1 loss")) << out;
+    EXPECT_TRUE(has(out, "test run of the case: fails the same way (IndexError: index out of range in self)")) << out;
+    EXPECT_FALSE(fs::exists(case_dir / "CAPTURE-ERROR.txt")) << readFile(case_dir / "CAPTURE-ERROR.txt");
+    EXPECT_TRUE(has(readFile(case_dir / "step.json"), "\"by_value\"")) << readFile(case_dir / "step.json");
+    const fs::path archive = work_.path() / "repro.tar.gz";
+    ASSERT_EQ(testing::shrinkCase(case_dir / "case.yaml", archive, work_.path() / "work", &out), 0) << out;
+    EXPECT_TRUE(has(out, "reduced 16 -> 1 samples (ids [5])")) << out;
+    const fs::path empty = work_.path() / "maintainer";
+    ASSERT_TRUE(testing::extractInto(archive, empty));
+    const std::string alone = torchOnlyPython(work_.path() / "python");
+    EXPECT_NE(runCommand(alone + " -c 'import numpy'", &out), 0) << "numpy must be missing there: " << out;
+    EXPECT_EQ(runCommand("cd " + empty.string() + " && " + alone + " repro.py", &out), 1) << out;
+    EXPECT_TRUE(has(out, "IndexError: index out of range in self")) << out;
+    EXPECT_FALSE(has(out, "ModuleNotFoundError")) << out;
+  }
+};
+
+TEST_F(CaptureByValue, ALoopAtTheScriptsTopLevel) { captureShrinkAndRunAlone("toplevel_loop.py"); }
+
+TEST_F(CaptureByValue, ANotebookCell) { captureShrinkAndRunAlone("notebook_cell.py"); }
 
 TEST(TorchVersions, MajorMinorDecidesAndEachMismatchIsOneSentence) {
   EXPECT_EQ(torchMinorVersion("2.13.0+cpu"), "2.13");

@@ -13,9 +13,10 @@
 On the first exception inside the block (or the decorated step function),
 the case directory gets:
 
-- batch.pt   the batch dict (a tuple becomes input/target or batch_0..), every
-             tensor detached and on the CPU, plus `sample_id` when the batch
-             has no ids of its own (the ids given, or the positions 0..n-1);
+- batch.pt   the batch as the step was given it (any nesting of dicts, lists
+             and tuples), every tensor detached and on the CPU, plus
+             `sample_id` in a dict batch when sample_ids is given and the
+             batch does not hold them (the trial takes it out again);
 - the trial: the step itself, by default (trial="auto"): captured_step.py,
              step.json and step_state.pt, which run the decorated function
              with the arguments it had, or the with block's body with the
@@ -23,11 +24,12 @@ the case directory gets:
              the model slice with trial="model" or when the step cannot be
              saved (see _model_slice.py: model.pt, or model.pt2 and
              exported_step.py); or the user's command=[...] when given;
-- case.yaml  in configs/README.md's format: samples.tensors, ids, the
-             sequence axes with their padding and the lengths tensor when
-             the batch has one, the trial (with `branches={"path": True}`
-             as switches the branches pass may turn off), failure.family
-             when it is certain, and the context (exception, step, last
+- case.yaml  in configs/README.md's format, without a samples section:
+             minrepro infers the samples, ids, lengths and sequence axes
+             from batch.pt when it opens the case, as for a batch given
+             without a case (one inference for every way in); the trial
+             (with `branches={"path": True}` as switches the branches pass
+             may turn off), failure.family when it is certain, and the context (exception, step, last
              completed step, revision, versions, backend, devices, dtypes
              and shapes, last batch, branches, the test run).
 
@@ -44,6 +46,7 @@ Only the first failure of a process is captured; later ones are re-raised as is.
 Standard library and torch only.
 """
 import functools
+import json
 import os
 import platform
 import subprocess
@@ -52,7 +55,7 @@ import traceback
 
 import torch
 
-from . import _infer, _model_slice, _step, _testrun
+from . import _batch, _model_slice, _step, _testrun
 
 __all__ = ["capture", "DEVICE_ASSERT_EXIT_CODE", "backend_of", "CaptureInfo"]
 
@@ -118,8 +121,9 @@ def backend_of(device_type):
 
 
 def _batch_items(batch, input_key, target_key):
-    """The batch's entries by name: a dict's own, an (input, target) pair's,
-    batch_0.. for a longer tuple or list, input_key for one tensor."""
+    """The model slice's view of the batch, by name: a dict's own entries,
+    an (input, target) pair's, batch_0.. for a longer tuple or list,
+    input_key for one tensor (the built-in harness takes named tensors)."""
     if isinstance(batch, dict):
         return {str(k): v for k, v in batch.items()}
     if isinstance(batch, (list, tuple)):
@@ -127,55 +131,29 @@ def _batch_items(batch, input_key, target_key):
         return dict(zip(names, batch))
     if isinstance(batch, torch.Tensor):
         return {input_key: batch}
-    raise TypeError("minrepro_capture: batch must be a dict of tensors, a tuple or list of tensors or a tensor, "
-                    "found %s" % type(batch).__name__)
+    raise TypeError("minrepro_capture: batch must be a dict, a tuple or list, or a tensor, found %s"
+                    % type(batch).__name__)
 
 
 class _Batch:
-    """The batch as batch.pt holds it (every tensor detached, on the CPU),
-    its sample ids, and what the reducers need to know about it."""
+    """The batch as batch.pt holds it (_batch.py: the step's own nesting,
+    every tensor detached and on the CPU) and, for the model slice, as named
+    tensors."""
 
     def __init__(self, batch, input_key, target_key, sample_ids, problems):
-        items = _batch_items(batch, input_key, target_key)
+        self.saved = _batch.SavedBatch(batch, sample_ids, problems)
         self.given = batch
-        self.originals = {k: v for k, v in items.items() if isinstance(v, torch.Tensor)}
-        self.tensors = {k: v.detach().cpu() for k, v in self.originals.items()}
-        self.devices = {k: str(v.device) for k, v in self.originals.items()}
-        self.others = {k: v for k, v in items.items() if not isinstance(v, torch.Tensor)}
-        self.layout = _step.batch_layout(batch, items.keys(), self.devices)
-        if not self.tensors:
-            raise ValueError("the batch holds no tensor")
-        self.inferred = _infer.infer(self.tensors)
-        self.n = self.inferred.samples
-        self._take_ids(sample_ids, problems)
+        self.n = self.saved.batch_size()
+        self.input_key, self.target_key = input_key, target_key
 
-    def _take_ids(self, sample_ids, problems):
-        """The ids given (a batch tensor when one holds the same values), the
-        batch's own sample_id-like tensor, else the positions 0..n-1."""
-        if sample_ids is not None:
-            ids = sample_ids.detach().cpu().reshape(-1).to(torch.int64) if isinstance(sample_ids, torch.Tensor) \
-                else torch.tensor([int(i) for i in sample_ids], dtype=torch.int64)
-            if ids.numel() == self.n:
-                same = [k for k, t in self.tensors.items() if t.shape == ids.shape and not t.is_floating_point()
-                        and torch.equal(t.to(torch.int64), ids)]
-                self._set_ids(same[0] if same else None, ids, "given")
-                return
-            problems.append("sample_ids has %d entries for a batch of %d; positions used instead" % (ids.numel(), self.n))
-        elif self.inferred.ids:
-            self._set_ids(self.inferred.ids, None, "the batch's %r" % self.inferred.ids)
-            return
-        self._set_ids(None, torch.arange(self.n, dtype=torch.int64), "positions in the batch (%s)" % (
-            "no sample_ids given" if sample_ids is None else "sample_ids had the wrong length"))
-
-    def _set_ids(self, key, ids, source):
-        self.ids_source = source
-        if key is None:  # added to batch.pt (also makes it two entries: LibTorch reads no one-entry dict)
-            key = "sample_id"
-            while key in self.tensors:
-                key = "_" + key
-            self.tensors[key] = ids
-        self.ids_key = key
-        self.sample_tensors = [k for k in self.inferred.sample_tensors if k != key]
+    def flat(self):
+        """Named CPU tensors for the built-in harness (the model slice), with
+        the sample ids given (the harness ignores what it is not told to take)."""
+        items = _batch_items(self.given, self.input_key, self.target_key)
+        flat = {k: v.detach().cpu() for k, v in items.items() if isinstance(v, torch.Tensor)}
+        for key in self.saved.added_keys:
+            flat[key] = self.saved.saved[key]
+        return flat
 
 
 def _test_run_problem(test, exc):
@@ -204,6 +182,19 @@ def _infer_last_batch(dataloader, batch_index):
         return None
     incomplete = dataset_len % batch_size != 0 and not getattr(dataloader, "drop_last", False)
     return batch_index == n_batches - 1 and incomplete
+
+
+_block_reads = {}  # (file, line) -> the names a top-level block reads, parsed once
+
+
+def _entry_values(frame):
+    if frame.f_code.co_name != "<module>":
+        return dict(frame.f_locals)
+    key = (frame.f_code.co_filename, frame.f_lineno)
+    if key not in _block_reads:
+        _block_reads[key] = _step.block_reads(*key)
+    names = _block_reads[key] or ()
+    return {name: frame.f_globals[name] for name in names if name in frame.f_globals}
 
 
 class capture:
@@ -248,9 +239,10 @@ class capture:
     def __enter__(self):
         if self._step_call is None and self.trial != "model" and not _state["captured"]:
             frame = sys._getframe(1)
-            # A shallow copy of the locals: what the block starts from (rebinding inside it is undone).
-            entry_locals = dict(frame.f_locals) if frame.f_code.co_name != "<module>" else {}
-            self._entry = (frame, entry_locals, _step.rng_snapshot())
+            # A shallow copy of what the block starts from (rebinding inside it
+            # is undone): a function's locals, or at a script's top level the
+            # globals the block reads.
+            self._entry = (frame, _entry_values(frame), _step.rng_snapshot())
         return self
 
     def __exit__(self, exc_type, exc, tb):
@@ -329,8 +321,11 @@ class capture:
         out_dir = os.path.abspath(self.out_dir)
         problems = []
         batch = _Batch(self.batch, self.input_key, self.target_key, self.sample_ids, problems)
-        torch.save(batch.tensors, os.path.join(out_dir, "batch.pt"))
         trial = self._trial(out_dir, batch, tb, entry, problems)
+        # The built-in harness takes named tensors; a step or a command, the batch as the step had it.
+        harness = trial is not None and trial.kind in ("harness", "exported")
+        _model_slice.save_whole(lambda path: torch.save(batch.flat() if harness else batch.saved.saved, path),
+                                os.path.join(out_dir, "batch.pt"))
         test = None
         if trial is not None and trial.argv is not None and self.test_run:
             test = _testrun.run(trial.argv, out_dir, self.timeout, type(exc).__name__, _model_slice.first_message(exc))
@@ -358,34 +353,27 @@ class capture:
         return last_capture
 
     def _case_text(self, exc, tb, batch, trial, test):
-        inferred = batch.inferred
         lines = ["# Written by minrepro_capture at the first failure; reduce with:",
-                 "#   minrepro shrink --config case.yaml"]
-        lines += ["# " + note for note in inferred.notes]
-        lines += ["batch: batch.pt", "samples:",
-                  "  tensors: {%s}" % ", ".join("%s: 0" % _model_slice.yaml_str(s) for s in batch.sample_tensors),
-                  "  ids: %s" % _model_slice.yaml_str(batch.ids_key)]
-        reducers = ["samples"]
-        if inferred.lengths and inferred.padding and trial is not None and trial.kind in ("step", "command"):
-            # The model slice's harness passes one input to forward(): lengths would not reach it.
-            lines += ["sequence:",
-                      "  tensors: {%s}" % ", ".join("%s: 1" % _model_slice.yaml_str(k) for k in inferred.padding),
-                      "  padding: {%s}" % ", ".join("%s: %s" % (_model_slice.yaml_str(k), v)
-                                                  for k, v in inferred.padding.items()),
-                      "  lengths: %s" % _model_slice.yaml_str(inferred.lengths)]
-            reducers.append("lengths")
+                 "#   minrepro shrink --config case.yaml",
+                 "# No samples section: minrepro infers the samples, ids, lengths and sequence axes",
+                 "# from batch.pt when it opens this case, as `minrepro init --batch batch.pt` shows.",
+                 "batch: batch.pt"]
+        reducers = None  # the default pipeline, as for a case minrepro infers
         if trial is not None:
             lines += trial.lines
             if any(line.startswith("  switches:") for line in trial.lines):
-                # First: an augmentation switched off makes later candidates draw no random numbers.
-                reducers.insert(0, "branches")
+                # The same passes, branches first: an augmentation switched off
+                # makes later candidates draw no random numbers.
+                reducers = ["branches", "samples", "lengths", "values"]
         else:
             lines += ["# trial: no trial could be written: see CAPTURE-ERROR.txt",
                       "#   command: [/usr/bin/python3, \"{case_dir}/step.py\", \"{batch}\"]"]
-        family = self._family(exc, batch.devices, trial, test)
+        family = self._family(exc, batch.saved.devices, trial, test)
         if family:
             lines += ["failure:", "  family: %s" % family]
-        lines += ["reducers: [%s]" % ", ".join(reducers), "output: repro.tar.gz", "context:"]
+        if reducers:
+            lines += ["reducers: [%s]" % ", ".join(reducers)]
+        lines += ["output: repro.tar.gz", "context:"]
         context = self._context(exc, tb, batch, trial, test)
         lines += ["  %s: %s" % (key, _model_slice.yaml_str(value)) for key, value in context]
         return "\n".join(lines) + "\n"
@@ -412,7 +400,7 @@ class capture:
                             "case.yaml.draft and rename it to case.yaml")
             return None
         failed = []
-        trial = _model_slice.model_trial(self, out_dir, batch.tensors, failed)
+        trial = _model_slice.model_trial(self, out_dir, batch.flat(), failed)
         if trial is None:
             participle = {"script": "scripted", "export": "exported", "trace": "traced"}
             problems.append("model.pt not written: the model could not be %s, and no command=[...] was given" % (
@@ -422,7 +410,7 @@ class capture:
     def _step_trial(self, out_dir, batch, tb, entry):
         if self._step_call is not None:
             fn, args, kwargs, batch_at, rng = self._step_call
-            record = _step.function_record(fn, args, kwargs, batch_at, rng, batch.others)
+            record = _step.function_record(fn, args, kwargs, batch_at, rng, batch.saved.others)
             where = "the decorated function %s.%s" % (fn.__module__, fn.__qualname__)
         elif entry is not None and tb is not None:
             frame, entry_locals, rng = entry
@@ -430,14 +418,14 @@ class capture:
                 tb = tb.tb_next
             if tb is None:
                 raise _step.StepNotSaved("the failure's traceback does not pass through the with block")
-            record = _step.block_record(frame, entry_locals, tb.tb_lineno, batch.given, batch.originals, rng,
-                                        batch.others)
+            record = _step.block_record(frame, entry_locals, tb.tb_lineno, batch.given, batch.saved, rng,
+                                        batch.saved.others)
             where = "the with block at %s:%d in %s" % (os.path.basename(record.user_file), record.meta["first_line"],
                                                       frame.f_code.co_name)
         else:
             raise _step.StepNotSaved("the step was not seen starting (capture was neither entered as a with block "
                                      "nor called as a decorator with the batch)")
-        record.meta["layout"] = batch.layout
+        record.meta["layout"] = batch.saved.layout()
         switches = [path for path, on in self.branches.items() if on is True and record.switchable(path)]
         _step.write(record, out_dir, switches)
         argv = [sys.executable, "-u", "{case_dir}/captured_step.py", "{batch}", record.user_file, record.meta["module"]]
@@ -464,7 +452,7 @@ class capture:
         return None
 
     def _context(self, exc, tb, batch, trial, test):
-        devices = batch.devices
+        devices = batch.saved.devices
         ctx = [("exception", type(exc).__name__), ("message", _model_slice.first_message(exc))]
         frames = traceback.extract_tb(tb) if tb is not None else []
         if frames:
@@ -489,13 +477,13 @@ class capture:
             last_batch = _infer_last_batch(self.dataloader, self.batch_index)
         ctx.append(("last_batch", "unknown" if last_batch is None
                     else ("yes (incomplete)" if last_batch else "no")))
-        ctx.append(("sample_ids", batch.ids_source))
-        for name, t in batch.tensors.items():
-            if name in devices:
-                ctx.append(("tensor_" + name, "%s %s on %s" % (str(t.dtype).replace("torch.", ""),
-                                                                list(t.shape), devices[name])))
-        if batch.others:
-            ctx.append(("not_tensors", ", ".join(batch.others)))
+        ctx.append(("sample_ids", "given (sample_ids=)" if batch.saved.added_keys
+                    else "the batch's own, or positions in the batch (minrepro infers which)"))
+        for path, t, original in batch.saved.tensors[:64]:
+            ctx.append(("tensor_" + _batch.display_path(path), "%s %s on %s" % (
+                str(t.dtype).replace("torch.", ""), list(t.shape), original.device)))
+        if batch.saved.others:
+            ctx.append(("not_tensors", ", ".join(_batch.display_path(json.loads(p)) for p in batch.saved.others)))
         ctx.append(("trial", trial.note if trial is not None else "none could be written"))
         if test is not None:
             ctx.append(("test_run", "%s (%s) in %.1f s, a fresh process in an empty directory" % (

@@ -1,19 +1,22 @@
 """The step itself as the trial: what captured_step.py needs to run it again.
 
-A decorated step function is found again by its module and qualified name
-and called with the arguments it had; a `with capture(...)` block's body is
-read from its source file (the innermost `with` around the failing line
-whose expression calls capture) and run with the variables it used. Either
-way the batch the step was given is replaced by the trial's batch, and
-everything else it used (model, optimizer, config objects) is saved once,
-in one pickle so that shared objects stay shared (the optimizer's
-parameters are the model's). The random number generators are recorded
-when the step starts, so that a step with dropout draws the same numbers
-again on the same batch.
+A decorated step function is found again by its qualified name, and a
+`with capture(...)` block's body is read from its source (the innermost
+`with` around the failing line whose expression calls capture) and run with
+the variables it used. A step defined in the script itself (`__main__`: a
+loop at the script's top level, a notebook cell, a function beside it) is
+taken by value (_by_value.py): the trial never imports the script again,
+which would run its loop. A step in a module of its own is imported by
+name. Either way the batch the step was given is replaced by the trial's
+batch, and everything else it used (model, optimizer, config objects) is
+saved once, in one pickle so that shared objects stay shared (the
+optimizer's parameters are the model's). The random number generators are
+recorded when the step starts, so that a step with dropout draws the same
+numbers again on the same batch.
 
-When the step cannot be saved (a closure, an object pickle refuses, a loop
-at a script's top level that importing would run again) StepNotSaved says
-which and what to do; capture then falls back to the model slice."""
+When the step cannot be saved (a closure, an object pickle refuses, source
+that cannot be read) StepNotSaved says which and what to do; capture then
+falls back to the model slice."""
 import ast
 import inspect
 import json
@@ -26,11 +29,9 @@ import types
 
 import torch
 
+from ._by_value import ByValue, StepNotSaved, source_lines
+
 STEP_FILES = ("captured_step.py", "step.json", "step_state.pt")
-
-
-class StepNotSaved(Exception):
-    pass
 
 
 def rng_snapshot():
@@ -48,24 +49,17 @@ def rng_snapshot():
     return {"torch": torch.get_rng_state(), "random": random.getstate(), "numpy": numpy_state, "cuda": cuda}
 
 
-def batch_layout(batch, keys, devices):
-    """How the trial rebuilds the batch from batch.pt: keys in order, each
-    key's device, and the kind of container the step was given."""
-    kind = "dict" if isinstance(batch, dict) else "tensor" if isinstance(batch, torch.Tensor) \
-        else "tuple" if isinstance(batch, tuple) else "list"
-    return {"kind": kind, "keys": list(keys), "devices": dict(devices)}
-
-
 class StepRecord:
     """What step.json and step_state.pt hold: `meta` is JSON, `objects` is pickled."""
 
     def __init__(self, kind, module_name, user_file):
         self.meta = {"kind": kind, "module": module_name, "argv": list(sys.argv[1:])}
         self.objects = {}
-        self.user_file = os.path.abspath(user_file)
+        self.user_file = user_file if user_file.startswith("<") else os.path.abspath(user_file)
         self.namespace = {}  # where branch paths resolve: parameters or variables, then module globals
         self.module_globals = {}
         self.set_first = set()  # block variables the body sets before it reads them
+        self.by_value = None  # ByValue when the step is defined in __main__
 
     def switchable(self, path):
         """True when `path` (name or name.attr...) names something the step can see."""
@@ -88,16 +82,24 @@ def _module_file(module_name, fallback):
     module = sys.modules.get(module_name)
     path = getattr(module, "__file__", None) or fallback
     if not path or not os.path.isfile(path):
-        raise StepNotSaved("the step's module %s has no source file (an interactive session or a notebook): put "
-                           "the step in a .py file" % module_name)
+        raise StepNotSaved("the step's module %s has no source file: put the step in a .py file" % module_name)
     return path
+
+
+def _take_by_value(record, module_globals, names):
+    """A step of __main__: what it reads from the script, by value."""
+    record.by_value = ByValue(module_globals, "__main__")
+    record.by_value.add(names)
 
 
 def function_record(fn, args, kwargs, batch_at, rng, others):
     if "<locals>" in fn.__qualname__:
-        raise StepNotSaved("the step %s is defined inside another function, where an import cannot find it: "
+        raise StepNotSaved("the step %s is defined inside another function, where the trial cannot find it: "
                            "define it at module level" % fn.__qualname__)
-    record = StepRecord("function", fn.__module__, _module_file(fn.__module__, inspect.getsourcefile(fn)))
+    by_value = fn.__module__ == "__main__"
+    user_file = inspect.getsourcefile(fn) or fn.__code__.co_filename if by_value \
+        else _module_file(fn.__module__, inspect.getsourcefile(fn))
+    record = StepRecord("function", fn.__module__, user_file)
     parameters = [name for name, p in inspect.signature(fn).parameters.items()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     args = list(args)
@@ -109,6 +111,8 @@ def function_record(fn, args, kwargs, batch_at, rng, others):
     record.objects.update(args=args, kwargs=kwargs, rng=rng, others=others)
     record.namespace = dict(zip(parameters, args), **kwargs)
     record.module_globals = fn.__globals__
+    if by_value:
+        _take_by_value(record, fn.__globals__, [fn.__qualname__.split(".")[0]])
     return record
 
 
@@ -165,19 +169,31 @@ def block_source(lines, block, stored):
     return "\n" * max(0, first - 1 - len(header)) + "\n".join(header) + "\n" + body
 
 
-def block_record(frame, entry_locals, line, batch, batch_tensors, rng, others):
+def block_reads(filename, with_line):
+    """The names the body of the `with capture(...)` at `with_line` reads
+    (what the entry of a top-level block takes a copy of), or None."""
+    try:
+        tree = ast.parse("".join(source_lines(filename)))
+    except (StepNotSaved, SyntaxError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.With) and node.lineno == with_line:
+            return _names(node.body)[0]
+    return None
+
+
+def block_record(frame, entry_locals, line, batch, saved, rng, others):
     """The record of the `with capture(...)` block around `line` of `frame`.
     The variables are taken as they were when the block was entered
     (`entry_locals`, a shallow copy): a block that rebinds `x = x.to(device)`
-    before failing must start again from the batch's x."""
+    before failing must start again from the batch's x. A block at a
+    script's top level (or in a notebook cell) reads globals: they were
+    copied at its entry too."""
     module_name = frame.f_globals.get("__name__", "__main__")
-    path = _module_file(module_name, frame.f_code.co_filename)
-    if frame.f_code.co_name == "<module>":
-        raise StepNotSaved("the capture block is at the top level of %s, which importing would run again: put "
-                           "the loop in a function called under `if __name__ == \"__main__\":`"
-                           % os.path.basename(path))
-    with open(path, encoding="utf-8") as f:
-        lines = f.readlines()
+    filename = frame.f_code.co_filename
+    by_value = module_name == "__main__"
+    path = filename if by_value else _module_file(module_name, filename)
+    lines = source_lines(path)
     block = _innermost_capture_block(ast.parse("".join(lines)), line)
     if block is None:
         raise StepNotSaved("no `with ...capture(...)` block around line %d of %s" % (line, path))
@@ -185,18 +201,21 @@ def block_record(frame, entry_locals, line, batch, batch_tensors, rng, others):
     source = block_source(lines, block, stored)
     compile(source, path, "exec")
     record = StepRecord("block", module_name, path)
-    by_id = {id(t): key for key, t in batch_tensors.items()}
-    variables, batch_variables, modules = {}, {}, {}
+    variables, batch_variables, modules, from_script = {}, {}, {}, []
     for name in reads:
         if name not in entry_locals:
-            continue  # a global or builtin (the import provides it), or a name the block sets first
+            from_script.append(name)  # a global or builtin, or a name the block sets first
+            continue
         value = entry_locals[name]
+        tensor_path = saved.path_of(value) if isinstance(value, torch.Tensor) else None
         if isinstance(value, types.ModuleType):
             modules[name] = value.__name__
         elif value is batch:
             batch_variables[name] = None
-        elif isinstance(value, torch.Tensor) and id(value) in by_id:
-            batch_variables[name] = by_id[id(value)]
+        elif tensor_path is not None:
+            batch_variables[name] = tensor_path
+        elif by_value and frame.f_globals.get(name) is value and (inspect.isfunction(value) or inspect.isclass(value)):
+            from_script.append(name)  # the script's own definition: by value, not pickled by reference
         else:
             variables[name] = value
     record.meta.update(source=source, first_line=block.body[0].lineno, batch_variables=batch_variables,
@@ -205,6 +224,8 @@ def block_record(frame, entry_locals, line, batch, batch_tensors, rng, others):
     record.objects.update(variables=variables, rng=rng, others=others)
     record.namespace = dict(entry_locals)
     record.module_globals = frame.f_globals
+    if by_value:
+        _take_by_value(record, frame.f_globals, [n for n in from_script if n not in set_first])
     return record
 
 
@@ -229,6 +250,11 @@ def write(record, out_dir, switches):
     A block variable pickle refuses that the body sets before reading (an
     open file from the previous step's `with open(...) as f`) is left out."""
     record.meta["switches"] = list(switches)
+    if record.by_value is not None:
+        record.by_value.add_classes_of(record.objects)
+        record.by_value.add_classes_of(record.by_value.data)
+        record.objects["globals"] = record.by_value.data
+        record.meta["by_value"] = record.by_value.meta()
     partial = os.path.join(out_dir, "step_state.pt.partial")
     try:
         _save(record.objects, partial)

@@ -2,19 +2,23 @@
 
     python captured_step.py BATCH USER_FILE MODULE [--off BRANCH]...
 
-Runs the user's own step on BATCH (a torch.save'd dict of tensors: the
-failing batch or a smaller one): the decorated step function, called with
-the arguments it had at the failure, or the body of the `with capture(...)`
-block, run with the variables it used. Those objects (model, optimizer,
-arguments) and the random number generators' states at the step's start
-were saved beside this file as step_state.pt (step.json says
-which step it is and how the batch was laid out); the batch's tensors take the
-place of the batch the step was given, on the devices it had them (the CPU
-when that device is missing here).
+Runs the user's own step on BATCH (the failing batch or a smaller one, in
+the nesting of dicts, lists and tuples the step was given): the decorated
+step function, called with the arguments it had at the failure, or the body
+of the `with capture(...)` block, run with the variables it used. Those
+objects (model, optimizer, arguments) and the random number generators'
+states at the step's start were saved beside this file as step_state.pt
+(step.json says which step it is and how the batch was laid out); the
+batch's tensors take the place of the batch the step was given, on the
+devices it had them (the CPU when that device is missing here), in the
+named tuples and mappings it had.
 
-USER_FILE is the file that defines the step. It is imported as MODULE,
-never run as a script, so that its `if __name__ == "__main__":` part stays
-off; a file whose import runs the training loop is an error said as such.
+A step defined in the user's script itself (MODULE __main__) is run by
+value: step.json holds the source of the script's functions and classes
+the step uses, which are defined here again (with USER_FILE and their own
+line numbers, so tracebacks name the user's lines), beside the modules it
+imported; the script is never run, nor imported. Any other step is imported
+from USER_FILE as MODULE, never run as a script.
 `minrepro_capture` is replaced by a stand-in while the step runs, so that
 the trial neither captures again nor needs minrepro installed. --off NAME
 switches one of the branches capture recorded off (it sets the named
@@ -22,6 +26,7 @@ variable or attribute to False).
 
 Standard library and torch only: the archive runs where minrepro is not
 installed."""
+import ast
 import functools
 import importlib
 import importlib.util
@@ -100,6 +105,30 @@ def import_user_module(user_file, name, argv):
         sys.argv = saved_argv
 
 
+def build_by_value(step, user_file):
+    """The script's namespace as far as the step uses it: modules imported
+    again, names imported from modules, literals, then each definition in
+    the script's order (its source compiled with its file and lines)."""
+    by_value = step["by_value"]
+    module = types.ModuleType("__main__")
+    module.__file__ = user_file
+    names = vars(module)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(user_file)))  # `from tagger import Tagger` beside the script
+    for alias, name in by_value["modules"].items():
+        names[alias] = importlib.import_module(name)
+    for alias, (name, qualname) in by_value["imports"].items():
+        value = importlib.import_module(name)
+        for part in qualname.split("."):
+            value = getattr(value, part)
+        names[alias] = value
+    for name, text in by_value["constants"].items():
+        names[name] = ast.literal_eval(text)
+    for d in by_value["definitions"]:
+        source = "\n" * (d["line"] - 1) + d["source"]
+        exec(compile(source, d["file"], "exec"), names)
+    return module
+
+
 def _device(name):
     if name.startswith("cuda") and not torch.cuda.is_available():
         return "cpu"
@@ -123,27 +152,53 @@ def _weights_only(value):
     return {"weights_only": value} if "weights_only" in torch.load.__code__.co_varnames else {}
 
 
-def batch_values(layout, tensors, others):
-    """Each of the batch's entries, as the step had it: a tensor on its device, or a saved value."""
-    return {key: tensors[key].to(_device(layout["devices"].get(key, "cpu"))) if key in tensors else others[key]
-            for key in layout["keys"]}
+def _find_class(module_name, qualname, main):
+    module = main if module_name == "__main__" else importlib.import_module(module_name)
+    value = module
+    for part in qualname.split("."):
+        value = getattr(value, part)
+    return value
 
 
-def rebuild_batch(layout, values):
-    """The batch as the step was given it: a dict, a tuple or list, or one tensor."""
-    if layout["kind"] == "tensor":
-        return values[layout["keys"][0]]
-    ordered = [values[key] for key in layout["keys"]]
-    if layout["kind"] == "dict":
-        return dict(zip(layout["keys"], ordered))
-    return tuple(ordered) if layout["kind"] == "tuple" else ordered
+def rebuild_batch(value, layout, others, main, path=()):
+    """The batch as the step was given it, from what batch.pt holds: each
+    tensor on its device, named tuples and mappings of their own class
+    again, leaves kept with the state put back, keys capture added taken out."""
+    wild = json.dumps(["*" if isinstance(k, int) else k for k in path])
+    if isinstance(value, torch.Tensor):
+        return value.to(_device(layout["devices"].get(wild, "cpu")))
+    if isinstance(value, dict):
+        items = {k: rebuild_batch(v, layout, others, main, path + (k,)) for k, v in value.items()
+                 if not (not path and k in layout.get("added_keys", ()))}
+        if wild in layout.get("classes", {}):
+            return _find_class(*layout["classes"][wild], main)(items)
+        return items
+    if isinstance(value, (list, tuple)):
+        items = [rebuild_batch(v, layout, others, main, path + (i,)) for i, v in enumerate(value)]
+        if wild in layout.get("classes", {}):
+            return _find_class(*layout["classes"][wild], main)(*items)
+        return tuple(items) if isinstance(value, tuple) else items
+    return others.get(json.dumps(list(path)), value)
+
+
+def entry_at(batch, path):
+    """The entry of the batch at a path of keys and indices (a tensor the block named)."""
+    for key in path:
+        batch = batch[key]
+    return batch
 
 
 def restore_rng(rng):
     torch.set_rng_state(rng["torch"])
     random.setstate(rng["random"])
+    # numpy only where the maintainer's Python has it: restoring its
+    # generator must not make the archive need a package the step never
+    # imported (torch imports numpy when it is installed).
     if rng.get("numpy") is not None:
-        import numpy
+        try:
+            import numpy
+        except ImportError:
+            return
         numpy.random.set_state(rng["numpy"])
     if rng.get("cuda") is not None and torch.cuda.is_available() and len(rng["cuda"]) <= torch.cuda.device_count():
         torch.cuda.set_rng_state_all(rng["cuda"])
@@ -184,11 +239,11 @@ def run_function(step, state, module, batch, off):
     return fn(*positional, **{k: named[k] for k in kwargs})
 
 
-def run_block(step, state, module, user_file, batch, values, off):
+def run_block(step, state, module, user_file, batch, off):
     namespace = dict(vars(module))
     namespace.update(state["variables"])
-    for name, key in step["batch_variables"].items():
-        namespace[name] = batch if key is None else values[key]
+    for name, path in step["batch_variables"].items():
+        namespace[name] = batch if path is None else entry_at(batch, path)
     for name, module_name in step["modules"].items():
         namespace[name] = importlib.import_module(module_name)
     for path in off:
@@ -206,16 +261,19 @@ def main(argv):
     with open(os.path.join(HERE, "step.json")) as f:
         step = json.load(f)
     _stand_in_for_capture()
-    module = import_user_module(user_file, module_name, step["argv"])
+    if "by_value" in step:
+        module, module_name = build_by_value(step, user_file), "__main__"
+    else:
+        module = import_user_module(user_file, module_name, step["argv"])
     state = load_state(os.path.join(HERE, "step_state.pt"), module, module_name)
-    values = batch_values(step["layout"], torch.load(batch_file, map_location="cpu", **_weights_only(True)),
-                          state["others"])
-    batch = rebuild_batch(step["layout"], values)
+    vars(module).update(state.get("globals", {}))
+    loaded = torch.load(batch_file, map_location="cpu", **_weights_only(True))
+    batch = rebuild_batch(loaded, step["layout"], state["others"], module)
     restore_rng(state["rng"])
     if step["kind"] == "function":
         run_function(step, state, module, batch, off)
     else:
-        run_block(step, state, module, user_file, batch, values, off)
+        run_block(step, state, module, user_file, batch, off)
     print("captured_step: the step ran without an error")
 
 

@@ -1,0 +1,122 @@
+"""The batch as the step was given it, saved so that minrepro can cut it and
+the step can run on any cut of it unchanged.
+
+batch.pt holds the same nesting of dicts, lists and tuples with the tensors
+detached and on the CPU (minrepro reads any such nesting and writes its
+candidates back the same way, harness/batch_tree.h). What torch.load with
+weights_only=True does not take is recorded beside it for the trial to put
+back (captured_step.py): a named tuple is saved as a plain tuple and a
+mapping of another class (a tokenizer's BatchEncoding) as a dict, their
+classes recorded by path; a leaf that is neither a tensor nor a number, a
+string or None (a PIL image, an object of the user's) is saved as None and
+kept in the step's state; each tensor's device is recorded by path, list
+indices written "*" (a cut list keeps the entries of its samples). Paths
+are JSON lists of keys and indices."""
+import collections.abc
+import json
+
+import torch
+
+_PLAIN = (bool, int, float, str, type(None))
+
+
+def _is_namedtuple(value):
+    return isinstance(value, tuple) and hasattr(type(value), "_fields")
+
+
+class SavedBatch:
+    def __init__(self, batch, sample_ids, problems):
+        self.given = batch
+        self.devices = {}       # wildcard path (json text) -> device
+        self.classes = {}       # wildcard path (json text) -> [module, qualname] of a named tuple or mapping
+        self.others = {}        # path (json text) -> the value kept in the step's state
+        self.tensors = []       # (path, detached CPU tensor, original tensor)
+        self.saved = self._copy(batch, [])
+        if not self.tensors:
+            raise ValueError("the batch holds no tensor")
+        self.added_keys = []
+        self._add_ids(sample_ids, problems)
+
+    # --------------------------------------------------------------- walking
+    def _copy(self, value, path):
+        if isinstance(value, torch.Tensor):
+            self.devices[_wild(path)] = str(value.device)
+            cpu = value.detach().cpu()
+            self.tensors.append((path, cpu, value))
+            return cpu
+        if isinstance(value, collections.abc.Mapping):
+            items = {k: self._copy(v, path + [k]) for k, v in value.items()}
+            if type(value) not in (dict, collections.OrderedDict):  # a tokenizer's BatchEncoding, say
+                self.classes[_wild(path)] = [type(value).__module__, type(value).__qualname__]
+            return items
+        if isinstance(value, (list, tuple)):
+            items = [self._copy(v, path + [i]) for i, v in enumerate(value)]
+            if _is_namedtuple(value):
+                self.classes[_wild(path)] = [type(value).__module__, type(value).__qualname__]
+                return tuple(items)
+            return tuple(items) if isinstance(value, tuple) else items
+        if isinstance(value, _PLAIN):
+            return value
+        self.others[_key(path)] = value
+        return None
+
+    def _add_ids(self, sample_ids, problems):
+        """The ids the user gave, as `sample_id` of a dict batch (the trial
+        takes the key out again before the step sees the batch)."""
+        if sample_ids is None:
+            return
+        ids = sample_ids.detach().cpu().reshape(-1).to(torch.int64) if isinstance(sample_ids, torch.Tensor) \
+            else torch.tensor([int(i) for i in sample_ids], dtype=torch.int64)
+        if not isinstance(self.saved, dict):
+            problems.append("sample_ids given, but the batch is a %s: the report numbers the samples by their position"
+                            % type(self.given).__name__)
+            return
+        if any(torch.equal(t.reshape(-1).to(torch.int64), ids) for _, t, _ in self.tensors
+               if t.dim() == 1 and t.numel() == ids.numel() and not t.is_floating_point()):
+            return  # the batch holds them already
+        key = "sample_id"
+        while key in self.saved:
+            key = "_" + key
+        self.saved[key] = ids
+        self.added_keys.append(key)
+
+    # --------------------------------------------------------------- facts
+    def batch_size(self):
+        sizes = {}
+        for _, t, _ in self.tensors:
+            if t.dim() >= 1:
+                sizes[t.shape[0]] = sizes.get(t.shape[0], 0) + 1
+        return max(sorted(sizes), key=lambda s: sizes[s]) if sizes else 0
+
+    def layout(self):
+        """What captured_step.py needs to give the step this batch again."""
+        return {"devices": self.devices, "classes": self.classes, "added_keys": self.added_keys,
+                "kind": type(self.given).__name__}
+
+    def path_of(self, tensor):
+        """The path of a tensor of the batch the step was given, or None."""
+        for path, _, original in self.tensors:
+            if original is tensor:
+                return path
+        return None
+
+
+def display_path(path):
+    """A path as minrepro names it: 'image', '[1]', 'targets[3].boxes'."""
+    out = ""
+    for i, k in enumerate(path):
+        if isinstance(k, int):
+            out += "[%d]" % k
+        elif i == 0:
+            out += str(k)
+        else:
+            out += "." + str(k) if str(k).isidentifier() else '["%s"]' % k
+    return out or "."
+
+
+def _key(path):
+    return json.dumps(path)
+
+
+def _wild(path):
+    return _key(["*" if isinstance(k, int) else k for k in path])
