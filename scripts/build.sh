@@ -19,6 +19,8 @@ scripts/install-python-capture.sh   # import minrepro_capture (harness/python)
 launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER= -DCMAKE_C_COMPILER_LAUNCHER=)  # none, also in a build configured with one
 if command -v ccache >/dev/null; then
   export CCACHE_NOHASHDIR=true
+  # The harness precompiles LibTorch's headers (CMakeLists.txt): ccache caches its files only with these.
+  export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
 # MINREPRO_CMAKE_ARGS: more -D options (run-tests.sh's second build leaves out the benchmarks).

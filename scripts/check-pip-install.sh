@@ -11,7 +11,8 @@
 #  3. a configure that cannot find yaml-cpp names the Debian package to
 #     install.
 # The build directory is build-pip/ (incremental on a rerun); ccache, when
-# present, reuses what build/ compiled (CCACHE_NOHASHDIR, as build.sh).
+# present, reuses what build/ compiled (the build sets CCACHE_NOHASHDIR, as
+# build.sh does).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/torch-env.sh
@@ -23,12 +24,9 @@ torch_site="$("$MINREPRO_PYTHON" -c 'import os, torch; print(os.path.dirname(os.
 own_site="$("$work/venv/bin/python" -c 'import site; print(site.getsitepackages()[0])')"
 echo "$torch_site" > "$own_site/torch-of-the-user.pth"
 
-launcher=""
-if command -v ccache >/dev/null; then
-  export CCACHE_NOHASHDIR=true
-  launcher="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache"
-fi
-CMAKE_ARGS="$launcher" "$work/venv/bin/python" -m pip install --quiet --config-settings=build-dir=build-pip . \
+# The build's own launcher (CMakeLists.txt, scripts/build-progress.sh) uses
+# ccache when it is present, as a user's `pip install .` does.
+"$work/venv/bin/python" -m pip install --quiet --config-settings=build-dir=build-pip . \
   > "$work/pip.log" 2>&1 || { cat "$work/pip.log"; echo "check-pip-install: pip install . failed" >&2; exit 1; }
 
 export PATH="$work/venv/bin:$PATH"
