@@ -60,7 +60,7 @@ std::function<OpReduction(const fs::path& case_file, const OpReductionBounds& bo
     const std::string scope = trialScope();
     OpReduction reduction;
     try {
-      const ExitStatus status = runShrink(inner);
+      const ExitStatus status = runShrink(inner, bounds.warm);
       const fs::path best = case_file.parent_path() / "work" / "best" / "batch.pt";
       const bool ended = status == ExitStatus::Reduced || status == ExitStatus::BudgetSpent;
       if (ended && fs::exists(best))

@@ -15,7 +15,8 @@ namespace minrepro {
 
 // A reducer for OpStep::reduce that runs shrink with `outer`'s Python, one
 // trial at a time on the slots it is given (the self-check runs beside it),
-// forked without the comparison with plain processes (the op step runs the
+// on the warm Python it is given (the run's fork server) or a server of its
+// own, forked without the comparison with plain processes (the op step runs the
 // result alone in plain processes, and falls back to the recorded inputs
 // when it does not fail there), at most 300 trials and the seconds it is
 // given (10 minutes when none), on the case file it is given.

@@ -173,7 +173,7 @@ constexpr double kMinOpReductionSeconds = 5;
 
 std::function<OpRepro(const OpStart&)> opStepFor(const ShrinkOptions& options, const CaseConfig& config,
                                                  const FailureSignature& signature, const SelfCheckPlan& plan,
-                                                 const Log& log) {
+                                                 const Log& log, Executor* warm) {
   OpStep step;
   step.work = config.work_dir;
   step.python = trialPython(options, config);
@@ -183,8 +183,9 @@ std::function<OpRepro(const OpStart&)> opStepFor(const ShrinkOptions& options, c
   step.timeout = config.timeout;
   step.stop = &g_stop;
   step.reduce = opReducer(options);
-  return [step, &log](const OpStart& start) {
+  return [step, &log, warm](const OpStart& start) {
     OpStep with_archive = step;
+    with_archive.warm = warm;
     with_archive.archive = start.archive;
     with_archive.recorded = start.recorded;
     with_archive.slots = start.slots;
@@ -407,7 +408,10 @@ ExitStatus runShrink(const ShrinkOptions& options, Executor* executor) {
                                     options.trial_binary.empty() ? defaultTrialBinary() : options.trial_binary,
                                     options.jobs);
   if (stack && options.slots) stack->push(std::make_unique<SlotExecutor>(stack->top(), *options.slots));
-  Executor& chosen = executor ? *executor : stack->top();
+  // An executor given (the op step's warm Python) shares the slots too.
+  std::optional<SlotExecutor> slotted;
+  if (executor && options.slots) slotted.emplace(*executor, *options.slots);
+  Executor& chosen = slotted ? *slotted : executor ? *executor : stack->top();
   return runShrinkLoaded(options, config, chosen, stack ? stack->forkServers() : nullptr);
 }
 
@@ -689,7 +693,11 @@ ExitStatus writeResult(Run& r) {
   job.timeline = &r.timeline;
   const SelfCheckPlan plan = planSelfCheck(r.oracle->rate(), r.config.flaky, r.plain_passes, r.best.samples.size());
   if (!plan.require_every_run) summary.flaky_rate = r.oracle->rate().estimate();
-  if (job.skip_op_step.empty()) job.op_step = opStepFor(r.options, r.config, r.oracle->reference(), plan, r.log);
+  // The run's fork servers serve the op step's own Python runs warm (a
+  // Python server starts on its first one when the trials ran none).
+  Executor* warm = r.forked && r.config.fork_server ? &r.executor : nullptr;
+  if (job.skip_op_step.empty())
+    job.op_step = opStepFor(r.options, r.config, r.oracle->reference(), plan, r.log, warm);
   const ExitStatus status = writeAndCheckArchive(r.config, *r.oracle, r.best, job, summary, r.status, r.log);
   r.confirmed = summary.confirmed;
   return status;

@@ -78,8 +78,9 @@ fs::path freshDir(const fs::path& dir) {
 
 // One Python process of the step, in a directory of its own made afresh
 // (what an earlier run left there must not change this one's calls).
+// `fresh`: a plain process even when the step has a warm Python.
 TrialOutcome runPython(const OpStep& step, std::vector<std::string> args, std::map<std::string, std::string> env = {},
-                       std::chrono::milliseconds timeout = std::chrono::milliseconds{0}) {
+                       std::chrono::milliseconds timeout = std::chrono::milliseconds{0}, bool fresh = true) {
   static std::atomic<std::size_t> runs{0};
   TrialSpec spec;
   spec.argv = {step.python};
@@ -92,6 +93,8 @@ TrialOutcome runPython(const OpStep& step, std::vector<std::string> args, std::m
   spec.cancel = step.stop;
   JobSlots one(1);
   JobSlots::Held slot(step.slots ? *step.slots : one);
+  spec.fresh_process = fresh || !step.warm;
+  if (!spec.fresh_process) return step.warm->run(spec);
   return LocalExecutor().run(spec);
 }
 
@@ -274,7 +277,7 @@ bool renderScript(const OpStep& step, const fs::path& call_dir, const fs::path& 
   std::vector<std::string> args{(fs::path(opRecorderDir()) / "minrepro_op.py").string(), "render", call_dir.string(),
                                 dir.string()};
   if (literal) args.push_back("--literal");
-  const TrialOutcome out = runPython(step, args);
+  const TrialOutcome out = runPython(step, args, {}, {}, /*fresh=*/false);
   if (out.passed()) return true;
   const text::Lines lines = text::splitLines(text::trim(out.stderr_text));
   result.why = "repro_op.py could not be written: " + (lines.empty() ? describe(out) : lines.back());
@@ -300,7 +303,7 @@ std::optional<fs::path> reduceCall(const OpStep& step, const fs::path& op_dir, c
   for (const char* name : {"repro_op.py", "inputs.pt"}) fs::copy_file(op_dir / name, dir / name);
   std::ofstream(dir / "case.yaml") << renderOpCase(step.python, axes, step.signature, step.timeout,
                                                    !step.plan.require_every_run);
-  const OpReduction reduction = step.reduce(dir / "case.yaml", {step.slots, step.reduction_seconds});
+  const OpReduction reduction = step.reduce(dir / "case.yaml", {step.slots, step.reduction_seconds, step.warm});
   result.reduction_trials = reduction.trials;
   result.not_reduced = reduction.why_not;
   if (reduction.inputs.empty()) return std::nullopt;
@@ -316,7 +319,10 @@ bool standsAlone(const OpStep& step, const SelfCheckPlan& plan, const fs::path& 
   result.alone_runs = alone.runs;
   result.alone_failed = alone.failed_alike;
   result.alone = "failed alone like the case in " + std::to_string(alone.failed_alike) + " of " +
-                 std::to_string(alone.runs) + " runs (fresh processes, an empty directory)";
+                 std::to_string(alone.runs) + " runs in an empty directory (" +
+                 (step.warm && alone.runs > 1 ? "the first a fresh process, the others forked from a warm Python"
+                                              : "fresh processes") +
+                 ")";
   if (alone.passed(plan)) return true;
   result.why = op + " called alone with the recorded inputs does not fail like the case (" + alone.first_difference +
                "): the failure needs what earlier calls did (a value or state they left, a race), so the batch-level "
@@ -500,7 +506,8 @@ OpAlone runOpAlone(const fs::path& dir, const OpStep& step, const SelfCheckPlan&
   runInSlots(
       runs, step.slots ? *step.slots : one,
       [&](std::size_t i) {
-        outcomes[i] = runPython(held, {(alone / "repro_op.py").string()});
+        // The first run a fresh process: repro_op.py fails alone as a maintainer runs it.
+        outcomes[i] = runPython(held, {(alone / "repro_op.py").string()}, {}, {}, /*fresh=*/i == 0);
         matches[i] = matchesCase(step, classify(outcomes[i]));
         if (matches[i].matches && !plan.require_every_run && plan.enough_after_one) enough = true;
       },

@@ -115,10 +115,12 @@ struct OpReduction {
 };
 
 // What the reduction of the call's inputs may use: the slots it shares
-// (null: its own one), and seconds (0: no bound but its own).
+// (null: its own one), seconds (0: no bound but its own), and the warm
+// Python its trials may fork from (null: its own fork server).
 struct OpReductionBounds {
   JobSlots* slots = nullptr;
   double seconds = 0;
+  Executor* warm = nullptr;
 };
 
 struct OpStep {
@@ -144,6 +146,12 @@ struct OpStep {
   // The --jobs slots this step's processes share with the self-check that
   // runs beside it (null: one at a time).
   JobSlots* slots = nullptr;
+  // A warm Python (the run's fork server, torch imported once) for the
+  // runs of the step's own that need no fresh process: rendering
+  // repro_op.py, the reduction's trials, and every run of the call alone
+  // but the first, which is a fresh process. Null: all plain processes.
+  // The self-check's runs of repro.py never come here.
+  Executor* warm = nullptr;
 };
 
 // What a Python process is given to load the op recorder: its directory
