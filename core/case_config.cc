@@ -47,7 +47,7 @@ const std::vector<std::string> kTrialKeys{"harness",     "command", "env",      
                                           "diagnostic",  "files",   "exclude_files"};
 const std::vector<std::string>& kDiagnosticSettings = diagnosticSettingNames();
 const std::vector<std::string> kHarnessKeys{"model", "input", "target", "loss", "ignore_index", "transforms"};
-const std::vector<std::string> kFailureKeys{"family", "operator", "message"};
+const std::vector<std::string> kFailureKeys{"family", "operator", "message", "ending"};
 const std::vector<std::string> kFlakyKeys{"enabled", "alpha", "initial_failures", "initial_runs", "max_passes"};
 const std::vector<std::string> kLosses{"cross_entropy", "nll", "none"};
 
@@ -284,6 +284,13 @@ void readFailure(const Loader& l, const MapView& top, CaseConfig& c) {
   if (const Value* x = f.find("family")) c.expected.family = readFamily(l, *x);
   if (const Value* x = f.find("operator")) c.expected.op = nonEmpty(l, *x, "an operator name");
   if (const Value* x = f.find("message")) c.expected.message_regex = readRegex(l, *x);
+  if (const Value* x = f.find("ending")) {
+    const std::string ending = scalar(l, *x, "'same' or 'any'");
+    if (ending != "same" && ending != "any")
+      fail(l, *x, "'same' (the way the process ends must match: a signal, an exception, an exit status) or 'any'",
+           inQuotes(ending), "");
+    c.expected.any_ending = ending == "any";
+  }
 }
 
 void readFlaky(const Loader& l, const MapView& top, CaseConfig& c) {

@@ -161,11 +161,12 @@ void emitTrial(YAML::Emitter& out, const CaseConfig& c, const fs::path& dir, con
 }
 
 void emitFailure(YAML::Emitter& out, const ExpectedFailure& e) {
-  if (!e.family && e.op.empty() && e.message_regex.empty()) return;
+  if (!e.family && e.op.empty() && e.message_regex.empty() && !e.any_ending) return;
   out << YAML::Key << "failure" << YAML::Value << YAML::BeginMap;
   if (e.family) out << YAML::Key << "family" << YAML::Value << familyName(*e.family);
   if (!e.op.empty()) out << YAML::Key << "operator" << YAML::Value << e.op;
   if (!e.message_regex.empty()) out << YAML::Key << "message" << YAML::Value << e.message_regex;
+  if (e.any_ending) out << YAML::Key << "ending" << YAML::Value << "any";
   out << YAML::EndMap;
 }
 

@@ -373,6 +373,7 @@ std::string FailureSignature::summary() const {
   if (family == FailureFamily::Signal && !signal_name.empty()) line += " " + signal_name;
   if (!op.empty()) line += " in " + op;
   if (!message.empty()) line += ": " + shorten(message, 200);
+  if (family != FailureFamily::Signal && !signal_name.empty()) line += " (" + ending() + ")";
   return line;
 }
 
@@ -454,7 +455,17 @@ std::string messageShape(const std::string& message) {
       shape += '#';
     in_number = digit;
   }
-  return shape;
+  // A list of numbers is one list however long: a message that names the
+  // batch's samples or an index tensor ("samples [4209, 1244]") names fewer
+  // of them as the batch shrinks, and it is the same failure.
+  if (shape.find("#,") == std::string::npos && shape.find("# ,") == std::string::npos &&
+      shape.find("[#]") == std::string::npos && shape.find("[-#]") == std::string::npos)
+    return shape;
+#define MINREPRO_NUMBER R"(-?#(?:\.#)?(?:e[+-]?#)?)"
+  static const std::regex bracketed(R"(\[\s*)" MINREPRO_NUMBER R"((?:\s*,\s*)" MINREPRO_NUMBER R"()*\s*,?\s*\])");
+  static const std::regex list(MINREPRO_NUMBER R"((?:\s*,\s*)" MINREPRO_NUMBER R"()+)");
+#undef MINREPRO_NUMBER
+  return std::regex_replace(std::regex_replace(shape, bracketed, "[#, ...]"), list, "#, ...");
 }
 
 SignatureMatch matchSignature(const FailureSignature& original, const FailureSignature& candidate,
@@ -464,8 +475,12 @@ SignatureMatch matchSignature(const FailureSignature& original, const FailureSig
   if (candidate.family != original.family) return mismatch(familyMismatch(candidate.family, original.family));
   if (expected.family && candidate.family != *expected.family)
     return mismatch(familyMismatch(candidate.family, *expected.family));
-  if (candidate.family == FailureFamily::Signal && candidate.signal_name != original.signal_name)
-    return mismatch("signal " + candidate.signal_name + ", expected " + original.signal_name);
+  const bool either_timeout = candidate.family == FailureFamily::Timeout || original.family == FailureFamily::Timeout;
+  if (candidate.signal_name != original.signal_name && !either_timeout &&
+      (!expected.any_ending || candidate.family == FailureFamily::Signal))
+    return mismatch((candidate.signal_name.empty() ? std::string("raised or exited") : candidate.ending()) +
+                    ", expected " + (original.signal_name.empty() ? "an exception or exit" : original.ending()) +
+                    (expected.any_ending ? "" : " (failure.ending: any accepts either)"));
   for (const std::string& op : {expected.require_original_op ? original.op : std::string(), expected.op}) {
     if (!op.empty() && candidate.op != op)
       return mismatch("operator " + (candidate.op.empty() ? "unknown" : candidate.op) + ", expected " + op);

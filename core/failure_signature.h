@@ -50,7 +50,10 @@ struct FailureSignature {
 
   bool failed() const { return family != FailureFamily::None; }
   // One line for logs and reports: "index-error in nll_loss: Target 4 is out of bounds."
+  // (", killed by SIGABRT" after an error that ended the process by a signal).
   std::string summary() const;
+  // How the process ended: "killed by SIGABRT", or "" (raised or exited).
+  std::string ending() const { return signal_name.empty() ? "" : "killed by " + signal_name; }
 };
 
 // Classifies a trial's outcome from its exit and the first error in its output.
@@ -87,8 +90,10 @@ FailureSignature classifyText(const std::string& text);
 // pointers, pids, temp paths, line numbers inside the library.
 std::string normalizeMessage(const std::string& message);
 
-// The message with every number masked ("Target # is out of bounds."): two
-// failures whose messages differ only in sizes or indices are the same bug.
+// The message with every number masked ("Target # is out of bounds."), and
+// every list of numbers one list ("samples [#, ...]"): two failures whose
+// messages differ only in sizes, indices or how many of them they name are
+// the same bug.
 std::string messageShape(const std::string& message);
 
 // The expectations a user may state in case.yaml (all optional).
@@ -99,6 +104,12 @@ struct ExpectedFailure {
   // The candidate must name the original's operator too (invariants.operator
   // in case.yaml; relaxing it accepts the same family and message elsewhere).
   bool require_original_op = true;
+  // failure.ending: any. By default the way the process ended is part of
+  // the failure: a process killed by a signal (which one) is not one that
+  // raised an exception or exited with a status, whatever the message
+  // (the same bounds check thrown inside an OpenMP region aborts; raised
+  // serially, it is an exception a program may catch).
+  bool any_ending = false;
 };
 
 struct SignatureMatch {
@@ -107,9 +118,10 @@ struct SignatureMatch {
 };
 
 // A candidate counts only when it fails the same way as the original: same
-// family, same operator (when the original named one), and a message that
-// matches the user's pattern when given, otherwise the original's message
-// shape. A different failure is a different bug and never matches.
+// family, same ending (the signal it died of, or none), same operator (when
+// the original named one), and a message that matches the user's pattern
+// when given, otherwise the original's message shape. A different failure
+// is a different bug and never matches.
 SignatureMatch matchSignature(const FailureSignature& original, const FailureSignature& candidate,
                               const ExpectedFailure& expected);
 

@@ -504,6 +504,21 @@ void TrialOracle::finishFreshOriginals(const Selection& all, std::vector<TrialRe
   }
 }
 
+void TrialOracle::rateFromFreshOriginalOnly(const Selection& all) {
+  const auto known = results_.find(kFreshPrefix + kOriginalPrefix + selectionKey(all));
+  std::size_t failures = 0, runs = 0;
+  if (known != results_.end())
+    for (bool failed : known->second) ++runs, failures += failed ? 1 : 0;
+  rate_ = FailureRate{};
+  seen_answers_.clear();
+  monotonicity_ = decltype(monotonicity_){&TrialOracle::keepsAll};
+  if (failures > 0 && failures < runs)
+    rate_.contradict("the original passed in " + std::to_string(runs - failures) + " of " + std::to_string(runs) +
+                     " plain runs");
+  rate_.add(failures, runs - failures, all.samples.size());
+  if (failures > 0) monotonicity_.add(all, true);
+}
+
 std::size_t TrialOracle::freshOriginalRuns(const Selection& all) const {
   const auto known = results_.find(kFreshPrefix + kOriginalPrefix + selectionKey(all));
   return known == results_.end() ? 0 : known->second.size();

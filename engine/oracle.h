@@ -125,6 +125,10 @@ class TrialOracle {
   // behave as fresh processes on the original, or the final 1-minimality
   // check (which agreement on the original does not make safe to fork).
   void useFreshProcessesOnly() { fresh_only_ = true; }
+  // The forked runs of the original do not fail as fresh ones do: the
+  // failure rate and the evidence about determinism start again from the
+  // original's plain runs alone (forked passes say nothing about the case).
+  void rateFromFreshOriginalOnly(const Selection& all);
   bool freshProcessesOnly() const { return fresh_only_; }
 
   // Decides a candidate with the sequential rule; records accepted states.

@@ -46,6 +46,7 @@ struct PassContext {
   // The pass under way and its search's estimate of the trials it has left.
   std::string pass;
   std::size_t trials_left = 0;
+  bool plain_check_follows = false;  // runPipeline's
 };
 
 // Where a long pass stands: the candidate's size on disk, how fast
@@ -132,7 +133,12 @@ std::optional<Selection> searchSetPass(PassContext& pc, const SetReducer& reduce
     return reducer.apply(current, {});
   if (units == 1) return current;
   const bool one_run = pc.oracle.decidesOnOneRun();
-  DeltaSearch search(units, deltaOptions(pc.config, pc.oracle));
+  DeltaOptions options = deltaOptions(pc.config, pc.oracle);
+  // The plain check after a forked search tests each kept sample and branch
+  // again, at full strength: a final check here would ask the same twice.
+  if (pc.plain_check_follows && (reducer.name() == "samples" || reducer.name() == "branches"))
+    options.final_check = false;
+  DeltaSearch search(units, options);
   auto make = [&](const DeltaSearch& s) { return reducer.apply(current, s.query()); };
   auto finish = [&](const DeltaSearch& s) { return reducer.apply(current, s.result()); };
   while (!search.done()) {
@@ -248,7 +254,7 @@ std::vector<Speculated> openingCandidates(const CaseConfig& config, const CaseVi
 }
 
 Selection runPipeline(const CaseConfig& config, const CaseView& view, Selection current, TrialOracle& oracle, Log& log,
-                      bool confirmation_follows) {
+                      bool confirmation_follows, bool plain_check_follows) {
   const CaseSize original = measureSize(current, view);
   PassContext pc{.config = config,
                  .oracle = oracle,
@@ -259,7 +265,8 @@ Selection runPipeline(const CaseConfig& config, const CaseView& view, Selection 
                  .single_pass = config.reducers.size() == 1 && confirmation_follows,
                  .setting_results = {},
                  .pass = {},
-                 .trials_left = 0};
+                 .trials_left = 0,
+                 .plain_check_follows = plain_check_follows};
   std::vector<std::unique_ptr<Reducer>> passes;
   for (const auto& name : config.reducers) passes.push_back(findReducer(name)->create(view));
   for (int round = 1;; ++round) {

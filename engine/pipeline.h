@@ -20,8 +20,11 @@ void checkPassNames(const CaseConfig& config);
 // `confirmation_follows`: a confirmation of the result runs after the
 // passes (the oracle's confirm), so a single pass's speculation may run it
 // early in a free slot; false when the self-check is the confirmation.
+// `plain_check_follows`: the 1-minimality of the samples and branches is
+// checked again in plain processes after the passes (a forked search,
+// engine/plain_process_check.h), so their passes skip their own final check.
 Selection runPipeline(const CaseConfig& config, const CaseView& view, Selection start, TrialOracle& oracle, Log& log,
-                      bool confirmation_follows = true);
+                      bool confirmation_follows = true, bool plain_check_follows = false);
 
 // The candidates runPipeline asks first, in order, assuming each is accepted
 // (at most `max`): speculative trials beside the original's check.

@@ -76,6 +76,7 @@ ForkComparison compareForkedWithFresh(const Selection& all, const OriginalEstima
   else if (c.p_value < 0.01)
     c.verdict = ForkVerdict::UsePlainOnly;
   if (c.verdict != ForkVerdict::Agree) oracle.useFreshProcessesOnly();
+  if (c.verdict == ForkVerdict::UsePlainOnly) oracle.rateFromFreshOriginalOnly(all);
   return c;
 }
 
@@ -94,7 +95,7 @@ Selection checkMinimalityFresh(const CaseView& view, TrialOracle& oracle, Select
     Selection candidate = best;
     std::erase(candidate.samples, sample);
     ++report.checked;
-    if (oracle.interesting(candidate)) {
+    if (oracle.interesting(candidate, {}, /*recheck=*/true)) {
       best = std::move(candidate);
       ++report.samples_removed;
     }
@@ -104,7 +105,7 @@ Selection checkMinimalityFresh(const CaseView& view, TrialOracle& oracle, Select
     Selection candidate = best;
     candidate.branches_off.insert(branch);
     ++report.checked;
-    if (oracle.interesting(candidate)) {
+    if (oracle.interesting(candidate, {}, /*recheck=*/true)) {
       best = std::move(candidate);
       ++report.branches_removed;
     }

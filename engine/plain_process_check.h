@@ -60,8 +60,10 @@ struct FreshMinimality {
 };
 
 // The 1-minimality check with plain processes (the oracle is switched to
-// them for good); returns the result, smaller where a unit was kept only
-// because forked trials of its removal passed.
+// them for good), each removal decided at the final check's strength
+// (TrialOracle::interesting's recheck); returns the result, smaller where a
+// unit was kept only because forked trials of its removal passed, or a
+// pass by bad luck rejected it.
 Selection checkMinimalityFresh(const CaseView& view, TrialOracle& oracle, Selection best, FreshMinimality& report);
 
 }  // namespace minrepro

@@ -593,7 +593,7 @@ ExitStatus checkTheOriginal(Run& r, bool forks) {
 void search(Run& r, bool forks) {
   const bool searched_forked = r.searched_forked = forks && !r.oracle->freshProcessesOnly();
   const bool self_check_confirms = selfCheckConfirms(r.options, r.config);
-  r.best = runPipeline(r.config, *r.batch, r.all, *r.oracle, r.log, !self_check_confirms);
+  r.best = runPipeline(r.config, *r.batch, r.all, *r.oracle, r.log, !self_check_confirms, searched_forked);
   if (r.config.flaky.enabled) r.log.info("flakiness: charged as " + r.oracle->rate().verdict());
   if (searched_forked) {
     r.timeline.startPass("plain check", r.log.elapsedSeconds());

@@ -72,6 +72,16 @@ std::string layoutName(const at::Tensor& t) {
 
 namespace {
 
+// " (Batch)" from LibTorch's "Unknown pickler class idBatch".
+std::string classNamed(const std::string& what) {
+  const std::string marker = "class id";
+  const auto at = what.find(marker);
+  if (at == std::string::npos) return "";
+  const std::string name = what.substr(at + marker.size(), what.find_first_of(" \n", at + marker.size()) -
+                                                               (at + marker.size()));
+  return name.empty() ? "" : " (" + name + ")";
+}
+
 // LibTorch 1.13's unpickler cannot read a dict with exactly one entry, which
 // Python writes with a different opcode; say so instead of "Unknown opcode".
 std::string explainUnpickleError(const std::string& what) {
@@ -79,7 +89,8 @@ std::string explainUnpickleError(const std::string& what) {
     return " (LibTorch 1.13 cannot read a dict with exactly one entry, nor numpy arrays, "
            "torch.Size or nn.Parameter values: save a dict of two or more plain tensors)";
   if (what.find("Unknown pickler class") != std::string::npos || what.find("unknown type") != std::string::npos)
-    return " (the batch holds an object of a class of your own, such as a named tuple, which minrepro cannot "
+    return " (the batch holds an object of a class of your own" + classNamed(what) +
+           ", such as a named tuple, which minrepro cannot "
            "write back: save tuple(batch) or batch._asdict() and rebuild it in the step, e.g. "
            "Batch(*torch.load(path)); minrepro_capture does this by itself)";
   return " (save it with torch.save(batch, path): dicts, lists and tuples of tensors)";
@@ -109,7 +120,9 @@ NamedTensors readBatchFile(const fs::path& file) {
     value = unpickleBatch(file);
   } catch (const std::exception& e) {
     const std::string what = firstLine(e.what());
-    throw BadInputError(file.string() + ": not a readable torch.save file: " + what + explainUnpickleError(what));
+    const bool object = what.find("Unknown pickler class") != std::string::npos;
+    throw BadInputError(file.string() + ": " + (object ? "cannot be read" : "not a readable torch.save file: " + what) +
+                        explainUnpickleError(what));
   }
   NamedTensors batch;
   try {

@@ -228,8 +228,13 @@ class TorchBatchStore : public BatchStore {
     return std::nullopt;
   }
 
-  bool valueReducible(const std::string& name) const {
+  // Entries of per-sample lists (a detection target's boxes and labels) keep
+  // their values: they are the annotations a maintainer reads, and zeros
+  // make other boxes degenerate, a new instance of the same failure.
+  bool valueReducible(std::size_t i) const {
+    const std::string& name = batch_.names[i];
     const auto& ex = config_.values.exclude;
+    if (owners_[i] >= 0) return false;
     return name != config_.sample_ids && name != config_.sequence.lengths && name != config_.sequence.mask &&
            std::find(ex.begin(), ex.end(), name) == ex.end();
   }
@@ -576,7 +581,7 @@ bool TorchBatchStore::samplesWhole(std::size_t i, const Selection& selection) co
 std::int64_t TorchBatchStore::nonTrivialValueCount(const Selection& selection) const {
   std::int64_t count = 0;
   for (std::size_t i = 0; i < batch_.names.size(); ++i) {
-    if (!valueReducible(batch_.names[i]) || !kept(i, selection.samples)) continue;
+    if (!valueReducible(i) || !kept(i, selection.samples)) continue;
     if (!samplesWhole(i, selection)) {
       count += nonTrivialCount(i, selection, nullptr);
       continue;
@@ -592,7 +597,7 @@ std::int64_t TorchBatchStore::nonTrivialValueCount(const Selection& selection) c
 std::vector<ValueUnit> TorchBatchStore::nonTrivialValues(const Selection& selection) const {
   std::vector<ValueUnit> units;
   for (std::size_t i = 0; i < batch_.names.size(); ++i) {
-    if (!valueReducible(batch_.names[i]) || !kept(i, selection.samples)) continue;
+    if (!valueReducible(i) || !kept(i, selection.samples)) continue;
     CandidateTensor c = cut(i, selection, true);
     applyLengths(i, selection, c);
     at::Tensor open = c.values.ne(trivial_[i]);

@@ -207,12 +207,21 @@ std::optional<double> paddingAlong(const at::Tensor& t, int64_t axis, const at::
   return first;
 }
 
+// The value most positions past each sample's length hold along `axis`.
+double commonPadding(const at::Tensor& t, int64_t axis, const at::Tensor& lengths) {
+  const at::Tensor moved = t.movedim(axis, 1);
+  at::Tensor past = at::arange(moved.size(1), at::kLong).unsqueeze(0) >= lengths.to(at::kLong).unsqueeze(1);
+  for (int64_t d = 2; d < moved.dim(); ++d) past = past.unsqueeze(-1);
+  const at::Tensor padded = moved.masked_select(past.expand(moved.sizes())).to(at::kDouble);
+  if (padded.numel() == 0) return 0;
+  return std::get<0>(at::mode(padded)).item<double>();
+}
+
 // The sample tensors that `lengths` pads: an axis as long as its largest
 // value, uniform past each sample's length.
 std::vector<SequenceTensor> paddedBy(const NamedTensors& b, const InferredCase& c, const at::Tensor& lengths,
-                                     const std::string& except) {
+                                     std::int64_t length, const std::string& except) {
   std::vector<SequenceTensor> found;
-  const std::int64_t length = lengths.max().item<std::int64_t>();
   for (const SampleAxis& a : c.sample_axes) {
     const at::Tensor* t = perSampleTensor(b, c, a.tensor);
     if (!t || a.tensor == except || a.tensor == c.ids) continue;
@@ -225,6 +234,25 @@ std::vector<SequenceTensor> paddedBy(const NamedTensors& b, const InferredCase& 
     }
   }
   return found;
+}
+
+// A sample tensor along whose axis 1 the sequence runs too, but which holds
+// other values past some sample's length (a token where padding should be,
+// the very value that may be the bug): cut with the others all the same, so
+// that shortening the window keeps every tensor the same length, padded
+// with the value most of its padding holds. Said in the notes.
+void joinSameLengthTensors(const NamedTensors& b, const at::Tensor& lengths, std::int64_t length, InferredCase& c) {
+  for (const SampleAxis& a : c.sample_axes) {
+    const at::Tensor* t = perSampleTensor(b, c, a.tensor);
+    const bool taken = std::any_of(c.sequence.begin(), c.sequence.end(),
+                                   [&](const SequenceTensor& s) { return s.tensor == a.tensor; });
+    if (!t || taken || a.tensor == c.ids || a.tensor == c.lengths || t->dim() < 2 || t->size(1) != length) continue;
+    const double pad = commonPadding(*t, 1, lengths);
+    c.sequence.push_back({a.tensor, 1, pad});
+    c.doubts.push_back("'" + a.tensor + "' holds other values than " + number(pad) +
+                       " past some sample's length: cut with the other sequence tensors all the same, padded with " +
+                       number(pad) + " (edit sequence.tensors and padding if that is wrong)");
+  }
 }
 
 bool preferred(const std::string& name, const std::string& part, std::size_t found, const std::string& best_name,
@@ -241,7 +269,7 @@ bool findLengths(const NamedTensors& b, InferredCase& c) {
   for (const SampleAxis& a : c.sample_axes) {
     const at::Tensor* t = perSampleTensor(b, c, a.tensor);
     if (!t || a.tensor == c.ids || !perSampleInteger(*t, c.samples) || t->min().item<std::int64_t>() < 0) continue;
-    const std::vector<SequenceTensor> padded = paddedBy(b, c, *t, a.tensor);
+    const std::vector<SequenceTensor> padded = paddedBy(b, c, *t, t->max().item<std::int64_t>(), a.tensor);
     if (padded.empty()) continue;
     fits.push_back(a.tensor);
     if (best.empty() || preferred(a.tensor, "len", padded.size(), best, best_padded.size()))
@@ -250,8 +278,9 @@ bool findLengths(const NamedTensors& b, InferredCase& c) {
   if (best.empty()) return false;
   c.lengths = best;
   c.sequence = best_padded;
-  if (fits.size() > 1)
-    c.doubts.push_back("lengths: also possible: " + joined(fits) + " (edit sequence.lengths)");
+  joinSameLengthTensors(b, *b.find(best), b.find(best)->max().item<std::int64_t>(), c);
+  fits.erase(std::remove(fits.begin(), fits.end(), best), fits.end());
+  if (!fits.empty()) c.doubts.push_back("lengths: also possible: " + joined(fits) + " (edit sequence.lengths)");
   return true;
 }
 
@@ -274,7 +303,7 @@ bool findMask(const NamedTensors& b, InferredCase& c) {
     const at::Tensor* t = perSampleTensor(b, c, a.tensor);
     if (!t || !prefixMask(*t)) continue;
     const at::Tensor lengths = t->ne(0).sum(1);
-    std::vector<SequenceTensor> padded = paddedBy(b, c, lengths, a.tensor);
+    std::vector<SequenceTensor> padded = paddedBy(b, c, lengths, t->size(1), a.tensor);
     if (padded.empty() && !named(leafName(a.tensor), "mask")) continue;
     if (best.empty() || preferred(a.tensor, "mask", padded.size(), best, best_padded.size()))
       best = a.tensor, best_padded = std::move(padded);
@@ -283,6 +312,7 @@ bool findMask(const NamedTensors& b, InferredCase& c) {
   c.mask = best;
   c.sequence = best_padded;
   c.sequence.insert(c.sequence.begin(), SequenceTensor{best, 1, 0});
+  joinSameLengthTensors(b, b.find(best)->ne(0).sum(1), b.find(best)->size(1), c);
   return true;
 }
 

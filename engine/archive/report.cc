@@ -196,11 +196,15 @@ std::vector<std::string> timeAccount(const ReductionSummary& s) {
   if (!s.timeline || s.timeline->phases().empty()) return {};
   std::string phases;
   double before_archive = 0;  // the original's and the search's wall time
+  bool self_check = false, op_step = false;
   for (const Phase& p : s.timeline->phases()) {
     phases += (phases.empty() ? "" : ", ") + p.name + " " + secondsText(p.seconds()) + " s";
     if (p.name == "original" || p.name.starts_with("search")) before_archive += p.seconds();
+    self_check = self_check || p.name == "self-check";
+    op_step = op_step || p.name == "op step";
   }
-  std::vector<std::string> lines{"phases: " + phases + " (the self-check and the op step run side by side)"};
+  std::vector<std::string> lines{"phases: " + phases +
+                                 (self_check && op_step ? " (the self-check and the op step run side by side)" : "")};
   const std::size_t trials = s.stats.trials;
   if (trials == 0) return lines;
   const double own = std::max(0.0, before_archive - s.stats.round_trial_seconds);

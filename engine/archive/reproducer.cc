@@ -271,10 +271,11 @@ void runOpStep(const OpStart& start, const ArchiveJob& job, ReductionSummary& su
   if (job.timeline) job.timeline->addPhase({"op step", from, to});
   if (to - from > to / 3)
     log.info("note: the op step took " + secondsText(to - from) + " s of the run's " + secondsText(to) +
-             " s, more than a third: each of its " + std::to_string(summary.op.processes) +
-             " run(s) of repro.py and repro_op.py starts a Python that imports torch, and its reduction may take "
-             "half the run's time before it, here " +
-             secondsText(summary.op.reduction_seconds) + " s (--no-op-repro skips the op step)");
+             " s, more than a third (beside the self-check, which shares the --jobs slots with it): " +
+             std::to_string(summary.op.processes) + " run(s) of repro.py and repro_op.py and " +
+             std::to_string(summary.op.reduction_trials) + " trial(s) reducing the call's inputs, which were " +
+             "allowed at most " + secondsText(summary.op.reduction_seconds) +
+             " s (--no-op-repro skips the op step; --jobs 2 runs it beside the self-check)");
 }
 
 }  // namespace

@@ -1,0 +1,74 @@
+// Whole-binary tier: verdicts a maintainer can trust (#42), with real
+// processes and real PyTorch. The way a process ends is part of its failure:
+// a step that aborts when its check runs in parallel and raises the same
+// message when it runs serially is not reduced from the abort to the raise.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "tests/e2e_fixture.h"
+#include "tests/test_util.h"
+
+namespace minrepro {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::readFile;
+using testing::runCommand;
+using testing::writeFile;
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+const fs::path kFixtures = fs::path(MINREPRO_SOURCE_DIR) / "tests/fixtures/verdicts";
+
+class Verdicts : public ::testing::Test {
+ protected:
+  testing::TempDir work_{"minrepro-verdicts"};
+
+  // 16 samples, sample id 509 with the index past the table.
+  void makeAbortCase(const std::string& extra) {
+    std::string out;
+    ASSERT_EQ(runCommand(testing::python() + " -c \"import torch; i = torch.arange(16) % 4; i[9] = 4; "
+                                             "torch.save({'index': i, 'sample_id': torch.arange(16) + 500}, '" +
+                             (work_.path() / "batch.pt").string() + "')\"",
+                         &out),
+              0)
+        << out;
+    fs::copy_file(kFixtures / "abort_step.py", work_.path() / "abort_step.py", fs::copy_options::overwrite_existing);
+    writeFile(work_.path() / "case.yaml", "batch: batch.pt\nsamples: {tensors: {index: 0}, ids: sample_id}\n"
+                                          "trial:\n  command: [" + testing::python() +
+                                              ", \"{case_dir}/abort_step.py\", \"{batch}\"]\n" + extra);
+  }
+  int shrink(std::string* out) {
+    return runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (work_.path() / "case.yaml").string() +
+                          " --no-op-repro --force --work-dir " + (work_.path() / "w").string(),
+                      out);
+  }
+};
+
+TEST_F(Verdicts, AnAbortIsNotReducedToTheExceptionItsCheckRaisesSerially) {
+  makeAbortCase("");
+  std::string out;
+  ASSERT_EQ(shrink(&out), 0) << out;
+  EXPECT_TRUE(has(out, "original reproduces: runtime-error: index out of bounds: 0 <= tmp0 < 4L (killed by SIGABRT)"))
+      << out;
+  EXPECT_TRUE(has(out, "reduced 16 -> 4 samples (ids [")) << out;
+  EXPECT_TRUE(has(out, "509")) << out;
+  EXPECT_TRUE(has(out, "self-check: the archive reproduced on its own in 3 of 3 runs")) << out;
+  const fs::path dir = work_.path() / "extracted";
+  ASSERT_TRUE(testing::extractInto(work_.path() / "repro.tar.gz", dir));
+  EXPECT_NE(runCommand("cd " + dir.string() + " && " + testing::python() + " repro.py", &out), 1)
+      << "repro.py dies of the abort, not of an exception: " << out;
+  EXPECT_TRUE(has(readFile(dir / "signature.txt"), "SIGABRT")) << readFile(dir / "signature.txt");
+}
+
+TEST_F(Verdicts, EndingAnyAcceptsTheRaiseAndReducesToTheOneSample) {
+  makeAbortCase("failure: {ending: any}\n");
+  std::string out;
+  ASSERT_EQ(shrink(&out), 0) << out;
+  EXPECT_TRUE(has(out, "reduced 16 -> 1 samples (ids [509])")) << out;
+}
+
+}  // namespace
+}  // namespace minrepro
