@@ -89,6 +89,39 @@ bool looksLikeValueError(const std::string& message) {
   return containsAny(message, kPhrases);
 }
 
+// A NaN or inf where a training step wants finite numbers: the raises of
+// PyTorch (anomaly mode, clip_grad_norm_, multinomial, distributions), of
+// trainers and their loss scalers (Lightning, detectron2, fairseq,
+// DeepSpeed, HF's debug utilities), of numpy and scikit-learn, and a
+// step's own check ("loss is nan"). nan and inf only as whole words next to
+// what they are about: nanoseconds, nanmean, info and an infinite loop are
+// not non-finite.
+bool isNonFinite(const RawError& error) {
+  if (endsWith(error.type, "FloatingPointError")) return true;
+  static const std::regex kPhrases(
+      R"(returned nan values in its \d+th output|is non-finite, so it cannot be clipped|)"
+      R"(non-finite norm encountered|probability tensor contains either .inf., .nan. or element < 0|)"
+      R"(encountering probability entry = infinity or nan|but found invalid values:?\s*(tensor\()?\[?[^\n]*\b(nan|inf)\b|)"
+      R"(loss became infinite or nan|loss become infinite or nan|detected nan and/or inf values in|)"
+      R"(contains a nan|nan or inf loss encountered|gradients are nan/inf|detected nan/inf grad norm|)"
+      R"(\b(nan|inf) detected in output of|minimum loss scale reached|current loss scale already at minimum|)"
+      R"(cannot decrease scale anymore|inf/nan detected|detected inf/nan during|)"
+      R"((invalid value|divide by zero|overflow) encountered in|input ([a-z_]+ )?contains (nan|infinity)|)"
+      R"(^math domain error$|^math range error$|cannot convert float (nan|infinity) to integer|)"
+      R"(\bnan( or inf)? found in input tensor|at least one (nan|inf) in |contained non-finite values|)"
+      R"(should not contain infs or nans|range of \[[^\]]*\] is not finite|not json compliant|)"
+      R"(cannot be converted to type (c10|at)::half without overflow|)"
+      R"(\b(loss|losses|grad|grads|gradient|gradients|grad_norm|norm)\b[^\n]{0,40}\b(is|are|was|became|become|)"
+      R"(contains?|has|got)\s+(an? )?(nan|inf|-inf|infinite|infinity|non-finite|not finite)\b)",
+      std::regex::ECMAScript | std::regex::icase);
+  // torch.distributions: the invalid value is printed in the message or on
+  // the line after it; a NaN among the parameters it names is the cause.
+  static const std::regex kWholeWord(R"(\b(nan|inf)\b)", std::regex::ECMAScript | std::regex::icase);
+  if (contains(error.message, "but found invalid values") && std::regex_search(error.message, kWholeWord))
+    return true;
+  return std::regex_search(error.message, kPhrases);
+}
+
 FailureFamily familyOf(const RawError& error) {
   const std::string& type = error.type;
   const std::string& message = error.message;
@@ -99,6 +132,7 @@ FailureFamily familyOf(const RawError& error) {
   if (isOutOfMemory(error)) return FailureFamily::OutOfMemory;
   if (isOpUnavailable(error)) return FailureFamily::OpUnavailable;
   if (isDeviceMismatch(message)) return FailureFamily::DeviceMismatch;
+  if (isNonFinite(error)) return FailureFamily::NonFinite;
   if (endsWith(type, "IndexError")) return FailureFamily::IndexError;
   if (endsWith(type, "ValueError") || endsWith(type, "TypeError")) return FailureFamily::ValueError;
   if (looksLikeIndexError(message)) return FailureFamily::IndexError;
@@ -480,7 +514,9 @@ SignatureMatch matchSignature(const FailureSignature& original, const FailureSig
       (!expected.any_ending || candidate.family == FailureFamily::Signal))
     return mismatch((candidate.signal_name.empty() ? std::string("raised or exited") : candidate.ending()) +
                     ", expected " + (original.signal_name.empty() ? "an exception or exit" : original.ending()) +
-                    (expected.any_ending ? "" : " (failure.ending: any accepts either)"));
+                    (expected.any_ending || candidate.family == FailureFamily::Signal
+                         ? ""
+                         : " (failure.ending: any accepts either)"));
   for (const std::string& op : {expected.require_original_op ? original.op : std::string(), expected.op}) {
     if (!op.empty() && candidate.op != op)
       return mismatch("operator " + (candidate.op.empty() ? "unknown" : candidate.op) + ", expected " + op);

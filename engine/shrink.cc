@@ -72,7 +72,9 @@ ExitStatus checkOriginal(const CaseConfig& config, const CaseView& view, TrialOr
     log.info("error: " + why);
     return ExitStatus::DoesNotReproduce;
   }
-  log.info("original reproduces: " + oracle.reference().summary() + " (" + oracle.firstFailureExit() + "); " +
+  const std::string summary = oracle.reference().summary(), exit = oracle.firstFailureExit();
+  log.info("original reproduces: " + summary +
+           (summary.find("(" + exit + ")") == std::string::npos ? " (" + exit + ")" : "") + "; " +
            std::to_string(estimate.failures) + " of " + std::to_string(estimate.runs) + " runs failed the same way" +
            (!config.flaky.enabled                ? ""
             : oracle.rate().deterministic() ? "; charged as deterministic (one pass rejects a candidate) until a "

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -118,10 +119,40 @@ class TorchBatchStore : public BatchStore {
     if (r.scalar_type() == at::kBool) r = r.to(at::kByte);
     r = r.reshape({static_cast<int64_t>(rest.size()), -1});
     if (r.size(1) == 0) return {};
-    const at::Tensor lo = (per_position ? r.amin(0) : r.min().reshape({1})).to(at::kDouble).contiguous();
-    const at::Tensor hi = (per_position ? r.amax(0) : r.max().reshape({1})).to(at::kDouble).contiguous();
+    // The range of the finite values (a NaN in the rest would make it NaN).
+    at::Tensor low = r, high = r;
+    if (at::isFloatingType(r.scalar_type())) {
+      const at::Tensor finite = r.isfinite();
+      low = r.masked_fill(finite.logical_not(), std::numeric_limits<double>::infinity());
+      high = r.masked_fill(finite.logical_not(), -std::numeric_limits<double>::infinity());
+    }
+    const at::Tensor lo = (per_position ? low.amin(0) : low.min().reshape({1})).to(at::kDouble).contiguous();
+    const at::Tensor hi = (per_position ? high.amax(0) : high.max().reshape({1})).to(at::kDouble).contiguous();
     return {{lo.data_ptr<double>(), lo.data_ptr<double>() + lo.numel()},
             {hi.data_ptr<double>(), hi.data_ptr<double>() + hi.numel()}};
+  }
+
+  std::vector<NonFinite> nonFiniteValues(const std::vector<std::int64_t>& samples) const override {
+    std::vector<NonFinite> found;
+    for (std::size_t i = 0; i < batch_.names.size(); ++i) {
+      const at::Tensor& t = batch_.tensors[i];
+      if (!at::isFloatingType(t.scalar_type()) || t.numel() == 0) continue;
+      const auto axis = sampleAxisOf(batch_.names[i]);
+      const auto count = [&](const at::Tensor& part, std::int64_t sample) {
+        const auto nans = part.isnan().sum().item<std::int64_t>(), infs = part.isinf().sum().item<std::int64_t>();
+        if (nans + infs > 0) found.push_back({batch_.names[i], sample, nans, infs});
+      };
+      if (owners_[i] >= 0 && std::binary_search(samples.begin(), samples.end(), owners_[i]))
+        count(t, owners_[i]);
+      else if (owners_[i] >= 0)
+        continue;
+      else if (!axis)
+        count(t, -1);
+      else
+        for (std::int64_t s : samples)
+          if (s < t.size(*axis)) count(t.select(*axis, s), s);
+    }
+    return found;
   }
 
   void writeSubset(const std::vector<std::int64_t>& keep, const fs::path& out) const override {

@@ -360,7 +360,7 @@ TEST(FailureSignatureOperator, HarnessErrorLines) {
   FailureSignature s = classify(signaled(kSigabrt,
                                          "minrepro-trial: operator: nll_loss\n"
                                          "minrepro-trial: c10::IndexError: Target 4 is out of bounds.\n"));
-  EXPECT_EQ(s.summary(), "index-error in nll_loss: Target 4 is out of bounds.");
+  EXPECT_EQ(s.summary(), "index-error in nll_loss: Target 4 is out of bounds. (killed by SIGABRT)");
   s = classify(exited(2, "minrepro-trial: error: cannot read batch.pt\n"));
   EXPECT_EQ(s.family, FailureFamily::RuntimeError);
   EXPECT_EQ(s.message, "cannot read batch.pt");
@@ -608,7 +608,7 @@ TEST(FailureSignatureMatch, SignalsMustAgree) {
   auto abrt = segv;
   abrt.signal_name = "SIGABRT";
   EXPECT_TRUE(matchSignature(segv, segv, {}).matches);
-  EXPECT_EQ(matchSignature(segv, abrt, {}).why_not, "signal SIGABRT, expected SIGSEGV");
+  EXPECT_EQ(matchSignature(segv, abrt, {}).why_not, "killed by SIGABRT, expected killed by SIGSEGV");
 }
 
 // ------------------------------------------------------------ names
@@ -687,6 +687,59 @@ TEST(PythonTracebacks, CaretsAreNeverTheMessage) {
   EXPECT_EQ(classifyText(prefixed).message, "unsupported operand type(s) for +: 'int' and 'NoneType'");
   EXPECT_EQ(classifyText("RuntimeError:\n    ^^^^^^^^^^^^^^^^^^^^^^^^\n    ~~~~^^^^\nreal cause here\n").message,
             "real cause here");
+}
+
+}  // namespace
+}  // namespace minrepro
+
+namespace minrepro {
+namespace {
+
+std::string readNonFinite(const std::string& name) {
+  std::ifstream in(std::string(MINREPRO_TEST_FIXTURES) + "/non_finite/" + name + ".txt");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Recorded failures (tests/fixtures/non_finite/README.md): the family says
+// non-finite exactly where a NaN or an inf ended the run.
+TEST(NonFiniteFamily, RecordedFailuresOfPyTorchNumpyAndThePythonStandardLibrary) {
+  for (const std::string name :
+       {"s1_anomaly_log0", "s2_anomaly_sqrt_neg", "s3_div_zero_std", "s4_clip", "s4b_clip_inf", "s5_multinomial",
+        "s5b_multinomial_inf", "s6_normal_nan", "s8_np_errstate", "s8c_np_overflow", "s9_math", "s9c_math_exp",
+        "s9d_int_nan", "s15_nan_to_num_loss", "t1b_multinomial_repl_inf", "t3_svd", "t6_lstsq", "t7_histc",
+        "u1_half_overflow", "u2_json"})
+    EXPECT_EQ(familyName(classifyText(readNonFinite(name)).family), "non-finite") << name;
+  for (const std::string name : {"s5d_multinomial_zero", "t1_multinomial_repl", "s7b_bce_out_of_range", "t2_eigh",
+                                 "t4_cholesky", "t5_bernoulli", "t9_np_linalg"})
+    EXPECT_NE(familyName(classifyText(readNonFinite(name)).family), "non-finite") << name;
+}
+
+// The raises of the trainers and loss scalers people use, as their sources
+// word them, and what must not be taken for a NaN.
+TEST(NonFiniteFamily, TrainersAndLossScalersButNotWordsThatContainNan) {
+  for (const std::string text : {
+           "FloatingPointError: Loss became infinite or NaN at iteration=41873!",
+           "FloatingPointError: gradients are Nan/Inf",
+           "FloatingPointError: Minimum loss scale reached (0.0001). Your loss is probably exploding.",
+           "Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.",
+           "ValueError: Detected nan and/or inf values in `layer.weight`.",
+           "ValueError: Input X contains NaN.",
+           "RuntimeError: loss is not finite: nan",
+           "AssertionError: Loss is nan, stopping training",
+           "ValueError: Train loss contains a NaN.",
+           "ValueError: DebugUnderflowOverflow: inf/nan detected, aborting as there is no point running further.",
+       })
+    EXPECT_EQ(familyName(classifyText(text + "\n").family), "non-finite") << text;
+  for (const std::string text : {
+           "RuntimeError: step took 12000 nanoseconds, more than allowed",
+           "ValueError: loss is 0.3512, expected below 0.1",
+           "RuntimeError: nan_to_num got an unexpected keyword argument",
+           "RuntimeError: infinite loop detected in the scheduler",
+           "ValueError: info is missing for sample 3",
+       })
+    EXPECT_NE(familyName(classifyText(text + "\n").family), "non-finite") << text;
 }
 
 }  // namespace

@@ -51,7 +51,7 @@ TEST_F(Verdicts, AnAbortIsNotReducedToTheExceptionItsCheckRaisesSerially) {
   makeAbortCase("");
   std::string out;
   ASSERT_EQ(shrink(&out), 0) << out;
-  EXPECT_TRUE(has(out, "original reproduces: runtime-error: index out of bounds: 0 <= tmp0 < 4L (killed by SIGABRT)"))
+  EXPECT_TRUE(has(out, "original reproduces: index-error: index out of bounds: 0 <= tmp0 < 4L (killed by SIGABRT)"))
       << out;
   EXPECT_TRUE(has(out, "reduced 16 -> 4 samples (ids [")) << out;
   EXPECT_TRUE(has(out, "509")) << out;

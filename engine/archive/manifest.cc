@@ -14,6 +14,7 @@ std::string renderManifest(const Manifest& m) {
       << "family: " << familyName(m.signature.family) << "\n"
       << "operator: " << m.signature.op << "\n"
       << "compare-operator: " << (m.compare_operator ? "yes" : "no") << "\n"
+      << "compare-ending: " << (m.compare_ending ? "yes" : "no") << "\n"
       << "message: " << m.signature.message << "\n";
   if (!m.signature.signal_name.empty()) out << "signal: " << m.signature.signal_name << "\n";
   if (!m.message_pattern.empty()) out << "message-pattern: " << m.message_pattern << "\n";
@@ -89,6 +90,8 @@ void setManifestKey(Manifest& m, const std::string& key, const std::string& valu
     m.signature.op = value;
   } else if (key == "compare-operator") {
     m.compare_operator = value == "yes";
+  } else if (key == "compare-ending") {
+    m.compare_ending = value == "yes";
   } else if (key == "message") {
     m.signature.message = value;
   } else if (key == "message-pattern") {

@@ -22,6 +22,11 @@ struct Manifest {
   // LibTorch, which names the kernel (nll_loss), while repro.py's Python
   // traceback names the functional (cross_entropy): one bug, two names.
   bool compare_operator = false;
+  // Likewise the way the process ended (failure.ending): only when repro.py
+  // runs the program the trials ran and the case did not say `ending: any`.
+  // The built-in harness dies of an uncaught C++ error (SIGABRT) where
+  // repro.py's Python raises it.
+  bool compare_ending = false;
   // case.yaml's failure.message: when the trials matched messages by this
   // pattern, so does verify (else by the message with its numbers masked).
   std::string message_pattern;

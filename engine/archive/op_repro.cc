@@ -99,13 +99,22 @@ TrialOutcome runPython(const OpStep& step, std::vector<std::string> args, std::m
 }
 
 // The case's signature as a single call must show it: the call is not the
-// program, so the operator the traceback names is not compared.
+// program, so the operator the traceback names is not compared. A
+// non-finite failure's call shows the NaN itself, in its own words (the
+// program raised "loss is nan" many calls later): the family decides.
 SignatureMatch matchesCase(const OpStep& step, const FailureSignature& seen) {
+  if (step.signature.family == FailureFamily::NonFinite) {
+    if (seen.family == FailureFamily::NonFinite) return {true, ""};
+    return {false, "family " + familyName(seen.family) + ", expected non-finite"};
+  }
   FailureSignature wanted = step.signature;
   wanted.op.clear();
   ExpectedFailure expected;
   expected.message_regex = step.message_regex;
   expected.require_original_op = false;
+  // The call raises in Python what the program may have died of (an
+  // uncaught C++ error's abort): a fatal signal of its own is the Signal family's.
+  expected.any_ending = true;
   return matchSignature(wanted, seen, expected);
 }
 
@@ -125,7 +134,19 @@ std::vector<fs::path> recordsIn(const fs::path& dir, const std::string& prefix) 
 // Of the calls that raised, the last whose error reads like the case's
 // (errors the program caught came before it); when none does, the last one,
 // but only if the recorded run itself failed like the case (`run_matched`).
+// The first call that made a NaN out of inputs without one, else the first
+// that made an inf out of finite ones (a mask's -inf comes before the NaN
+// a softmax makes of it: the NaN is the one to show).
+std::optional<fs::path> firstNonFiniteCall(const fs::path& record_dir) {
+  for (const char* kind : {"nonfinite-nan-", "nonfinite-inf-"}) {
+    const std::vector<fs::path> found = recordsIn(record_dir, kind);
+    if (!found.empty()) return found.front();
+  }
+  return std::nullopt;
+}
+
 std::optional<fs::path> raisingCall(const fs::path& record_dir, const OpStep& step, bool run_matched) {
+  if (step.signature.family == FailureFamily::NonFinite) return firstNonFiniteCall(record_dir);
   const std::vector<fs::path> raised = recordsIn(record_dir, "raised-");
   for (auto it = raised.rbegin(); it != raised.rend(); ++it) {
     const auto call = readOpCall(*it / "call.txt");
@@ -218,6 +239,7 @@ std::string familyOutOfReach(FailureFamily family) {
     case FailureFamily::OpUnavailable:
     case FailureFamily::DeviceMismatch:
     case FailureFamily::IndexError:
+    case FailureFamily::NonFinite:
     case FailureFamily::ValueError:
     case FailureFamily::RuntimeError:
     case FailureFamily::Signal:
@@ -243,8 +265,10 @@ std::optional<fs::path> locateCall(const fs::path& repro_dir, const OpStep& step
   for (int i = 0; i < attempts && !(step.stop && step.stop->load()); ++i) {
     freshDir(record_dir);
     // The recorder's own work (a write per call for a signal) must not turn the run into a timeout.
-    outcome =
-        runPython(step, {(repro_dir / "repro.py").string()}, recorderEnvironment(record_dir, signal), 2 * step.timeout);
+    outcome = runPython(step, {(repro_dir / "repro.py").string()},
+                        recorderEnvironment(record_dir, signal, std::nullopt,
+                                            step.signature.family == FailureFamily::NonFinite),
+                        2 * step.timeout);
     ++result.processes;
     if (!outcome.passed()) break;
   }
@@ -262,7 +286,11 @@ std::optional<fs::path> locateCall(const fs::path& repro_dir, const OpStep& step
   }
   if (signal) return callBeforeSignal(record_dir, repro_dir, step, outcome.end == TrialEnd::Signaled, result);
   auto call = raisingCall(record_dir, step, run_match.matches);
-  if (!call && run_match.matches)
+  if (!call && run_match.matches && step.signature.family == FailureFamily::NonFinite)
+    result.why =
+        "no operator made a NaN or an inf out of inputs without one: the non-finite values were in the inputs "
+        "from the start (the batch, the weights or a constant)";
+  else if (!call && run_match.matches)
     result.why =
         "no ATen operator raised this error: the program's own code (or autograd) raised it after the "
         "operators it ran had returned, e.g. on a wrong value computed upstream";
@@ -531,13 +559,15 @@ std::string opRecorderDir() {
 }
 
 std::map<std::string, std::string> recorderEnvironment(const fs::path& record_dir, bool note_calls,
-                                                       const std::optional<std::string>& pythonpath) {
+                                                       const std::optional<std::string>& pythonpath,
+                                                       bool first_non_finite) {
   std::string path = opRecorderDir();
   const char* inherited = std::getenv("PYTHONPATH");
   const std::string after = pythonpath ? *pythonpath : inherited ? inherited : "";
   if (!after.empty()) path += ":" + after;
   std::map<std::string, std::string> env{{"PYTHONPATH", path}, {"MINREPRO_OP_RECORD", record_dir.string()}};
   if (note_calls) env["MINREPRO_OP_NOTE_CALLS"] = "1";
+  if (first_non_finite) env["MINREPRO_OP_NONFINITE"] = "1";
   return env;
 }
 

@@ -156,10 +156,13 @@ struct OpStep {
 
 // What a Python process is given to load the op recorder: its directory
 // first on PYTHONPATH (`pythonpath` after it: the trial's own, else this
-// process's), where to write, and whether to note each call before it runs
-// (only a fatal signal needs it: a write per call).
+// process's), where to write, whether to note each call before it runs
+// (only a fatal signal needs it: a write per call), and whether to look
+// for the first call that makes a NaN or an inf (a non-finite failure: a
+// check of every call's outputs).
 std::map<std::string, std::string> recorderEnvironment(const std::filesystem::path& record_dir, bool note_calls,
-                                                       const std::optional<std::string>& pythonpath = std::nullopt);
+                                                       const std::optional<std::string>& pythonpath = std::nullopt,
+                                                       bool first_non_finite = false);
 
 // Whether the recorder can find the call of a failure of this family from
 // a run that carried it (a fatal signal needs a second run of its own).

@@ -55,7 +55,9 @@ std::string statsLine(const OracleStats& s) {
 void writeOpRepro(std::ostream& out, const OpRepro& op) {
   if (op.status != OpReproStatus::Made) return;
   const OpCall& call = op.reduced ? *op.reduced : *op.found;
-  out << "## The failing operator alone (`op/repro_op.py`)\n\n"
+  const bool non_finite = op.found->error.rfind("FloatingPointError", 0) == 0;
+  out << (non_finite ? "## The first operator that made a NaN or an inf (`op/repro_op.py`)\n\n"
+                     : "## The failing operator alone (`op/repro_op.py`)\n\n")
       << "`" << call.op << "`, the " << (call.phase == "unknown" ? "" : call.phase + " ") << "call number "
       << op.found->index << " of its process, " << op.alone << ":\n\n";
   for (const std::string& line : text::splitLines(op.script)) out << (line.empty() ? "" : "    ") << line << "\n";
@@ -89,6 +91,25 @@ std::string opReproLine(const OpRepro& op) {
   return "";
 }
 
+// A non-finite failure: where its first NaN or inf was, the batch first.
+std::string firstNonFiniteLine(const ReductionSummary& s) {
+  std::string line;
+  for (const std::string& v : s.non_finite_inputs) line += (line.empty() ? "" : "; ") + v;
+  if (!line.empty()) return "the batch itself holds them: " + line + " (as the original batch held the kept samples)";
+  if (s.op.found && s.op.found->error.find("FloatingPointError") == 0)
+    return "`" + s.op.found->op + "` (" + s.op.found->phase + ", call " + std::to_string(s.op.found->index) + "): " +
+           s.op.found->error.substr(s.op.found->error.find(": ") + 2) +
+           "; the batch holds no NaN or inf" + (s.op.status == OpReproStatus::Made ? " (`op/repro_op.py` is that call)" : "");
+  return "not located (" + (s.op.why.empty() ? std::string("no operator call was recorded") : s.op.why) +
+         "); the batch holds no NaN or inf";
+}
+
+// Generated code (torch.compile's Inductor kernels): what a user does next.
+bool inGeneratedCode(const FailureSignature& s) {
+  return s.message.find("torchinductor") != std::string::npos || s.message.find(".main.cpp") != std::string::npos ||
+         s.message.find("<hash>") != std::string::npos || s.op == "inductor" || s.message.find("triton") != std::string::npos;
+}
+
 void writeSignature(std::ostream& out, const ReductionSummary& s) {
   const auto [check, avoid] = adviceFor(s.signature);
   out << "## Failure\n\n"
@@ -96,8 +117,15 @@ void writeSignature(std::ostream& out, const ReductionSummary& s) {
       << "- Family: " << familyName(s.signature.family) << "\n"
       << "- Operator: " << (s.signature.op.empty() ? "(not named by the output)" : "`" + s.signature.op + "`") << "\n"
       << "- Trial ended: " << s.exit_description << "\n"
-      << "- Operator call alone: " << opReproLine(s.op) << "\n"
-      << "- First check: " << check << "\n"
+      << "- Operator call alone: " << opReproLine(s.op) << "\n";
+  if (s.signature.family == FailureFamily::NonFinite)
+    out << "- First non-finite value: " << firstNonFiniteLine(s) << "\n";
+  if (inGeneratedCode(s.signature))
+    out << "- In generated code: the check that failed is in a kernel torch.compile generated (Inductor). Run the "
+           "step with `torch.compile(backend=\"eager\")`, then `\"aot_eager\"`: if it then passes, the compiler is "
+           "at fault, and PyTorch's own minifier reduces the graph (`TORCHDYNAMO_REPRO_AFTER=\"aot\"`, "
+           "`TORCHDYNAMO_REPRO_LEVEL=4`); if it fails the same way, the inputs are\n";
+  out << "- First check: " << check << "\n"
       << "- Conclusion to avoid: " << avoid << "\n\n";
 }
 

@@ -55,6 +55,9 @@ struct ReductionSummary {
   SelfCheck self_check;               // the archive run on its own (engine/archive/self_check.h)
   OpRepro op;                         // the failing operator call alone (engine/archive/op_repro.h)
   std::vector<std::string> warnings;  // shown first: torch versions that differ (engine/torch_versions.h)
+  // The NaN and inf values the kept samples held in the original batch
+  // ("`image`, sample id 3017: 3072 NaN"), for a non-finite failure.
+  std::vector<std::string> non_finite_inputs;
   std::optional<double> flaky_rate;   // a flaky case's rate, for signature.txt (verify's rule: judgeFlakyRuns)
   // For REPORT.html (engine/archive/report_html.h): the minimal case in one
   // line, the run's timeline, the kept samples drawn.

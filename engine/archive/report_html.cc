@@ -252,6 +252,31 @@ void writeReduction(std::ostream& out, const Timeline& t, bool flaky) {
 
 // ---------------------------------------------------------------- the kept samples
 
+// The range of a row's finite values, and how many are NaN or inf (a NaN
+// would make every comparison false, and the range "nan .. nan").
+struct FiniteRange {
+  double lo = 0, hi = 0;
+  std::size_t non_finite = 0;
+  std::string caption() const {
+    return num(lo) + " .. " + num(hi) +
+           (non_finite ? "<br><b>" + std::to_string(non_finite) + " NaN or inf</b> (drawn magenta)" : "");
+  }
+};
+FiniteRange finiteRange(const std::vector<double>& values) {
+  FiniteRange r;
+  bool any = false;
+  for (double v : values) {
+    if (!std::isfinite(v)) {
+      ++r.non_finite;
+      continue;
+    }
+    r.lo = any ? std::min(r.lo, v) : v;
+    r.hi = any ? std::max(r.hi, v) : v;
+    any = true;
+  }
+  return r;
+}
+
 void writeImage(std::ostream& out, const SamplePanel& p, const SampleRow& row) {
   const auto& sh = p.sample_shape;
   const std::int64_t c = sh.size() == 3 ? sh[0] : 1, h = sh[sh.size() - 2], w = sh[sh.size() - 1];
@@ -260,18 +285,22 @@ void writeImage(std::ostream& out, const SamplePanel& p, const SampleRow& row) {
     return;
   }
   const std::int64_t step = std::max<std::int64_t>(1, std::max(h, w) / 32);
-  const auto [lo_it, hi_it] = std::minmax_element(row.values.begin(), row.values.end());
-  const double lo = *lo_it, span = std::max(*hi_it - lo, 1e-12);
+  const FiniteRange range = finiteRange(row.values);
+  const double lo = range.lo, span = std::max(range.hi - lo, 1e-12);
   const std::int64_t gh = (h + step - 1) / step, gw = (w + step - 1) / step;
   out << "<figure><svg class=\"thumb\" viewBox=\"0 0 " << gw << " " << gh << "\" width=\"128\" height=\""
       << 128 * gh / std::max<std::int64_t>(gw, 1) << "\" shape-rendering=\"crispEdges\">";
   for (std::int64_t y = 0; y < h; y += step)
     for (std::int64_t x = 0; x < w; x += step) {
       int rgb[3];
+      bool finite = true;
       for (int k = 0; k < 3; ++k) {
         const std::int64_t ch = c == 3 ? k : 0;
-        rgb[k] = static_cast<int>(255 * (row.values[static_cast<std::size_t>((ch * h + y) * w + x)] - lo) / span);
+        const double v = row.values[static_cast<std::size_t>((ch * h + y) * w + x)];
+        finite = finite && std::isfinite(v);
+        rgb[k] = std::isfinite(v) ? static_cast<int>(255 * (v - lo) / span) : 0;
       }
+      if (!finite) rgb[0] = 255, rgb[1] = 0, rgb[2] = 255;  // a NaN or inf: magenta, never black
       out << "<rect x=\"" << x / step << "\" y=\"" << y / step << "\" width=\"1\" height=\"1\" fill=\"rgb(" << rgb[0]
           << "," << rgb[1] << "," << rgb[2] << ")\"/>";
     }
@@ -282,24 +311,25 @@ void writeImage(std::ostream& out, const SamplePanel& p, const SampleRow& row) {
       out << "<rect class=\"outlier\" x=\"" << x / step << "\" y=\"" << y / step
           << "\" width=\"1\" height=\"1\" fill=\"none\" stroke=\"#ff1744\" stroke-width=\"0.3\"/>";
   }
-  out << "</svg><figcaption>" << esc(row.label) << "<br>" << num(lo) << " .. " << num(*hi_it)
+  out << "</svg><figcaption>" << esc(row.label) << "<br>" << range.caption()
       << (row.outliers.empty() ? ""
                                : "<br>" + std::to_string(row.outliers.size()) + " value(s) outside the rest's range")
       << "</figcaption></figure>";
 }
 
 void writeSignal(std::ostream& out, const SampleRow& row) {
-  const auto [lo_it, hi_it] = std::minmax_element(row.values.begin(), row.values.end());
-  const double lo = row.values.empty() ? 0 : *lo_it, span = row.values.empty() ? 1 : std::max(*hi_it - lo, 1e-12);
+  const FiniteRange range = finiteRange(row.values);
+  const double lo = range.lo, span = std::max(range.hi - lo, 1e-12);
   const std::size_t n = row.values.size(), step = std::max<std::size_t>(1, n / 600);
   out << "<figure><svg class=\"wave\" viewBox=\"0 0 600 80\" width=\"600\" height=\"80\"><polyline fill=\"none\" "
          "stroke=\""
       << (row.kept ? "#b00020" : "#2e7d32") << "\" points=\"";
   for (std::size_t i = 0; i < n; i += step)
-    out << num(600.0 * static_cast<double>(i) / static_cast<double>(std::max<std::size_t>(n, 1)), 5) << ","
-        << num(78 - 76 * (row.values[i] - lo) / span, 5) << " ";
-  out << "\"/></svg><figcaption>" << esc(row.label) << ": " << n << " values, " << num(lo) << " .. "
-      << (row.values.empty() ? "" : num(*hi_it)) << "</figcaption></figure>";
+    if (std::isfinite(row.values[i]))
+      out << num(600.0 * static_cast<double>(i) / static_cast<double>(std::max<std::size_t>(n, 1)), 5) << ","
+          << num(78 - 76 * (row.values[i] - lo) / span, 5) << " ";
+  out << "\"/></svg><figcaption>" << esc(row.label) << ": " << n << " values, " << range.caption()
+      << "</figcaption></figure>";
 }
 
 void writeValueTable(std::ostream& out, const SamplePanel& p) {

@@ -54,6 +54,7 @@ ArchiveEntry manifestEntry(const CaseConfig& config, const fs::path& minimal_bat
   // As the trials compared: the operator only for a trial command (see
   // Manifest) whose case did not relax invariants.operator.
   m.compare_operator = config.command.has_value() && config.invariants.op;
+  m.compare_ending = config.command.has_value() && !config.expected.any_ending;
   m.message_pattern = config.expected.message_regex;
   m.processed = expectedProcessed(config, minimal_batch);
   m.neighbours = neighbours.cases;
@@ -212,7 +213,9 @@ TraceResult traceBundleOrThrow(const CaseConfig& config, TrialOracle& oracle, co
                                            {kFileTraceVariable, trace.string()}};
     if (record) {
       fs::create_directories(record_dir);
-      for (auto& [name, value] : recorderEnvironment(record_dir, false, commandVariable(config, "PYTHONPATH")))
+      const bool non_finite = oracle.reference().family == FailureFamily::NonFinite;
+      for (auto& [name, value] :
+           recorderEnvironment(record_dir, false, commandVariable(config, "PYTHONPATH"), non_finite))
         env[name] = value;
     }
     const TrialOutcome outcome = oracle.runUncounted(best, env, dir);
@@ -313,6 +316,13 @@ ReductionSummary summarize(KeyValues environment, const CaseConfig& config, cons
   summary.apart = describeApart(batch.sampleCount(), minimal.samples, summary.kept_ids,
                                 perSampleIntegers(config, batch, summary.original_tensors));
   for (auto& line : describeReduction(batch, minimal, ids)) summary.apart.push_back(std::move(line));
+  if (summary.signature.family == FailureFamily::NonFinite)
+    for (const BatchStore::NonFinite& v : batch.nonFiniteValues(minimal.samples))
+      summary.non_finite_inputs.push_back(
+          "`" + v.tensor + "`" +
+          (v.sample < 0 ? " (kept whole)" : ", sample id " + std::to_string(ids[static_cast<std::size_t>(v.sample)])) +
+          ": " + (v.nans ? std::to_string(v.nans) + " NaN" : "") + (v.nans && v.infs ? ", " : "") +
+          (v.infs ? std::to_string(v.infs) + " inf" : ""));
   summary.stats = oracle.stats();
   summary.rate = oracle.rate();
   summary.flaky = config.flaky;

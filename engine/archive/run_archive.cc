@@ -174,6 +174,7 @@ void judgeFail(RunResult& r, const Manifest& m) {
   }
   ExpectedFailure expected;
   expected.message_regex = m.message_pattern;
+  expected.any_ending = !m.compare_ending;
   const SignatureMatch match = matchSignature(recorded, r.signature, expected);
   r.as_expected = match.matches;
   r.detail = (match.matches ? "reproduced: " : "did not reproduce (" + match.why_not + "): ") + r.signature.summary() +

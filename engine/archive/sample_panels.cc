@@ -1,6 +1,7 @@
 #include "engine/archive/sample_panels.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace minrepro {
@@ -84,7 +85,9 @@ void markOutliers(SampleRow& row, const ValueRange& range, bool per_position, do
     const std::size_t j = per_position ? i : 0;
     if (j >= range.lo.size()) break;
     const double v = row.values[i];
-    if ((v < range.lo[j] || v > range.hi[j]) && !(row.kept && v == trivial)) row.outliers.push_back(i);
+    // NaN and inf are outside every range (a comparison with NaN is false).
+    if ((!std::isfinite(v) || v < range.lo[j] || v > range.hi[j]) && !(row.kept && v == trivial))
+      row.outliers.push_back(i);
   }
 }
 

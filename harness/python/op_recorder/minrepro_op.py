@@ -15,6 +15,12 @@ it there), below the Python functionals and TorchScript alike.
 - DIR/loaded-PID says that the process had the recorder.
 - MINREPRO_OP_SAVE_AT=N:NAME saves call N the same way before it runs, into
   DIR/before-PID/: the call a signal ended, found by a first run.
+- MINREPRO_OP_NONFINITE=1 checks every call's floating-point outputs: the
+  first call whose output holds a NaN while its inputs hold none leaves
+  DIR/nonfinite-nan-PID/, the first whose output holds an inf (or NaN)
+  while its inputs are all finite DIR/nonfinite-inf-PID/, each with the
+  inputs as they were before the call (an in-place call's are copied
+  first). Where the first non-finite value of a NaN loss came from.
 
 Rendering: `python minrepro_op.py render CALL_DIR OUT_DIR [--literal]`
 writes OUT_DIR/repro_op.py and OUT_DIR/call.txt for CALL_DIR's call with the
@@ -146,8 +152,10 @@ def _phase(func):
     return "backward" if "backward" in func.__name__ else "unknown"
 
 
-def save_call(directory, func, args, kwargs, index, error=None):
-    """inputs.pt and call.txt for one call; False when an argument cannot be written."""
+def save_call(directory, func, args, kwargs, index, error=None, check_finite=False):
+    """inputs.pt and call.txt for one call; False when an argument cannot be written.
+    `check_finite`: the call's failure is a non-finite output (call.txt says
+    `check: finite`, and repro_op.py raises on one)."""
     import torch
     tensors = {}
     schema = func._schema.arguments
@@ -169,9 +177,79 @@ def save_call(directory, func, args, kwargs, index, error=None):
              "phase: %s" % _phase(func), "index: %d" % index, "pid: %d" % os.getpid()]
     if error is not None:
         lines.append("error: %s: %s" % (type(error).__name__, (str(error).strip().splitlines() or [""])[0]))
+    if check_finite:
+        lines.append("check: finite")
     lines += arg_lines + describe_tensors(tensors)
     with open(os.path.join(directory, "call.txt"), "w") as out:
         out.write("\n".join(lines) + "\n")
+
+
+def _floats(values):
+    """The floating-point tensors among values, nested lists and tuples included."""
+    import torch
+    for v in values:
+        if isinstance(v, torch.Tensor) and (v.is_floating_point() or v.is_complex()) and v.numel():
+            yield v
+        elif isinstance(v, (list, tuple)):
+            yield from _floats(v)
+
+
+def _has_nan(tensors):
+    import torch
+    return any(bool(torch.isnan(t).any()) for t in tensors)
+
+
+def _all_finite(tensors):
+    import torch
+    return all(bool(torch.isfinite(t).all()) for t in tensors)
+
+
+def _copied(value):
+    """value with its tensors copied (the inputs of an in-place call, before it)."""
+    import torch
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_copied(v) for v in value)
+    return value
+
+
+class _NonFiniteWatch:
+    """The first calls that make a NaN, and an inf, out of inputs without one."""
+
+    def __init__(self, directory):
+        self.directory = directory
+        self.found = set()  # "nan", "inf"
+
+    def before(self, func, args, kwargs):
+        """What the check after the call needs, or None when both are found."""
+        if len(self.found) == 2:
+            return None
+        inputs = list(_floats(list(args) + list(kwargs.values())))
+        state = {"nan_free": not _has_nan(inputs), "finite": _all_finite(inputs)}
+        if not state["nan_free"]:
+            return None
+        mutable = any(getattr(a.alias_info, "is_write", False) for a in func._schema.arguments)
+        if mutable:
+            state["args"], state["kwargs"] = _copied(args), _copied(kwargs)
+        return state
+
+    def after(self, state, func, args, kwargs, result, index):
+        outputs = list(_floats(result if isinstance(result, (list, tuple)) else [result]))
+        if not outputs:
+            return
+        import torch
+        nans = sum(int(torch.isnan(t).sum()) for t in outputs)
+        infs = sum(int(torch.isinf(t).sum()) for t in outputs)
+        args, kwargs = state.get("args", args), state.get("kwargs", kwargs)
+        for kind, made, clean in (("nan", nans, True), ("inf", nans + infs, state["finite"])):
+            if kind in self.found or not made or not clean:
+                continue
+            self.found.add(kind)
+            error = FloatingPointError("%s returned %d NaN and %d inf values from %s inputs" % (
+                func.__name__, nans, infs, "finite" if state["finite"] else "NaN-free"))
+            save_call(os.path.join(self.directory, "nonfinite-%s-%d" % (kind, os.getpid())), func, args, kwargs,
+                      index, error, check_finite=True)
 
 
 class _Recorder:
@@ -189,6 +267,7 @@ class _Recorder:
         save_at = os.environ.get("MINREPRO_OP_SAVE_AT", "")
         index, _, name = save_at.partition(":")
         self.save_at = (int(index), name) if index.isdigit() else None
+        self.nonfinite = _NonFiniteWatch(directory) if os.environ.get("MINREPRO_OP_NONFINITE") == "1" else None
 
     def _failed(self, what):
         try:
@@ -237,8 +316,11 @@ class _Recorder:
         if self.busy:
             return func(*args, **kwargs)
         self.busy = True
+        watch = None
         try:
             self._before(func, args, kwargs)
+            if self.nonfinite is not None:
+                watch = self.nonfinite.before(func, args, kwargs)
         except Exception:
             self._failed("before %s" % func.__name__)
         finally:
@@ -247,6 +329,14 @@ class _Recorder:
             result = func(*args, **kwargs)
             if self.note_calls:
                 self._note(func, returned=True)
+            if watch is not None:
+                self.busy = True
+                try:
+                    self.nonfinite.after(watch, func, args, kwargs, result, self.index)
+                except Exception:
+                    self._failed("non-finite check of %s" % func.__name__)
+                finally:
+                    self.busy = False
             return result
         except Exception as error:
             self.busy = True
@@ -433,6 +523,13 @@ def script_text(fields, call, literals, variants=False):
         lines += ['if os.environ.get("MINREPRO_DETERMINISTIC") == "1":',
                   "    torch.use_deterministic_algorithms(True)"]
     lines += ["%s = %s" % (key, source) for key, source in literals.items()]
+    if "finite" in fields.get("check", []):
+        # The failure is the output itself: a NaN or an inf from inputs without one.
+        lines += ["out = " + call,
+                  "for t in (out if isinstance(out, (list, tuple)) else [out]):",
+                  "    if isinstance(t, torch.Tensor) and t.is_floating_point() and not bool(torch.isfinite(t).all()):",
+                  "        raise FloatingPointError(%r)" % error.split(": ", 1)[-1]]
+        return "\n".join(lines) + "\n"
     return "\n".join(lines + [call]) + "\n"
 
 
