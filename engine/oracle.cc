@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iomanip>
 #include <sstream>
@@ -422,6 +423,7 @@ bool TrialOracle::interesting(const Selection& selection, const Speculation& nex
       },
       rate_, config_.flaky, jobs_, selection.samples.size(), recheck);
   bool accepted = decision.interesting;
+  if (accepted && other_failures_[key] == 0 && othersSeen()) accepted = showsNoOtherFailure(selection, key, cursor);
   if (accepted && other_failures_[key] > 0) {
     accepted = false;
     ++stats_.slipped;
@@ -443,6 +445,27 @@ bool TrialOracle::interesting(const Selection& selection, const Speculation& nex
   if (auto stop = other_watch_.add(accepted, last, stats_.trials + stats_.replayed, log_.elapsedSeconds()))
     throw DoesNotReproduceError(wrongCaseMessage("stopping: " + *stop, last, batch_));
   return accepted;
+}
+
+bool TrialOracle::othersSeen() const {
+  return config_.flaky.enabled && !rate_.deterministic() && stats_.different_failure > stats_.timeouts;
+}
+
+// A flaky search that has met another failure accepts a candidate only once
+// runs of it as many as a flaky self-check would make show no other failure
+// (the runs it already had count): a case that fails the recorded way once
+// and another way in most runs has slipped to a second bug.
+bool TrialOracle::showsNoOtherFailure(const Selection& selection, const std::string& key, std::size_t& cursor) {
+  constexpr std::size_t kMostRuns = 30;
+  const std::size_t wanted = std::clamp<std::size_t>(
+      rate_.passesToReject(config_.flaky.alpha, config_.flaky.max_passes, selection.samples.size()), 3, kMostRuns);
+  const std::size_t had = results_[key].size();
+  if (had < wanted) resultsFor(selection, key, wanted - had, 0, cursor, 0, {});
+  if (other_failures_[key] == 0) return true;
+  log_.detail("candidate of " + std::to_string(selection.samples.size()) + " samples: " +
+              std::to_string(other_failures_[key]) + " of " + std::to_string(results_[key].size()) +
+              " runs failed another way");
+  return true;  // the caller rejects it as slipped
 }
 
 std::optional<FailureSignature> TrialOracle::otherFailureOf(const Selection& selection) const {

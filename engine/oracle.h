@@ -186,6 +186,8 @@ class TrialOracle {
 
  private:
   bool matches(const FailureSignature& signature) const;
+  bool othersSeen() const;
+  bool showsNoOtherFailure(const Selection& selection, const std::string& key, std::size_t& cursor);
   std::vector<bool> resultsFor(const Selection& selection, const std::string& key, std::size_t count, std::size_t spare,
                                std::size_t& cursor, std::size_t preexisting, const Speculation& next);
   std::vector<TrialRecord> runLive(const std::vector<Selection>& selections, const std::vector<std::string>& keys);

@@ -588,6 +588,22 @@ ExitStatus checkTheOriginal(Run& r, bool forks) {
   return fails_only_forked ? ExitStatus::DoesNotReproduce : s;
 }
 
+// Why the minimal case may not have failed again, by what the run saw: runs
+// failing another way (a flaky case slipping to a second bug), else what a
+// step may read of the candidate files that a tensor does not show.
+std::string notConfirmedWhy(const TrialOracle& oracle, const std::string& where) {
+  const auto& others = oracle.stats().other_bugs;
+  if (!others.empty())
+    return "the minimal case did not fail again " + where + ". Candidates failed another way during the search (" +
+           others.begin()->first + ", " + std::to_string(others.begin()->second) +
+           " time(s)): the case may fail that way now, a second bug the flaky failure slips to; check the "
+           "self-check's runs in REPORT.md";
+  return "the minimal case did not fail again " + where +
+         ". Your batch file fails and the candidate files minrepro writes do not: the step may read what a tensor "
+         "does not show, such as the bytes of a view's storage that no view covers (they are zeros once cut), or "
+         "the storage behind views that do not lie in one block per sample (those are written apart once cut)";
+}
+
 // The passes, the plain 1-minimality check of a forked search, and the
 // confirmation; a forked result that does not fail in a plain process is
 // searched again from the original, the last case confirmed in plain
@@ -615,13 +631,7 @@ void search(Run& r, bool forks) {
     r.best = runPipeline(r.config, *r.batch, r.all, *r.oracle, r.log);
     r.confirmed = r.oracle->confirm(r.best);
   }
-  if (!r.confirmed)
-    r.log.info(
-        "warning: the minimal case did not fail again when confirmed in fresh processes. Your batch file "
-        "fails and the candidate files minrepro writes do not: the step may read what a tensor does not "
-        "show, such as the bytes of a view's storage that no view covers (they are zeros once cut), or "
-        "the storage behind views that do not lie in one block per sample (those are written apart "
-        "once cut)");
+  if (!r.confirmed) r.log.info("warning: " + notConfirmedWhy(*r.oracle, "when confirmed in fresh processes"));
 }
 
 // The minimal case in one line, against the original: "512 samples -> 1;
@@ -726,12 +736,7 @@ ExitStatus searchAgainPlain(Run& r) {
     r.incomplete = e.what();
   }
   const ExitStatus status = writeResult(r);
-  if (!r.confirmed)
-    r.log.info(
-        "warning: the minimal case did not fail again in fresh processes. Your batch file fails and the candidate "
-        "files minrepro writes do not: the step may read what a tensor does not show, such as the bytes of a "
-        "view's storage that no view covers (they are zeros once cut), or the storage behind views that do not "
-        "lie in one block per sample (those are written apart once cut)");
+  if (!r.confirmed) r.log.info("warning: " + notConfirmedWhy(*r.oracle, "in fresh processes"));
   return status;
 }
 

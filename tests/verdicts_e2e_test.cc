@@ -70,5 +70,33 @@ TEST_F(Verdicts, EndingAnyAcceptsTheRaiseAndReducesToTheOneSample) {
   EXPECT_TRUE(has(out, "reduced 16 -> 1 samples (ids [509])")) << out;
 }
 
+// A flaky failure whose smaller candidates fail a second way too: the
+// search does not end on a case that fails the recorded way in some runs
+// and the other way in most; the archive fails only the recorded way.
+TEST_F(Verdicts, AFlakySearchEndsOnACaseThatFailsOnlyTheRecordedWay) {
+  std::string out;
+  ASSERT_EQ(runCommand(testing::python() + " -c \"import torch; x = torch.arange(12); x[7] = 99; "
+                                           "torch.save({'x': x, 'sample_id': torch.arange(12) + 700}, '" +
+                           (work_.path() / "batch.pt").string() + "')\"",
+                       &out),
+            0)
+      << out;
+  fs::copy_file(kFixtures / "flaky_two_ways_step.py", work_.path() / "step.py");
+  writeFile(work_.path() / "case.yaml", "batch: batch.pt\nsamples: {tensors: {x: 0}, ids: sample_id}\n"
+                                        "trial:\n  command: [" + testing::python() +
+                                            ", \"{case_dir}/step.py\", \"{batch}\"]\nreducers: [samples]\n");
+  ASSERT_EQ(shrink(&out), 0) << out;
+  EXPECT_TRUE(has(out, "flakiness: charged as flaky")) << out;
+  EXPECT_TRUE(has(out, "707")) << out;
+  EXPECT_FALSE(has(out, "-> 1 samples")) << "one sample fails the second way in 80 % of its runs: " << out;
+  EXPECT_FALSE(has(out, "-> 2 samples")) << out;
+  EXPECT_TRUE(has(out, "self-check: the archive reproduced on its own")) << out;
+  EXPECT_EQ(runCommand(std::string(MINREPRO_BINARY) + " verify " + (work_.path() / "repro.tar.gz").string() +
+                           " --runs 10",
+                       &out),
+            0)
+      << out;
+}
+
 }  // namespace
 }  // namespace minrepro
