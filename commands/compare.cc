@@ -149,7 +149,8 @@ bool isGzip(const fs::path& file) {
 
 // The case to compare: case.yaml as given, or the one inside an archive
 // (extracted with verify's checks); `recorded` gets the archive's failure.
-CaseConfig loadInput(const fs::path& input, const fs::path& scratch, std::string* recorded, std::string* made_on) {
+CaseConfig loadInput(const fs::path& input, const fs::path& scratch, std::optional<Manifest>* manifest,
+                     std::string* made_on) {
   std::error_code ec;
   if (!fs::is_regular_file(input, ec))
     throw BadInputError(input.string() + ": no such file; give a repro.tar.gz from minrepro shrink or a case.yaml");
@@ -162,9 +163,8 @@ CaseConfig loadInput(const fs::path& input, const fs::path& scratch, std::string
   if (!fs::is_regular_file(dir / "case.yaml"))
     throw BadInputError(input.string() + ": no case.yaml in the archive: not a minrepro reproducer");
   if (fs::is_regular_file(dir / "signature.txt")) {
-    const Manifest m = parseManifest(readFileBytes(dir / "signature.txt"), input.string() + ":signature.txt");
-    *recorded = m.signature.summary();
-    *made_on = m.made_on;
+    *manifest = parseManifest(readFileBytes(dir / "signature.txt"), input.string() + ":signature.txt");
+    *made_on = (*manifest)->made_on;
   }
   return loadCase(dir / "case.yaml");
 }
@@ -241,7 +241,7 @@ void printProgress(std::ostream* progress, const VariantResult& r) {
 // `scratch`: the call rendered to load every tensor from its batch (the
 // archived script spells small ones out, which a float32 variant could not
 // cast), its inputs.pt the batch. Empty when the archive has none.
-fs::path opCaseOf(const fs::path& extracted, const fs::path& scratch, FailureFamily family) {
+fs::path opCaseOf(const fs::path& extracted, const fs::path& scratch, FailureFamily family, const std::string& python) {
   const fs::path op = extracted / "op";
   const auto call = readOpCall(op / "call.txt");
   if (!call || !fs::is_regular_file(op / "inputs.pt") || opRecorderDir().empty()) return {};
@@ -251,14 +251,29 @@ fs::path opCaseOf(const fs::path& extracted, const fs::path& scratch, FailureFam
   fs::create_directories(dir);
   fs::copy_file(op / "inputs.pt", dir / "inputs.pt");
   TrialSpec render;
-  render.argv = {kDefaultPython, (fs::path(opRecorderDir()) / "minrepro_op.py").string(), "render", op.string(),
+  render.argv = {python, (fs::path(opRecorderDir()) / "minrepro_op.py").string(), "render", op.string(),
                  dir.string()};
   render.work_dir = scratch / "op-render";
   if (!LocalExecutor().run(render).passed()) return {};
   FailureSignature signature;
   signature.family = family;
-  std::ofstream(dir / "case.yaml") << renderOpCase(kDefaultPython, axes, signature, std::chrono::seconds(600), false);
+  std::ofstream(dir / "case.yaml") << renderOpCase(python, axes, signature, std::chrono::seconds(600), false);
   return dir / "case.yaml";
+}
+
+// An archive's trial command runs with the torch the archive was made with
+// when this machine has it (engine/torch_versions.h): its Python, the
+// command's first word, is replaced by the one chosen. The built-in
+// harness's trials run this build's LibTorch, which is not chosen.
+TorchChoice chooseTorch(const Manifest& m, const CompareOptions& options, CaseConfig& config, const fs::path& scratch) {
+  const bool python_command =
+      config.command && !config.command->argv.empty() &&
+      fs::path(config.command->argv[0]).filename().string().rfind("python", 0) == 0;
+  if (!python_command) return {};
+  const std::string recorded = m.python.empty() ? config.command->argv[0] : m.python;
+  TorchChoice choice = chooseArchiveTorch(recorded, m.torch, options.python, kDefaultPython, scratch / "torch-probe");
+  config.command->argv[0] = choice.python;
+  return choice;
 }
 
 }  // namespace
@@ -269,8 +284,14 @@ CompareResult compareVariants(const CompareOptions& options, std::ostream* progr
   CompareResult result;
   result.input = options.input;
   std::string made_on;
-  CaseConfig config = loadInput(options.input, scratch->path(), &result.recorded, &made_on);
+  std::optional<Manifest> manifest;
+  CaseConfig config = loadInput(options.input, scratch->path(), &manifest, &made_on);
   completeCase(config);
+  if (manifest) {
+    result.recorded = manifest->signature.summary();
+    result.torch = chooseTorch(*manifest, options, config, scratch->path());
+    if (progress && result.torch.checked) *progress << result.torch.line << "\n";
+  }
   const SandboxChoice sandbox = chooseSandbox(options.sandbox, made_on);
   const std::vector<Variant> variants = planVariants(config, BatchStore::open(config)->describe(), options.dev_root);
   if (progress)
@@ -289,7 +310,9 @@ CompareResult compareVariants(const CompareOptions& options, std::ostream* progr
     if (v.name == "as-is" && !result.reproduces()) break;  // nothing to compare with
   }
   const fs::path op_case = result.reproduces() && !result.recorded.empty()
-                               ? opCaseOf(scratch->path() / "case", scratch->path(), result.reference.family)
+                               ? opCaseOf(scratch->path() / "case", scratch->path(), result.reference.family,
+                                          result.torch.python.empty() ? options.python.value_or(kDefaultPython)
+                                                                      : result.torch.python)
                                : fs::path();
   if (!op_case.empty()) {
     if (progress) *progress << "op/repro_op.py, the failing call alone, under the same variants:\n";
@@ -346,6 +369,7 @@ std::string renderComparison(const CompareResult& result) {
   std::ostringstream out;
   out << "\nReference, the case as is: " << (result.reproduces() ? result.reference.summary() : "no failure") << "\n";
   if (!result.recorded.empty()) out << "Recorded in the archive: " << result.recorded << "\n";
+  if (result.torch.checked && !result.torch.matches) out << "Runs under another torch: " << result.torch.line << "\n";
   out << "\n";
   writeTable(out, result);
   out << "\nWhat the variants suggest:\n";
@@ -373,7 +397,10 @@ int runCompare(const CompareOptions& options, std::ostream& out, std::ostream&) 
   if (!result.reproduces())
     throw DoesNotReproduceError("the case as is did not fail in " + std::to_string(options.runs) +
                                 " run(s): there is nothing to compare the variants with (check the case, or give "
-                                "more --runs for a flaky failure)");
+                                "more --runs for a flaky failure" +
+                                (result.torch.matches ? std::string(")")
+                                                      : "; it ran under PyTorch " + result.torch.running_torch +
+                                                            ", not the archive's: give --python a Python with it)"));
   return 0;
 }
 

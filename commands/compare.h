@@ -23,6 +23,7 @@
 #include "core/failure_signature.h"
 #include "core/process/process.h"
 #include "core/process/sandbox.h"
+#include "engine/torch_versions.h"
 #include "harness/batch_store.h"
 
 namespace minrepro {
@@ -55,6 +56,7 @@ struct VariantResult {
 struct CompareResult {
   std::filesystem::path input;
   std::string recorded;        // an archive's signature.txt failure, "" for a case.yaml
+  TorchChoice torch;           // an archive's trial command: which Python runs it, and its torch
   FailureSignature reference;  // the first failure of the case as is
   std::vector<VariantResult> results;
   // An archive's op-level reproducer (engine/archive/op_repro.h), compared
@@ -73,6 +75,9 @@ struct CompareOptions {
   // An archive's code runs in bubblewrap (core/process/sandbox.h); a
   // case.yaml of your own runs as it is unless `on`.
   SandboxMode sandbox = SandboxMode::Auto;
+  // --python: the Python an archive's trial command runs with; unset, the
+  // archive's when its torch is the recorded one, else the build's.
+  std::optional<std::string> python;
 };
 
 // Runs every applicable variant `runs` times; `progress` (may be null) gets

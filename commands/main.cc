@@ -20,6 +20,7 @@
 #include "commands/verify.h"
 #include "core/process/containment.h"
 #include "engine/shrink.h"
+#include "engine/torch_versions.h"
 #include "engine/trial_executors.h"
 #include "harness/batch_store.h"
 #include "harness/contract.h"
@@ -232,7 +233,7 @@ int verifyCommand(const std::vector<std::string>& args) {
   double timeout = 600;
   po::options_description opts(
       "minrepro verify ARCHIVE options (exit 0 as expected, 1 not, 2 bad input, 3 a flaky archive that K runs cannot "
-      "judge)");
+      "judge, 4 did not reproduce under a torch other than the archive's)");
   opts.add_options()("help,h", "show this help")("archive", po::value(&archive)->required(),
                                                  "the repro.tar.gz to check")(
       "runs", po::value<std::string>()->default_value("3"), "how many fresh runs")(
@@ -240,7 +241,8 @@ int verifyCommand(const std::vector<std::string>& args) {
       "runs at once (each its own process and directory; the extracted files are shared)")(
       "expect", po::value(&expect)->default_value("fail"),
       "fail: every run fails as recorded; pass: every run exits 0 and processes every sample")(
-      "python", po::value(&o.python)->default_value(std::string(minrepro::kDefaultPython)), "Python with PyTorch")(
+      "python", po::value(&o.python)->default_value(std::string(minrepro::kDefaultPython)),
+      "Python with PyTorch (default: the archive's, when its torch is the one recorded, else this build's)")(
       "timeout", po::value<std::string>()->default_value("600"), "seconds per run")(
       "code", po::value(&o.code_dir),
       "a directory of your current code: its files replace the archive's bundled "
@@ -255,6 +257,8 @@ int verifyCommand(const std::vector<std::string>& args) {
   if (expect != "fail" && expect != "pass")
     throw minrepro::BadInputError("--expect must be 'fail' or 'pass', found '" + expect + "'");
   o.archive = archive;
+  o.choose_python = true;
+  o.python_given = !vm["python"].defaulted();
   o.runs = static_cast<int>(countOption(vm, "runs", 1));
   o.jobs = static_cast<std::size_t>(countOption(vm, "jobs", 1));
   timeout = secondsOption(vm, "timeout", true);
@@ -275,13 +279,17 @@ int compareCommand(const std::vector<std::string>& args) {
   opts.add_options()("help,h", "show this help")("input", po::value(&input)->required(),
                                                  "a repro.tar.gz from minrepro shrink, or a case.yaml")(
       "runs", po::value<std::string>()->default_value("3"), "fresh runs per variant")(
-      "trial-binary", po::value(&o.trial_binary), "minrepro-trial to use (default: next to minrepro)");
+      "trial-binary", po::value(&o.trial_binary), "minrepro-trial to use (default: next to minrepro)")(
+      "python", po::value<std::string>(),
+      "Python an archive's Python command runs with (default: the archive's, when its torch is the one recorded, "
+      "else this build's)");
   addSandboxOption(opts);
   po::positional_options_description positional;
   positional.add("input", 1);
   po::variables_map vm;
   if (const int status = parseSubcommand("compare", opts, positional, args, vm); status >= 0) return status;
   o.input = input;
+  if (vm.count("python")) o.python = vm["python"].as<std::string>();
   o.runs = static_cast<int>(countOption(vm, "runs", 1));
   o.sandbox = minrepro::parseSandboxMode(vm["sandbox"].as<std::string>());
   return minrepro::runCompare(o, std::cout, std::cerr);
@@ -292,17 +300,21 @@ int regressCommand(const std::vector<std::string>& args) {
   minrepro::VerifyOptions o;
   std::string dir;
   po::options_description opts(
-      "minrepro regress DIR options (exit 0 every case as expected, 1 some differ, 2 bad input)");
+      "minrepro regress DIR options (exit 0 every case as expected, 1 some differ, 2 bad input, 4 only cases run "
+      "under a torch other than their archive's differ)");
   opts.add_options()("help,h", "show this help")("dir", po::value(&dir)->required(),
                                                  "the regression set (NAME.tar.gz and NAME.expect files)")(
       "runs", po::value<std::string>()->default_value("1"), "fresh runs per case")(
-      "python", po::value(&o.python)->default_value(std::string(minrepro::kDefaultPython)), "Python with PyTorch");
+      "python", po::value(&o.python)->default_value(std::string(minrepro::kDefaultPython)),
+      "Python with PyTorch (default: each archive's, when its torch is the one recorded, else this build's)");
   addSandboxOption(opts);
   po::positional_options_description positional;
   positional.add("dir", 1);
   po::variables_map vm;
   if (const int status = parseSubcommand("regress", opts, positional, args, vm); status >= 0) return status;
   o.runs = static_cast<int>(countOption(vm, "runs", 1));
+  o.choose_python = true;
+  o.python_given = !vm["python"].defaulted();
   o.sandbox = minrepro::parseSandboxMode(vm["sandbox"].as<std::string>());
   return minrepro::runRegress(dir, o, std::cout);
 }

@@ -803,28 +803,4 @@ std::string trialPython(const ShrinkOptions& options, const CaseConfig& config) 
   return own.empty() ? options.python : own;
 }
 
-KeyValues pythonTorchVersions(const std::string& python, const fs::path& scratch) {
-  KeyValues env;
-  TrialSpec spec;
-  spec.argv = {python, "-c",
-               "import sys, platform, torch\n"
-               "print('Python', platform.python_version())\n"
-               "print('PyTorch', torch.__version__)\n"
-               "print('PyTorch CUDA', torch.version.cuda or 'none')\n"
-               "print('PyTorch HIP (ROCm)', torch.version.hip or 'none')\n"};
-  spec.work_dir = scratch;
-  spec.timeout = std::chrono::seconds(60);
-  const TrialOutcome out = LocalExecutor().run(spec);
-  std::istringstream lines(out.stdout_text);
-  for (std::string line; std::getline(lines, line);) {
-    const auto space = line.rfind(' ');
-    if (space != std::string::npos) env.emplace_back(line.substr(0, space), line.substr(space + 1));
-  }
-  if (!out.passed()) env.emplace_back("PyTorch", "not importable by " + python);
-  env.emplace_back("PyTorch from", python);
-  std::error_code ec;
-  fs::remove_all(spec.work_dir, ec);
-  return env;
-}
-
 }  // namespace minrepro

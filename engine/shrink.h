@@ -70,10 +70,4 @@ ExitStatus runShrink(const ShrinkOptions& options, Executor* executor = nullptr)
 // whatever Python runs it), else the build's default.
 std::string trialPython(const ShrinkOptions& options, const CaseConfig& config);
 
-// The Python and PyTorch versions of `python` (its torch imported once, in
-// `scratch`, a directory made and removed), and which interpreter it was:
-// REPORT.md's environment and `minrepro --version`.
-std::vector<std::pair<std::string, std::string>> pythonTorchVersions(const std::string& python,
-                                                                     const std::filesystem::path& scratch);
-
 }  // namespace minrepro

@@ -26,6 +26,14 @@ ScrubContext context() {
   return c;
 }
 
+TEST(Scrub, AnInterpreterPathKeepsWhatFindsItAgain) {
+  // verify looks for signature.txt's python: again: only the home and the names go.
+  EXPECT_EQ(scrubInterpreterPath("/home/jdoe-ml/venvs/t2/bin/python", context()), "<home>/venvs/t2/bin/python");
+  EXPECT_EQ(scrubInterpreterPath("/usr/bin/python3", context()), "/usr/bin/python3");
+  EXPECT_EQ(scrubInterpreterPath("/scratch/jdoe-ml/env/bin/python", context()), "/scratch/<user>/env/bin/python");
+  EXPECT_EQ(scrubInterpreterPath("/home/jdoe-ml2/bin/python", context()), "/home/jdoe-ml2/bin/python");
+}
+
 TEST(Scrub, HomeAndOtherAbsolutePathsKeepOnlyTheFileName) {
   EXPECT_EQ(scrubText("cannot read /home/jdoe-ml/data/run7/batch.pt: no such file", context()),
             "cannot read <home>/.../batch.pt: no such file");

@@ -1,7 +1,8 @@
 // Whole-binary tier: verdicts a maintainer can trust (#42), with real
 // processes and real PyTorch. The way a process ends is part of its failure:
 // a step that aborts when its check runs in parallel and raises the same
-// message when it runs serially is not reduced from the abort to the raise.
+// message when it runs serially is not reduced from the abort to the raise;
+// a flaky result fails one way; verify runs an archive with its own torch.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -96,6 +97,60 @@ TEST_F(Verdicts, AFlakySearchEndsOnACaseThatFailsOnlyTheRecordedWay) {
                        &out),
             0)
       << out;
+}
+
+// verify, compare and regress run an archive with the torch it was made
+// with: a case shrunk with Debian's Python (PyTorch 1.13) fails there and
+// passes under 2.x, where half-precision interpolation exists. Run under
+// the build's Python when that is another torch, the verdict says so
+// (exit 4), instead of "did not reproduce".
+TEST_F(Verdicts, VerifyRunsAnArchiveWithTheTorchItWasMadeWith) {
+  const std::string debian = "/usr/bin/python3";
+  std::string debian_torch, build_torch, out;
+  const std::string version = " -c \"import torch; print(torch.__version__[:4])\"";
+  if (runCommand(debian + version, &debian_torch) != 0 || runCommand(testing::python() + version, &build_torch) != 0 ||
+      debian_torch == build_torch)
+    GTEST_SKIP() << "needs Debian's PyTorch and a build against another one: " << debian_torch << " / " << build_torch;
+  ASSERT_EQ(runCommand(debian + " -c \"import torch; torch.save({'image': torch.randn(6, 3, 4, 4), 'half': "
+                                "torch.tensor([0, 0, 0, 1, 0, 0]), 'idx': torch.arange(6) + 40}, '" +
+                           (work_.path() / "batch.pt").string() + "')\"",
+                       &out),
+            0)
+      << out;
+  fs::copy_file(kFixtures / "half_interpolate_step.py", work_.path() / "step.py");
+  const std::string binary = MINREPRO_BINARY, archive = (work_.path() / "repro.tar.gz").string();
+  ASSERT_EQ(runCommand("cd " + work_.path().string() + " && " + binary +
+                           " shrink --batch batch.pt --no-op-repro --output repro.tar.gz -- " + debian +
+                           " step.py {batch}",
+                       &out),
+            0)
+      << out;
+  EXPECT_TRUE(has(out, "reduced 6 -> 1 samples (ids [43])")) << out;
+  const fs::path dir = work_.path() / "extracted";
+  ASSERT_TRUE(testing::extractInto(archive, dir));
+  const std::string manifest = readFile(dir / "signature.txt");
+  EXPECT_TRUE(has(manifest, "python: /usr/bin/python3\ntorch: 1.13")) << manifest;
+
+  // No --python: the recorded interpreter, found with its torch.
+  EXPECT_EQ(runCommand(binary + " verify " + archive, &out), 0) << out;
+  EXPECT_TRUE(out.rfind("runs with PyTorch 1.13", 0) == 0 && has(out, "(/usr/bin/python3), as the archive was made"))
+      << out;
+  // Another torch: said on the first line, and "not reproduced" is inconclusive.
+  EXPECT_EQ(runCommand(binary + " verify " + archive + " --python " + testing::python(), &out), 4) << out;
+  EXPECT_TRUE(out.rfind("the archive was made with PyTorch 1.13", 0) == 0) << out;
+  EXPECT_TRUE(has(out, "not reproduced under PyTorch " + build_torch.substr(0, 3))) << out;
+
+  EXPECT_EQ(runCommand(binary + " compare " + archive + " --runs 1", &out), 0) << out;
+  EXPECT_TRUE(out.rfind("runs with PyTorch 1.13", 0) == 0) << out;
+  EXPECT_EQ(runCommand(binary + " compare " + archive + " --runs 1 --python " + testing::python(), &out), 3) << out;
+  EXPECT_TRUE(has(out, "Runs under another torch") || has(out, "not the archive's")) << out;
+
+  const fs::path set = work_.path() / "checks";
+  fs::create_directories(set);
+  fs::copy_file(archive, set / "half.tar.gz");
+  EXPECT_EQ(runCommand(binary + " regress " + set.string(), &out), 0) << out;
+  EXPECT_EQ(runCommand(binary + " regress " + set.string() + " --python " + testing::python(), &out), 4) << out;
+  EXPECT_TRUE(has(out, "[under PyTorch " + build_torch.substr(0, 3))) << out;
 }
 
 }  // namespace

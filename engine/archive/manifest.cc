@@ -22,6 +22,8 @@ std::string renderManifest(const Manifest& m) {
   if (!m.op_repro.empty()) out << "op-repro: " << m.op_repro << "\n";
   if (m.flaky_rate) out << "flaky-rate: " << *m.flaky_rate << "\n";
   if (!m.made_on.empty()) out << "made-on: " << m.made_on << "\n";
+  if (!m.python.empty()) out << "python: " << m.python << "\n";
+  if (!m.torch.empty()) out << "torch: " << m.torch << "\n";
   // neighbour: NAME FILE [processed=N] ids=ID,ID,...
   for (const auto& n : m.neighbours) {
     out << "neighbour: " << n.name << " " << n.file;
@@ -118,6 +120,10 @@ void setManifestKey(Manifest& m, const std::string& key, const std::string& valu
     m.neighbours.push_back(parseNeighbour(value, where));
   } else if (key == "made-on") {
     m.made_on = value;
+  } else if (key == "python") {
+    m.python = value;
+  } else if (key == "torch") {
+    m.torch = value;
   } else if (key == "neighbour-skipped") {
     m.neighbours_skipped.push_back(value);
   } else {

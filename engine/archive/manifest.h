@@ -48,6 +48,12 @@ struct Manifest {
   // The machine that made the archive (core/process/sandbox.h,
   // machineTag): --sandbox auto runs an archive made elsewhere in a sandbox.
   std::string made_on;
+  // The Python whose PyTorch made the case and ran the self-check
+  // (`--python`, else the trial's), and that PyTorch's version: verify,
+  // regress and compare run the archive with it when it is on this machine
+  // (engine/torch_versions.h, chooseArchiveTorch), and say so when not.
+  std::string python;
+  std::string torch;
 };
 
 std::string renderManifest(const Manifest& manifest);

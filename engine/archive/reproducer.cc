@@ -18,6 +18,7 @@
 #include "engine/archive/self_check.h"
 #include "engine/case_branches.h"
 #include "engine/format_list.h"
+#include "engine/torch_versions.h"
 
 namespace fs = std::filesystem;
 
@@ -45,11 +46,23 @@ std::optional<std::int64_t> expectedProcessed(const CaseConfig& config, const fs
   return std::nullopt;
 }
 
+std::string environmentValue(const KeyValues& environment, const std::string& key) {
+  for (const auto& [k, v] : environment)
+    if (k == key) return v;
+  return "";
+}
+
 ArchiveEntry manifestEntry(const CaseConfig& config, const fs::path& minimal_batch, const FailureSignature& signature,
-                           const NeighbourPlan& neighbours, const OpRepro& op, std::optional<double> flaky_rate) {
+                           const NeighbourPlan& neighbours, const ReductionSummary& summary, const ScrubContext& scrub) {
   Manifest m;
-  m.flaky_rate = flaky_rate;
-  if (op.status == OpReproStatus::Made) m.op_repro = "op/repro_op.py";
+  m.flaky_rate = summary.flaky_rate;
+  if (summary.op.status == OpReproStatus::Made) m.op_repro = "op/repro_op.py";
+  // The torch that made the case (REPORT.md's environment), when its Python imported one.
+  const std::string torch = environmentValue(summary.environment, "PyTorch");
+  if (!torchMinorVersion(torch).empty() && torch.find(' ') == std::string::npos) {
+    m.torch = torch;
+    m.python = scrubInterpreterPath(environmentValue(summary.environment, "PyTorch from"), scrub);
+  }
   m.signature = signature;
   // As the trials compared: the operator only for a trial command (see
   // Manifest) whose case did not relax invariants.operator.
@@ -128,8 +141,7 @@ std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::pat
   entries.push_back({"REPORT.html", htmlReport(config, summary)});
   entries.push_back({"repro.py", renderReproPy(config, signature), true});
   entries.push_back({"case.yaml", renderCase(shown, config.base_dir, "batch.pt", "model.pt")});
-  entries.push_back(manifestEntry(config, minimal_batch, signature, neighbours, summary.op,
-                                  summary.flaky_rate));  // for minrepro verify
+  entries.push_back(manifestEntry(config, minimal_batch, signature, neighbours, summary, scrub));  // for verify
   if (summary.op.status == OpReproStatus::Made) {
     entries.push_back({"op/repro_op.py", scrubComments(summary.op.script, scrub), true});
     entries.push_back(fileEntry("op/inputs.pt", summary.op.dir / "inputs.pt"));

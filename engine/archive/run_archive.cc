@@ -326,15 +326,24 @@ void runAll(const fs::path& dir, const VerifyOptions& o, VerifyResult& result, E
 
 }  // namespace
 
-VerifyResult verifyArchive(const VerifyOptions& o, std::ostream* progress, Executor* executor) {
-  if (o.runs < 1) throw BadInputError("--runs must be at least 1, found " + std::to_string(o.runs));
+VerifyResult verifyArchive(const VerifyOptions& given, std::ostream* progress, Executor* executor) {
+  if (given.runs < 1) throw BadInputError("--runs must be at least 1, found " + std::to_string(given.runs));
   // Streamed into a scratch directory, removed whatever happens; a refused
   // archive leaves nothing there even before that.
   ScratchDir tree("minrepro-verify");
   const fs::path dir = tree.path() / "repro";
-  const std::vector<std::string> names = extractArchive(o.archive, dir, o.max_entry_bytes, o.max_total_bytes);
+  const std::vector<std::string> names =
+      extractArchive(given.archive, dir, given.max_entry_bytes, given.max_total_bytes);
   VerifyResult result;
-  result.manifest = readManifest(dir, names, o);
+  result.manifest = readManifest(dir, names, given);
+  VerifyOptions o = given;
+  if (o.choose_python) {
+    result.torch = chooseArchiveTorch(result.manifest.python, result.manifest.torch,
+                                      o.python_given ? std::optional<std::string>(o.python) : std::nullopt, o.python,
+                                      tree.path() / "torch-probe");
+    o.python = result.torch.python;
+    if (progress && result.torch.checked) *progress << result.torch.line << "\n";
+  }
   replaceBundledCode(dir, names, o, progress);
   result.op_runs_judged = o.expect == Expect::Fail;
   result.sandbox = chooseSandbox(o.sandbox, result.manifest.made_on);

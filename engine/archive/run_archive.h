@@ -20,6 +20,7 @@
 #include "core/process/process.h"
 #include "core/process/sandbox.h"
 #include "engine/archive/manifest.h"
+#include "engine/torch_versions.h"
 
 namespace minrepro {
 
@@ -40,6 +41,12 @@ struct VerifyOptions {
   // neighbours. Empty: the archive as it is.
   std::filesystem::path code_dir;
   std::string python = kDefaultPython;
+  // verify, regress and compare: run with the torch the archive was made
+  // with when this machine has it (engine/torch_versions.h), `python` then
+  // being --python only when `python_given`, else the build's Python to fall
+  // back on. Off for shrink's self-check, which names its Python.
+  bool choose_python = false;
+  bool python_given = false;
   std::chrono::milliseconds timeout{600'000};
   std::size_t max_entry_bytes = std::size_t{1} << 30;
   std::uint64_t max_total_bytes = std::uint64_t{4} << 30;  // all entries together, streamed to disk
@@ -74,6 +81,7 @@ struct VerifyResult {
   std::vector<RunResult> op_runs;
   bool op_runs_judged = true;
   SandboxChoice sandbox;  // whether the runs were sandboxed, in words
+  TorchChoice torch;      // which Python ran them, and whether its torch is the archive's
   int asExpected() const;
   int neighboursAsExpected() const;
   int opAsExpected() const;

@@ -122,6 +122,20 @@ std::string scrubText(const std::string& text, const ScrubContext& c) {
   return s;
 }
 
+std::string scrubInterpreterPath(const std::string& path, const ScrubContext& c) {
+  std::string s = path;
+  for (const auto& home : c.homes)
+    if (!home.empty() && home != "/" && s.rfind(home + "/", 0) == 0) {
+      s = "<home>" + s.substr(home.size());
+      break;
+    }
+  for (const auto& user : c.users)
+    if (worthReplacing(user)) s = replaceWord(s, user, "<user>");
+  for (const auto& host : c.hosts)
+    if (worthReplacing(host)) s = replaceWord(s, host, "<host>");
+  return s;
+}
+
 ScrubContext scrubContextFor(const std::map<std::string, std::string>& case_context) {
   ScrubContext c = machineScrubContext();
   const auto add = [&](std::vector<std::string>& names, const char* key) {

@@ -36,4 +36,11 @@ std::string scrubContextValue(const std::string& value, const ScrubContext& cont
 // paths are left alone.
 std::string scrubText(const std::string& text, const ScrubContext& context);
 
+// An interpreter's path (signature.txt's `python:`), which verify looks for
+// again: a home directory becomes "<home>" and the rest of the path stays
+// (the same user finds it under their home); user and host names, as whole
+// words, become "<user>" and "<host>". A system path (/usr/bin/python3,
+// /opt/conda/bin/python) is kept as it is.
+std::string scrubInterpreterPath(const std::string& path, const ScrubContext& context);
+
 }  // namespace minrepro
