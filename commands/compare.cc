@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "engine/archive/manifest.h"
+#include "engine/archive/seal.h"
 #include "engine/archive/tar_gz.h"
 #include "engine/diagnostics.h"
 #include "engine/trial_spec.h"
@@ -150,21 +151,21 @@ bool isGzip(const fs::path& file) {
 // The case to compare: case.yaml as given, or the one inside an archive
 // (extracted with verify's checks); `recorded` gets the archive's failure.
 CaseConfig loadInput(const fs::path& input, const fs::path& scratch, std::optional<Manifest>* manifest,
-                     std::string* made_on) {
+                     bool* made_here) {
   std::error_code ec;
   if (!fs::is_regular_file(input, ec))
     throw BadInputError(input.string() + ": no such file; give a repro.tar.gz from minrepro shrink or a case.yaml");
   if (!isGzip(input)) {
-    *made_on = machineTag();  // your own case.yaml: runs as it is unless --sandbox on
+    *made_here = true;  // your own case.yaml: runs as it is unless --sandbox on
     return loadCase(input);
   }
   const fs::path dir = scratch / "case";
-  extractArchive(input, dir);
+  const std::vector<std::string> names = extractArchive(input, dir);
   if (!fs::is_regular_file(dir / "case.yaml"))
     throw BadInputError(input.string() + ": no case.yaml in the archive: not a minrepro reproducer");
   if (fs::is_regular_file(dir / "signature.txt")) {
     *manifest = parseManifest(readFileBytes(dir / "signature.txt"), input.string() + ":signature.txt");
-    *made_on = (*manifest)->made_on;
+    *made_here = sealedByThisUser(dir, names);
   }
   return loadCase(dir / "case.yaml");
 }
@@ -283,16 +284,16 @@ CompareResult compareVariants(const CompareOptions& options, std::ostream* progr
   const auto scratch = std::make_unique<ScratchDir>("minrepro-compare");
   CompareResult result;
   result.input = options.input;
-  std::string made_on;
+  bool made_here = false;
   std::optional<Manifest> manifest;
-  CaseConfig config = loadInput(options.input, scratch->path(), &manifest, &made_on);
+  CaseConfig config = loadInput(options.input, scratch->path(), &manifest, &made_here);
   completeCase(config);
   if (manifest) {
     result.recorded = manifest->signature.summary();
     result.torch = chooseTorch(*manifest, options, config, scratch->path());
     if (progress && result.torch.checked) *progress << result.torch.line << "\n";
   }
-  const SandboxChoice sandbox = chooseSandbox(options.sandbox, made_on);
+  const SandboxChoice sandbox = chooseSandbox(options.sandbox, made_here);
   const std::vector<Variant> variants = planVariants(config, BatchStore::open(config)->describe(), options.dev_root);
   if (progress)
     *progress << "compare " << options.input.string() << ": " << sandbox.describe << "; " << options.runs

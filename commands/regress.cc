@@ -131,8 +131,9 @@ int runRegress(const fs::path& dir, const VerifyOptions& base, std::ostream& out
   std::sort(archives.begin(), archives.end());
   // Said first: the cases' own code runs (and --sandbox on without bwrap stops here).
   const std::string how = base.sandbox == SandboxMode::Auto
-                              ? chooseSandbox(SandboxMode::Auto, "").describe + " (archives made here: without)"
-                              : chooseSandbox(base.sandbox, "").describe;
+                              ? chooseSandbox(SandboxMode::Auto, false).describe +
+                                    " (archives your minrepro made, unchanged: without)"
+                              : chooseSandbox(base.sandbox, false).describe;
   out << "regress " << dir.string() << ": each case " << how << "\n";
   std::vector<Row> rows;
   for (const auto& archive : archives) rows.push_back(rerun(archive, base));

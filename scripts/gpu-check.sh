@@ -30,7 +30,7 @@ while [ $# -gt 0 ]; do
       mkdir -p "$2" && cd "$2" || exit 2
       exec apt-get download libyaml-cpp-dev libyaml-cpp0.7 libboost-program-options-dev \
         libboost-program-options1.74-dev libboost-program-options1.74.0 libboost1.74-dev libboost-dev \
-        libarchive-dev libarchive13 zlib1g-dev ;;
+        libarchive-dev libarchive13 zlib1g-dev libssl-dev libssl3 ;;
     --python) python="$2"; shift ;;
     --debs) debs=$(cd "$2" && pwd); shift ;;
     --build-dir) build="$2"; shift ;;

@@ -11,6 +11,7 @@ PACKAGES=(
   python3-venv                        # .venv/ with PyTorch 2.13 from pip (scripts/torch-env.sh)
   libboost-dev libboost-program-options-dev
   libyaml-cpp-dev libarchive-dev
+  libssl-dev                          # HMAC-SHA256 sealing the archives this user makes (engine/archive/seal.h)
   zlib1g-dev                          # CRC-32 of the candidate files minrepro streams (harness/stored_zip.cc)
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 libclang-rt-14-dev         # the fuzz targets (tests/fuzz/: libFuzzer, ASan, UBSan)

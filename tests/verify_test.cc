@@ -4,6 +4,7 @@
 // variables removed, reproduction rate).
 #include "commands/verify.h"
 #include "core/process/sandbox.h"
+#include "engine/archive/seal.h"
 #include "engine/archive/tar_gz.h"
 #include "engine/diagnostics.h"
 
@@ -506,12 +507,15 @@ TEST(VerifyHostile, AnArchiveFromElsewhereRunsInASandbox) {
   const std::string signature = "family: index-error\nmessage: Target 4 is out of bounds.\n";
   const fs::path elsewhere = dir.path() / "elsewhere.tar.gz", here = dir.path() / "here.tar.gz";
   writeTarGz(elsewhere, {{"repro.py", repro, true}, {"signature.txt", signature}});
-  writeTarGz(here, {{"repro.py", repro, true}, {"signature.txt", signature + "made-on: " + machineTag() + "\n"}});
+  std::vector<ArchiveEntry> sealed{{"repro.py", repro, true}, {"signature.txt", signature}};
+  sealEntries(sealed);  // as shrink writes every archive: this user's seal
+  writeTarGz(here, sealed);
   std::string out;
   EXPECT_EQ(runCommand(minrepro() + " verify --runs 1 " + elsewhere.string() + " 2>&1", &out), 0) << out;
   EXPECT_EQ(out.find("verify " + elsewhere.string() +
                      ": runs code from the archive (repro.py, op/repro_op.py, its "
-                     "bundled scripts) in a sandbox, as it was made elsewhere (bubblewrap: no network, read-only "
+                     "bundled scripts) in a sandbox, as it was made elsewhere or changed since (bubblewrap: no network, "
+                     "read-only "
                      "file system, only the scratch directory writable)"),
             0u)
       << out;
@@ -524,13 +528,52 @@ TEST(VerifyHostile, AnArchiveFromElsewhereRunsInASandbox) {
   fs::remove(marker);
   fs::remove("/tmp/minrepro-sandbox-marker");
   EXPECT_EQ(runCommand(minrepro() + " verify --runs 1 " + here.string() + " 2>&1", &out), 0) << out;
-  EXPECT_NE(out.find("without a sandbox: the archive was made on this machine"), std::string::npos) << out;
+  EXPECT_NE(out.find("without a sandbox: your minrepro made the archive and it is unchanged"), std::string::npos)
+      << out;
   fs::remove(marker);
   fs::remove("/tmp/minrepro-sandbox-marker");
   EXPECT_EQ(runCommand(minrepro() + " verify --runs 1 --sandbox on " + here.string() + " 2>&1", &out), 0) << out;
   EXPECT_FALSE(fs::exists(marker));
   EXPECT_EQ(runCommand(minrepro() + " verify --sandbox maybe " + here.string() + " 2>&1", &out), 2) << out;
   EXPECT_NE(out.find("--sandbox must be auto, on or off, found 'maybe'"), std::string::npos) << out;
+}
+
+// The sandbox decision trusts nothing an archive says: a published
+// archive's signature.txt (seal and all) kept while repro.py is swapped for
+// a payload, or a file added beside it, or a pre-seal archive's made-on
+// line copied, runs in the sandbox; the payload writes nothing outside it.
+TEST(VerifyHostile, ASealCopiedOntoOtherFilesDoesNotSkipTheSandbox) {
+  if (!findBubblewrap()) {
+    if (std::getenv("CI")) FAIL() << "bwrap missing: scripts/install-deps.sh installs bubblewrap";
+    GTEST_SKIP() << "bwrap is not installed";
+  }
+  testing::TempDir dir;
+  const std::string signature = "family: index-error\nmessage: Target 4 is out of bounds.\n";
+  const std::string honest = "raise IndexError('Target 4 is out of bounds.')\n";
+  std::vector<ArchiveEntry> published{{"repro.py", honest, true}, {"signature.txt", signature}};
+  sealEntries(published);
+  ASSERT_NE(published[1].contents.find("seal: hmac-sha256:"), std::string::npos) << published[1].contents;
+  const fs::path marker = dir.path() / "payload-ran";
+  const std::string payload =
+      "try:\n    open('" + marker.string() + "', 'w').write('x')\nexcept OSError:\n    pass\n" + honest;
+  const fs::path swapped = dir.path() / "swapped.tar.gz", added = dir.path() / "added.tar.gz",
+                 old_line = dir.path() / "old.tar.gz";
+  writeTarGz(swapped, {{"repro.py", payload, true}, published[1]});
+  writeTarGz(added, {published[0], published[1], {"sitecustomize.py", payload}});
+  writeTarGz(old_line, {{"repro.py", payload, true}, {"signature.txt", signature + "made-on: 5f1d2c9a0b7e4d33\n"}});
+  for (const fs::path& forged : {swapped, added, old_line}) {
+    std::string out;
+    EXPECT_EQ(runCommand(minrepro() + " verify --runs 1 " + forged.string() + " 2>&1", &out), 0) << out;
+    EXPECT_NE(out.find("in a sandbox, as it was made elsewhere or changed since"), std::string::npos)
+        << forged << ": " << out;
+    EXPECT_FALSE(fs::exists(marker)) << forged << ": the payload ran outside the sandbox";
+  }
+  const fs::path set = dir.path() / "checks";
+  fs::create_directories(set);
+  fs::copy_file(swapped, set / "forged.tar.gz");
+  std::string out;
+  EXPECT_EQ(runCommand(minrepro() + " regress " + set.string() + " 2>&1", &out), 0) << out;
+  EXPECT_FALSE(fs::exists(marker)) << "regress ran the payload outside the sandbox: " << out;
 }
 
 TEST(VerifyHostile, ExpansionPastTheCapIsRefusedAndEntriesAreStreamed) {

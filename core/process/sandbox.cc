@@ -3,9 +3,6 @@
 
 #include <unistd.h>
 
-#include <fstream>
-
-#include "core/content_hash.h"
 #include "core/errors.h"
 
 namespace fs = std::filesystem;
@@ -17,18 +14,6 @@ SandboxMode parseSandboxMode(const std::string& text) {
   if (text == "on") return SandboxMode::On;
   if (text == "off") return SandboxMode::Off;
   throw BadInputError("--sandbox must be auto, on or off, found '" + text + "'");
-}
-
-std::string machineTag() {
-  std::ifstream in("/etc/machine-id");
-  std::string id;
-  std::getline(in, id);
-  if (id.empty()) {
-    char host[256] = {};
-    ::gethostname(host, sizeof host - 1);
-    id = host;
-  }
-  return contentHash("minrepro machine " + id);
 }
 
 std::optional<std::string> findBubblewrap() {
@@ -44,7 +29,7 @@ constexpr const char* kInstall = "install bubblewrap (apt-get install bubblewrap
 
 }  // namespace
 
-SandboxChoice chooseSandbox(SandboxMode mode, const std::string& made_on) {
+SandboxChoice chooseSandbox(SandboxMode mode, bool made_here) {
   const auto bwrap = findBubblewrap();
   const std::string runs = "runs code from the archive (repro.py, op/repro_op.py, its bundled scripts) ";
   switch (mode) {
@@ -59,12 +44,14 @@ SandboxChoice chooseSandbox(SandboxMode mode, const std::string& made_on) {
     case SandboxMode::Auto:
       break;
   }
-  if (made_on == machineTag())
-    return {false, runs + "without a sandbox: the archive was made on this machine (--sandbox on to use one)"};
+  if (made_here)
+    return {false, runs +
+                       "without a sandbox: your minrepro made the archive and it is unchanged (its seal checks out; "
+                       "--sandbox on to use one)"};
   if (!bwrap)
-    return {false, runs + "NOT in a sandbox: the archive was made elsewhere and bwrap is not installed (" + kInstall +
-                       "); it can do anything this user can"};
-  return {true, runs + "in a sandbox, as it was made elsewhere (" + kWhat + ")"};
+    return {false, runs + "NOT in a sandbox: the archive was made elsewhere or changed since, and bwrap is not "
+                          "installed (" + kInstall + "); it can do anything this user can"};
+  return {true, runs + "in a sandbox, as it was made elsewhere or changed since (" + kWhat + ")"};
 }
 
 TrialOutcome SandboxedExecutor::run(const TrialSpec& spec) {

@@ -24,24 +24,19 @@ enum class SandboxMode { Auto, On, Off };
 // "auto", "on" or "off"; throws BadInputError naming --sandbox otherwise.
 SandboxMode parseSandboxMode(const std::string& text);
 
-// This machine, as a short hash of /etc/machine-id (else the host name):
-// recorded in the archives it makes (signature.txt's made-on), so that
-// --sandbox auto knows which archives came from elsewhere. Not the id
-// itself: the archive leaves the machine.
-std::string machineTag();
-
 // The bwrap program on PATH; nothing when it is not installed.
 std::optional<std::string> findBubblewrap();
 
 // Whether to sandbox, and the words that say so (for the first line of output):
-// On needs bwrap (BadInputError saying how to install it); Auto sandboxes an
-// archive made elsewhere (`made_on` differs from machineTag()) when bwrap is
-// there, and says when it cannot.
+// On needs bwrap (BadInputError saying how to install it); Auto sandboxes
+// every archive but those this user's minrepro wrote and nobody changed
+// (`made_here`: engine/archive/seal.h, a seal the archive cannot forge)
+// when bwrap is there, and says when it cannot.
 struct SandboxChoice {
   bool used = false;
   std::string describe;  // "in a sandbox (bubblewrap: ...)" / "NOT in a sandbox: ..."
 };
-SandboxChoice chooseSandbox(SandboxMode mode, const std::string& made_on);
+SandboxChoice chooseSandbox(SandboxMode mode, bool made_here);
 
 // Runs each trial of `inner` inside bwrap, with `writable` (the scratch
 // directory) the only directory it may write.

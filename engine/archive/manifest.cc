@@ -21,7 +21,6 @@ std::string renderManifest(const Manifest& m) {
   if (m.processed) out << "processed: " << *m.processed << "\n";
   if (!m.op_repro.empty()) out << "op-repro: " << m.op_repro << "\n";
   if (m.flaky_rate) out << "flaky-rate: " << *m.flaky_rate << "\n";
-  if (!m.made_on.empty()) out << "made-on: " << m.made_on << "\n";
   if (!m.python.empty()) out << "python: " << m.python << "\n";
   if (!m.torch.empty()) out << "torch: " << m.torch << "\n";
   // neighbour: NAME FILE [processed=N] ids=ID,ID,...
@@ -118,8 +117,10 @@ void setManifestKey(Manifest& m, const std::string& key, const std::string& valu
     m.flaky_rate = rate;
   } else if (key == "neighbour") {
     m.neighbours.push_back(parseNeighbour(value, where));
+  } else if (key == "seal") {
+    m.seal = value;
   } else if (key == "made-on") {
-    m.made_on = value;
+    // Before seals: a line any archive could copy, not trusted.
   } else if (key == "python") {
     m.python = value;
   } else if (key == "torch") {

@@ -45,9 +45,11 @@ struct Manifest {
   // its own expected count; and the neighbours that could not be made, why.
   std::vector<NeighbourCase> neighbours;
   std::vector<std::string> neighbours_skipped;
-  // The machine that made the archive (core/process/sandbox.h,
-  // machineTag): --sandbox auto runs an archive made elsewhere in a sandbox.
-  std::string made_on;
+  // The seal of this user's minrepro over the archive's files
+  // (engine/archive/seal.h), written last by sealEntries; kept here only to
+  // be written back. Archives made before seals said `made-on:`, which is
+  // read and ignored: such an archive counts as made elsewhere.
+  std::string seal;
   // The Python whose PyTorch made the case and ran the self-check
   // (`--python`, else the trial's), and that PyTorch's version: verify,
   // regress and compare run the archive with it when it is on this machine

@@ -14,6 +14,7 @@
 #include "engine/archive/report_html.h"
 #include "engine/archive/repro_cpp.h"
 #include "engine/archive/scrub.h"
+#include "engine/archive/seal.h"
 #include "engine/archive/secrets.h"
 #include "engine/archive/self_check.h"
 #include "engine/case_branches.h"
@@ -72,7 +73,6 @@ ArchiveEntry manifestEntry(const CaseConfig& config, const fs::path& minimal_bat
   m.processed = expectedProcessed(config, minimal_batch);
   m.neighbours = neighbours.cases;
   m.neighbours_skipped = neighbours.skipped;
-  m.made_on = machineTag();
   return {"signature.txt", renderManifest(m)};
 }
 
@@ -165,6 +165,7 @@ std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::pat
     const bool executable = (fs::status(f.source, ec).permissions() & fs::perms::owner_exec) != fs::perms::none;
     entries.push_back(fileEntry(f.archive_name, f.source, executable));
   }
+  sealEntries(entries);  // last: over every entry as written (engine/archive/seal.h)
   return entries;
 }
 
@@ -278,7 +279,8 @@ void runOpStep(const OpStart& start, const ArchiveJob& job, ReductionSummary& su
   summary.op = job.op_step(start);
   if (summary.op.status == OpReproStatus::Made)
     log.info("op-level reproducer: op/repro_op.py calls " + summary.op.found->op + " alone and " + summary.op.alone +
-             " (" + std::to_string(summary.op.reduction_trials) + " trials reduced its inputs)");
+             " (its inputs reduced in " + std::to_string(summary.op.reduction_trials) +
+             (summary.op.reduction_trials == 1 ? " trial)" : " trials)"));
   else
     log.info("op-level reproducer: " + std::string(summary.op.found ? summary.op.found->op + ": " : "") +
              "none kept (" + summary.op.why + ")");
@@ -287,10 +289,11 @@ void runOpStep(const OpStart& start, const ArchiveJob& job, ReductionSummary& su
   if (to - from > to / 3)
     log.info("note: the op step took " + secondsText(to - from) + " s of the run's " + secondsText(to) +
              " s, more than a third (beside the self-check, which shares the --jobs slots with it): " +
-             std::to_string(summary.op.processes) + " run(s) of repro.py and repro_op.py and " +
-             std::to_string(summary.op.reduction_trials) + " trial(s) reducing the call's inputs, which were " +
-             "allowed at most " + secondsText(summary.op.reduction_seconds) +
-             " s (--no-op-repro skips the op step; --jobs 2 runs it beside the self-check)");
+             std::to_string(summary.op.processes) + " run(s) of repro.py and repro_op.py, each starting Python "
+             "and torch, and " + std::to_string(summary.op.reduction_trials) +
+             " trial(s) reducing the call's inputs (that reduction alone is given at most " +
+             secondsText(summary.op.reduction_seconds) +
+             " s) (--no-op-repro skips the op step; --jobs 2 runs it beside the self-check)");
 }
 
 }  // namespace

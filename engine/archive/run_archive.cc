@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "engine/archive/scrub.h"
+#include "engine/archive/seal.h"
 #include "engine/archive/tar_gz.h"
 #include "engine/diagnostics.h"
 #include "engine/format_list.h"
@@ -344,9 +345,11 @@ VerifyResult verifyArchive(const VerifyOptions& given, std::ostream* progress, E
     o.python = result.torch.python;
     if (progress && result.torch.checked) *progress << result.torch.line << "\n";
   }
+  // Before --code replaces files: the seal covers the archive as it came.
+  const bool made_here = o.sandbox == SandboxMode::Auto && sealedByThisUser(dir, names);
   replaceBundledCode(dir, names, o, progress);
   result.op_runs_judged = o.expect == Expect::Fail;
-  result.sandbox = chooseSandbox(o.sandbox, result.manifest.made_on);
+  result.sandbox = chooseSandbox(o.sandbox, made_here);
   if (progress)
     *progress << "verify " << o.archive.string() << ": " << result.sandbox.describe << "; " << o.runs
               << " run(s) of repro.py, each a fresh process, diagnostic variables removed\n";

@@ -82,6 +82,8 @@ SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfChec
   options.bound = slots.bound;
   options.slots = slots.slots;
   options.python = python;
+  // The archive this run just wrote, from the user's own case: plain, as the trials ran.
+  options.sandbox = SandboxMode::Off;
   options.timeout = timeout;
   options.cancel = cancel;
   try {
