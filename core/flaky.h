@@ -84,7 +84,7 @@ class FailureRate {
   // one while deterministic, unless `recheck` (the final 1-minimality
   // check), which asks for the streak the mixture prior needs.
   std::size_t passesToReject(double alpha, std::size_t cap, std::size_t size = 0, bool recheck = false) const;
-  std::string describe() const;  // "0.31 (12 failures in 39 trials)"
+  std::string describe() const;  // "0.31 (12 of 39 trials failed; ...)", "every trial failed (8 of 8)"
 
  private:
   struct Evidence {

@@ -18,6 +18,16 @@ std::string valueOf(const std::vector<std::pair<std::string, std::string>>& env,
   return "";
 }
 
+// Whether version a's major.minor comes before b's ("1.13" before "2.13").
+bool olderMinor(const std::string& a, const std::string& b) {
+  const auto parts = [](const std::string& v) {
+    const std::string minor = torchMinorVersion(v);
+    const auto dot = minor.find('.');
+    return std::pair<int, int>{std::stoi(minor.substr(0, dot)), std::stoi(minor.substr(dot + 1))};
+  };
+  return parts(a) < parts(b);
+}
+
 }  // namespace
 
 std::string torchMinorVersion(const std::string& version) {
@@ -52,9 +62,11 @@ std::vector<std::string> torchVersionMismatches(const std::map<std::string, std:
                   "you train with, or give the trial command that torch's Python)");
   if (!builtin_harness && python_has_torch && !torchMinorVersion(libtorch).empty() &&
       torchMinorVersion(libtorch) != torchMinorVersion(pytorch))
-    out.push_back("minrepro's LibTorch is " + libtorch + " but the trials' Python runs PyTorch " + pytorch +
-                  ": a LibTorch older than the PyTorch that wrote a batch may not read it, and candidates are "
-                  "written by LibTorch");
+    out.push_back("minrepro's LibTorch is " + libtorch + " but the trials' Python runs PyTorch " + pytorch + ": " +
+                  (olderMinor(libtorch, pytorch)
+                       ? "LibTorch reads the batch and may not read what a newer PyTorch saved"
+                       : "LibTorch writes the candidates and the trials' older PyTorch may not read them") +
+                  " (build minrepro against the torch the trials run)");
   return out;
 }
 
@@ -134,7 +146,8 @@ TorchChoice chooseArchiveTorch(const std::string& recorded_python, const std::st
   c.line = c.matches ? "runs with PyTorch " + c.running_torch + " (" + c.python + "), as the archive was made"
                      : "the archive was made with PyTorch " + recorded_torch + " (" + recorded_python +
                            ") but runs with PyTorch " + c.running_torch + " (" + c.python +
-                           "): no Python with that torch was found" + (given_python ? " (--python given)" : "") +
+                           (given_python ? "): --python names another torch"
+                                         : "): no Python with that torch was found (the recorded one, the build's)") +
                            "; a run that does not reproduce may show the torch's difference, not a fix (give "
                            "--python a Python with PyTorch " + torchMinorVersion(recorded_torch) + ")";
   c.checked = true;

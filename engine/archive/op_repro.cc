@@ -134,11 +134,13 @@ std::vector<fs::path> recordsIn(const fs::path& dir, const std::string& prefix) 
 // Of the calls that raised, the last whose error reads like the case's
 // (errors the program caught came before it); when none does, the last one,
 // but only if the recorded run itself failed like the case (`run_matched`).
-// The first call that made a NaN out of inputs without one, else the first
-// that made an inf out of finite ones (a mask's -inf comes before the NaN
-// a softmax makes of it: the NaN is the one to show).
+// The first call that made a NaN or an inf out of finite inputs (log of a
+// zero, before the NaN an inf minus an inf makes later), else the first
+// that made a NaN out of inputs without one (a softmax over a row a mask
+// filled with -inf: the recorder does not count an inf the program asked
+// for by a number, nor uninitialised memory).
 std::optional<fs::path> firstNonFiniteCall(const fs::path& record_dir) {
-  for (const char* kind : {"nonfinite-nan-", "nonfinite-inf-"}) {
+  for (const char* kind : {"nonfinite-finite-", "nonfinite-nan-"}) {
     const std::vector<fs::path> found = recordsIn(record_dir, kind);
     if (!found.empty()) return found.front();
   }
@@ -292,8 +294,9 @@ std::optional<fs::path> locateCall(const fs::path& repro_dir, const OpStep& step
         "from the start (the batch, the weights or a constant)";
   else if (!call && run_match.matches)
     result.why =
-        "no ATen operator raised this error: the program's own code (or autograd) raised it after the "
-        "operators it ran had returned, e.g. on a wrong value computed upstream";
+        "no ATen operator raised this error: the program's own code (or autograd, or Python itself: a "
+        "missing attribute or API) raised it after the operators it ran had returned, e.g. a check of its own on "
+        "a value computed upstream";
   else if (!call)
     result.why = "while its operator calls were recorded the case failed differently (" + run_match.why_not + "; " +
                  describe(outcome) + ") and no call raised the case's error";

@@ -147,9 +147,24 @@ void writeMinimal(std::ostream& out, const ReductionSummary& s) {
   out << "\n" << tensorTable(s.minimal_tensors) << "\nOriginal batch:\n\n" << tensorTable(s.original_tensors) << "\n";
 }
 
+}  // namespace
+
+std::string madeWithTorch(const ReductionSummary& s) {
+  for (const auto& [key, value] : s.environment)
+    if (key == "PyTorch" && value.find(' ') == std::string::npos) return value;
+  return "";
+}
+
+namespace {
+
 void writeReproduce(std::ostream& out, const CaseConfig& config, const ReductionSummary& s) {
+  const std::string torch = madeWithTorch(s);
   out << "## Reproduce\n\n"
-      << "Without minrepro, with any Python that has PyTorch (`python3` only if yours does):\n\n"
+      << "Without minrepro, with a Python that has PyTorch"
+      << (torch.empty() ? std::string()
+                        : " " + torch + " (the version this case was made with: under another one it may fail "
+                                        "otherwise, or not at all)")
+      << " (`python3` only if yours does):\n\n"
          "    python repro.py [neighbours/plus_one.pt]\n\n"
       << (config.command ? "repro.py runs the trial's command in its own place (exec), so it ends as the trial did: "
                            "the same exit status, or death by the same signal.\n\n"
@@ -157,7 +172,7 @@ void writeReproduce(std::ostream& out, const CaseConfig& config, const Reduction
       << (config.command && isPythonProgram(config.command->argv.front())
               ? "The trials ran the Python `" + config.command->argv.front() +
                     "` (recorded for information): repro.py runs the command with the Python that runs repro.py, "
-                    "so any Python with PyTorch (and the script's own imports) will do.\n\n"
+                    "so a Python with that PyTorch (and the script's own imports) will do.\n\n"
               : "")
       << "Reduce again or check with minrepro, from this directory:\n\n    minrepro shrink --config case.yaml"
       << (config.command && isPythonProgram(config.command->argv.front())

@@ -75,4 +75,7 @@ std::string renderReport(const CaseConfig& config, const ReductionSummary& summa
 std::vector<std::string> timeAccount(const ReductionSummary& summary);
 std::string renderReproPy(const CaseConfig& config, const FailureSignature& signature);
 
+// The PyTorch that made the case (its environment's record), "" when unknown.
+std::string madeWithTorch(const ReductionSummary& summary);
+
 }  // namespace minrepro

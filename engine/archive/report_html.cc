@@ -129,7 +129,9 @@ void writeVerdict(std::ostream& out, const CaseConfig& config, const HtmlReportI
   if (!s->incomplete.empty())
     out << "<b>Stopped early (" << esc(s->incomplete) << "): the best case so far, possibly not minimal.</b><br>";
   for (const auto& w : s->warnings) out << "<b>Warning:</b> " << esc(w) << "<br>";
-  out << "<span class=\"k\">run it</span><code>python repro.py</code> (any Python with PyTorch)</p></section>";
+  const std::string torch = madeWithTorch(*s);
+  out << "<span class=\"k\">run it</span><code>python repro.py</code> (a Python with PyTorch"
+      << (torch.empty() ? "" : " " + esc(torch) + ", the version it was made with") << ")</p></section>";
 }
 
 // ---------------------------------------------------------------- the reduction drawn

@@ -16,11 +16,15 @@ it there), below the Python functionals and TorchScript alike.
 - MINREPRO_OP_SAVE_AT=N:NAME saves call N the same way before it runs, into
   DIR/before-PID/: the call a signal ended, found by a first run.
 - MINREPRO_OP_NONFINITE=1 checks every call's floating-point outputs: the
-  first call whose output holds a NaN while its inputs hold none leaves
-  DIR/nonfinite-nan-PID/, the first whose output holds an inf (or NaN)
-  while its inputs are all finite DIR/nonfinite-inf-PID/, each with the
-  inputs as they were before the call (an in-place call's are copied
-  first). Where the first non-finite value of a NaN loss came from.
+  first call whose output holds a NaN or an inf while its inputs are all
+  finite leaves DIR/nonfinite-finite-PID/, the first whose output holds a
+  NaN while its inputs hold none (an inf among them) DIR/nonfinite-nan-PID/,
+  each with the inputs as they were before the call (an in-place call's are
+  copied first). Where the first non-finite value of a NaN loss came from.
+  Not counted: a call asked for an inf or a NaN by a number among its
+  arguments (a mask filled with -inf, torch.full(..., float("nan"))), and
+  the calls that return uninitialised memory (empty, new_empty, resize_):
+  their NaN is whatever the allocator held.
 
 Rendering: `python minrepro_op.py render CALL_DIR OUT_DIR [--literal]`
 writes OUT_DIR/repro_op.py and OUT_DIR/call.txt for CALL_DIR's call with the
@@ -194,6 +198,25 @@ def _floats(values):
             yield from _floats(v)
 
 
+def _non_finite_number(values):
+    """Whether values (nested lists and tuples included) hold a Python number that is inf or NaN."""
+    for v in values:
+        if isinstance(v, float) and not math.isfinite(v):
+            return True
+        if isinstance(v, (list, tuple)) and _non_finite_number(v):
+            return True
+    return False
+
+
+# Calls whose output is memory nobody wrote yet: a NaN there is not made.
+_UNINITIALISED = ("empty", "new_empty", "_empty", "resize_", "resize_as_")
+
+
+def _uninitialised(func):
+    name = func._schema.name.split("::")[-1]
+    return name.startswith(_UNINITIALISED)
+
+
 def _has_nan(tensors):
     import torch
     return any(bool(torch.isnan(t).any()) for t in tensors)
@@ -215,17 +238,19 @@ def _copied(value):
 
 
 class _NonFiniteWatch:
-    """The first calls that make a NaN, and an inf, out of inputs without one."""
+    """The first call that makes a non-finite value out of finite inputs, and
+    the first that makes a NaN out of inputs without one."""
 
     def __init__(self, directory):
         self.directory = directory
-        self.found = set()  # "nan", "inf"
+        self.found = set()  # "finite", "nan": which inputs the call had
 
     def before(self, func, args, kwargs):
         """What the check after the call needs, or None when both are found."""
-        if len(self.found) == 2:
+        values = list(args) + list(kwargs.values())
+        if len(self.found) == 2 or _uninitialised(func) or _non_finite_number(values):
             return None
-        inputs = list(_floats(list(args) + list(kwargs.values())))
+        inputs = list(_floats(values))
         state = {"nan_free": not _has_nan(inputs), "finite": _all_finite(inputs)}
         if not state["nan_free"]:
             return None
@@ -242,7 +267,7 @@ class _NonFiniteWatch:
         nans = sum(int(torch.isnan(t).sum()) for t in outputs)
         infs = sum(int(torch.isinf(t).sum()) for t in outputs)
         args, kwargs = state.get("args", args), state.get("kwargs", kwargs)
-        for kind, made, clean in (("nan", nans, True), ("inf", nans + infs, state["finite"])):
+        for kind, made, clean in (("finite", nans + infs, state["finite"]), ("nan", nans, True)):
             if kind in self.found or not made or not clean:
                 continue
             self.found.add(kind)
