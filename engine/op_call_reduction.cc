@@ -53,6 +53,7 @@ std::function<OpReduction(const fs::path& case_file, const OpReductionBounds& bo
     // still leaves its best case so far.
     inner.max_trials = kOpReductionTrials;
     inner.max_seconds = bounds.seconds > 0 ? bounds.seconds : kOpReductionSeconds;
+    inner.seconds_from_search = true;  // its Python's start and its original's check are not the search
     ShrinkTally tally;
     inner.tally = &tally;
     // The nested run tags its trials with its own work directory; the

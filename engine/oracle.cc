@@ -209,7 +209,9 @@ void TrialOracle::checkLimits(std::size_t about_to_run) const {
   if (limits_.max_trials && total + about_to_run > limits_.max_trials)
     throw RunStopped(RunStopped::Reason::TrialBudget,
                      "the trial budget (--max-trials " + std::to_string(limits_.max_trials) + ") is spent");
-  if (limits_.max_seconds > 0 && log_.elapsedSeconds() >= limits_.max_seconds)
+  const bool clock_runs = !limits_.seconds_from_search || search_from_ >= 0;
+  const double spent = log_.elapsedSeconds() - (limits_.seconds_from_search ? search_from_ : 0);
+  if (limits_.max_seconds > 0 && clock_runs && spent >= limits_.max_seconds)
     throw RunStopped(RunStopped::Reason::TimeBudget, "the time budget (--max-time) is spent");
 }
 

@@ -64,6 +64,11 @@ struct OracleStats {
 struct RunLimits {
   std::size_t max_trials = 0;               // 0: none (counts replayed trials too)
   double max_seconds = 0;                   // 0: none
+  // Counts max_seconds from startSearchClock() rather than the run's start:
+  // the op step's reduction bounds its search, not the start of its Python
+  // and the check of its original, which a loaded machine can stretch past
+  // a bound of a few seconds before the first candidate.
+  bool seconds_from_search = false;
   const std::atomic<bool>* stop = nullptr;  // set by SIGINT/SIGTERM
 };
 
@@ -178,6 +183,8 @@ class TrialOracle {
   void onRound(std::function<void()> callback) { on_round_ = std::move(callback); }
   // Every answer, with its candidate's size, for the reports (null: none kept).
   void setTimeline(Timeline* timeline) { timeline_ = timeline; }
+  // Where RunLimits::seconds_from_search counts from: once the original is checked.
+  void startSearchClock() { search_from_ = log_.elapsedSeconds(); }
   Timeline* timeline() const { return timeline_; }
   // argv of a trial of the selection on a batch file (placeholders
   // substituted, the selection's branches applied).
@@ -209,6 +216,7 @@ class TrialOracle {
   Log& log_;
   Journal* journal_;
   RunLimits limits_;
+  double search_from_ = -1;  // startSearchClock(); -1: not started
   std::size_t jobs_;
   std::size_t reserved_ = 0;  // of jobs_, left to runs started beside the rounds
   std::size_t activeJobs() const { return jobs_ > reserved_ ? jobs_ - reserved_ : 1; }

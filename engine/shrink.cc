@@ -518,7 +518,7 @@ void makeOracle(Run& r) {
       " samples; reducers:" + reducers +
       (r.options.resume ? "; resuming from " + std::to_string(r.journal->loadedTrials()) + " journaled trials" : ""));
   r.oracle.emplace(r.config, *r.batch, r.executor, r.trialBinary(), r.log, &*r.journal,
-                   RunLimits{r.options.max_trials, r.options.max_seconds, &g_stop}, r.options.jobs);
+                   RunLimits{r.options.max_trials, r.options.max_seconds, r.options.seconds_from_search, &g_stop}, r.options.jobs);
   r.oracle->setDiagnosticEnvironment(r.diagnostic.env);
   r.oracle->setTimeline(&r.timeline);
   r.log.info("diagnostic variables for the trials: " + r.diagnostic.describe() +
@@ -775,6 +775,7 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
       checkHalves(*r.batch, *r.oracle, r.all, first.empty() ? r.all : first.front().selection, r.log);
     }
     const double search_from = r.log.elapsedSeconds();
+    r.oracle->startSearchClock();
     search(r, forks);
     r.timeline.addPhase({"search", search_from, r.log.elapsedSeconds()});
   } catch (const DoesNotReproduceError& e) {  // the case is wrong (engine/case_check.h)

@@ -43,6 +43,7 @@ struct ShrinkOptions {
   std::size_t jobs = 1;        // trials at once
   std::size_t max_trials = 0;  // 0: no budget
   double max_seconds = 0;      // 0: no budget
+  bool seconds_from_search = false;  // max_seconds counts from the search's start (RunLimits)
   ExecutorOverrides executor;  // --executor, --devices, --trials-per-device
   bool op_repro = true;        // locate the failing operator call (engine/archive/op_repro.h); --no-op-repro
   bool archive = true;         // false: end at work_dir/best/ (the op step's reduction of a call's inputs)

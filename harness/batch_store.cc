@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
 #include "harness/batch_io.h"
@@ -111,25 +112,42 @@ class TorchBatchStore : public BatchStore {
     std::vector<bool> cut(static_cast<std::size_t>(t->size(*axis)), true);
     for (std::int64_t s : except)
       if (s >= 0 && s < t->size(*axis)) cut[static_cast<std::size_t>(s)] = false;
-    std::vector<std::int64_t> rest;
-    for (std::size_t s = 0; s < cut.size(); ++s)
-      if (cut[s]) rest.push_back(static_cast<std::int64_t>(s));
-    if (rest.empty()) return {};
-    at::Tensor r = t->index_select(*axis, at::tensor(rest, at::kLong)).movedim(*axis, 0);
-    if (r.scalar_type() == at::kBool) r = r.to(at::kByte);
-    r = r.reshape({static_cast<int64_t>(rest.size()), -1});
-    if (r.size(1) == 0) return {};
-    // The range of the finite values (a NaN in the rest would make it NaN).
-    at::Tensor low = r, high = r;
-    if (at::isFloatingType(r.scalar_type())) {
-      const at::Tensor finite = r.isfinite();
-      low = r.masked_fill(finite.logical_not(), std::numeric_limits<double>::infinity());
-      high = r.masked_fill(finite.logical_not(), -std::numeric_limits<double>::infinity());
+    // Slab by slab over the runs of cut samples: memory stays that of one
+    // slab, not copies of the whole batch (a 200 MB batch is common).
+    constexpr std::int64_t kSlabSamples = 4096;
+    std::optional<at::Tensor> lo, hi;
+    const auto fold = [&](std::int64_t begin, std::int64_t length) {
+      at::Tensor r = t->narrow(*axis, begin, length).movedim(*axis, 0);
+      if (r.scalar_type() == at::kBool) r = r.to(at::kByte);
+      r = r.reshape({length, -1});
+      if (r.size(1) == 0) return;
+      // The range of the finite values (a NaN in the rest would make it NaN).
+      at::Tensor low = r, high = r;
+      if (at::isFloatingType(r.scalar_type())) {
+        const at::Tensor finite = r.isfinite();
+        low = r.masked_fill(finite.logical_not(), std::numeric_limits<double>::infinity());
+        high = r.masked_fill(finite.logical_not(), -std::numeric_limits<double>::infinity());
+      }
+      const at::Tensor l = (per_position ? low.amin(0) : low.min().reshape({1})).to(at::kDouble);
+      const at::Tensor h = (per_position ? high.amax(0) : high.max().reshape({1})).to(at::kDouble);
+      lo = lo ? at::minimum(*lo, l) : l;
+      hi = hi ? at::maximum(*hi, h) : h;
+    };
+    const auto n = static_cast<std::int64_t>(cut.size());
+    for (std::int64_t s = 0; s < n;) {
+      if (!cut[static_cast<std::size_t>(s)]) {
+        ++s;
+        continue;
+      }
+      std::int64_t e = s;
+      while (e < n && e - s < kSlabSamples && cut[static_cast<std::size_t>(e)]) ++e;
+      fold(s, e - s);
+      s = e;
     }
-    const at::Tensor lo = (per_position ? low.amin(0) : low.min().reshape({1})).to(at::kDouble).contiguous();
-    const at::Tensor hi = (per_position ? high.amax(0) : high.max().reshape({1})).to(at::kDouble).contiguous();
-    return {{lo.data_ptr<double>(), lo.data_ptr<double>() + lo.numel()},
-            {hi.data_ptr<double>(), hi.data_ptr<double>() + hi.numel()}};
+    if (!lo) return {};
+    const at::Tensor low = lo->contiguous(), high = hi->contiguous();
+    return {{low.data_ptr<double>(), low.data_ptr<double>() + low.numel()},
+            {high.data_ptr<double>(), high.data_ptr<double>() + high.numel()}};
   }
 
   std::vector<NonFinite> nonFiniteValues(const std::vector<std::int64_t>& samples) const override {

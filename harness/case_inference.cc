@@ -406,10 +406,16 @@ InferredCase inferCase(const fs::path& file) {
 namespace {
 
 std::string sampleLine(const InferredCase& c) {
+  // In the batch's own order, the ids and the lengths among the others.
   std::vector<std::string> first, second;
-  for (const SampleAxis& a : c.sample_axes) (a.axis == 0 ? first : second).push_back(a.tensor);
-  if (!c.ids.empty()) first.push_back(c.ids);
-  if (!c.lengths.empty()) first.push_back(c.lengths);
+  for (const auto& t : c.tensors) {
+    if (t.name == c.ids || t.name == c.lengths) {
+      first.push_back(t.name);
+      continue;
+    }
+    for (const SampleAxis& a : c.sample_axes)
+      if (a.tensor == t.name) (a.axis == 0 ? first : second).push_back(a.tensor);
+  }
   std::string line = std::to_string(c.samples) + " samples";
   std::vector<std::string> parts;
   if (!first.empty()) parts.push_back("along dimension 0 of: " + joined(first));

@@ -252,7 +252,7 @@ TEST_F(BatchFixture, UnreadableOrNonDictFilesAreBadInput) {
                           &output),
       0)
       << output;
-  EXPECT_NE(openError().find("an object of a class of your own, such as a named tuple"), std::string::npos)
+  EXPECT_NE(openError().find("an object of a class of your own (P), such as a named tuple"), std::string::npos)
       << openError();
   fs::remove(config.batch);
   EXPECT_NE(openError().find("cannot read the batch file"), std::string::npos) << openError();

@@ -105,7 +105,13 @@ TEST_F(FixedCost, RunsAfterTheSearchGoSideBySideWithinJobs) {
   const std::string runs = shrink(2, &out);
   ASSERT_THAT(out, HasSubstr("minrepro: reduced 32 -> 1 samples (ids [505])"));
   EXPECT_THAT(runs, HasSubstr("trace"));
-  EXPECT_EQ(mostAtOnceAfterTrace(runs), 2) << runs;  // side by side, and never more than --jobs
+  // Never more than --jobs at once. That two do run at once is not certain
+  // from the fresh processes alone: the op step's runs but its first fork
+  // from the warm Python, and that first one may end before a run of the
+  // self-check starts. The log says the two phases shared the slots.
+  EXPECT_LE(mostAtOnceAfterTrace(runs), 2) << runs;
+  EXPECT_THAT(out, HasSubstr("checking the archive on its own: repro.py in plain processes, extracted into an "
+                             "empty directory, beside the op step"));
   const std::string one = shrink(1, &out);
   ASSERT_THAT(out, HasSubstr("minrepro: reduced 32 -> 1 samples (ids [505])"));
   EXPECT_EQ(mostAtOnceAfterTrace(one), 1) << one;
@@ -116,7 +122,7 @@ TEST_F(FixedCost, TheRecorderRidesOnTheTraceAndTheSelfCheckConfirms) {
   shrink(2, &out);
   const std::string log = testing::readFile(user_ / "w2" / "minrepro.log");
   // The features are no sequence: no lengths pass cutting the model's input size.
-  EXPECT_THAT(out, HasSubstr("'input': floats whose axis 1 has 16 entries and no lengths tensor: taken as features"));
+  EXPECT_THAT(out, HasSubstr("no sequence axis (no tensor is padded past a lengths tensor or a mask"));
   EXPECT_THAT(log, Not(HasSubstr("mat1 and mat2 shapes cannot be multiplied")));
   EXPECT_THAT(log, HasSubstr("the op recorder rode along"));
   EXPECT_THAT(log, HasSubstr("locating the failing operator call in the op recorder's record of the file trace's run"));

@@ -99,7 +99,7 @@ class ForkServerTest : public ::testing::Test {
     second.work_dir = dir_.path() / second_dir;
     fs::create_directories(second.work_dir);
     for (const TrialOutcome& served : runAtOnce(fork, {first, second}))
-      EXPECT_EQ(classify(served).summary(), "index-error in nll_loss: Target 4 is out of bounds.")
+      EXPECT_EQ(classify(served).summary(), "index-error in nll_loss: Target 4 is out of bounds. (killed by SIGABRT)")
           << served.stderr_text;
     return first;
   }
@@ -168,7 +168,7 @@ TEST_F(ForkServerTest, HarnessAbortHasTheSameSignatureAsAFreshProcess) {
   const TrialOutcome served = fork->run(spec);
   EXPECT_EQ(served.end, TrialEnd::Signaled);
   EXPECT_EQ(served.signal, SIGABRT);
-  EXPECT_EQ(classify(served).summary(), "index-error in nll_loss: Target 4 is out of bounds.");
+  EXPECT_EQ(classify(served).summary(), "index-error in nll_loss: Target 4 is out of bounds. (killed by SIGABRT)");
   expectSameBothWays(*fork, spec);
   EXPECT_EQ(fork->counts().forked, 2u);
   EXPECT_EQ(fork->counts().plain, 0u) << "the server was not used (not single-threaded, or CUDA?)";
@@ -208,7 +208,7 @@ TEST_F(ForkServerTest, HarnessTrialRunsInTheStandbyForkedAheadAndADeadOneIsRepla
   const CaseConfig c = example("class4");
   auto fork = forked(c);
   const TrialSpec spec = harnessTrial(c, c.batch);
-  const std::string signature = "index-error in nll_loss: Target 4 is out of bounds.";
+  const std::string signature = "index-error in nll_loss: Target 4 is out of bounds. (killed by SIGABRT)";
   EXPECT_EQ(classify(fork->run(spec)).summary(), signature);
   pid_t server = -1;
   for (pid_t child : childrenOf(::getpid()))

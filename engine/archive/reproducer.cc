@@ -258,12 +258,17 @@ TraceResult traceBundle(const CaseConfig& config, TrialOracle& oracle, const Sel
 }
 
 // Why the op step (engine/archive/op_repro.h) does not run on this archive,
-// or "" when it does: not asked for, or a run that did not end reduced.
-std::string opStepNotRun(const ArchiveJob& job, ExitStatus status) {
+// or "" when it does: not asked for, a run that did not end reduced, or a
+// non-finite failure whose batch itself holds the NaN or inf (no operator
+// made the first one; a call that turns the batch's inf into a NaN would
+// point the reader at a consequence).
+std::string opStepNotRun(const ArchiveJob& job, ExitStatus status, const ReductionSummary& summary) {
   if (!job.op_step) return job.skip_op_step;
   if (job.stop && job.stop->load()) return "the run was interrupted";
   if (status == ExitStatus::BudgetSpent) return "the budget was spent";
   if (status != ExitStatus::Reduced) return "the run was interrupted";
+  if (summary.signature.family == FailureFamily::NonFinite && !summary.non_finite_inputs.empty())
+    return "the batch itself holds the NaN or inf (see the first non-finite value): no operator made the first one";
   return "";
 }
 
@@ -291,7 +296,7 @@ void runOpStep(const OpStart& start, const ArchiveJob& job, ReductionSummary& su
              " s, more than a third (beside the self-check, which shares the --jobs slots with it): " +
              std::to_string(summary.op.processes) + " run(s) of repro.py and repro_op.py, each starting Python "
              "and torch, and " + std::to_string(summary.op.reduction_trials) +
-             " trial(s) reducing the call's inputs (that reduction alone is given at most " +
+             " trial(s) reducing the call's inputs (the search of that reduction is given at most " +
              secondsText(summary.op.reduction_seconds) +
              " s) (--no-op-repro skips the op step; --jobs 2 runs it beside the self-check)");
 }
@@ -435,7 +440,8 @@ ExitStatus writeAndCheckArchive(const CaseConfig& config, TrialOracle& oracle, c
   const NeighbourPlan& neighbours = job.neighbours;
   const auto stopped = [&] { return job.stop && job.stop->load(); };
   const double trace_from = log.elapsedSeconds();
-  const bool record = opStepNotRun(job, status).empty() && recorderCanRide(oracle.reference().family);
+  const std::string op_not_run = opStepNotRun(job, status, summary);
+  const bool record = op_not_run.empty() && recorderCanRide(oracle.reference().family);
   const TraceResult trace = status == ExitStatus::Interrupted ? TraceResult{planBundle(config, {}), {}}
                                                               : traceBundle(config, oracle, best, record, log);
   addPhase(job, "file trace", trace_from, log);
@@ -458,7 +464,7 @@ ExitStatus writeAndCheckArchive(const CaseConfig& config, TrialOracle& oracle, c
                                                                    : job.skip_self_check;
   summary.seconds = log.elapsedSeconds();
   const CaseConfig archived = withBundledPaths(bakeBranches(config, best.branches_off), bundle);
-  summary.op.why = opStepNotRun(job, status);
+  summary.op.why = op_not_run;
   std::vector<ArchiveEntry> entries = archiveEntries(archived, minimal_batch, summary, neighbours, bundle);
   writeTarGz(config.output, entries);
   addPhase(job, "archive", archive_from, log);
