@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include "core/errors.h"
+#include "engine/archive/output_guard.h"
 #include "harness/case_inference.h"
 
 namespace fs = std::filesystem;
@@ -127,10 +128,26 @@ std::string renderInitCase(const InitOptions& o, std::vector<std::string>& notes
          y.c_str() + "\n";
 }
 
-int runInit(const InitOptions& o, const fs::path& output, bool force, std::ostream& out) {
+namespace {
+
+// What init reads, which its output must never replace (--force or not):
+// the batch and every file the command names (relative to the case
+// directory or absolute), the step script among them.
+std::vector<std::pair<fs::path, std::string>> filesInitReads(const InitOptions& o) {
+  std::vector<std::pair<fs::path, std::string>> files{{o.batch, "the failing batch"}};
   std::error_code ec;
-  if (fs::exists(output, ec) && !force)
-    throw BadInputError(output.string() + " exists: give another --output, or --force to replace it");
+  for (const std::string& arg : o.argv) {
+    if (arg.empty() || arg.find('{') != std::string::npos || arg.front() == '-') continue;
+    const fs::path p = fs::path(arg).is_absolute() ? fs::path(arg) : o.case_dir / arg;
+    if (fs::exists(p, ec)) files.push_back({p, "a file the trial command names"});
+  }
+  return files;
+}
+
+}  // namespace
+
+int runInit(const InitOptions& o, const fs::path& output, bool force, std::ostream& out) {
+  checkOutputPath(output, "the case (--output)", filesInitReads(o), force, false);
   std::vector<std::string> notes;
   writeWhole(output, renderInitCase(o, notes));
   out << "minrepro: wrote " << output.string() << ", inferred from " << o.batch.string() << ":\n";

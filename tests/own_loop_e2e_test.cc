@@ -82,10 +82,35 @@ TEST_F(OwnLoop, InitWritesTheInferredCaseAndRefusesToReplaceOne) {
   EXPECT_TRUE(has(text, R"(command: ["python", "{case_dir}/step.py", "{batch}"])")) << text;
   EXPECT_TRUE(has(out, "24 samples along dimension 0 of: tokens, lengths, tags, sample_id")) << out;
   EXPECT_NE(minrepro("init --batch saved.pt -- python step.py {batch}", &out), 0);
-  EXPECT_TRUE(has(out, "case.yaml exists: give another --output, or --force")) << out;
+  EXPECT_TRUE(has(out, "case.yaml: the case (--output) exists; give another path, or --force")) << out;
   EXPECT_EQ(minrepro("init --batch saved.pt --force -- python step.py {batch}", &out), 0) << out;
   EXPECT_EQ(minrepro("init --batch saved.pt --force -- python step.py", &out), 2) << out;
   EXPECT_TRUE(has(out, "must take the batch as {batch}")) << out;
+}
+
+// init writes by shrink's rule (#43.3): never over the batch or the step,
+// even with --force, nor a device or a link; the user's own files only with --force.
+TEST_F(OwnLoop, InitNeverWritesOverWhatItReads) {
+  const std::string batch = readFile(user_ / "saved.pt"), step = readFile(user_ / "step.py");
+  std::string out;
+  for (const std::string output : {"saved.pt", "step.py"}) {
+    SCOPED_TRACE(output);
+    EXPECT_EQ(minrepro("init --batch saved.pt --output " + output + " --force -- python step.py {batch}", &out), 2)
+        << out;
+    EXPECT_TRUE(has(out, "writing there would destroy it, even with --force")) << out;
+  }
+  EXPECT_EQ(readFile(user_ / "saved.pt"), batch);
+  EXPECT_EQ(readFile(user_ / "step.py"), step);
+  EXPECT_EQ(minrepro("init --batch saved.pt --output /dev/full --force -- python step.py {batch}", &out), 2) << out;
+  EXPECT_TRUE(has(out, "is not a regular file")) << out;
+  fs::create_symlink(user_ / "step.py", user_ / "link.yaml");
+  EXPECT_EQ(minrepro("init --batch saved.pt --output link.yaml --force -- python step.py {batch}", &out), 2) << out;
+  EXPECT_TRUE(has(out, "is a symbolic link")) << out;
+  writeFile(user_ / "notes.yaml", "mine\n");
+  EXPECT_EQ(minrepro("init --batch saved.pt --output notes.yaml -- python step.py {batch}", &out), 2) << out;
+  EXPECT_EQ(readFile(user_ / "notes.yaml"), "mine\n");
+  EXPECT_EQ(minrepro("init --batch saved.pt --output notes.yaml --force -- python step.py {batch}", &out), 0) << out;
+  EXPECT_TRUE(has(readFile(user_ / "notes.yaml"), "batch: ")) << readFile(user_ / "notes.yaml");
 }
 
 // A 2-D feature tensor beside the tokens ([16, 4] floats, [16, 20] ids):

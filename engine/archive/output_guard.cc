@@ -33,51 +33,55 @@ std::vector<std::pair<fs::path, std::string>> filesTheRunReads(const CaseConfig&
   return files;
 }
 
-std::string refuse(const fs::path& output, const std::string& why) {
-  return output.string() + ": the archive (output or --output) " + why;
-}
-
-void checkDirectoryWritable(const fs::path& output) {
-  const fs::path dir = output.parent_path();
+void checkDirectoryWritable(const fs::path& output, const std::string& what) {
+  const fs::path dir = output.parent_path().empty() ? fs::path(".") : output.parent_path();
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
-    throw BadInputError(output.string() + ": the archive's directory " + dir.string() +
-                        " does not exist; create it, or give another output or --output");
-  // The archive is written to a temp file beside it, then renamed: that must work.
+    throw BadInputError(output.string() + ": the directory of " + what + ", " + dir.string() +
+                        ", does not exist; create it, or give another path");
+  // The file is written to a temp file beside it, then renamed: that must work.
   const fs::path probe = dir / (".minrepro-output-check-" + std::to_string(::getpid()));
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0)
     throw BadInputError(output.string() + ": cannot write in " + dir.string() + " (" + std::strerror(errno) +
-                        "); give an output or --output where this user may write");
+                        "); give a path where this user may write");
   ::close(fd);
   ::unlink(probe.c_str());
 }
 
 }  // namespace
 
-void checkArchiveOutput(const CaseConfig& config, bool force) {
-  const fs::path& output = config.output;
+void checkOutputPath(const fs::path& output, const std::string& what,
+                     const std::vector<std::pair<fs::path, std::string>>& inputs, bool force, bool ours,
+                     const std::string& existing) {
+  const auto refuse = [&](const std::string& why) { return output.string() + ": " + what + " " + why; };
   struct stat st {};
   const bool exists = ::lstat(output.c_str(), &st) == 0;
   if (exists && S_ISDIR(st.st_mode))
-    throw BadInputError(refuse(output, "is a directory; give a file name, e.g. " + (output / "repro.tar.gz").string()));
+    throw BadInputError(refuse("is a directory; give a file's path inside it"));
   if (exists && S_ISLNK(st.st_mode))
-    throw BadInputError(refuse(output, "is a symbolic link; give the path of a new or regular file instead"));
+    throw BadInputError(refuse("is a symbolic link; give the path of a new or regular file instead"));
   if (exists && !S_ISREG(st.st_mode))
-    throw BadInputError(refuse(output, "is not a regular file (a device, FIFO or socket); give a new file's path"));
-  checkDirectoryWritable(output);
+    throw BadInputError(refuse("is not a regular file (a device, FIFO or socket); give a new file's path"));
+  checkDirectoryWritable(output, what);
   if (!exists) return;
   std::error_code ec;
-  for (const auto& [file, what] : filesTheRunReads(config))
+  for (const auto& [file, is] : inputs)
     if (fs::equivalent(output, file, ec))
-      throw BadInputError(refuse(output, "is " + what + " (" + file.string() +
-                                             "): writing the archive there would destroy it; give another output "
-                                             "or --output, e.g. " +
-                                             (output.parent_path() / "repro.tar.gz").string()));
-  if (!force && !madeByMinrepro(output))
-    throw BadInputError(refuse(output,
-                               "exists and is not an archive minrepro wrote; give another output or "
-                               "--output, or --force to replace it"));
+      throw BadInputError(refuse("is " + is + " (" + file.string() +
+                                 "): writing there would destroy it, even with --force; give another path"));
+  if (!force && !ours) throw BadInputError(refuse(existing + "; give another path, or --force to replace it"));
+}
+
+void checkArchiveOutput(const CaseConfig& config, bool force) {
+  const fs::path& output = config.output;
+  struct stat st {};
+  const bool regular = ::lstat(output.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  if (::lstat(output.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw BadInputError(output.string() + ": the archive (output or --output) is a directory; give a file name, e.g. " +
+                        (output / "repro.tar.gz").string());
+  checkOutputPath(output, "the archive (output or --output)", filesTheRunReads(config), force,
+                  regular && madeByMinrepro(output), "exists and is not an archive minrepro wrote");
 }
 
 }  // namespace minrepro

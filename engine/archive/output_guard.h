@@ -5,6 +5,9 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/case_config.h"
 
@@ -18,5 +21,15 @@ namespace minrepro {
 // archive minrepro wrote, unless `force` (--force) says to replace it.
 // Inputs and non-regular files are refused even with `force`.
 void checkArchiveOutput(const CaseConfig& config, bool force);
+
+// The same rule for any file a command writes (init's case.yaml too):
+// `what` names it in the message ("the case (--output)"); `inputs` are the
+// files the command reads, each with what it is to the user; `ours` says
+// whether an existing file is one minrepro wrote (replaced without
+// `force`), `existing` what the message says of one that is not. Throws
+// BadInputError (exit 2) before anything is written.
+void checkOutputPath(const std::filesystem::path& output, const std::string& what,
+                     const std::vector<std::pair<std::filesystem::path, std::string>>& inputs, bool force, bool ours,
+                     const std::string& existing = "exists");
 
 }  // namespace minrepro
