@@ -110,11 +110,34 @@ c10::IValue unpickleBatch(const fs::path& file) {
                                            std::make_shared<torch::jit::DeserializationStorageContext>());
 }
 
+// A file that is not the zip torch.save writes since PyTorch 1.6, said for
+// what it is (the stream reader's "miniz" error names none of these), with
+// how to re-save it; "" for a zip or anything else.
+std::string notAZipBatch(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  char head[14] = {};
+  in.read(head, sizeof head);
+  const auto got = in.gcount();
+  if (got >= 4 && std::string(head, 4) == "PK\x03\x04") return "";
+  const std::string resave = "re-save it with a current torch, if you trust the file (loading runs its pickled code): "
+                             "python -c \"import torch; torch.save(torch.load('" +
+                             file.filename().string() + "', weights_only=False), 'resaved.pt')\"; then give resaved.pt";
+  // torch.save's legacy format: a pickle whose first object is its magic number.
+  static const std::string kLegacyMagic("\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19", 12);
+  if (got == 14 && static_cast<unsigned char>(head[0]) == 0x80 && std::string(head + 2, 12) == kLegacyMagic)
+    return "saved in torch.save's legacy format (_use_new_zipfile_serialization=False, or PyTorch before 1.6), "
+           "which minrepro does not read; " + resave;
+  if (got >= 2 && static_cast<unsigned char>(head[0]) == 0x80 && head[1] >= 2 && head[1] <= 5)
+    return "a plain pickle (pickle.dump), not a torch.save file; " + resave;
+  return "";
+}
+
 }  // namespace
 
 NamedTensors readBatchFile(const fs::path& file) {
   if (!fs::is_regular_file(file))
     throw BadInputError(file.string() + ": cannot read the batch file (does it exist, is it readable?)");
+  if (const std::string what = notAZipBatch(file); !what.empty()) throw BadInputError(file.string() + ": " + what);
   c10::IValue value;
   try {
     value = unpickleBatch(file);

@@ -258,6 +258,28 @@ TEST_F(BatchFixture, UnreadableOrNonDictFilesAreBadInput) {
   EXPECT_NE(openError().find("cannot read the batch file"), std::string::npos) << openError();
 }
 
+// torch.save's legacy format and a plain pickle are named as what they are,
+// with the line that re-saves them (#43.9), not the stream reader's "miniz" error.
+TEST_F(BatchFixture, LegacyTorchSaveAndPlainPickleSayWhatTheyAreAndHowToResave) {
+  const std::string save = "import pickle, torch; b = {'x': torch.zeros(2)}; ";
+  for (const auto& [how, said] : std::vector<std::pair<std::string, std::string>>{
+           {"torch.save(b, P, _use_new_zipfile_serialization=False)", "saved in torch.save's legacy format"},
+           {"pickle.dump(b, open(P, 'wb'))", "a plain pickle (pickle.dump), not a torch.save file"}}) {
+    SCOPED_TRACE(how);
+    std::string output;
+    ASSERT_EQ(testing::runCommand(testing::python() + " -c \"" + save + "P = '" + config.batch.string() + "'; " +
+                                      how + "\"",
+                                  &output),
+              0)
+        << output;
+    const std::string error = openError();
+    EXPECT_NE(error.find(said), std::string::npos) << error;
+    EXPECT_NE(error.find("torch.save(torch.load('batch.pt', weights_only=False), 'resaved.pt')"), std::string::npos)
+        << error;
+    EXPECT_EQ(error.find("miniz"), std::string::npos) << error;
+  }
+}
+
 // LibTorch 1.13's unpickler cannot read a dict with exactly one entry: the
 // error says so and what to do. LibTorch 2.x reads it.
 TEST_F(BatchFixture, OneEntryDictFromPythonGetsAnExplanationWhereLibTorchCannotReadIt) {
