@@ -6,6 +6,8 @@
 #include <new>
 #include <ostream>
 
+#include "core/text_lines.h"
+
 namespace minrepro {
 
 namespace {
@@ -42,7 +44,7 @@ int runCommand(const std::string& command, std::ostream& err, const std::functio
     return body();
   } catch (...) {
     const auto [status, line] = describeError(std::current_exception());
-    err << "minrepro " << command << ": " << line << "\n";
+    err << "minrepro " << command << ": " << text::printable(line) << "\n";
     return static_cast<int>(status);
   }
 }

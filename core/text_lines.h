@@ -35,23 +35,45 @@ inline Lines splitLines(const std::string& text) {
   return lines;
 }
 
+// The UTF-8 bytes of a bidirectional control at `s[i]` (U+061C, U+200E,
+// U+200F, U+202A..U+202E, U+2066..U+2069), else 0: a right-to-left
+// override in a file name or a message makes a terminal or a viewer show
+// text in another order than it is.
+inline std::size_t bidiControlAt(std::string_view s, std::size_t i) {
+  const auto at = [&](std::size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
+  if (at(0) == 0xd8 && at(1) == 0x9c) return 2;
+  if (at(0) != 0xe2) return 0;
+  if (at(1) == 0x80 && (at(2) == 0x8e || at(2) == 0x8f || (at(2) >= 0xaa && at(2) <= 0xae))) return 3;
+  if (at(1) == 0x81 && at(2) >= 0xa6 && at(2) <= 0xa9) return 3;
+  return 0;
+}
+
 // Text from a file or a process, made safe to print: every control byte
-// but '\n' and '\t' (ESC, BEL, '\r', DEL, ...) as "\xNN". A signature.txt,
+// but '\n' and '\t' (ESC, BEL, '\r', DEL, ...) as "\xNN", and every
+// bidirectional control as its bytes "\xNN\xNN\xNN". A signature.txt,
 // an error message or a .expect file may carry escape sequences that set a
 // terminal's title or colours, or rewrite the line above.
 inline std::string printable(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (const char c : s) {
-    const auto byte = static_cast<unsigned char>(c);
-    if ((byte >= 0x20 && byte != 0x7f) || c == '\n' || c == '\t') {
-      out += c;
-      continue;
-    }
-    static constexpr char kHex[] = "0123456789abcdef";
+  static constexpr char kHex[] = "0123456789abcdef";
+  const auto hex = [&](unsigned char byte) {
     out += "\\x";
     out += kHex[byte >> 4];
     out += kHex[byte & 15];
+  };
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (const std::size_t bidi = bidiControlAt(s, i)) {
+      for (std::size_t k = 0; k < bidi; ++k) hex(static_cast<unsigned char>(s[i + k]));
+      i += bidi - 1;
+      continue;
+    }
+    const char c = s[i];
+    const auto byte = static_cast<unsigned char>(c);
+    if ((byte >= 0x20 && byte != 0x7f) || c == '\n' || c == '\t')
+      out += c;
+    else
+      hex(byte);
   }
   return out;
 }

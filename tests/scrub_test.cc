@@ -9,6 +9,8 @@
 
 #include <regex>
 
+#include "core/text_lines.h"
+#include "engine/archive/report.h"
 #include "engine/archive/secrets.h"
 #include "engine/archive/tar_gz.h"
 #include "tests/test_util.h"
@@ -24,6 +26,24 @@ ScrubContext context() {
   c.users = {"jdoe-ml", "root"};
   c.hosts = {"gpu-node-17.lab.example.org", "gpu-node-17"};
   return c;
+}
+
+// REPORT.md carries the failure's own text (#43.7): HTML in it stays text
+// outside code, code keeps it verbatim, a bidi override becomes visible.
+TEST(Report, RawHtmlAndBidiControlsFromTheFailureAreInert) {
+  const std::string md =
+      "# Reproducer: runtime-error: <script>alert(1)</script>\n"
+      "- First error: `<img src=x onerror=alert(1)>`\n"
+      "- Context: a `` ` `` and <b>bold</b>\n"
+      "    x = torch.tensor([1]) < 2  # code block\n"
+      "- File: evil\xe2\x80\xaegpj.py\n";
+  EXPECT_EQ(withoutRawHtml(md),
+            "# Reproducer: runtime-error: &lt;script>alert(1)&lt;/script>\n"
+            "- First error: `<img src=x onerror=alert(1)>`\n"
+            "- Context: a `` ` `` and &lt;b>bold&lt;/b>\n"
+            "    x = torch.tensor([1]) < 2  # code block\n"
+            "- File: evil[U+202E]gpj.py\n");
+  EXPECT_EQ(text::printable("evil\xe2\x80\xaegpj.py"), "evil\\xe2\\x80\\xaegpj.py");
 }
 
 TEST(Scrub, AnInterpreterPathKeepsWhatFindsItAgain) {

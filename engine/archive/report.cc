@@ -1,5 +1,6 @@
 #include "engine/archive/report.h"
 
+#include <cstdio>
 #include <iomanip>
 #include <sstream>
 
@@ -259,6 +260,44 @@ std::vector<std::string> timeAccount(const ReductionSummary& s) {
   return lines;
 }
 
+// REPORT.md without raw HTML or bidirectional controls from the failure's
+// own text (a message with `<script>` or `<img onerror=...>`, a file name
+// with U+202E): Markdown viewers render HTML outside code, and a bidi
+// control reorders what the reader sees. Outside code spans and indented
+// code blocks '<' becomes "&lt;"; a bidi control becomes "[U+XXXX]"
+// everywhere.
+std::string withoutRawHtml(const std::string& markdown) {
+  std::string out;
+  out.reserve(markdown.size());
+  std::istringstream lines(markdown);
+  for (std::string line; std::getline(lines, line);) {
+    const bool block = line.rfind("    ", 0) == 0 || line.rfind("\t", 0) == 0;
+    std::size_t fence = 0;  // the open code span's backtick count; 0: outside
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      if (const std::size_t bidi = text::bidiControlAt(line, i)) {
+        const auto b = [&](std::size_t k) { return static_cast<unsigned>(static_cast<unsigned char>(line[i + k])); };
+        const unsigned code = bidi == 2 ? 0x061c : ((b(0) & 0x0f) << 12) | ((b(1) & 0x3f) << 6) | (b(2) & 0x3f);
+        char buffer[16];
+        std::snprintf(buffer, sizeof buffer, "[U+%04X]", code);
+        out += buffer;
+        i += bidi - 1;
+        continue;
+      }
+      if (line[i] == '`' && !block) {
+        std::size_t run = 1;
+        while (i + run < line.size() && line[i + run] == '`') ++run;
+        if (fence == 0 || fence == run) fence = fence == 0 ? run : 0;
+        out.append(run, '`');
+        i += run - 1;
+        continue;
+      }
+      out += line[i] == '<' && !block && fence == 0 ? std::string("&lt;") : std::string(1, line[i]);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
 std::string renderReport(const CaseConfig& config, const ReductionSummary& s) {
   std::ostringstream out;
   out << "# Reproducer: " << s.signature.summary() << "\n\n"
@@ -276,7 +315,7 @@ std::string renderReport(const CaseConfig& config, const ReductionSummary& s) {
   writeEnvironment(out, s, config);
   writeReduction(out, s);
   // The report travels to other people: no home, user, host or local path.
-  return scrubText(out.str(), scrubContextFor(config.context));
+  return withoutRawHtml(scrubText(out.str(), scrubContextFor(config.context)));
 }
 
 namespace {

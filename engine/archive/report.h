@@ -68,6 +68,11 @@ struct ReductionSummary {
 
 std::string renderReport(const CaseConfig& config, const ReductionSummary& summary);
 
+// Markdown with the failure's own text made inert: '<' outside code spans
+// and indented code blocks as "&lt;" (no raw HTML a viewer would render),
+// bidirectional controls as "[U+202E]". renderReport's last step.
+std::string withoutRawHtml(const std::string& markdown);
+
 // Where the run's time went, in two lines for REPORT.md and the log's end:
 // each phase's wall time (the self-check and the op step side by side),
 // then the trials' own time and what of the original's and the search's
