@@ -538,6 +538,39 @@ TEST(VerifyHostile, AnArchiveFromElsewhereRunsInASandbox) {
   EXPECT_NE(out.find("--sandbox must be auto, on or off, found 'maybe'"), std::string::npos) << out;
 }
 
+// A Python in a venv under /tmp (which the sandbox replaces with an empty
+// tmpfs) still runs the archive in the sandbox (#43.2): its prefix, its
+// real path and minrepro's own directory are bound read-only.
+TEST(VerifyHostile, AVenvUnderTmpRunsInTheSandbox) {
+  if (!findBubblewrap()) {
+    if (std::getenv("CI")) FAIL() << "bwrap missing: scripts/install-deps.sh installs bubblewrap";
+    GTEST_SKIP() << "bwrap is not installed";
+  }
+  testing::TempDir dir;
+  ASSERT_EQ(dir.path().string().rfind("/tmp/", 0), 0u) << "the test needs its directory under /tmp";
+  const fs::path venv = dir.path() / "venv";
+  std::string out;
+  ASSERT_EQ(runCommand(testing::python() + " -m venv --without-pip " + venv.string() + " 2>&1", &out), 0) << out;
+  ASSERT_EQ(runCommand(testing::python() +
+                           " -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))'",
+                       &out),
+            0)
+      << out;
+  const std::string torch_site = out.substr(0, out.find('\n'));
+  ASSERT_EQ(runCommand(venv.string() + "/bin/python -c 'import site; print(site.getsitepackages()[0])'", &out), 0)
+      << out;
+  testing::writeFile(fs::path(out.substr(0, out.find('\n'))) / "torch-of-the-tests.pth", torch_site + "\n");
+  const std::string repro = "import torch\nraise IndexError('Target 4 is out of bounds.')\n";
+  const fs::path archive = dir.path() / "elsewhere.tar.gz";
+  writeTarGz(archive, {{"repro.py", repro, true}, {"signature.txt", "family: index-error\nmessage: Target 4 is out of bounds.\n"}});
+  EXPECT_EQ(runCommand(minrepro() + " verify --runs 1 --sandbox on --python " + venv.string() + "/bin/python " +
+                           archive.string() + " 2>&1",
+                       &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("reproduced in 1 of 1"), std::string::npos) << out;
+}
+
 // The sandbox decision trusts nothing an archive says: a published
 // archive's signature.txt (seal and all) kept while repro.py is swapped for
 // a payload, or a file added beside it, or a pre-seal archive's made-on

@@ -3,6 +3,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+
 #include "core/errors.h"
 
 namespace fs = std::filesystem;
@@ -26,6 +30,77 @@ namespace {
 
 constexpr const char* kWhat = "bubblewrap: no network, read-only file system, only the scratch directory writable";
 constexpr const char* kInstall = "install bubblewrap (apt-get install bubblewrap)";
+
+// Under /tmp, which the sandbox replaces with an empty tmpfs.
+bool underTmp(const fs::path& p) {
+  const std::string s = p.lexically_normal().string();
+  return s.rfind("/tmp/", 0) == 0;
+}
+
+// A program's prefix: the directory above bin/ (a venv, conda, an install
+// tree: its libraries and site-packages lie there), else its own directory.
+fs::path prefixOf(const fs::path& program) {
+  const fs::path dir = program.parent_path();
+  return dir.filename() == "bin" ? dir.parent_path() : dir;
+}
+
+// A venv's base interpreter home (pyvenv.cfg's `home = DIR`), if any.
+std::optional<fs::path> venvHome(const fs::path& prefix) {
+  std::ifstream cfg(prefix / "pyvenv.cfg");
+  for (std::string line; std::getline(cfg, line);) {
+    if (line.rfind("home", 0) != 0) continue;
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    const auto begin = line.find_first_not_of(' ', eq + 1);
+    if (begin != std::string::npos) return fs::path(line.substr(begin));
+  }
+  return std::nullopt;
+}
+
+// What a trial needs from under /tmp, bound read-only over the sandbox's
+// empty /tmp: the program's prefix (its path and its real path: a venv's
+// python is a link to its base), the venv's base, minrepro's own
+// directory (minrepro-trial, the op recorder), and the directories that
+// PYTHONPATH, LD_PRELOAD and LD_LIBRARY_PATH name, set by the trial or
+// inherited. Everything else under /tmp stays hidden.
+std::vector<fs::path> tmpPathsToBind(const TrialSpec& spec) {
+  std::vector<fs::path> paths;
+  const auto add = [&](const fs::path& p) {
+    std::error_code ec;
+    if (!p.is_absolute() || !underTmp(p) || !fs::exists(p, ec)) return;
+    if (std::find(paths.begin(), paths.end(), p.lexically_normal()) == paths.end())
+      paths.push_back(p.lexically_normal());
+  };
+  const auto addProgram = [&](const fs::path& program) {
+    std::error_code ec;
+    for (const fs::path& p : {program, fs::canonical(program, ec)}) {
+      if (p.empty()) continue;
+      add(prefixOf(p));
+      if (const auto home = venvHome(prefixOf(p))) add(home->filename() == "bin" ? home->parent_path() : *home);
+    }
+  };
+  if (!spec.argv.empty()) addProgram(resolveProgram(spec.argv.front()));
+  std::error_code ec;
+  addProgram(fs::read_symlink("/proc/self/exe", ec));
+  for (const char* name : {"PYTHONPATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONHOME"}) {
+    std::string value;
+    if (const auto set = spec.env_set.find(name); set != spec.env_set.end())
+      value = set->second;
+    else if (const char* inherited = std::getenv(name);
+             inherited && std::find(spec.env_unset.begin(), spec.env_unset.end(), name) == spec.env_unset.end())
+      value = inherited;
+    std::string part;
+    for (const char c : value + ":") {
+      if (c != ':' && c != ' ') {
+        part += c;
+        continue;
+      }
+      if (!part.empty()) add(fs::is_directory(part, ec) ? fs::path(part) : fs::path(part).parent_path());
+      part.clear();
+    }
+  }
+  return paths;
+}
 
 }  // namespace
 
@@ -69,13 +144,10 @@ TrialOutcome SandboxedExecutor::run(const TrialSpec& spec) {
                     "--proc",
                     "/proc",
                     "--tmpfs",
-                    "/tmp",
-                    "--bind",
-                    writable,
-                    writable,
-                    "--chdir",
-                    spec.work_dir.string(),
-                    "--"};
+                    "/tmp"};
+  for (const fs::path& p : tmpPathsToBind(spec))
+    sandboxed.argv.insert(sandboxed.argv.end(), {"--ro-bind", p.string(), p.string()});
+  sandboxed.argv.insert(sandboxed.argv.end(), {"--bind", writable, writable, "--chdir", spec.work_dir.string(), "--"});
   sandboxed.argv.insert(sandboxed.argv.end(), spec.argv.begin(), spec.argv.end());
   // A run that cannot start is the program's failure to start, not bwrap's.
   TrialOutcome outcome = inner_.run(sandboxed);

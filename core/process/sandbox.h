@@ -39,7 +39,10 @@ struct SandboxChoice {
 SandboxChoice chooseSandbox(SandboxMode mode, bool made_here);
 
 // Runs each trial of `inner` inside bwrap, with `writable` (the scratch
-// directory) the only directory it may write.
+// directory) the only directory it may write. /tmp is an empty tmpfs but
+// for what the trial's own programs need from it, bound read-only: a
+// Python in a venv under /tmp, minrepro itself installed there, the
+// PYTHONPATH it is given.
 class SandboxedExecutor : public Executor {
  public:
   SandboxedExecutor(Executor& inner, std::filesystem::path writable, std::string bwrap)
