@@ -1,0 +1,91 @@
+// Whole-binary tier: secrets leave by no file (#43.5). A step whose error
+// message carries an AWS secret access key and a URL whose password holds
+// '$' and '!' (allowed unencoded), and a case whose context holds both:
+// after a real shrink, no file minrepro writes into the archive
+// (signature.txt, REPORT.md, REPORT.html, repro.py, case.yaml, op/...) and
+// not the work directory's REPORT.html holds either secret; the
+// placeholders say which rule took it. The user's own step, bundled as it
+// is, is named in a warning instead.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "tests/e2e_fixture.h"
+#include "tests/test_util.h"
+
+namespace minrepro {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::readFile;
+using testing::runCommand;
+using testing::writeFile;
+
+constexpr const char* kAwsKey = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+constexpr const char* kUrlPassword = "pa$$w0rd!x";
+
+constexpr const char* kStep = R"(import sys
+import torch
+
+batch = torch.load(sys.argv[1], weights_only=True)
+if bool((batch["x"] == 7).any()):
+    raise RuntimeError("upload failed for s3 with aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY "
+                       "via https://alice:pa$$w0rd!x@data.example.com/shard-3")
+)";
+
+TEST(Secrets, NoFileOfTheArchiveCarriesAKeyOrAUrlPassword) {
+  testing::TempDir work("minrepro-secrets");
+  std::string out;
+  ASSERT_EQ(runCommand(testing::python() + " -c \"import torch; torch.save({'x': torch.arange(12), 'sample_id': "
+                                           "torch.arange(12) + 300}, '" +
+                           (work.path() / "batch.pt").string() + "')\"",
+                       &out),
+            0)
+      << out;
+  writeFile(work.path() / "step.py", kStep);
+  writeFile(work.path() / "case.yaml",
+            "batch: batch.pt\nsamples: {tensors: {x: 0}, ids: sample_id}\n"
+            "trial:\n  command: [" +
+                testing::python() +
+                ", \"{case_dir}/step.py\", \"{batch}\"]\n"
+                "context:\n  store: 'https://bob:s3cr$t!x@store.example.com/bucket'\n"
+                "  credentials: 'aws_secret_access_key=" +
+                kAwsKey + "'\n");
+  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (work.path() / "case.yaml").string() +
+                           " --work-dir " + (work.path() / "w").string() + " --output " +
+                           (work.path() / "repro.tar.gz").string() + " 2>&1",
+                       &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("reduced 12 -> 1 samples (ids [307])"), std::string::npos) << out;
+  const fs::path dir = work.path() / "extracted";
+  ASSERT_TRUE(testing::extractInto(work.path() / "repro.tar.gz", dir));
+  std::size_t files = 0;
+  std::vector<fs::path> checked{work.path() / "w" / "REPORT.html"};
+  // The step is the user's own code, bundled byte for byte (a changed
+  // script would be another program): the run names what it carries.
+  for (const auto& entry : fs::recursive_directory_iterator(dir))
+    if (entry.is_regular_file() && entry.path().filename() != "step.py") checked.push_back(entry.path());
+  EXPECT_NE(out.find("warning: the archive carries"), std::string::npos) << out;
+  EXPECT_NE(out.find("step.py"), std::string::npos) << out;
+  for (const fs::path& file : checked) {
+    const std::string text = readFile(file);
+    ++files;
+    for (const std::string& secret : {std::string(kAwsKey), std::string(kUrlPassword), std::string("s3cr$t!x")})
+      EXPECT_EQ(text.find(secret), std::string::npos) << file << " carries " << secret;
+  }
+  EXPECT_GE(files, 6u);
+  const std::string signature = readFile(dir / "signature.txt");
+  EXPECT_NE(signature.find("aws_secret_access_key=<secret:aws-secret-access-key>"), std::string::npos) << signature;
+  EXPECT_NE(signature.find("https://alice:<secret:basic-auth-url>@data.example.com"), std::string::npos) << signature;
+  // The archive still reproduces: the placeholder is compared as the message was.
+  EXPECT_EQ(runCommand(std::string(MINREPRO_BINARY) + " verify --runs 1 " + (work.path() / "repro.tar.gz").string() +
+                           " 2>&1",
+                       &out),
+            0)
+      << out;
+}
+
+}  // namespace
+}  // namespace minrepro
