@@ -25,11 +25,11 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Expected {
-  std::map<std::string, int> samples;  // tensor -> sample axis
-  std::vector<std::string> lists;
-  std::string ids, lengths, mask;
-  std::map<std::string, std::pair<int, double>> sequence;  // tensor -> (axis, padding)
-  std::vector<std::string> whole;                          // kept whole
+  std::map<std::string, int> samples = {};  // tensor -> sample axis
+  std::vector<std::string> lists = {};
+  std::string ids = {}, lengths = {}, mask = {};
+  std::map<std::string, std::pair<int, double>> sequence = {};  // tensor -> (axis, padding)
+  std::vector<std::string> whole = {};                          // kept whole
 };
 
 class Layouts : public ::testing::Test {
