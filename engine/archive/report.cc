@@ -1,6 +1,8 @@
 #include "engine/archive/report.h"
 
+#include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <iomanip>
 #include <sstream>
 
@@ -266,6 +268,22 @@ std::vector<std::string> timeAccount(const ReductionSummary& s) {
 // control reorders what the reader sees. Outside code spans and indented
 // code blocks '<' becomes "&lt;"; a bidi control becomes "[U+XXXX]"
 // everywhere.
+namespace {
+
+// Scrubbing's own placeholders (`<home>`, `<secret:github-pat>`, ...) stay
+// as they are: no attributes, no element a viewer knows.
+bool isPlaceholderAt(const std::string& line, std::size_t i) {
+  static const char* const kNames[] = {"<home>", "<user>", "<host>", "<path>", "<tmp>", "<hash>", "<email>"};
+  for (const char* name : kNames)
+    if (line.compare(i, std::strlen(name), name) == 0) return true;
+  if (line.compare(i, 8, "<secret:") != 0) return false;
+  std::size_t j = i + 8;
+  while (j < line.size() && (std::islower(static_cast<unsigned char>(line[j])) || line[j] == '-')) ++j;
+  return j < line.size() && line[j] == '>';
+}
+
+}  // namespace
+
 std::string withoutRawHtml(const std::string& markdown) {
   std::string out;
   out.reserve(markdown.size());
@@ -291,7 +309,8 @@ std::string withoutRawHtml(const std::string& markdown) {
         i += run - 1;
         continue;
       }
-      out += line[i] == '<' && !block && fence == 0 ? std::string("&lt;") : std::string(1, line[i]);
+      const bool inert = line[i] != '<' || block || fence > 0 || isPlaceholderAt(line, i);
+      out += inert ? std::string(1, line[i]) : std::string("&lt;");
     }
     out += '\n';
   }

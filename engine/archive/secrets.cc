@@ -47,7 +47,7 @@ const std::vector<Rule>& rules() {
     r.push_back({"stripe-access-token", re(R"(\b(?:sk|rk)_(?:test|live|prod)_[a-zA-Z0-9]{10,99}\b)")});
     r.push_back({"jwt", re(R"(\bey[a-zA-Z0-9]{17,}\.ey[a-zA-Z0-9/\\_-]{17,}\.(?:[a-zA-Z0-9/\\_-]{10,}={0,2})?)")});
     // The password may hold any sub-delimiter ($, !, &, ...) and ':' unencoded (RFC 3986's userinfo).
-    r.push_back({"basic-auth-url", re(R"((://[^:/?#\[\]@\s]+:)([^/?#\[\]@\s]+)(@))"), 2});
+    r.push_back({"basic-auth-url", re(R"((://[^:/?#\[\]@\s]+:)([^/?#\[\]@\s<>]+)(@))"), 2});
     return r;
   }();
   return kRules;
