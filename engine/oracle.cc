@@ -425,7 +425,10 @@ bool TrialOracle::interesting(const Selection& selection, const Speculation& nex
       },
       rate_, config_.flaky, jobs_, selection.samples.size(), recheck);
   bool accepted = decision.interesting;
-  if (accepted && other_failures_[key] == 0 && othersSeen()) accepted = showsNoOtherFailure(selection, key, cursor);
+  if (accepted && other_failures_[key] == 0 && (othersSeen() || otherFailureAbove(selection)))
+    accepted = showsNoOtherFailure(selection, key, cursor);
+  if (other_failures_[key] > 0 && config_.flaky.enabled && other_above_.size() < 64)
+    other_above_.push_back(selection.samples);
   if (accepted && other_failures_[key] > 0) {
     accepted = false;
     ++stats_.slipped;
@@ -447,6 +450,21 @@ bool TrialOracle::interesting(const Selection& selection, const Speculation& nex
   if (auto stop = other_watch_.add(accepted, last, stats_.trials + stats_.replayed, log_.elapsedSeconds()))
     throw DoesNotReproduceError(wrongCaseMessage("stopping: " + *stop, last, batch_));
   return accepted;
+}
+
+// A candidate with more samples than `selection`, all of its among them,
+// failed another way: a deterministic failure is monotone (a superset of a
+// failing case fails the recorded way too), so the recorded failure of the
+// smaller one is worth as many runs as othersSeen() would ask (a flaky step
+// whose smaller batches fail a second way in most runs). A deterministic
+// step that fails another way only on smaller batches (BatchNorm on one
+// sample) never pays this: its other failures lie below, not above.
+bool TrialOracle::otherFailureAbove(const Selection& selection) const {
+  for (const std::vector<std::int64_t>& above : other_above_)
+    if (above.size() > selection.samples.size() &&
+        std::includes(above.begin(), above.end(), selection.samples.begin(), selection.samples.end()))
+      return true;
+  return false;
 }
 
 bool TrialOracle::othersSeen() const {

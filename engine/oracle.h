@@ -194,6 +194,7 @@ class TrialOracle {
  private:
   bool matches(const FailureSignature& signature) const;
   bool othersSeen() const;
+  bool otherFailureAbove(const Selection& selection) const;
   bool showsNoOtherFailure(const Selection& selection, const std::string& key, std::size_t& cursor);
   std::vector<bool> resultsFor(const Selection& selection, const std::string& key, std::size_t count, std::size_t spare,
                                std::size_t& cursor, std::size_t preexisting, const Speculation& next);
@@ -217,6 +218,8 @@ class TrialOracle {
   Journal* journal_;
   RunLimits limits_;
   double search_from_ = -1;  // startSearchClock(); -1: not started
+  // The samples of each candidate that failed another way (otherFailureAbove).
+  std::vector<std::vector<std::int64_t>> other_above_;
   std::size_t jobs_;
   std::size_t reserved_ = 0;  // of jobs_, left to runs started beside the rounds
   std::size_t activeJobs() const { return jobs_ > reserved_ ? jobs_ - reserved_ : 1; }
