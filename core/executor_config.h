@@ -14,7 +14,7 @@ namespace minrepro {
 
 // One per line of core/executor_kinds.def.
 enum class ExecutorKind {
-#define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, keys, description) enumerator,
+#define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, keys, on_this_machine, description) enumerator,
 #include "core/executor_kinds.def"
 #undef MINREPRO_EXECUTOR_KIND
 };
@@ -22,11 +22,23 @@ enum class ExecutorKind {
 // "local", "slurm": the names case.yaml and --executor use.
 inline const std::vector<std::pair<ExecutorKind, std::string>>& executorKinds() {
   static const std::vector<std::pair<ExecutorKind, std::string>> kinds{
-#define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, keys, description) {ExecutorKind::enumerator, name},
+#define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, keys, on_this_machine, description) {ExecutorKind::enumerator, name},
 #include "core/executor_kinds.def"
 #undef MINREPRO_EXECUTOR_KIND
   };
   return kinds;
+}
+
+// Whether the kind's trials run on this machine (core/executor_kinds.def).
+inline bool trialsRunOnThisMachine(ExecutorKind kind) {
+  switch (kind) {
+#define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, keys, on_this_machine, description) \
+  case ExecutorKind::enumerator:                                                             \
+    return on_this_machine;
+#include "core/executor_kinds.def"
+#undef MINREPRO_EXECUTOR_KIND
+  }
+  return true;
 }
 
 inline std::optional<ExecutorKind> parseExecutorKind(const std::string& name) {

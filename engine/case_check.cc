@@ -4,7 +4,9 @@
 #include <cctype>
 #include <iterator>
 #include <regex>
+#include <set>
 
+#include "core/errors.h"
 #include "engine/log.h"
 #include "engine/oracle.h"
 
@@ -56,6 +58,20 @@ std::vector<TensorInfo> keptWhole(const BatchStore& batch) {
 }
 
 }  // namespace
+
+void checkHarnessKeys(const CaseConfig& config, const BatchStore& batch) {
+  if (!config.harness) return;
+  std::set<std::string> names;
+  for (const auto& t : batch.describe()) names.insert(t.name);
+  std::string known;
+  for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+  const std::pair<const char*, std::string> keys[] = {{"input", config.harness->input},
+                                                      {"target", config.harness->target}};
+  for (const auto& [key, name] : keys)
+    if (!name.empty() && !names.count(name))
+      throw BadInputError(config.case_file.string() + ": trial.harness." + key + " names '" + name + "', which " +
+                          config.batch.string() + " does not hold (its tensors: " + known + ")");
+}
 
 std::string tensorsKeptWhole(const BatchStore& batch) {
   std::string out;

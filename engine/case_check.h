@@ -41,6 +41,11 @@ std::string tensorsKeptWhole(const BatchStore& batch);
 std::string wrongCaseMessage(const std::string& what_happened, const FailureSignature& other,
                              const BatchStore& batch);
 
+// A harness key (trial.harness.input, .target) that names no tensor of
+// the batch would fail every trial the same way, and be "reduced" as if it
+// were the bug: BadInputError (exit 2) before the first trial.
+void checkHarnessKeys(const CaseConfig& config, const BatchStore& batch);
+
 // The halves check (above); throws DoesNotReproduceError when the case is wrong.
 // `first_query`: the search's first candidate (engine/pipeline.h,
 // openingCandidates), whose half is asked first.

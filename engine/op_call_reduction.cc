@@ -1,6 +1,7 @@
 #include "engine/op_call_reduction.h"
 
 #include "core/process/containment.h"
+#include "engine/stop_signals.h"
 
 namespace fs = std::filesystem;
 
@@ -74,6 +75,38 @@ std::function<OpReduction(const fs::path& case_file, const OpReductionBounds& bo
     setTrialScope(scope);
     reduction.trials = tally.trials;
     return reduction;
+  };
+}
+
+namespace {
+
+// The op step's own reduction may take half the time the run had taken
+// when it began (so the op step stays within about a third of the whole),
+// but never less than this: a reduction of a few forked trials.
+constexpr double kMinOpReductionSeconds = 5;
+
+}  // namespace
+
+std::function<OpRepro(const OpStart&)> opStepFor(const ShrinkOptions& options, const CaseConfig& config,
+                                                 const FailureSignature& signature, const SelfCheckPlan& plan,
+                                                 const Log& log, Executor* warm) {
+  OpStep step;
+  step.work = config.work_dir;
+  step.python = trialPython(options, config);
+  step.signature = signature;
+  step.message_regex = config.expected.message_regex;
+  step.plan = plan;
+  step.timeout = config.timeout;
+  step.stop = &stopAsked();
+  step.reduce = opReducer(options);
+  return [step, &log, warm](const OpStart& start) {
+    OpStep with_archive = step;
+    with_archive.warm = warm;
+    with_archive.archive = start.archive;
+    with_archive.recorded = start.recorded;
+    with_archive.slots = start.slots;
+    with_archive.reduction_seconds = std::max(kMinOpReductionSeconds, log.elapsedSeconds() / 2);
+    return makeOpRepro(with_archive);
   };
 }
 

@@ -1,4 +1,6 @@
-// The reduction of the failing call's inputs (engine/archive/op_repro.h):
+// The op step's wiring into a run: the step itself (opStepFor, which the
+// archive step calls once the archive is written) and the reduction of the
+// failing call's inputs (engine/archive/op_repro.h):
 // the same engine as the batch's (a nested shrink of the call's case, in
 // the work directory's op-reduce/), quiet, without a self-check or an op
 // step of its own: a call of the run itself (engine/shrink.h), not a
@@ -9,6 +11,7 @@
 #include <functional>
 
 #include "engine/archive/op_repro.h"
+#include "engine/archive/reproducer.h"
 #include "engine/shrink.h"
 
 namespace minrepro {
@@ -22,5 +25,13 @@ namespace minrepro {
 // given (10 minutes when none), on the case file it is given.
 std::function<OpReduction(const std::filesystem::path& case_file, const OpReductionBounds& bounds)> opReducer(
     const ShrinkOptions& outer);
+
+// The op step of a run (ArchiveJob::op_step): the run's Python, failure and
+// self-check plan; the call's inputs reduced by opReducer within half the
+// time the run had taken when the step began (at least 5 s of search);
+// `warm` (the run's fork servers, or null) serves its Python runs.
+std::function<OpRepro(const OpStart&)> opStepFor(const ShrinkOptions& options, const CaseConfig& config,
+                                                 const FailureSignature& signature, const SelfCheckPlan& plan,
+                                                 const Log& log, Executor* warm);
 
 }  // namespace minrepro

@@ -1,378 +1,37 @@
 #include "engine/shrink.h"
 
-#include <fcntl.h>
-#include <signal.h>
 #include <unistd.h>
 
-#include <array>
-#include <atomic>
-#include <fstream>
 #include <future>
-#include <iomanip>
 
-#include <cstring>
 #include <iostream>
-#include <set>
-#include <sstream>
 
-#include "core/process/containment.h"
 #include "core/process/process.h"
 #include "engine/archive/output_guard.h"
 #include "engine/archive/report_html.h"
 #include "engine/archive/reproducer.h"
 #include "engine/archive/sample_panels.h"
-#include "engine/archive/tar_gz.h"
 #include "engine/batch_dependence.h"
-#include "engine/case_branches.h"
 #include "engine/case_check.h"
 #include "engine/diagnostics.h"
 #include "engine/executors/fork_server.h"
-#include "engine/journal.h"
 #include "engine/op_call_reduction.h"
 #include "engine/oracle.h"
+#include "engine/original_check.h"
 #include "engine/pipeline.h"
 #include "engine/plain_process_check.h"
+#include "engine/run_settings.h"
 #include "engine/start_probe.h"
+#include "engine/stop_signals.h"
 #include "engine/torch_versions.h"
 #include "engine/trial_executors.h"
 #include "engine/trial_spec.h"
+#include "engine/work_dir.h"
 #include "harness/case_inference.h"
-#include "harness/trial_main.h"
-#include "reducers/selection_text.h"
 
 namespace fs = std::filesystem;
 
 namespace minrepro {
-
-namespace {
-
-// The original must fail, and fail as the user expects when they said how.
-// A pass of a flaky original is not "does not reproduce": it runs until
-// enough failures are seen or the budget of runs is spent.
-ExitStatus checkOriginal(const CaseConfig& config, const CaseView& view, TrialOracle& oracle, const Selection& all,
-                         Log& log, OriginalEstimate& estimate) {
-  // Free job slots already try what the search will ask first.
-  estimate =
-      oracle.estimateOriginal(all, [&](std::size_t max, bool) { return openingCandidates(config, view, all, max); });
-  if (estimate.failures == 0) {
-    const auto& others = oracle.stats().other_bugs;
-    std::string why = "the original case does not reproduce: " + std::to_string(estimate.runs) + " run(s), none failed";
-    if (oracle.stats().timeouts > 0 && others.empty())
-      why = "the original did not end within trial.timeout (" + formatSeconds(config.timeout) + " s" + ") in " +
-            std::to_string(oracle.stats().timeouts) + " of " + std::to_string(estimate.runs) +
-            " run(s). A timeout is the failure only when case.yaml says so (failure: {family: timeout}, for a step "
-            "that hangs). If the step ends in your shell, it hangs only as a trial: compare how you run it with how a "
-            "trial does (its own empty directory, stdin from /dev/null, TMPDIR, no terminal); if it is only slow, "
-            "raise trial.timeout";
-    else if (!others.empty())
-      why = "the original fails, but not as case.yaml's failure section expects (it failed with: " +
-            others.begin()->first + "). Fix the failure section or remove it";
-    else
-      why += " (check that the batch is the failing one and that the trial runs the code that failed)";
-    log.info("error: " + why);
-    return ExitStatus::DoesNotReproduce;
-  }
-  const std::string summary = oracle.reference().summary(), exit = oracle.firstFailureExit();
-  log.info("original reproduces: " + summary +
-           (summary.find("(" + exit + ")") == std::string::npos ? " (" + exit + ")" : "") + "; " +
-           std::to_string(estimate.failures) + " of " + std::to_string(estimate.runs) + " runs failed the same way" +
-           (!config.flaky.enabled                ? ""
-            : oracle.rate().deterministic() ? "; charged as deterministic (one pass rejects a candidate) until a "
-                                                   "run contradicts it"
-                                                 : "; flaky: a candidate is rejected only after a streak of passes"));
-  return ExitStatus::Reduced;
-}
-
-// The torch versions that differ (engine/torch_versions.h), logged once as
-// warnings; REPORT.md lists them too.
-std::vector<std::string> logTorchMismatches(const CaseConfig& config, const KeyValues& environment, Log& log) {
-  const auto mismatches = torchVersionMismatches(config.context, environment, config.harness.has_value());
-  for (const auto& m : mismatches) log.info("warning: " + m);
-  return mismatches;
-}
-
-// A command that fails the same way on a batch with no tensor and every
-// switch off never reached the data (engine/batch_dependence.h): exit 3
-// with what it is. Not for a
-// hang (the probe would cost a whole timeout) nor the built-in harness,
-// which reads the batch before anything else.
-ExitStatus checkDependsOnBatch(const CaseConfig& config, const TrialOracle& oracle, Executor& executor,
-                               const Selection& all, Log& log) {
-  if (!config.command || oracle.reference().family == FailureFamily::Timeout) return ExitStatus::Reduced;
-  // Every switch off too: a failure that needs one of them depends on the case after all.
-  Selection nothing = all;
-  for (const auto& s : config.command->switches) nothing.branches_off.insert(s.name);
-  const auto why = checkBatchDependence(config, oracle.specFor(nothing, config.work_dir / "trials" / "no-tensors"),
-                                        oracle.reference(), executor);
-  if (!why) {
-    log.detail(
-        "the step on a batch with no tensor and every switch off does not fail this way: the failure "
-        "depends on the batch");
-    return ExitStatus::Reduced;
-  }
-  log.info("error: nothing to reduce: " + *why);
-  return ExitStatus::DoesNotReproduce;
-}
-
-// Where the trials' tensors lived, as far as minrepro can know it: the
-// built-in harness runs on the CPU; a command chooses for itself, so the
-// report gives what it had to choose from and what the captured run used.
-std::string trialBackend(const ShrinkOptions& options, const CaseConfig& config) {
-  if (config.harness) return "CPU (the built-in harness runs on the CPU)";
-  const BackendInfo recorded = backendFromContext(config.context);
-  const std::string captured =
-      recorded.kind == Backend::Unknown ? "" : "; the captured run used " + backendName(recorded);
-  if (effectiveExecutor(config, options.executor).kind == ExecutorKind::Slurm)
-    return "chosen by the trial command on the Slurm nodes" + captured;
-  return "chosen by the trial command; this machine offers " + backendName(detectMachineBackend()) + captured;
-}
-
-KeyValues probeEnvironment(const ShrinkOptions& options, const CaseConfig& config) {
-  KeyValues env = libtorchEnvironment();
-  for (auto& entry : pythonTorchVersions(trialPython(options, config), config.work_dir / "probe"))
-    env.push_back(std::move(entry));
-  env.emplace_back("Backend of the trials", trialBackend(options, config));
-  return env;
-}
-
-// Why the archive is not to be checked on its own, or "" when it is (an
-// interruption or a spent budget skip it too: engine/archive/reproducer.h).
-bool slurmTrials(const ShrinkOptions& options, const CaseConfig& config) {
-  return effectiveExecutor(config, options.executor).kind == ExecutorKind::Slurm;
-}
-
-std::string selfCheckSkipped(const ShrinkOptions& options, const CaseConfig& config) {
-  if (!options.self_check) return "--no-self-check";
-  if (slurmTrials(options, config)) return "the trials ran as Slurm jobs; repro.py may need the nodes' devices";
-  return "";
-}
-
-// Whether the self-check's runs, from the extracted archive, are the final
-// confirmation: both run the minimal case as plain processes in the normal
-// configuration, so one of them is enough. Else (no archive, no self-check,
-// Slurm) the confirmation runs on its own after the search.
-bool selfCheckConfirms(const ShrinkOptions& options, const CaseConfig& config) {
-  return options.archive && !options.checked_by_caller && selfCheckSkipped(options, config).empty();
-}
-
-}  // namespace
-
-namespace {
-
-std::atomic<bool> g_stop{false};
-
-// Why the failing operator call is not looked for, or "" when it is.
-std::string opStepSkipped(const ShrinkOptions& options, const CaseConfig& config) {
-  if (!options.op_repro) return "--no-op-repro";
-  if (slurmTrials(options, config)) return "the trials ran as Slurm jobs; the op step runs repro.py on this machine";
-  return "";
-}
-
-// The op step's own reduction may take half the time the run had taken
-// when it began (so the op step stays within about a third of the whole),
-// but never less than this: a reduction of a few forked trials.
-constexpr double kMinOpReductionSeconds = 5;
-
-std::function<OpRepro(const OpStart&)> opStepFor(const ShrinkOptions& options, const CaseConfig& config,
-                                                 const FailureSignature& signature, const SelfCheckPlan& plan,
-                                                 const Log& log, Executor* warm) {
-  OpStep step;
-  step.work = config.work_dir;
-  step.python = trialPython(options, config);
-  step.signature = signature;
-  step.message_regex = config.expected.message_regex;
-  step.plan = plan;
-  step.timeout = config.timeout;
-  step.stop = &g_stop;
-  step.reduce = opReducer(options);
-  return [step, &log, warm](const OpStart& start) {
-    OpStep with_archive = step;
-    with_archive.warm = warm;
-    with_archive.archive = start.archive;
-    with_archive.recorded = start.recorded;
-    with_archive.slots = start.slots;
-    with_archive.reduction_seconds = std::max(kMinOpReductionSeconds, log.elapsedSeconds() / 2);
-    return makeOpRepro(with_archive);
-  };
-}
-
-// SIGUSR1: write the best case so far to work_dir/best/ after the current round.
-std::atomic<bool> g_materialize{false};
-
-// Said at once (write(2) is async-signal-safe): what follows a Ctrl-C, the
-// running trials ended and the archive written, takes seconds with a
-// large batch, and silence then reads as a hang.
-extern "C" void requestStop(int) {
-  if (g_stop.exchange(true)) return;
-  static constexpr char kSaid[] =
-      "\nminrepro: signal received: ending the running trials; the best case so far is written next\n";
-  [[maybe_unused]] const auto written = ::write(STDERR_FILENO, kSaid, sizeof kSaid - 1);
-}
-extern "C" void surviveBrokenPipe(int) {}
-extern "C" void requestBest(int) { g_materialize.store(true); }
-
-// SIGINT, SIGTERM and SIGHUP (the terminal of an overnight run went away):
-// stop launching, kill running trials (their groups), write the best so far.
-// SIGPIPE (stdout or stderr closed under us: `| tee` gone) must not end the
-// run either way: writes then fail and the log file keeps everything. Both
-// are handlers, not SIG_IGN, so that trials start with the default
-// dispositions (exec resets handled signals; ignored ones would stay
-// ignored). Restores the previous handlers when the run ends.
-class StopOnSignals {
- public:
-  StopOnSignals() {
-    // A run inside a run (the op step's reduction) keeps a stop asked of the outer one.
-    if (depth_++ == 0) g_stop.store(false);
-    struct sigaction stop {
-    }, broken_pipe{}, best{};
-    stop.sa_handler = requestStop;
-    broken_pipe.sa_handler = surviveBrokenPipe;
-    best.sa_handler = requestBest;
-    sigemptyset(&stop.sa_mask);
-    sigemptyset(&broken_pipe.sa_mask);
-    sigemptyset(&best.sa_mask);
-    for (std::size_t i = 0; i < kSignals.size(); ++i)
-      ::sigaction(kSignals[i],
-                  kSignals[i] == SIGPIPE   ? &broken_pipe
-                  : kSignals[i] == SIGUSR1 ? &best
-                                           : &stop,
-                  &old_[i]);
-  }
-  ~StopOnSignals() {
-    for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
-    --depth_;
-  }
-
- private:
-  static constexpr std::array<int, 5> kSignals{SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGUSR1};
-  std::array<struct sigaction, 5> old_{};
-  static inline int depth_ = 0;
-};
-
-// What would otherwise fail only after the whole reduction, or be reduced as
-// if it were the bug: found before the first trial, as bad input (exit 2).
-void checkWorkDirAndModel(const CaseConfig& config) {
-  std::error_code ec;
-  if (fs::exists(config.work_dir, ec) && !fs::is_directory(config.work_dir, ec))
-    throw BadInputError(config.work_dir.string() +
-                        ": the work directory (work_dir or --work-dir) is a file; give a "
-                        "directory (made when missing)");
-  if (config.harness) checkModelLoads(config.harness->model);
-}
-
-// The work directory, made when missing, and writable: a symlink loop, a
-// read-only place or a full disk is bad input naming work_dir, not an
-// internal error in the middle of the run.
-void makeWorkDir(const fs::path& work_dir) {
-  const std::string what = work_dir.string() + ": the work directory (work_dir or --work-dir) ";
-  std::error_code ec;
-  fs::create_directories(work_dir, ec);
-  if (ec) throw BadInputError(what + "cannot be made (" + ec.message() + "); give a directory this user may write");
-  const fs::path probe = work_dir / (".minrepro-write-check-" + std::to_string(::getpid()));
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0)
-    throw BadInputError(what + "cannot be written (" + std::strerror(errno) +
-                        "); give a directory this user may write");
-  ::close(fd);
-  ::unlink(probe.c_str());
-}
-
-// A harness key that names no tensor of the batch would fail every trial
-// the same way, and be "reduced" as if it were the bug.
-void checkHarnessKeys(const CaseConfig& config, const BatchStore& batch) {
-  if (!config.harness) return;
-  std::set<std::string> names;
-  for (const auto& t : batch.describe()) names.insert(t.name);
-  std::string known;
-  for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-  const std::pair<const char*, std::string> keys[] = {{"input", config.harness->input},
-                                                      {"target", config.harness->target}};
-  for (const auto& [key, name] : keys)
-    if (!name.empty() && !names.count(name))
-      throw BadInputError(config.case_file.string() + ": trial.harness." + key + " names '" + name + "', which " +
-                          config.batch.string() + " does not hold (its tensors: " + known + ")");
-}
-
-// A run killed with SIGKILL could not end its trials' escaped descendants
-// nor remove its trial directories: the next run in the directory does,
-// once the lock says no run is using it. Tags of this run's trials carry
-// the work directory from here on. Returns the processes it killed.
-std::size_t cleanUpAfterKilledRun(const fs::path& work_dir) {
-  const std::string scope = fs::weakly_canonical(work_dir).string();
-  setTrialScope(scope);
-  const std::size_t killed = killLeftovers(scope, work_dir / "trials");
-  std::error_code ec;
-  for (fs::directory_iterator it(work_dir / "trials", ec), end; !ec && it != end; it.increment(ec))
-    removeTrialTemp(it->path());  // a short temporary directory under /tmp, linked from the trial's
-  fs::remove_all(work_dir / "trials", ec);
-  return killed;
-}
-
-// What identifies a run for --resume: the case file, the batch and the
-// settings that change which trials are run.
-std::string runIdentity(const CaseConfig& config) {
-  std::ostringstream id;
-  id << "case=" << contentHash(readFileBytes(config.case_file)) << " batch=" << contentHashOfFile(config.batch)
-     << " flaky=" << config.flaky.enabled << "/" << config.flaky.alpha;
-  return id.str();
-}
-
-// The best case so far, always valid on disk: batch and case file each
-// written to a temp file and renamed. Written when the run ends (the
-// archive's batch is this one), on SIGUSR1 and by --materialize-best, not at
-// every acceptance: the journal records each accepted selection, and a
-// batch of gigabytes rewritten at every step would cost more than the
-// trials. Nothing reduced: the user's own file, as the trials ran it.
-fs::path writeBestSoFar(const CaseConfig& config, const BatchStore& batch, const Selection& best) {
-  const fs::path dir = config.work_dir / "best";
-  fs::create_directories(dir);
-  if (selectionKey(best) == selectionKey(fullSelection(batch))) {
-    fs::copy_file(config.batch, dir / "batch.pt.partial", fs::copy_options::overwrite_existing);
-    fs::rename(dir / "batch.pt.partial", dir / "batch.pt");
-  } else {
-    batch.writeCandidate(best, dir / "batch.pt");
-  }
-  const fs::path tmp = dir / "case.yaml.partial";
-  {
-    std::ofstream out(tmp);
-    out << renderCase(bakeBranches(config, best.branches_off), config.base_dir, "batch.pt",
-                      config.harness ? config.harness->model.string() : "");
-  }
-  fs::rename(tmp, dir / "case.yaml");
-  return dir / "batch.pt";
-}
-
-// --materialize-best: best/ from the journal of a run that is not running
-// (killed with SIGKILL, or ended), without a trial.
-ExitStatus materializeBest(const CaseConfig& config, bool quiet) {
-  const auto batch = BatchStore::open(config);
-  std::optional<WorkDirLock> lock;
-  try {
-    lock.emplace(config.work_dir);
-  } catch (const BadInputError& e) {
-    throw BadInputError(std::string(e.what()) + "; a running shrink writes best/ when sent SIGUSR1 (kill -USR1 PID)");
-  }
-  const auto text = Journal::lastAccepted(config.work_dir, runIdentity(config));
-  if (!text)
-    throw BadInputError((config.work_dir / "journal.txt").string() +
-                        ": no candidate was accepted yet: the best case "
-                        "so far is the original batch (" +
-                        config.batch.string() + ")");
-  const auto selection = parseSelectionText(*text);
-  const bool in_range = selection && !selection->samples.empty() && selection->samples.back() < batch->sampleCount();
-  if (!in_range)
-    throw BadInputError((config.work_dir / "journal.txt").string() +
-                        ": its last accepted candidate cannot be read "
-                        "(the journal was edited or is not this batch's); run shrink again without --resume");
-  const fs::path written = writeBestSoFar(config, *batch, *selection);
-  if (!quiet)
-    std::cout << "minrepro: wrote " << written.parent_path().string() << " (" << selection->samples.size()
-              << " samples; run it with minrepro shrink --config " << (written.parent_path() / "case.yaml").string()
-              << ", or resume the run with --resume)\n";
-  return ExitStatus::Reduced;
-}
-
-}  // namespace
 
 ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Executor& executor,
                            const ForkServerExecutor* forked);
@@ -518,7 +177,7 @@ void makeOracle(Run& r) {
       " samples; reducers:" + reducers +
       (r.options.resume ? "; resuming from " + std::to_string(r.journal->loadedTrials()) + " journaled trials" : ""));
   r.oracle.emplace(r.config, *r.batch, r.executor, r.trialBinary(), r.log, &*r.journal,
-                   RunLimits{r.options.max_trials, r.options.max_seconds, r.options.seconds_from_search, &g_stop}, r.options.jobs);
+                   RunLimits{r.options.max_trials, r.options.max_seconds, r.options.seconds_from_search, &stopAsked()}, r.options.jobs);
   r.oracle->setDiagnosticEnvironment(r.diagnostic.env);
   r.oracle->setTimeline(&r.timeline);
   r.log.info("diagnostic variables for the trials: " + r.diagnostic.describe() +
@@ -527,7 +186,7 @@ void makeOracle(Run& r) {
   r.oracle->onBetter([&r](const Selection& s) { r.best = s; });
   r.oracle->onRound([&r] {
     writeLiveReport(r);
-    if (!g_materialize.exchange(false)) return;
+    if (!takeBestAsked()) return;
     r.log.info("SIGUSR1: wrote the best case so far to " +
                writeBestSoFar(r.config, *r.batch, r.best).parent_path().string());
   });
@@ -539,16 +198,16 @@ void makeOracle(Run& r) {
 // run failing alike settles the comparison with three forked failures
 // (engine/plain_process_check.h), so the comparison then costs no wall
 // time. Not on --resume: the journal may hold that run's result already.
-ExitStatus checkOriginalBesidePlainRun(Run& r, bool forks, OriginalEstimate& original) {
+ExitStatus originalBesidePlainRun(Run& r, bool forks, OriginalEstimate& original) {
   const bool beside = forks && !r.options.checked_by_caller && r.options.jobs > 1 && !r.options.resume;
-  if (!beside) return checkOriginal(r.config, *r.batch, *r.oracle, r.all, r.log, original);
+  if (!beside) return originalFailsAsExpected(r.config, *r.batch, *r.oracle, r.all, r.log, original);
   r.oracle->reserveSlots(1);
   auto plain = r.oracle->startFreshOriginals(r.all, 1);
   struct Unreserve {
     TrialOracle& oracle;
     ~Unreserve() { oracle.reserveSlots(0); }
   } unreserve{*r.oracle};
-  const ExitStatus s = checkOriginal(r.config, *r.batch, *r.oracle, r.all, r.log, original);
+  const ExitStatus s = originalFailsAsExpected(r.config, *r.batch, *r.oracle, r.all, r.log, original);
   r.oracle->finishFreshOriginals(r.all, plain.get());
   return s;
 }
@@ -558,7 +217,7 @@ ExitStatus checkOriginalBesidePlainRun(Run& r, bool forks, OriginalEstimate& ori
 ExitStatus checkTheOriginal(Run& r, bool forks) {
   r.timeline.startPass("original", r.log.elapsedSeconds());
   OriginalEstimate original;
-  ExitStatus s = checkOriginalBesidePlainRun(r, forks, original);
+  ExitStatus s = originalBesidePlainRun(r, forks, original);
   if (s == ExitStatus::Reduced && !r.options.checked_by_caller)
     s = checkDependsOnBatch(r.config, *r.oracle, r.executor, r.all, r.log);
   if (s != ExitStatus::Reduced) {
@@ -586,22 +245,6 @@ ExitStatus checkTheOriginal(Run& r, bool forks) {
   const bool fails_only_forked =
       comparison.verdict == ForkVerdict::FailsOnlyForked || comparison.verdict == ForkVerdict::PlainTimesOut;
   return fails_only_forked ? ExitStatus::DoesNotReproduce : s;
-}
-
-// Why the minimal case may not have failed again, by what the run saw: runs
-// failing another way (a flaky case slipping to a second bug), else what a
-// step may read of the candidate files that a tensor does not show.
-std::string notConfirmedWhy(const TrialOracle& oracle, const std::string& where) {
-  const auto& others = oracle.stats().other_bugs;
-  if (!others.empty())
-    return "the minimal case did not fail again " + where + ". Candidates failed another way during the search (" +
-           others.begin()->first + ", " + std::to_string(others.begin()->second) +
-           " time(s)): the case may fail that way now, a second bug the flaky failure slips to; check the "
-           "self-check's runs in REPORT.md";
-  return "the minimal case did not fail again " + where +
-         ". Your batch file fails and the candidate files minrepro writes do not: the step may read what a tensor "
-         "does not show, such as the bytes of a view's storage that no view covers (they are zeros once cut), or "
-         "the storage behind views that do not lie in one block per sample (those are written apart once cut)";
 }
 
 // The passes, the plain 1-minimality check of a forked search, and the
@@ -696,7 +339,7 @@ ExitStatus writeResult(Run& r) {
                  r.plain_passes,
                  trialPython(r.options, r.config),
                  selfCheckSkipped(r.options, r.config),
-                 &g_stop,
+                 &stopAsked(),
                  {},
                  {}};
   job.skip_op_step = opStepSkipped(r.options, r.config);

@@ -92,7 +92,7 @@ std::unique_ptr<TrialExecutors> makeTrialExecutors(const CaseConfig& config, con
   const ExecutorConfig e = effectiveExecutor(config, overrides);
   auto stack = std::make_unique<TrialExecutors>();
   switch (e.kind) {
-#define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, keys, description) \
+#define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, keys, on_this_machine, description) \
   case ExecutorKind::enumerator:                                             \
     builder(*stack, config, e, trial_binary, jobs);                          \
     break;

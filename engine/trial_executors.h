@@ -61,7 +61,7 @@ class TrialExecutors {
 
 // One builder per line of core/executor_kinds.def: puts the kind's
 // executors on the stack.
-#define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, keys, description) \
+#define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, keys, on_this_machine, description) \
   void builder(TrialExecutors&, const CaseConfig&, const ExecutorConfig&, const std::string&, std::size_t);
 #include "core/executor_kinds.def"
 #undef MINREPRO_EXECUTOR_KIND

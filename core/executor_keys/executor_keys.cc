@@ -5,7 +5,7 @@ namespace minrepro {
 
 std::vector<const ExecutorKeys*> allExecutorKeys() {
   return {
-#define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, keys, description) &keys(),
+#define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, keys, on_this_machine, description) &keys(),
 #include "core/executor_kinds.def"
 #undef MINREPRO_EXECUTOR_KIND
   };

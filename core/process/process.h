@@ -3,7 +3,8 @@
 // All process handling lives behind this header (as in ninja's subprocess.h):
 // the rest of the engine sees a TrialSpec go in and a TrialOutcome come out.
 // The Executor interface is the seam for tests (a fake that scripts outcomes)
-// and for later executors (parallel, cluster).
+// and for the executors that wrap it (fork servers, Slurm jobs, devices,
+// the sandbox: engine/executors/, core/process/sandbox.h).
 #pragma once
 
 #include <atomic>

@@ -1,0 +1,80 @@
+// The original case, before the search (see the header for why).
+#include "engine/original_check.h"
+
+#include "engine/batch_dependence.h"
+#include "engine/torch_versions.h"
+
+namespace minrepro {
+
+ExitStatus originalFailsAsExpected(const CaseConfig& config, const CaseView& view, TrialOracle& oracle, const Selection& all,
+                         Log& log, OriginalEstimate& estimate) {
+  // Free job slots already try what the search will ask first.
+  estimate =
+      oracle.estimateOriginal(all, [&](std::size_t max, bool) { return openingCandidates(config, view, all, max); });
+  if (estimate.failures == 0) {
+    const auto& others = oracle.stats().other_bugs;
+    std::string why = "the original case does not reproduce: " + std::to_string(estimate.runs) + " run(s), none failed";
+    if (oracle.stats().timeouts > 0 && others.empty())
+      why = "the original did not end within trial.timeout (" + formatSeconds(config.timeout) + " s" + ") in " +
+            std::to_string(oracle.stats().timeouts) + " of " + std::to_string(estimate.runs) +
+            " run(s). A timeout is the failure only when case.yaml says so (failure: {family: timeout}, for a step "
+            "that hangs). If the step ends in your shell, it hangs only as a trial: compare how you run it with how a "
+            "trial does (its own empty directory, stdin from /dev/null, TMPDIR, no terminal); if it is only slow, "
+            "raise trial.timeout";
+    else if (!others.empty())
+      why = "the original fails, but not as case.yaml's failure section expects (it failed with: " +
+            others.begin()->first + "). Fix the failure section or remove it";
+    else
+      why += " (check that the batch is the failing one and that the trial runs the code that failed)";
+    log.info("error: " + why);
+    return ExitStatus::DoesNotReproduce;
+  }
+  const std::string summary = oracle.reference().summary(), exit = oracle.firstFailureExit();
+  log.info("original reproduces: " + summary +
+           (summary.find("(" + exit + ")") == std::string::npos ? " (" + exit + ")" : "") + "; " +
+           std::to_string(estimate.failures) + " of " + std::to_string(estimate.runs) + " runs failed the same way" +
+           (!config.flaky.enabled                ? ""
+            : oracle.rate().deterministic() ? "; charged as deterministic (one pass rejects a candidate) until a "
+                                                   "run contradicts it"
+                                                 : "; flaky: a candidate is rejected only after a streak of passes"));
+  return ExitStatus::Reduced;
+}
+
+ExitStatus checkDependsOnBatch(const CaseConfig& config, const TrialOracle& oracle, Executor& executor,
+                               const Selection& all, Log& log) {
+  if (!config.command || oracle.reference().family == FailureFamily::Timeout) return ExitStatus::Reduced;
+  // Every switch off too: a failure that needs one of them depends on the case after all.
+  Selection nothing = all;
+  for (const auto& s : config.command->switches) nothing.branches_off.insert(s.name);
+  const auto why = checkBatchDependence(config, oracle.specFor(nothing, config.work_dir / "trials" / "no-tensors"),
+                                        oracle.reference(), executor);
+  if (!why) {
+    log.detail(
+        "the step on a batch with no tensor and every switch off does not fail this way: the failure "
+        "depends on the batch");
+    return ExitStatus::Reduced;
+  }
+  log.info("error: nothing to reduce: " + *why);
+  return ExitStatus::DoesNotReproduce;
+}
+
+std::vector<std::string> logTorchMismatches(const CaseConfig& config, const KeyValues& environment, Log& log) {
+  const auto mismatches = torchVersionMismatches(config.context, environment, config.harness.has_value());
+  for (const auto& m : mismatches) log.info("warning: " + m);
+  return mismatches;
+}
+
+std::string notConfirmedWhy(const TrialOracle& oracle, const std::string& where) {
+  const auto& others = oracle.stats().other_bugs;
+  if (!others.empty())
+    return "the minimal case did not fail again " + where + ". Candidates failed another way during the search (" +
+           others.begin()->first + ", " + std::to_string(others.begin()->second) +
+           " time(s)): the case may fail that way now, a second bug the flaky failure slips to; check the "
+           "self-check's runs in REPORT.md";
+  return "the minimal case did not fail again " + where +
+         ". Your batch file fails and the candidate files minrepro writes do not: the step may read what a tensor "
+         "does not show, such as the bytes of a view's storage that no view covers (they are zeros once cut), or "
+         "the storage behind views that do not lie in one block per sample (those are written apart once cut)";
+}
+
+}  // namespace minrepro

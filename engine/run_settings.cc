@@ -1,0 +1,68 @@
+// What a run's options and case say about where its parts run (see the header).
+#include "engine/run_settings.h"
+
+#include "engine/diagnostics.h"
+#include "engine/trial_executors.h"
+#include "engine/torch_versions.h"
+#include "harness/batch_store.h"
+
+namespace minrepro {
+
+namespace {
+
+ExecutorKind trialsKind(const ShrinkOptions& options, const CaseConfig& config) {
+  return effectiveExecutor(config, options.executor).kind;
+}
+
+std::string kindName(ExecutorKind kind) {
+  for (const auto& [k, name] : executorKinds())
+    if (k == kind) return name;
+  return "?";
+}
+
+// Where the trials' tensors lived, as far as minrepro can know it: the
+// built-in harness runs on the CPU; a command chooses for itself, so the
+// report gives what it had to choose from and what the captured run used.
+std::string trialBackend(const ShrinkOptions& options, const CaseConfig& config) {
+  if (config.harness) return "CPU (the built-in harness runs on the CPU)";
+  const BackendInfo recorded = backendFromContext(config.context);
+  const std::string captured =
+      recorded.kind == Backend::Unknown ? "" : "; the captured run used " + backendName(recorded);
+  const ExecutorKind kind = trialsKind(options, config);
+  if (!trialsRunOnThisMachine(kind))
+    return "chosen by the trial command on the machines of executor kind " + kindName(kind) + captured;
+  return "chosen by the trial command; this machine offers " + backendName(detectMachineBackend()) + captured;
+}
+
+// "" when the trials ran on this machine, else why what runs repro.py here is skipped.
+std::string offThisMachine(const ShrinkOptions& options, const CaseConfig& config, const std::string& what) {
+  const ExecutorKind kind = trialsKind(options, config);
+  if (trialsRunOnThisMachine(kind)) return "";
+  return "the trials ran off this machine (executor kind " + kindName(kind) + "); " + what;
+}
+
+}  // namespace
+
+KeyValues probeEnvironment(const ShrinkOptions& options, const CaseConfig& config) {
+  KeyValues env = libtorchEnvironment();
+  for (auto& entry : pythonTorchVersions(trialPython(options, config), config.work_dir / "probe"))
+    env.push_back(std::move(entry));
+  env.emplace_back("Backend of the trials", trialBackend(options, config));
+  return env;
+}
+
+std::string selfCheckSkipped(const ShrinkOptions& options, const CaseConfig& config) {
+  if (!options.self_check) return "--no-self-check";
+  return offThisMachine(options, config, "repro.py may need their devices");
+}
+
+bool selfCheckConfirms(const ShrinkOptions& options, const CaseConfig& config) {
+  return options.archive && !options.checked_by_caller && selfCheckSkipped(options, config).empty();
+}
+
+std::string opStepSkipped(const ShrinkOptions& options, const CaseConfig& config) {
+  if (!options.op_repro) return "--no-op-repro";
+  return offThisMachine(options, config, "the op step runs repro.py on this machine");
+}
+
+}  // namespace minrepro

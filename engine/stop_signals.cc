@@ -1,0 +1,54 @@
+// The signals a run answers (see the header for why).
+#include "engine/stop_signals.h"
+
+#include <unistd.h>
+
+namespace minrepro {
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+std::atomic<bool> g_best{false};
+
+// Said at once (write(2) is async-signal-safe): what follows a Ctrl-C, the
+// running trials ended and the archive written, takes seconds with a
+// large batch, and silence then reads as a hang.
+extern "C" void requestStop(int) {
+  if (g_stop.exchange(true)) return;
+  static constexpr char kSaid[] =
+      "\nminrepro: signal received: ending the running trials; the best case so far is written next\n";
+  [[maybe_unused]] const auto written = ::write(STDERR_FILENO, kSaid, sizeof kSaid - 1);
+}
+extern "C" void surviveBrokenPipe(int) {}
+extern "C" void requestBest(int) { g_best.store(true); }
+
+}  // namespace
+
+std::atomic<bool>& stopAsked() { return g_stop; }
+
+bool takeBestAsked() { return g_best.exchange(false); }
+
+StopOnSignals::StopOnSignals() {
+  if (depth_++ == 0) g_stop.store(false);
+  struct sigaction stop {
+  }, broken_pipe{}, best{};
+  stop.sa_handler = requestStop;
+  broken_pipe.sa_handler = surviveBrokenPipe;
+  best.sa_handler = requestBest;
+  sigemptyset(&stop.sa_mask);
+  sigemptyset(&broken_pipe.sa_mask);
+  sigemptyset(&best.sa_mask);
+  for (std::size_t i = 0; i < kSignals.size(); ++i)
+    ::sigaction(kSignals[i],
+                kSignals[i] == SIGPIPE   ? &broken_pipe
+                : kSignals[i] == SIGUSR1 ? &best
+                                         : &stop,
+                &old_[i]);
+}
+
+StopOnSignals::~StopOnSignals() {
+  for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
+  --depth_;
+}
+
+}  // namespace minrepro

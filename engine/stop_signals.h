@@ -1,0 +1,39 @@
+// The signals a run answers: SIGINT, SIGTERM and SIGHUP (the terminal of
+// an overnight run went away) stop launching trials, end the running ones
+// and write the best case so far; SIGUSR1 writes the best case so far and
+// goes on; SIGPIPE (stdout or stderr closed under us: `| tee` gone) must
+// not end the run. Kept apart from the conductor (engine/shrink.cc): the
+// handlers only set flags, which the run reads between rounds.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <csignal>
+
+namespace minrepro {
+
+// Set by SIGINT, SIGTERM and SIGHUP; the oracle and the archive step read it.
+std::atomic<bool>& stopAsked();
+
+// Whether SIGUSR1 came since the last call (and clears it).
+bool takeBestAsked();
+
+// Installs the handlers for one run and restores the previous ones when it
+// ends. Handlers, not SIG_IGN, so that trials start with the default
+// dispositions (exec resets handled signals; ignored ones would stay
+// ignored). A run inside a run (the op step's reduction) keeps a stop
+// asked of the outer one.
+class StopOnSignals {
+ public:
+  StopOnSignals();
+  ~StopOnSignals();
+  StopOnSignals(const StopOnSignals&) = delete;
+  StopOnSignals& operator=(const StopOnSignals&) = delete;
+
+ private:
+  static constexpr std::array<int, 5> kSignals{SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGUSR1};
+  std::array<struct sigaction, 5> old_{};
+  static inline int depth_ = 0;
+};
+
+}  // namespace minrepro

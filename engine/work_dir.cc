@@ -1,0 +1,134 @@
+// The work directory of a run (see the header for why).
+#include "engine/work_dir.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include "core/content_hash.h"
+#include "core/process/containment.h"
+#include "core/process/process.h"
+#include "engine/archive/tar_gz.h"
+#include "engine/case_branches.h"
+#include "engine/journal.h"
+#include "harness/trial_main.h"
+#include "reducers/selection_text.h"
+
+namespace fs = std::filesystem;
+
+namespace minrepro {
+
+// What would otherwise fail only after the whole reduction, or be reduced as
+// if it were the bug: found before the first trial, as bad input (exit 2).
+void checkWorkDirAndModel(const CaseConfig& config) {
+  std::error_code ec;
+  if (fs::exists(config.work_dir, ec) && !fs::is_directory(config.work_dir, ec))
+    throw BadInputError(config.work_dir.string() +
+                        ": the work directory (work_dir or --work-dir) is a file; give a "
+                        "directory (made when missing)");
+  if (config.harness) checkModelLoads(config.harness->model);
+}
+
+// The work directory, made when missing, and writable: a symlink loop, a
+// read-only place or a full disk is bad input naming work_dir, not an
+// internal error in the middle of the run.
+void makeWorkDir(const fs::path& work_dir) {
+  const std::string what = work_dir.string() + ": the work directory (work_dir or --work-dir) ";
+  std::error_code ec;
+  fs::create_directories(work_dir, ec);
+  if (ec) throw BadInputError(what + "cannot be made (" + ec.message() + "); give a directory this user may write");
+  const fs::path probe = work_dir / (".minrepro-write-check-" + std::to_string(::getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw BadInputError(what + "cannot be written (" + std::strerror(errno) +
+                        "); give a directory this user may write");
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+// A run killed with SIGKILL could not end its trials' escaped descendants
+// nor remove its trial directories: the next run in the directory does,
+// once the lock says no run is using it. Tags of this run's trials carry
+// the work directory from here on. Returns the processes it killed.
+std::size_t cleanUpAfterKilledRun(const fs::path& work_dir) {
+  const std::string scope = fs::weakly_canonical(work_dir).string();
+  setTrialScope(scope);
+  const std::size_t killed = killLeftovers(scope, work_dir / "trials");
+  std::error_code ec;
+  for (fs::directory_iterator it(work_dir / "trials", ec), end; !ec && it != end; it.increment(ec))
+    removeTrialTemp(it->path());  // a short temporary directory under /tmp, linked from the trial's
+  fs::remove_all(work_dir / "trials", ec);
+  return killed;
+}
+
+// What identifies a run for --resume: the case file, the batch and the
+// settings that change which trials are run.
+std::string runIdentity(const CaseConfig& config) {
+  std::ostringstream id;
+  id << "case=" << contentHash(readFileBytes(config.case_file)) << " batch=" << contentHashOfFile(config.batch)
+     << " flaky=" << config.flaky.enabled << "/" << config.flaky.alpha;
+  return id.str();
+}
+
+// The best case so far, always valid on disk: batch and case file each
+// written to a temp file and renamed. Written when the run ends (the
+// archive's batch is this one), on SIGUSR1 and by --materialize-best, not at
+// every acceptance: the journal records each accepted selection, and a
+// batch of gigabytes rewritten at every step would cost more than the
+// trials. Nothing reduced: the user's own file, as the trials ran it.
+fs::path writeBestSoFar(const CaseConfig& config, const BatchStore& batch, const Selection& best) {
+  const fs::path dir = config.work_dir / "best";
+  fs::create_directories(dir);
+  if (selectionKey(best) == selectionKey(fullSelection(batch))) {
+    fs::copy_file(config.batch, dir / "batch.pt.partial", fs::copy_options::overwrite_existing);
+    fs::rename(dir / "batch.pt.partial", dir / "batch.pt");
+  } else {
+    batch.writeCandidate(best, dir / "batch.pt");
+  }
+  const fs::path tmp = dir / "case.yaml.partial";
+  {
+    std::ofstream out(tmp);
+    out << renderCase(bakeBranches(config, best.branches_off), config.base_dir, "batch.pt",
+                      config.harness ? config.harness->model.string() : "");
+  }
+  fs::rename(tmp, dir / "case.yaml");
+  return dir / "batch.pt";
+}
+
+// --materialize-best: best/ from the journal of a run that is not running
+// (killed with SIGKILL, or ended), without a trial.
+ExitStatus materializeBest(const CaseConfig& config, bool quiet) {
+  const auto batch = BatchStore::open(config);
+  std::optional<WorkDirLock> lock;
+  try {
+    lock.emplace(config.work_dir);
+  } catch (const BadInputError& e) {
+    throw BadInputError(std::string(e.what()) + "; a running shrink writes best/ when sent SIGUSR1 (kill -USR1 PID)");
+  }
+  const auto text = Journal::lastAccepted(config.work_dir, runIdentity(config));
+  if (!text)
+    throw BadInputError((config.work_dir / "journal.txt").string() +
+                        ": no candidate was accepted yet: the best case "
+                        "so far is the original batch (" +
+                        config.batch.string() + ")");
+  const auto selection = parseSelectionText(*text);
+  const bool in_range = selection && !selection->samples.empty() && selection->samples.back() < batch->sampleCount();
+  if (!in_range)
+    throw BadInputError((config.work_dir / "journal.txt").string() +
+                        ": its last accepted candidate cannot be read "
+                        "(the journal was edited or is not this batch's); run shrink again without --resume");
+  const fs::path written = writeBestSoFar(config, *batch, *selection);
+  if (!quiet)
+    std::cout << "minrepro: wrote " << written.parent_path().string() << " (" << selection->samples.size()
+              << " samples; run it with minrepro shrink --config " << (written.parent_path() / "case.yaml").string()
+              << ", or resume the run with --resume)\n";
+  return ExitStatus::Reduced;
+}
+
+}  // namespace minrepro

@@ -1,0 +1,38 @@
+// The work directory of a run: checked and made before the first trial,
+// cleaned of what a run killed with SIGKILL left, the identity --resume
+// compares, and best/ (the best case so far, always valid on disk),
+// written at the run's end, on SIGUSR1 and by --materialize-best.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+
+#include "core/case_config.h"
+#include "core/errors.h"
+#include "harness/batch_store.h"
+#include "reducers/reducer.h"
+
+namespace minrepro {
+
+// What would otherwise fail only after the whole reduction: a work
+// directory that is a file, a model that does not load (exit 2).
+void checkWorkDirAndModel(const CaseConfig& config);
+
+// Made when missing, and writable, else BadInputError naming work_dir.
+void makeWorkDir(const std::filesystem::path& work_dir);
+
+// Ends what a run killed with SIGKILL left (its trials' escaped
+// descendants, its trial directories); returns the processes it killed.
+std::size_t cleanUpAfterKilledRun(const std::filesystem::path& work_dir);
+
+// What identifies a run for --resume.
+std::string runIdentity(const CaseConfig& config);
+
+// work_dir/best/ for `best`; returns its batch file.
+std::filesystem::path writeBestSoFar(const CaseConfig& config, const BatchStore& batch, const Selection& best);
+
+// --materialize-best: best/ from the journal of a run that is not running.
+ExitStatus materializeBest(const CaseConfig& config, bool quiet);
+
+}  // namespace minrepro
