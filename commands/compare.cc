@@ -266,13 +266,15 @@ fs::path opCaseOf(const fs::path& extracted, const fs::path& scratch, FailureFam
 // when this machine has it (engine/torch_versions.h): its Python, the
 // command's first word, is replaced by the one chosen. The built-in
 // harness's trials run this build's LibTorch, which is not chosen.
-TorchChoice chooseTorch(const Manifest& m, const CompareOptions& options, CaseConfig& config, const fs::path& scratch) {
+TorchChoice chooseTorch(const Manifest& m, const CompareOptions& options, CaseConfig& config, const fs::path& scratch,
+                        bool trusted) {
   const bool python_command =
       config.command && !config.command->argv.empty() &&
       fs::path(config.command->argv[0]).filename().string().rfind("python", 0) == 0;
   if (!python_command) return {};
   const std::string recorded = m.python.empty() ? config.command->argv[0] : m.python;
-  TorchChoice choice = chooseArchiveTorch(recorded, m.torch, options.python, kDefaultPython, scratch / "torch-probe");
+  TorchChoice choice =
+      chooseArchiveTorch(recorded, m.torch, options.python, kDefaultPython, scratch / "torch-probe", trusted);
   config.command->argv[0] = choice.python;
   return choice;
 }
@@ -290,7 +292,7 @@ CompareResult compareVariants(const CompareOptions& options, std::ostream* progr
   completeCase(config);
   if (manifest) {
     result.recorded = manifest->signature.summary();
-    result.torch = chooseTorch(*manifest, options, config, scratch->path());
+    result.torch = chooseTorch(*manifest, options, config, scratch->path(), made_here);
     if (progress && result.torch.checked) *progress << result.torch.line << "\n";
   }
   const SandboxChoice sandbox = chooseSandbox(options.sandbox, made_here);
@@ -300,7 +302,9 @@ CompareResult compareVariants(const CompareOptions& options, std::ostream* progr
               << " run(s) per variant, each a fresh process without diagnostic variables\n";
   LocalExecutor plain;
   std::optional<SandboxedExecutor> sandboxed;
-  if (sandbox.used) sandboxed.emplace(executor ? *executor : plain, scratch->path(), *findBubblewrap());
+  if (sandbox.used)
+    sandboxed.emplace(executor ? *executor : plain, scratch->path(), *findBubblewrap(),
+                      std::vector<fs::path>{userArchiveKeyFile().parent_path()});
   Executor& chosen = sandboxed ? static_cast<Executor&>(*sandboxed) : executor ? *executor : plain;
   Runner runner{config, options, chosen, scratch->path(), result};
   for (const Variant& v : variants) {

@@ -118,7 +118,7 @@ bool sameMinor(const std::optional<std::string>& a, const std::string& b) {
 
 TorchChoice chooseArchiveTorch(const std::string& recorded_python, const std::string& recorded_torch,
                                const std::optional<std::string>& given_python, const std::string& default_python,
-                               const fs::path& scratch) {
+                               const fs::path& scratch, bool trust_recorded) {
   TorchChoice c;
   c.python = given_python.value_or(default_python);
   if (torchMinorVersion(recorded_torch).empty()) return c;  // an archive that records no torch: as before
@@ -134,7 +134,7 @@ TorchChoice chooseArchiveTorch(const std::string& recorded_python, const std::st
     const std::string recorded = unscrubbedHome(recorded_python);
     std::optional<std::string> recorded_version;
     const bool on_path = recorded.find('/') == std::string::npos;  // "python3": looked up on PATH
-    if (!recorded.empty() && (on_path || fs::exists(recorded, ec)))
+    if (trust_recorded && !recorded.empty() && (on_path || fs::exists(recorded, ec)))
       recorded_version = torchVersionOf(recorded, scratch / "recorded");
     const std::optional<std::string> default_version =
         recorded == default_python ? recorded_version : torchVersionOf(default_python, scratch / "default");
@@ -146,8 +146,10 @@ TorchChoice chooseArchiveTorch(const std::string& recorded_python, const std::st
   c.line = c.matches ? "runs with PyTorch " + c.running_torch + " (" + c.python + "), as the archive was made"
                      : "the archive was made with PyTorch " + recorded_torch + " (" + recorded_python +
                            ") but runs with PyTorch " + c.running_torch + " (" + c.python +
-                           (given_python ? "): --python names another torch"
-                                         : "): no Python with that torch was found (the recorded one, the build's)") +
+                           (given_python     ? "): --python names another torch"
+                            : trust_recorded ? "): no Python with that torch was found (the recorded one, the build's)"
+                                             : "): the recorded Python is not started for an archive made elsewhere "
+                                               "or changed since, and the build's has another torch") +
                            "; a run that does not reproduce may show the torch's difference, not a fix (give "
                            "--python a Python with PyTorch " + torchMinorVersion(recorded_torch) + ")";
   c.checked = true;

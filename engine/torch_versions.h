@@ -55,8 +55,12 @@ struct TorchChoice {
   bool matches = true;
   std::string line;
 };
+// `trust_recorded`: whether the recorded Python may be run at all. Only
+// for an archive this user's minrepro sealed (engine/archive/seal.h):
+// probing a path an archive names runs it outside any sandbox, so an
+// archive from elsewhere is never asked which interpreter to start.
 TorchChoice chooseArchiveTorch(const std::string& recorded_python, const std::string& recorded_torch,
                                const std::optional<std::string>& given_python, const std::string& default_python,
-                               const std::filesystem::path& scratch);
+                               const std::filesystem::path& scratch, bool trust_recorded);
 
 }  // namespace minrepro

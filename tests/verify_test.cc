@@ -540,7 +540,8 @@ TEST(VerifyHostile, AnArchiveFromElsewhereRunsInASandbox) {
 
 // A Python in a venv under /tmp (which the sandbox replaces with an empty
 // tmpfs) still runs the archive in the sandbox (#43.2): its prefix, its
-// real path and minrepro's own directory are bound read-only.
+// real path and minrepro's own directory are bound read-only; the
+// directory of this user's archive key is not there at all.
 TEST(VerifyHostile, AVenvUnderTmpRunsInTheSandbox) {
   if (!findBubblewrap()) {
     if (std::getenv("CI")) FAIL() << "bwrap missing: scripts/install-deps.sh installs bubblewrap";
@@ -560,7 +561,11 @@ TEST(VerifyHostile, AVenvUnderTmpRunsInTheSandbox) {
   ASSERT_EQ(runCommand(venv.string() + "/bin/python -c 'import site; print(site.getsitepackages()[0])'", &out), 0)
       << out;
   testing::writeFile(fs::path(out.substr(0, out.find('\n'))) / "torch-of-the-tests.pth", torch_site + "\n");
-  const std::string repro = "import torch\nraise IndexError('Target 4 is out of bounds.')\n";
+  // Nor can it read this user's archive key (an archive that did could seal forgeries).
+  ASSERT_TRUE(userArchiveKey());
+  const std::string repro = "import torch\ntry:\n    open('" + userArchiveKeyFile().string() +
+                            "', 'rb').read()\n    seen = ' and the key'\nexcept OSError:\n    seen = ''\n"
+                            "raise IndexError('Target 4 is out of bounds.' + seen)\n";
   const fs::path archive = dir.path() / "elsewhere.tar.gz";
   writeTarGz(archive, {{"repro.py", repro, true}, {"signature.txt", "family: index-error\nmessage: Target 4 is out of bounds.\n"}});
   EXPECT_EQ(runCommand(minrepro() + " verify --runs 1 --sandbox on --python " + venv.string() + "/bin/python " +

@@ -147,6 +147,9 @@ TrialOutcome SandboxedExecutor::run(const TrialSpec& spec) {
                     "/tmp"};
   for (const fs::path& p : tmpPathsToBind(spec))
     sandboxed.argv.insert(sandboxed.argv.end(), {"--ro-bind", p.string(), p.string()});
+  std::error_code ec;
+  for (const fs::path& dir : hidden_)
+    if (fs::is_directory(dir, ec)) sandboxed.argv.insert(sandboxed.argv.end(), {"--tmpfs", dir.string()});
   sandboxed.argv.insert(sandboxed.argv.end(), {"--bind", writable, writable, "--chdir", spec.work_dir.string(), "--"});
   sandboxed.argv.insert(sandboxed.argv.end(), spec.argv.begin(), spec.argv.end());
   // A run that cannot start is the program's failure to start, not bwrap's.

@@ -45,14 +45,18 @@ SandboxChoice chooseSandbox(SandboxMode mode, bool made_here);
 // PYTHONPATH it is given.
 class SandboxedExecutor : public Executor {
  public:
-  SandboxedExecutor(Executor& inner, std::filesystem::path writable, std::string bwrap)
-      : inner_(inner), writable_(std::move(writable)), bwrap_(std::move(bwrap)) {}
+  // `hidden`: directories replaced by an empty one inside the sandbox (the
+  // archive key's: an archive that read it could seal forgeries).
+  SandboxedExecutor(Executor& inner, std::filesystem::path writable, std::string bwrap,
+                    std::vector<std::filesystem::path> hidden = {})
+      : inner_(inner), writable_(std::move(writable)), bwrap_(std::move(bwrap)), hidden_(std::move(hidden)) {}
   TrialOutcome run(const TrialSpec& spec) override;
 
  private:
   Executor& inner_;
   std::filesystem::path writable_;
   std::string bwrap_;
+  std::vector<std::filesystem::path> hidden_;
 };
 
 }  // namespace minrepro

@@ -338,15 +338,17 @@ VerifyResult verifyArchive(const VerifyOptions& given, std::ostream* progress, E
   VerifyResult result;
   result.manifest = readManifest(dir, names, given);
   VerifyOptions o = given;
+  // Before anything of the archive runs, and before --code replaces files:
+  // the seal covers the archive as it came.
+  const bool sealed = sealedByThisUser(dir, names);
   if (o.choose_python) {
     result.torch = chooseArchiveTorch(result.manifest.python, result.manifest.torch,
                                       o.python_given ? std::optional<std::string>(o.python) : std::nullopt, o.python,
-                                      tree.path() / "torch-probe");
+                                      tree.path() / "torch-probe", sealed);
     o.python = result.torch.python;
     if (progress && result.torch.checked) *progress << result.torch.line << "\n";
   }
-  // Before --code replaces files: the seal covers the archive as it came.
-  const bool made_here = o.sandbox == SandboxMode::Auto && sealedByThisUser(dir, names);
+  const bool made_here = o.sandbox == SandboxMode::Auto && sealed;
   replaceBundledCode(dir, names, o, progress);
   result.op_runs_judged = o.expect == Expect::Fail;
   result.sandbox = chooseSandbox(o.sandbox, made_here);
@@ -355,7 +357,9 @@ VerifyResult verifyArchive(const VerifyOptions& given, std::ostream* progress, E
               << " run(s) of repro.py, each a fresh process, diagnostic variables removed\n";
   LocalExecutor plain;
   std::optional<SandboxedExecutor> sandboxed;
-  if (result.sandbox.used) sandboxed.emplace(executor ? *executor : plain, tree.path(), *findBubblewrap());
+  if (result.sandbox.used)
+    sandboxed.emplace(executor ? *executor : plain, tree.path(), *findBubblewrap(),
+                      std::vector<fs::path>{userArchiveKeyFile().parent_path()});
   Executor& local = sandboxed ? static_cast<Executor&>(*sandboxed) : plain;
   if (sandboxed) executor = nullptr;  // every run goes through the sandbox
   runAll(dir, o, result, executor ? *executor : local, progress);
