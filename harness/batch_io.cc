@@ -9,10 +9,14 @@
 #include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/csrc/jit/serialization/storage_context.h>
 
+#include <archive.h>
+#include <archive_entry.h>
+
 #include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <sstream>
 
@@ -103,11 +107,45 @@ std::string firstLine(const std::string& text) { return text.substr(0, text.find
 // as views of one storage, as torch.load gives them: pickle_load would give
 // each its own copy, and a kernel that reads past a view would see other
 // memory than in the user's process.
-c10::IValue unpickleBatch(const fs::path& file) {
+c10::IValue unpickleBatch(const fs::path& file, const std::shared_ptr<torch::jit::DeserializationStorageContext>& storages) {
   caffe2::serialize::PyTorchStreamReader reader(file.string());
   return torch::jit::readArchiveAndTensors("data", "", "", c10::nullopt, c10::nullopt, c10::nullopt, reader,
-                                           torch::jit::Unpickler::defaultTypeParser,
-                                           std::make_shared<torch::jit::DeserializationStorageContext>());
+                                           torch::jit::Unpickler::defaultTypeParser, storages);
+}
+
+// Each storage record's size as the zip's central directory gives it
+// ("0" for ".../data/0"): LibTorch makes a storage of the size the pickle
+// declares over the record's bytes, however few there are.
+std::map<std::string, std::uint64_t> storageRecordSizes(const fs::path& file) {
+  std::map<std::string, std::uint64_t> sizes;
+  struct archive* a = archive_read_new();
+  archive_read_support_format_zip_seekable(a);
+  if (archive_read_open_filename(a, file.c_str(), 1 << 16) == ARCHIVE_OK) {
+    struct archive_entry* entry = nullptr;
+    while (archive_read_next_header(a, &entry) == ARCHIVE_OK) {
+      const std::string name = archive_entry_pathname(entry) ? archive_entry_pathname(entry) : "";
+      const auto data = name.rfind("/data/");
+      if (data != std::string::npos && archive_entry_size_is_set(entry))
+        sizes[name.substr(data + 6)] = static_cast<std::uint64_t>(archive_entry_size(entry));
+      archive_read_data_skip(a);
+    }
+  }
+  archive_read_free(a);
+  return sizes;
+}
+
+// A storage the pickle declares larger than its record (a damaged or
+// crafted file: torch.load refuses it, "record size does not match"):
+// every read of its tensors would go past the record's buffer.
+std::string shortRecord(const fs::path& file, torch::jit::DeserializationStorageContext& storages) {
+  for (const auto& [key, size] : storageRecordSizes(file)) {
+    if (!storages.hasStorage(key)) continue;
+    const auto declared = static_cast<std::uint64_t>(storages.getStorage(key).nbytes());
+    if (declared > size)
+      return "its storage record data/" + key + " holds " + std::to_string(size) + " bytes where " +
+             std::to_string(declared) + " are declared";
+  }
+  return "";
 }
 
 // A file that is not the zip torch.save writes since PyTorch 1.6, said for
@@ -132,6 +170,28 @@ std::string notAZipBatch(const fs::path& file) {
   return "";
 }
 
+// A tensor whose sizes, strides and offset reach past the bytes its
+// storage record holds (a damaged or crafted file: torch.load refuses it
+// with "record size does not match"): every later read of it would read
+// past a buffer. Returns what is wrong, "" when every tensor fits.
+std::string storageOverrun(const NamedTensors& batch) {
+  for (std::size_t i = 0; i < batch.tensors.size(); ++i) {
+    const at::Tensor& t = batch.tensors[i];
+    if (t.numel() == 0 || !t.has_storage()) continue;
+    std::int64_t last = t.storage_offset();
+    for (std::int64_t d = 0; d < t.dim(); ++d) {
+      if (t.stride(d) < 0) return "'" + batch.names[i] + "' has a negative stride";
+      last += (t.size(d) - 1) * t.stride(d);
+    }
+    const auto needed = static_cast<std::uint64_t>(last + 1) * t.element_size();
+    const auto held = static_cast<std::uint64_t>(t.storage().nbytes());
+    if (needed > held)
+      return "'" + batch.names[i] + "' needs " + std::to_string(needed) + " bytes of its storage and the file holds " +
+             std::to_string(held);
+  }
+  return "";
+}
+
 }  // namespace
 
 NamedTensors readBatchFile(const fs::path& file) {
@@ -139,20 +199,27 @@ NamedTensors readBatchFile(const fs::path& file) {
     throw BadInputError(file.string() + ": cannot read the batch file (does it exist, is it readable?)");
   if (const std::string what = notAZipBatch(file); !what.empty()) throw BadInputError(file.string() + ": " + what);
   c10::IValue value;
+  const auto storages = std::make_shared<torch::jit::DeserializationStorageContext>();
   try {
-    value = unpickleBatch(file);
+    value = unpickleBatch(file, storages);
   } catch (const std::exception& e) {
     const std::string what = firstLine(e.what());
     const bool object = what.find("Unknown pickler class") != std::string::npos;
     throw BadInputError(file.string() + ": " + (object ? "cannot be read" : "not a readable torch.save file: " + what) +
                         explainUnpickleError(what));
   }
+  if (const std::string short_record = shortRecord(file, *storages); !short_record.empty())
+    throw BadInputError(file.string() + ": damaged: " + short_record +
+                        " (torch.load refuses it too); save the batch again with torch.save");
   NamedTensors batch;
   try {
     batch.tree = std::make_shared<const BatchNode>(flattenBatch(value, batch.names, batch.tensors));
   } catch (const std::invalid_argument& e) {
     throw BadInputError(file.string() + ": " + e.what());
   }
+  if (const std::string overrun = storageOverrun(batch); !overrun.empty())
+    throw BadInputError(file.string() + ": damaged: " + overrun +
+                        " (torch.load refuses it too); save the batch again with torch.save");
   return batch;
 }
 

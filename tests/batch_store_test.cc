@@ -258,6 +258,27 @@ TEST_F(BatchFixture, UnreadableOrNonDictFilesAreBadInput) {
   EXPECT_NE(openError().find("cannot read the batch file"), std::string::npos) << openError();
 }
 
+// A storage record shorter than its tensor needs (a damaged or crafted
+// file, #43 probe): refused as bad input before any tensor is read, where
+// reading it would go past the buffer (heap bytes as sample values, or a
+// crash of minrepro itself).
+TEST_F(BatchFixture, AStorageRecordShorterThanItsTensorIsRefused) {
+  std::string output;
+  ASSERT_EQ(testing::runCommand(
+                testing::python() + " -c \"import torch, zipfile; P = '" + config.batch.string() +
+                    "'; torch.save({'input': torch.zeros(12, 4), 'target': torch.arange(12)}, P)\n"
+                    "z = zipfile.ZipFile(P); items = [(i, z.read(i.filename)) for i in z.infolist()]; z.close()\n"
+                    "longest = max((len(d), i.filename) for i, d in items if '/data/' in i.filename)[1]\n"
+                    "w = zipfile.ZipFile(P, 'w', zipfile.ZIP_STORED)\n"
+                    "[w.writestr(i.filename, d[:8] if i.filename == longest else d) for i, d in items]; w.close()\"",
+                &output),
+            0)
+      << output;
+  const std::string error = openError();
+  EXPECT_NE(error.find("damaged: its storage record data/0 holds 8 bytes where 192 are declared"), std::string::npos)
+      << error;
+}
+
 // torch.save's legacy format and a plain pickle are named as what they are,
 // with the line that re-saves them (#43.9), not the stream reader's "miniz" error.
 TEST_F(BatchFixture, LegacyTorchSaveAndPlainPickleSayWhatTheyAreAndHowToResave) {
