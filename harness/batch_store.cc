@@ -251,12 +251,19 @@ class TorchBatchStore : public BatchStore {
   }
 
   // Floats 0, masks true, integers 0 or, when 0 is outside the values the
-  // original holds (1-based ids), the nearest value it holds.
+  // original holds (1-based ids), the nearest value it holds; but when
+  // only one element holds that value, the tensor's median instead. A rare value may be the bug's own (a
+  // length 0, an id past a table): made the trivial value, the values pass
+  // would plant it in every kept sample, and the next samples pass would
+  // drop the sample that held it first and keep an innocent one.
   static double defaultTrivial(const at::Tensor& t) {
     if (t.scalar_type() == at::kBool) return 1;
     if (at::isFloatingType(t.scalar_type()) || at::isComplexType(t.scalar_type()) || t.numel() == 0) return 0;
     const auto lo = t.min().item<int64_t>(), hi = t.max().item<int64_t>();
-    return static_cast<double>(std::clamp<int64_t>(0, lo, hi));
+    const int64_t nearest = std::clamp<int64_t>(0, lo, hi);
+    const int64_t held = t.eq(nearest).sum().item<int64_t>();
+    if (held >= 2) return static_cast<double>(nearest);
+    return static_cast<double>(t.flatten().median().item<int64_t>());
   }
 
   std::optional<int> sampleAxisOf(const std::string& name) const {

@@ -87,7 +87,10 @@ TEST_F(Verdicts, AFlakySearchEndsOnACaseThatFailsOnlyTheRecordedWay) {
                                         "trial:\n  command: [" + testing::python() +
                                             ", \"{case_dir}/step.py\", \"{batch}\"]\nreducers: [samples]\n");
   ASSERT_EQ(shrink(&out), 0) << out;
-  EXPECT_TRUE(has(out, "flakiness: charged as flaky")) << out;
+  // Charged as flaky when the original passed once, else caught by the
+  // other failures above the small candidates; either way the self-check
+  // plans for a flaky failure.
+  EXPECT_TRUE(has(out, "a flaky failure")) << out;
   EXPECT_TRUE(has(out, "707")) << out;
   EXPECT_FALSE(has(out, "-> 1 samples")) << "one sample fails the second way in 80 % of its runs: " << out;
   EXPECT_FALSE(has(out, "-> 2 samples")) << out;
@@ -97,6 +100,39 @@ TEST_F(Verdicts, AFlakySearchEndsOnACaseThatFailsOnlyTheRecordedWay) {
                        &out),
             0)
       << out;
+}
+
+// The values pass never plants a culprit's value in an innocent sample
+// (#40, a new user's tagger): one sample's length 0 is the bug, and a batch
+// of one fails another way, so two samples stay. The other kept sample's
+// length goes to the lengths' median, not to 0, the smallest value held,
+// which would make it look like a second culprit (and, with the culprit
+// then cut, the only one).
+TEST_F(Verdicts, TheValuesPassDoesNotGiveAnInnocentSampleTheCulpritsValue) {
+  std::string out;
+  ASSERT_EQ(runCommand(testing::python() + " -c \"import torch; g = torch.Generator().manual_seed(1); "
+                                           "n = torch.randint(3, 10, (16,), generator=g); n[9] = 0; "
+                                           "torch.save({'n': n, 'x': torch.randn(16, 4, generator=g), "
+                                           "'sample_id': torch.arange(16) + 800}, '" +
+                           (work_.path() / "batch.pt").string() + "')\"",
+                       &out),
+            0)
+      << out;
+  writeFile(work_.path() / "step.py",
+            "import sys, torch\nb = torch.load(sys.argv[1], weights_only=True)\n"
+            "if b['n'].shape[0] < 2:\n    raise RuntimeError('Expected more than 1 value per channel')\n"
+            "if bool((b['n'] == 0).any()):\n    raise ValueError('Cannot pack empty tensors')\n");
+  writeFile(work_.path() / "case.yaml", "batch: batch.pt\nsamples: {tensors: {n: 0, x: 0}, ids: sample_id}\n"
+                                        "trial:\n  command: [" + testing::python() +
+                                            ", \"{case_dir}/step.py\", \"{batch}\"]\n");
+  ASSERT_EQ(shrink(&out), 0) << out;
+  EXPECT_TRUE(has(out, "809")) << out;
+  const fs::path dir = work_.path() / "extracted";
+  ASSERT_TRUE(testing::extractInto(work_.path() / "repro.tar.gz", dir));
+  EXPECT_NE(testing::pyEvalOnBatch(dir / "batch.pt", "b['sample_id'].tolist()").find("809"), std::string::npos);
+  const std::string lengths = testing::pyEvalOnBatch(dir / "batch.pt", "sorted(b['n'].tolist())");
+  EXPECT_EQ(lengths.rfind("[0, ", 0), 0u) << lengths;
+  EXPECT_NE(lengths, "[0, 0]\n") << "the innocent sample got the culprit's length 0";
 }
 
 // verify, compare and regress run an archive with the torch it was made
