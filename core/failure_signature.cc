@@ -449,7 +449,7 @@ FailureSignature classify(const TrialOutcome& outcome) {
 std::string normalizeMessage(const std::string& message) {
   static const std::regex ansi(R"(\x1b\[[0-9;]*[A-Za-z])");
   static const std::regex trial_dir(R"([^\s'"(]*(?:minrepro-work/|trials/)trial-\d+(?:/tmp(?:/[^/\s'"]+(?=/))?)?)");
-  static const std::regex hex(R"(0x[0-9a-fA-F]+)");
+  static const std::regex hex(R"(\b0x[0-9a-fA-F]+)");  // not inside a word (a key holding "0xB3")
   static const std::regex pid(R"(\bpid\s*[=:]?\s*\d+)", std::regex::ECMAScript | std::regex::icase);
   static const std::regex process(R"(\bProcess \d+ has)");
   static const std::regex source_line(R"(\.(cpp|cc|cxx|c|h|hpp|cu|cuh|hip):\d+)");

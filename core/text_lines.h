@@ -78,6 +78,21 @@ inline std::string printable(std::string_view s) {
   return out;
 }
 
+// A double-quoted string literal that Python and C++ both read back as
+// `text`: backslashes and quotes escaped, newlines as \n.
+inline std::string quoted(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
 inline std::string trim(std::string_view s) {
   const auto begin = s.find_first_not_of(" \t\r\n");
   if (begin == std::string_view::npos) return {};

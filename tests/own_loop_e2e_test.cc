@@ -101,6 +101,10 @@ TEST_F(OwnLoop, InitNeverWritesOverWhatItReads) {
   }
   EXPECT_EQ(readFile(user_ / "saved.pt"), batch);
   EXPECT_EQ(readFile(user_ / "step.py"), step);
+  writeFile(user_ / "log.txt", "the step's log\n");  // named as --log=log.txt
+  EXPECT_EQ(minrepro("init --batch saved.pt --output log.txt --force -- python step.py {batch} --log=log.txt", &out), 2)
+      << out;
+  EXPECT_EQ(readFile(user_ / "log.txt"), "the step's log\n");
   EXPECT_EQ(minrepro("init --batch saved.pt --output /dev/full --force -- python step.py {batch}", &out), 2) << out;
   EXPECT_TRUE(has(out, "is not a regular file")) << out;
   fs::create_symlink(user_ / "step.py", user_ / "link.yaml");

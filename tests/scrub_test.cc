@@ -37,14 +37,16 @@ TEST(Report, RawHtmlAndBidiControlsFromTheFailureAreInert) {
       "- Context: a `` ` `` and <b>bold</b>\n"
       "    x = torch.tensor([1]) < 2  # code block\n"
       "- File: evil\xe2\x80\xaegpj.py\n"
-      "- owner: <user> at <home>/x, token <secret:github-pat>, not <secret:x onerror=y>\n";
+      "- owner: <user> at <home>/x, token <secret:github-pat>, not <secret:x onerror=y>\n"
+      "- Message: ![x](http://evil.example/p.png) and `[ok](kept)`\n";
   EXPECT_EQ(withoutRawHtml(md),
             "# Reproducer: runtime-error: &lt;script>alert(1)&lt;/script>\n"
             "- First error: `<img src=x onerror=alert(1)>`\n"
             "- Context: a `` ` `` and &lt;b>bold&lt;/b>\n"
             "    x = torch.tensor([1]) < 2  # code block\n"
             "- File: evil[U+202E]gpj.py\n"
-            "- owner: <user> at <home>/x, token <secret:github-pat>, not &lt;secret:x onerror=y>\n");
+            "- owner: <user> at <home>/x, token <secret:github-pat>, not &lt;secret:x onerror=y>\n"
+            "- Message: ![x]\\(http://evil.example/p.png) and `[ok](kept)`\n");
   EXPECT_EQ(text::printable("evil\xe2\x80\xaegpj.py"), "evil\\xe2\\x80\\xaegpj.py");
 }
 

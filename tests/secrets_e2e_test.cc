@@ -25,14 +25,15 @@ using testing::writeFile;
 constexpr const char* kAwsKey = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
 constexpr const char* kUrlPassword = "pa$$w0rd!x";
 
-constexpr const char* kStep = R"(import sys
+constexpr const char* kStep = R"PY(import sys
 import torch
 
 batch = torch.load(sys.argv[1], weights_only=True)
 if bool((batch["x"] == 7).any()):
     raise RuntimeError("upload failed for s3 with aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY "
-                       "via https://alice:pa$$w0rd!x@data.example.com/shard-3")
-)";
+                       "via https://alice:pa$$w0rd!x@data.example.com/shard-3 "
+                       "(bot xoxb-1234567890-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx)")
+)PY";
 
 TEST(Secrets, NoFileOfTheArchiveCarriesAKeyOrAUrlPassword) {
   testing::TempDir work("minrepro-secrets");
@@ -51,7 +52,7 @@ TEST(Secrets, NoFileOfTheArchiveCarriesAKeyOrAUrlPassword) {
                 ", \"{case_dir}/step.py\", \"{batch}\"]\n"
                 "context:\n  store: 'https://bob:s3cr$t!x@store.example.com/bucket'\n"
                 "  credentials: 'aws_secret_access_key=" +
-                kAwsKey + "'\n");
+                kAwsKey + "'\n  db_password: 'hunter2-x9'\n");
   ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (work.path() / "case.yaml").string() +
                            " --work-dir " + (work.path() / "w").string() + " --output " +
                            (work.path() / "repro.tar.gz").string() + " 2>&1",
@@ -72,7 +73,8 @@ TEST(Secrets, NoFileOfTheArchiveCarriesAKeyOrAUrlPassword) {
   for (const fs::path& file : checked) {
     const std::string text = readFile(file);
     ++files;
-    for (const std::string& secret : {std::string(kAwsKey), std::string(kUrlPassword), std::string("s3cr$t!x")})
+    for (const std::string& secret : {std::string(kAwsKey), std::string(kUrlPassword), std::string("s3cr$t!x"),
+                                      std::string("hunter2-x9"), std::string("AbCdEfGhIjKlMnOpQrStUvWx")})
       EXPECT_EQ(text.find(secret), std::string::npos) << file << " carries " << secret;
   }
   EXPECT_GE(files, 6u);

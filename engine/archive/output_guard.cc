@@ -28,8 +28,10 @@ std::vector<std::pair<fs::path, std::string>> filesTheRunReads(const CaseConfig&
   for (const fs::path& file : commandCaseFiles(config))
     files.push_back({config.base_dir / file, "a file the trial reads"});
   if (config.command)
-    for (const std::string& arg : config.command->argv)
+    for (std::string arg : config.command->argv) {
+      if (arg.rfind("-", 0) == 0 && arg.find('=') != std::string::npos) arg = arg.substr(arg.find('=') + 1);  // --log=F
       if (!arg.empty() && arg.front() == '/') files.push_back({arg, "a file the trial command names"});
+    }
   return files;
 }
 

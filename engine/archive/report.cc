@@ -203,7 +203,7 @@ void writeEnvironment(std::ostream& out, const ReductionSummary& s, const CaseCo
     out << "\nCaptured context:\n\n";
     const ScrubContext scrub = scrubContextFor(config.context);
     for (const auto& [key, value] : config.context)
-      out << "- " << key << ": " << scrubContextValue(value, scrub) << "\n";
+      out << "- " << key << ": " << scrubContextValue(key, value, scrub) << "\n";
   }
   out << "\n";
 }
@@ -309,7 +309,13 @@ std::string withoutRawHtml(const std::string& markdown) {
         i += run - 1;
         continue;
       }
-      const bool inert = line[i] != '<' || block || fence > 0 || isPlaceholderAt(line, i);
+      const bool code = block || fence > 0;
+      if (!code && line[i] == ']' && i + 1 < line.size() && line[i + 1] == '(') {
+        out += "]\\(";  // no link or remote image: `[x](http://...)` shown as text
+        ++i;
+        continue;
+      }
+      const bool inert = line[i] != '<' || code || isPlaceholderAt(line, i);
       out += inert ? std::string(1, line[i]) : std::string("&lt;");
     }
     out += '\n';
@@ -339,26 +345,12 @@ std::string renderReport(const CaseConfig& config, const ReductionSummary& s) {
 
 namespace {
 
-// Python string literal (repr-like, double quotes).
-std::string pyQuote(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
 // The harness's transform steps (harness/transforms.cc) in Python, with the
 // same seeds: PyTorch's CPU generator gives the same numbers in both.
 std::string reproTransforms(const std::vector<TransformSpec>& transforms) {
   std::ostringstream py;
   for (const TransformSpec& t : transforms) {
-    const std::string x = "batch[" + pyQuote(t.tensor) + "]";
+    const std::string x = "batch[" + text::quoted(t.tensor) + "]";
     auto p = [&](const char* key) { return t.params.at(key); };
     const std::string gen = "torch.Generator().manual_seed(" + std::to_string(t.seed.value_or(0)) + ")";
     py << "# transform " << t.name << " (" << t.type << ")\n";
@@ -390,18 +382,18 @@ std::string reproHarness(const HarnessTrial& h) {
      << "model = torch.jit.load(os.path.join(HERE, \"model.pt\"))\n"
      << "model.eval()\n"
      << "with torch.no_grad():\n"
-     << "    output = model(batch[" << pyQuote(h.input) << "])\n";
+     << "    output = model(batch[" << text::quoted(h.input) << "])\n";
   if (!h.target.empty() && h.loss == "cross_entropy")
-    py << "    loss = F.cross_entropy(output, batch[" << pyQuote(h.target) << "], ignore_index=" << h.ignore_index
+    py << "    loss = F.cross_entropy(output, batch[" << text::quoted(h.target) << "], ignore_index=" << h.ignore_index
        << ")\n";
   else if (!h.target.empty() && h.loss == "nll")
-    py << "    loss = F.nll_loss(output, batch[" << pyQuote(h.target) << "], ignore_index=" << h.ignore_index << ")\n";
+    py << "    loss = F.nll_loss(output, batch[" << text::quoted(h.target) << "], ignore_index=" << h.ignore_index << ")\n";
   else
     py << "    loss = output.sum()\n";
   // The line minrepro verify --expect pass reads: a fix must keep every
   // sample that is not ignored, not only stop the exception.
   if (!h.target.empty() && h.loss != "none")
-    py << "processed = int((batch[" << pyQuote(h.target) << "] != " << h.ignore_index << ").sum())\n"
+    py << "processed = int((batch[" << text::quoted(h.target) << "] != " << h.ignore_index << ").sum())\n"
        << "print(f\"minrepro-result: processed={processed} loss={float(loss)}\")\n";
   else
     py << "print(f\"minrepro-result: loss={float(loss)}\")\n";
@@ -421,7 +413,7 @@ std::string reproCommand(const CaseConfig& config) {
   // maintainer does not have. REPORT.md records it.
   const bool python_program = isPythonProgram(c.argv.front());
   if (python_program)
-    py << "# The trials ran " << pyQuote(fs::path(c.argv.front()).filename().string())
+    py << "# The trials ran " << text::quoted(fs::path(c.argv.front()).filename().string())
        << "; this script runs the command with the Python that runs it.\n";
   py << "def fill(arg):\n"
      << "    return (arg.replace(\"{batch}\", BATCH)\n"
@@ -430,13 +422,13 @@ std::string reproCommand(const CaseConfig& config) {
   // A file of the case is the archive's copy, never the user's original.
   for (std::size_t i = 0; i < c.argv.size(); ++i)
     py << (i ? ", " : "")
-       << (i == 0 && python_program ? "sys.executable" : pyQuote(caseRelativeArg(c.argv[i], config.base_dir)));
+       << (i == 0 && python_program ? "sys.executable" : text::quoted(caseRelativeArg(c.argv[i], config.base_dir)));
   py << "]]\nenv = dict(os.environ)\n";
   // In the order a trial gets them: the case's variables, then the
   // determinism variables over them. Each trial had a number of its own (a
   // trial that wants a fresh seed per run reads it): so does each run here.
-  for (const auto& [k, v] : c.env) py << "env[" << pyQuote(k) << "] = " << pyQuote(v) << "\n";
-  py << "env[\"MINREPRO_SEED\"] = env[\"PYTHONHASHSEED\"] = " << pyQuote(std::to_string(config.seed)) << "\n"
+  for (const auto& [k, v] : c.env) py << "env[" << text::quoted(k) << "] = " << text::quoted(v) << "\n";
+  py << "env[\"MINREPRO_SEED\"] = env[\"PYTHONHASHSEED\"] = " << text::quoted(std::to_string(config.seed)) << "\n"
      << "env.setdefault(\"MINREPRO_TRIAL\", str(int.from_bytes(os.urandom(4), \"little\")))\n";
   if (config.deterministic)
     py << "env[\"MINREPRO_DETERMINISTIC\"] = \"1\"\nenv[\"CUBLAS_WORKSPACE_CONFIG\"] = \":4096:8\"\n";
@@ -455,10 +447,22 @@ std::string reproCommand(const CaseConfig& config) {
 
 }  // namespace
 
+// Text for a Python docstring: a backslash in the message (a Windows path,
+// "\N", a byte written "\xe2") would be an escape, a malformed one a
+// SyntaxError that stops repro.py before it reproduces anything.
+static std::string docstringText(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    if (c == '\\') out += '\\';
+    out += c == '"' ? std::string("\\\"") : std::string(1, c);
+  }
+  return out;
+}
+
 std::string renderReproPy(const CaseConfig& config, const FailureSignature& signature) {
   std::ostringstream py;
   py << "#!/usr/bin/env python3\n"
-     << "\"\"\"Reproduces: " << signature.summary() << "\n\n"
+     << "\"\"\"Reproduces: " << docstringText(signature.summary()) << "\n\n"
      << "Made by minrepro; needs only PyTorch. Run from anywhere with a Python that has it: python repro.py [BATCH]\n"
      << "BATCH defaults to batch.pt beside this file; the neighbour cases are neighbours/*.pt.\n\"\"\"\n"
      << "import os\nimport sys\n\n";

@@ -70,7 +70,8 @@ std::string renderReport(const CaseConfig& config, const ReductionSummary& summa
 
 // Markdown with the failure's own text made inert: '<' outside code spans
 // and indented code blocks as "&lt;" (no raw HTML a viewer would render),
-// bidirectional controls as "[U+202E]". renderReport's last step.
+// "](" as "]\(" (no link, no remote image), bidirectional controls as
+// "[U+202E]". renderReport's last step.
 std::string withoutRawHtml(const std::string& markdown);
 
 // Where the run's time went, in two lines for REPORT.md and the log's end:

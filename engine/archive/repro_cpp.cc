@@ -2,23 +2,11 @@
 
 #include <sstream>
 
+#include "core/text_lines.h"
+
 namespace minrepro {
 
 namespace {
-
-// A C++ string literal.
-std::string cppQuote(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
 
 std::string lossExpression(const HarnessTrial& h) {
   const std::string ignore = std::to_string(h.ignore_index);
@@ -33,7 +21,7 @@ std::string lossExpression(const HarnessTrial& h) {
 std::string transformLines(const std::vector<TransformSpec>& transforms) {
   std::ostringstream cpp;
   for (const TransformSpec& t : transforms) {
-    const std::string key = "std::string(" + cppQuote(t.tensor) + ")";
+    const std::string key = "std::string(" + text::quoted(t.tensor) + ")";
     const std::string x = "batch.at(" + key + ").toTensor()";
     auto p = [&](const char* k) { return t.params.at(k); };
     const std::string gen = "at::make_generator<at::CPUGeneratorImpl>(" + std::to_string(t.seed.value_or(0)) + "ULL)";
@@ -42,7 +30,7 @@ std::string transformLines(const std::vector<TransformSpec>& transforms) {
     if (t.type == "noise")
       value = x + " + (at::randn(" + x + ".sizes(), " + gen + ", at::TensorOptions().dtype(at::kFloat)) * " + p("std") +
               ").to(" + x + ".scalar_type())";
-    if (t.type == "cast") value = x + ".to(dtypeNamed(" + cppQuote(p("dtype")) + "))";
+    if (t.type == "cast") value = x + ".to(dtypeNamed(" + text::quoted(p("dtype")) + "))";
     if (t.type == "pad") value = "padTo(" + x + ", " + p("axis") + ", " + p("length") + ", " + p("value") + ")";
     if (t.type == "crop") value = "randomCrop(" + x + ", " + p("axis") + ", " + p("length") + ", " + gen + ")";
     cpp << "    batch.insert_or_assign(" << key << ", " << value << ");  // transform " << t.name << "\n";
@@ -116,10 +104,10 @@ std::string reproCpp(const HarnessTrial& h, const FailureSignature& signature) {
       << "    torch::jit::Module model = torch::jit::load(dir + \"/model.pt\");\n"
       << "    model.eval();\n"
       << "    torch::NoGradGuard no_grad;\n"
-      << "    const at::Tensor output = model.forward({batch.at(std::string(" << cppQuote(h.input)
+      << "    const at::Tensor output = model.forward({batch.at(std::string(" << text::quoted(h.input)
       << ")).toTensor()}).toTensor();\n";
   if (with_target)
-    cpp << "    const at::Tensor target = batch.at(std::string(" << cppQuote(h.target) << ")).toTensor();\n";
+    cpp << "    const at::Tensor target = batch.at(std::string(" << text::quoted(h.target) << ")).toTensor();\n";
   cpp << "    const at::Tensor loss = " << lossExpression(h) << ";\n";
   if (with_target)
     cpp << "    const long processed = (target != " << h.ignore_index << ").sum().item<long>();\n"

@@ -135,7 +135,7 @@ std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::pat
   FailureSignature signature = summary.signature;
   signature.message = scrubText(signature.message, scrub);
   CaseConfig shown = config;
-  for (auto& [key, value] : shown.context) value = scrubContextValue(value, scrub);
+  for (auto& [key, value] : shown.context) value = scrubContextValue(key, value, scrub);
   std::vector<ArchiveEntry> entries;
   entries.push_back({"REPORT.md", renderReport(config, summary)});
   entries.push_back({"REPORT.html", htmlReport(config, summary)});

@@ -148,7 +148,11 @@ ScrubContext scrubContextFor(const std::map<std::string, std::string>& case_cont
   return c;
 }
 
-std::string scrubContextValue(const std::string& value, const ScrubContext& c) {
+std::string scrubContextValue(const std::string& key, const std::string& value, const ScrubContext& c) {
+  std::string lower;
+  for (const char ch : key) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (const char* word : {"password", "passwd", "secret", "token", "api_key", "apikey", "credential", "private_key"})
+    if (lower.find(word) != std::string::npos && !value.empty()) return "<secret:context-" + lower + ">";
   std::string scrubbed;
   if (std::find(c.users.begin(), c.users.end(), value) != c.users.end())
     scrubbed = "<user>";

@@ -25,8 +25,11 @@ ScrubContext scrubContextFor(const std::map<std::string, std::string>& case_cont
 // A context value as the archive carries it (case.yaml, REPORT.md): a value
 // that is a user or host name in full becomes "<user>" / "<host>", even a
 // common one (root, localhost); anything else goes through scrubText; control
-// characters are written as \xNN, so a value cannot forge lines.
-std::string scrubContextValue(const std::string& value, const ScrubContext& context);
+// characters are written as \xNN, so a value cannot forge lines. A value
+// whose key names a secret (password, secret, token, api_key, credential,
+// private_key, in any case) is "<secret:context-KEY>" whole: a bare key
+// or password has no shape a rule could find.
+std::string scrubContextValue(const std::string& key, const std::string& value, const ScrubContext& context);
 
 // Tokens of known shapes and e-mail addresses become "<secret:RULE>" and
 // "<email>" (engine/archive/secrets.h). Absolute paths become "<path>/NAME"

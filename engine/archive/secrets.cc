@@ -43,7 +43,7 @@ const std::vector<Rule>& rules() {
     r.push_back({"github-refresh-token", re(R"(\bghr_[0-9a-zA-Z]{36}\b)")});
     r.push_back({"gitlab-pat", re(R"(\bglpat-[\w-]{20}\b)")});
     r.push_back({"gcp-api-key", re(R"(\bAIza[\w-]{35}\b)")});
-    r.push_back({"slack-token", re(R"(\bxox[baprs]-[0-9a-zA-Z-]{10,48}\b)")});
+    r.push_back({"slack-token", re(R"(\bxox[baprs]-[0-9a-zA-Z-]{10,}\b)")});
     r.push_back({"stripe-access-token", re(R"(\b(?:sk|rk)_(?:test|live|prod)_[a-zA-Z0-9]{10,99}\b)")});
     r.push_back({"jwt", re(R"(\bey[a-zA-Z0-9]{17,}\.ey[a-zA-Z0-9/\\_-]{17,}\.(?:[a-zA-Z0-9/\\_-]{10,}={0,2})?)")});
     // The password may hold any sub-delimiter ($, !, &, ...) and ':' unencoded (RFC 3986's userinfo).
