@@ -70,7 +70,8 @@ std::vector<std::string> torchVersionMismatches(const std::map<std::string, std:
   return out;
 }
 
-std::vector<std::pair<std::string, std::string>> pythonTorchVersions(const std::string& python, const fs::path& scratch) {
+std::vector<std::pair<std::string, std::string>> pythonTorchVersions(const std::string& python,
+                                                                     const fs::path& scratch) {
   std::vector<std::pair<std::string, std::string>> env;
   TrialSpec spec;
   spec.argv = {python, "-c",
@@ -137,7 +138,8 @@ TorchChoice chooseArchiveTorch(const std::string& recorded_python, const std::st
     if (trust_recorded && !recorded.empty() && (on_path || fs::exists(recorded, ec)))
       recorded_version = torchVersionOf(recorded, scratch / "recorded");
     const std::optional<std::string> default_version =
-        recorded == default_python ? recorded_version : torchVersionOf(default_python, scratch / "default");
+        recorded == default_python && recorded_version ? recorded_version
+                                                       : torchVersionOf(default_python, scratch / "default");
     if (sameMinor(recorded_version, recorded_torch))
       runs_with(recorded, recorded_version);
     else
@@ -151,7 +153,8 @@ TorchChoice chooseArchiveTorch(const std::string& recorded_python, const std::st
                                              : "): the recorded Python is not started for an archive made elsewhere "
                                                "or changed since, and the build's has another torch") +
                            "; a run that does not reproduce may show the torch's difference, not a fix (give "
-                           "--python a Python with PyTorch " + torchMinorVersion(recorded_torch) + ")";
+                           "--python a Python with PyTorch " +
+                           torchMinorVersion(recorded_torch) + ")";
   c.checked = true;
   return c;
 }
