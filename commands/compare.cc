@@ -252,8 +252,7 @@ fs::path opCaseOf(const fs::path& extracted, const fs::path& scratch, FailureFam
   fs::create_directories(dir);
   fs::copy_file(op / "inputs.pt", dir / "inputs.pt");
   TrialSpec render;
-  render.argv = {python, (fs::path(opRecorderDir()) / "minrepro_op.py").string(), "render", op.string(),
-                 dir.string()};
+  render.argv = {python, (fs::path(opRecorderDir()) / "minrepro_op.py").string(), "render", op.string(), dir.string()};
   render.work_dir = scratch / "op-render";
   if (!LocalExecutor().run(render).passed()) return {};
   FailureSignature signature;
@@ -268,9 +267,8 @@ fs::path opCaseOf(const fs::path& extracted, const fs::path& scratch, FailureFam
 // harness's trials run this build's LibTorch, which is not chosen.
 TorchChoice chooseTorch(const Manifest& m, const CompareOptions& options, CaseConfig& config, const fs::path& scratch,
                         bool trusted) {
-  const bool python_command =
-      config.command && !config.command->argv.empty() &&
-      fs::path(config.command->argv[0]).filename().string().rfind("python", 0) == 0;
+  const bool python_command = config.command && !config.command->argv.empty() &&
+                              fs::path(config.command->argv[0]).filename().string().rfind("python", 0) == 0;
   if (!python_command) return {};
   const std::string recorded = m.python.empty() ? config.command->argv[0] : m.python;
   TorchChoice choice =
@@ -314,11 +312,11 @@ CompareResult compareVariants(const CompareOptions& options, std::ostream* progr
     printProgress(progress, result.results.back());
     if (v.name == "as-is" && !result.reproduces()) break;  // nothing to compare with
   }
-  const fs::path op_case = result.reproduces() && !result.recorded.empty()
-                               ? opCaseOf(scratch->path() / "case", scratch->path(), result.reference.family,
-                                          result.torch.python.empty() ? options.python.value_or(kDefaultPython)
-                                                                      : result.torch.python)
-                               : fs::path();
+  const fs::path op_case =
+      result.reproduces() && !result.recorded.empty()
+          ? opCaseOf(scratch->path() / "case", scratch->path(), result.reference.family,
+                     result.torch.python.empty() ? options.python.value_or(kDefaultPython) : result.torch.python)
+          : fs::path();
   if (!op_case.empty()) {
     if (progress) *progress << "op/repro_op.py, the failing call alone, under the same variants:\n";
     CompareOptions op_options = options;

@@ -130,10 +130,9 @@ int runRegress(const fs::path& dir, const VerifyOptions& base, std::ostream& out
                         "; add cases with minrepro shrink --config case.yaml --add-to " + dir.string());
   std::sort(archives.begin(), archives.end());
   // Said first: the cases' own code runs (and --sandbox on without bwrap stops here).
-  const std::string how = base.sandbox == SandboxMode::Auto
-                              ? chooseSandbox(SandboxMode::Auto, false).describe +
-                                    " (archives your minrepro made, unchanged: without)"
-                              : chooseSandbox(base.sandbox, false).describe;
+  const std::string how = base.sandbox == SandboxMode::Auto ? chooseSandbox(SandboxMode::Auto, false).describe +
+                                                                  " (archives your minrepro made, unchanged: without)"
+                                                            : chooseSandbox(base.sandbox, false).describe;
   out << "regress " << dir.string() << ": each case " << how << "\n";
   std::vector<Row> rows;
   for (const auto& archive : archives) rows.push_back(rerun(archive, base));
@@ -142,9 +141,8 @@ int runRegress(const fs::path& dir, const VerifyOptions& base, std::ostream& out
   out << rows.size() << " case(s), " << differ << " differ\n";
   // A failing case that passed under another torch is not fixed: exit 4
   // when those are the only differences (docs/guide.md, "regress").
-  const auto unjudged = std::count_if(rows.begin(), rows.end(), [](const Row& r) {
-    return !r.same && r.other_torch && r.expected == "fail";
-  });
+  const auto unjudged = std::count_if(rows.begin(), rows.end(),
+                                      [](const Row& r) { return !r.same && r.other_torch && r.expected == "fail"; });
   if (unjudged > 0)
     out << unjudged << " of them ran under a torch other than their archive's: give --python a Python with it\n";
   return differ == 0 ? 0 : unjudged == differ ? 4 : 1;

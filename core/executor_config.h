@@ -22,7 +22,8 @@ enum class ExecutorKind {
 // "local", "slurm": the names case.yaml and --executor use.
 inline const std::vector<std::pair<ExecutorKind, std::string>>& executorKinds() {
   static const std::vector<std::pair<ExecutorKind, std::string>> kinds{
-#define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, keys, on_this_machine, description) {ExecutorKind::enumerator, name},
+#define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, keys, on_this_machine, description) \
+  {ExecutorKind::enumerator, name},
 #include "core/executor_kinds.def"
 #undef MINREPRO_EXECUTOR_KIND
   };
@@ -33,7 +34,7 @@ inline const std::vector<std::pair<ExecutorKind, std::string>>& executorKinds() 
 inline bool trialsRunOnThisMachine(ExecutorKind kind) {
   switch (kind) {
 #define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, keys, on_this_machine, description) \
-  case ExecutorKind::enumerator:                                                             \
+  case ExecutorKind::enumerator:                                                              \
     return on_this_machine;
 #include "core/executor_kinds.def"
 #undef MINREPRO_EXECUTOR_KIND

@@ -117,8 +117,7 @@ bool isNonFinite(const RawError& error) {
   // torch.distributions: the invalid value is printed in the message or on
   // the line after it; a NaN among the parameters it names is the cause.
   static const std::regex kWholeWord(R"(\b(nan|inf)\b)", std::regex::ECMAScript | std::regex::icase);
-  if (contains(error.message, "but found invalid values") && std::regex_search(error.message, kWholeWord))
-    return true;
+  if (contains(error.message, "but found invalid values") && std::regex_search(error.message, kWholeWord)) return true;
   return std::regex_search(error.message, kPhrases);
 }
 

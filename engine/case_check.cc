@@ -36,12 +36,13 @@ bool namesNumber(const std::string& message, std::int64_t number) {
 
 // Whether the message names the tensor (its path, or the last part of it) as a word.
 bool namesWord(const std::string& message, const std::string& path) {
-  const std::string leaf = path.substr(path.find_last_of(".[]") == std::string::npos ? 0
-                                                                                     : path.find_last_of(".]") + 1);
+  const std::string leaf = path.substr(path.find_last_of(".[]") == std::string::npos ? 0 : path.find_last_of(".]") + 1);
   for (const std::string& name : {path, leaf}) {
     if (name.empty()) continue;
     for (auto at = message.find(name); at != std::string::npos; at = message.find(name, at + 1)) {
-      const auto word = [&](std::size_t i) { return std::isalnum(static_cast<unsigned char>(message[i])) || message[i] == '_'; };
+      const auto word = [&](std::size_t i) {
+        return std::isalnum(static_cast<unsigned char>(message[i])) || message[i] == '_';
+      };
       if ((at == 0 || !word(at - 1)) && (at + name.size() >= message.size() || !word(at + name.size()))) return true;
     }
   }
@@ -80,8 +81,7 @@ std::string tensorsKeptWhole(const BatchStore& batch) {
   return out;
 }
 
-std::string wrongCaseMessage(const std::string& what_happened, const FailureSignature& other,
-                             const BatchStore& batch) {
+std::string wrongCaseMessage(const std::string& what_happened, const FailureSignature& other, const BatchStore& batch) {
   const std::int64_t n = batch.sampleCount();
   std::string text = what_happened + " (" + other.summary() + "): the case, not the batch, is likely wrong.";
   const std::vector<TensorInfo> whole = keptWhole(batch);
@@ -125,16 +125,15 @@ void checkHalves(const BatchStore& batch, TrialOracle& oracle, const Selection& 
     seen = other;
   }
   bool points_at_case = namesNumber(seen->message, batch.sampleCount());
-  for (const TensorInfo& t : keptWhole(batch))
-    points_at_case = points_at_case || namesWord(seen->message, t.name);
+  for (const TensorInfo& t : keptWhole(batch)) points_at_case = points_at_case || namesWord(seen->message, t.name);
   if (!points_at_case) {
     log.detail("both halves of the batch fail another way (" + seen->summary() +
                "), which names neither the batch's size nor a tensor kept whole: searching on");
     return;
   }
   throw DoesNotReproduceError(wrongCaseMessage(
-      "both halves of the batch fail another way, the same way, naming the batch's size or a tensor kept whole",
-      *seen, batch));
+      "both halves of the batch fail another way, the same way, naming the batch's size or a tensor kept whole", *seen,
+      batch));
 }
 
 std::optional<std::string> OtherFailureWatch::add(bool accepted, const FailureSignature& last, std::size_t trials,

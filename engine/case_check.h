@@ -38,8 +38,7 @@ std::string tensorsKeptWhole(const BatchStore& batch);
 
 // The message a wrong case stops with: what the candidates failed with,
 // why that points at the case, what it keeps whole, and what to write.
-std::string wrongCaseMessage(const std::string& what_happened, const FailureSignature& other,
-                             const BatchStore& batch);
+std::string wrongCaseMessage(const std::string& what_happened, const FailureSignature& other, const BatchStore& batch);
 
 // A harness key (trial.harness.input, .target) that names no tensor of
 // the batch would fail every trial the same way, and be "reduced" as if it
@@ -58,8 +57,7 @@ class OtherFailureWatch {
   // One decided candidate: accepted, or rejected with the signature of its
   // last trial (a pass, or another failure). Returns why the run should
   // stop, if it should.
-  std::optional<std::string> add(bool accepted, const FailureSignature& last, std::size_t trials,
-                                 double seconds);
+  std::optional<std::string> add(bool accepted, const FailureSignature& last, std::size_t trials, double seconds);
 
  private:
   bool accepted_ = false;

@@ -482,8 +482,8 @@ bool TrialOracle::showsNoOtherFailure(const Selection& selection, const std::str
   const std::size_t had = results_[key].size();
   if (had < wanted) resultsFor(selection, key, wanted - had, 0, cursor, 0, {});
   if (other_failures_[key] == 0) return true;
-  log_.detail("candidate of " + std::to_string(selection.samples.size()) + " samples: " +
-              std::to_string(other_failures_[key]) + " of " + std::to_string(results_[key].size()) +
+  log_.detail("candidate of " + std::to_string(selection.samples.size()) +
+              " samples: " + std::to_string(other_failures_[key]) + " of " + std::to_string(results_[key].size()) +
               " runs failed another way");
   return true;  // the caller rejects it as slipped
 }

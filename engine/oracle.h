@@ -62,8 +62,8 @@ struct OracleStats {
 };
 
 struct RunLimits {
-  std::size_t max_trials = 0;               // 0: none (counts replayed trials too)
-  double max_seconds = 0;                   // 0: none
+  std::size_t max_trials = 0;  // 0: none (counts replayed trials too)
+  double max_seconds = 0;      // 0: none
   // Counts max_seconds from startSearchClock() rather than the run's start:
   // the op step's reduction bounds its search, not the start of its Python
   // and the check of its original, which a loaded machine can stretch past

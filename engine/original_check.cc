@@ -6,8 +6,8 @@
 
 namespace minrepro {
 
-ExitStatus originalFailsAsExpected(const CaseConfig& config, const CaseView& view, TrialOracle& oracle, const Selection& all,
-                         Log& log, OriginalEstimate& estimate) {
+ExitStatus originalFailsAsExpected(const CaseConfig& config, const CaseView& view, TrialOracle& oracle,
+                                   const Selection& all, Log& log, OriginalEstimate& estimate) {
   // Free job slots already try what the search will ask first.
   estimate =
       oracle.estimateOriginal(all, [&](std::size_t max, bool) { return openingCandidates(config, view, all, max); });
@@ -33,10 +33,10 @@ ExitStatus originalFailsAsExpected(const CaseConfig& config, const CaseView& vie
   log.info("original reproduces: " + summary +
            (summary.find("(" + exit + ")") == std::string::npos ? " (" + exit + ")" : "") + "; " +
            std::to_string(estimate.failures) + " of " + std::to_string(estimate.runs) + " runs failed the same way" +
-           (!config.flaky.enabled                ? ""
+           (!config.flaky.enabled           ? ""
             : oracle.rate().deterministic() ? "; charged as deterministic (one pass rejects a candidate) until a "
-                                                   "run contradicts it"
-                                                 : "; flaky: a candidate is rejected only after a streak of passes"));
+                                              "run contradicts it"
+                                            : "; flaky: a candidate is rejected only after a streak of passes"));
   return ExitStatus::Reduced;
 }
 

@@ -80,8 +80,7 @@ std::string progressLine(const PassContext& pc) {
        << std::fixed << std::setprecision(2)
        << (pc.oracle.decidesOnOneRun() ? std::string("deterministic so far")
                                        : "p~" + std::to_string(pc.oracle.rate().estimate()).substr(0, 4))
-       << " | " << std::setprecision(0)
-       << pc.log.elapsedSeconds() << "s, " << std::setprecision(1)
+       << " | " << std::setprecision(0) << pc.log.elapsedSeconds() << "s, " << std::setprecision(1)
        << 60.0 * static_cast<double>(s.trials) / std::max(pc.log.elapsedSeconds(), 1.0) << " trials/min"
        << std::setprecision(0) << passProgress(pc);
   return line.str();
@@ -212,8 +211,8 @@ Selection runPass(PassContext& pc, const Reducer& reducer, const Selection& curr
   const CaseSize size_before = pc.size;
   pc.pass = reducer.name();
   if (Timeline* t = pc.oracle.timeline()) t->startPass(reducer.name(), pc.log.elapsedSeconds());
-  const Selection next = reducer.asSet() ? runSetPass(pc, *reducer.asSet(), current)
-                                         : runSettingPass(pc, *reducer.asSettings(), current);
+  const Selection next =
+      reducer.asSet() ? runSetPass(pc, *reducer.asSet(), current) : runSettingPass(pc, *reducer.asSettings(), current);
   const OracleStats& after = pc.oracle.stats();
   pc.log.info("pass " + reducer.name() + ": " + size_before.describe() + " -> " + pc.size.describe() + " in " +
               std::to_string(after.trials + after.replayed - before.trials - before.replayed) + " trials (" +

@@ -2,8 +2,8 @@
 #include "engine/run_settings.h"
 
 #include "engine/diagnostics.h"
-#include "engine/trial_executors.h"
 #include "engine/torch_versions.h"
+#include "engine/trial_executors.h"
 #include "harness/batch_store.h"
 
 namespace minrepro {

@@ -177,7 +177,8 @@ void makeOracle(Run& r) {
       " samples; reducers:" + reducers +
       (r.options.resume ? "; resuming from " + std::to_string(r.journal->loadedTrials()) + " journaled trials" : ""));
   r.oracle.emplace(r.config, *r.batch, r.executor, r.trialBinary(), r.log, &*r.journal,
-                   RunLimits{r.options.max_trials, r.options.max_seconds, r.options.seconds_from_search, &stopAsked()}, r.options.jobs);
+                   RunLimits{r.options.max_trials, r.options.max_seconds, r.options.seconds_from_search, &stopAsked()},
+                   r.options.jobs);
   r.oracle->setDiagnosticEnvironment(r.diagnostic.env);
   r.oracle->setTimeline(&r.timeline);
   r.log.info("diagnostic variables for the trials: " + r.diagnostic.describe() +
@@ -351,8 +352,7 @@ ExitStatus writeResult(Run& r) {
   // The run's fork servers serve the op step's own Python runs warm (a
   // Python server starts on its first one when the trials ran none).
   Executor* warm = r.forked && r.config.fork_server ? &r.executor : nullptr;
-  if (job.skip_op_step.empty())
-    job.op_step = opStepFor(r.options, r.config, r.oracle->reference(), plan, r.log, warm);
+  if (job.skip_op_step.empty()) job.op_step = opStepFor(r.options, r.config, r.oracle->reference(), plan, r.log, warm);
   const ExitStatus status = writeAndCheckArchive(r.config, *r.oracle, r.best, job, summary, r.status, r.log);
   r.confirmed = summary.confirmed;
   return status;

@@ -39,14 +39,14 @@ struct ShrinkOptions {
   ProgressMode progress = ProgressMode::Auto;  // --progress (engine/log.h)
   double progress_seconds = 30;                // --progress-every
   bool materialize_best = false;               // only write work_dir/best/ from the journal, run nothing
-  bool self_check = true;      // run the archive on its own before finishing (engine/archive/self_check.h)
-  std::size_t jobs = 1;        // trials at once
-  std::size_t max_trials = 0;  // 0: no budget
-  double max_seconds = 0;      // 0: no budget
+  bool self_check = true;            // run the archive on its own before finishing (engine/archive/self_check.h)
+  std::size_t jobs = 1;              // trials at once
+  std::size_t max_trials = 0;        // 0: no budget
+  double max_seconds = 0;            // 0: no budget
   bool seconds_from_search = false;  // max_seconds counts from the search's start (RunLimits)
-  ExecutorOverrides executor;  // --executor, --devices, --trials-per-device
-  bool op_repro = true;        // locate the failing operator call (engine/archive/op_repro.h); --no-op-repro
-  bool archive = true;         // false: end at work_dir/best/ (the op step's reduction of a call's inputs)
+  ExecutorOverrides executor;        // --executor, --devices, --trials-per-device
+  bool op_repro = true;              // locate the failing operator call (engine/archive/op_repro.h); --no-op-repro
+  bool archive = true;               // false: end at work_dir/best/ (the op step's reduction of a call's inputs)
   // A case minrepro wrote itself, whose result its caller runs again (the op
   // step's): no batch-dependence probe (the caller's command, on inputs it
   // just saw fail), no comparison of forked with plain runs of the original

@@ -39,11 +39,7 @@ StopOnSignals::StopOnSignals() {
   sigemptyset(&broken_pipe.sa_mask);
   sigemptyset(&best.sa_mask);
   for (std::size_t i = 0; i < kSignals.size(); ++i)
-    ::sigaction(kSignals[i],
-                kSignals[i] == SIGPIPE   ? &broken_pipe
-                : kSignals[i] == SIGUSR1 ? &best
-                                         : &stop,
-                &old_[i]);
+    ::sigaction(kSignals[i], kSignals[i] == SIGPIPE ? &broken_pipe : kSignals[i] == SIGUSR1 ? &best : &stop, &old_[i]);
 }
 
 StopOnSignals::~StopOnSignals() {

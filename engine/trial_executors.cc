@@ -93,8 +93,8 @@ std::unique_ptr<TrialExecutors> makeTrialExecutors(const CaseConfig& config, con
   auto stack = std::make_unique<TrialExecutors>();
   switch (e.kind) {
 #define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, keys, on_this_machine, description) \
-  case ExecutorKind::enumerator:                                             \
-    builder(*stack, config, e, trial_binary, jobs);                          \
+  case ExecutorKind::enumerator:                                                              \
+    builder(*stack, config, e, trial_binary, jobs);                                           \
     break;
 #include "core/executor_kinds.def"
 #undef MINREPRO_EXECUTOR_KIND

@@ -81,8 +81,8 @@ std::string classNamed(const std::string& what) {
   const std::string marker = "class id";
   const auto at = what.find(marker);
   if (at == std::string::npos) return "";
-  const std::string name = what.substr(at + marker.size(), what.find_first_of(" \n", at + marker.size()) -
-                                                               (at + marker.size()));
+  const std::string name =
+      what.substr(at + marker.size(), what.find_first_of(" \n", at + marker.size()) - (at + marker.size()));
   return name.empty() ? "" : " (" + name + ")";
 }
 
@@ -107,7 +107,8 @@ std::string firstLine(const std::string& text) { return text.substr(0, text.find
 // as views of one storage, as torch.load gives them: pickle_load would give
 // each its own copy, and a kernel that reads past a view would see other
 // memory than in the user's process.
-c10::IValue unpickleBatch(const fs::path& file, const std::shared_ptr<torch::jit::DeserializationStorageContext>& storages) {
+c10::IValue unpickleBatch(const fs::path& file,
+                          const std::shared_ptr<torch::jit::DeserializationStorageContext>& storages) {
   caffe2::serialize::PyTorchStreamReader reader(file.string());
   return torch::jit::readArchiveAndTensors("data", "", "", c10::nullopt, c10::nullopt, c10::nullopt, reader,
                                            torch::jit::Unpickler::defaultTypeParser, storages);
@@ -157,14 +158,16 @@ std::string notAZipBatch(const fs::path& file) {
   in.read(head, sizeof head);
   const auto got = in.gcount();
   if (got >= 4 && std::string(head, 4) == "PK\x03\x04") return "";
-  const std::string resave = "re-save it with a current torch, if you trust the file (loading runs its pickled code): "
-                             "python -c \"import torch; torch.save(torch.load('" +
-                             file.filename().string() + "', weights_only=False), 'resaved.pt')\"; then give resaved.pt";
+  const std::string resave =
+      "re-save it with a current torch, if you trust the file (loading runs its pickled code): "
+      "python -c \"import torch; torch.save(torch.load('" +
+      file.filename().string() + "', weights_only=False), 'resaved.pt')\"; then give resaved.pt";
   // torch.save's legacy format: a pickle whose first object is its magic number.
   static const std::string kLegacyMagic("\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19", 12);
   if (got == 14 && static_cast<unsigned char>(head[0]) == 0x80 && std::string(head + 2, 12) == kLegacyMagic)
     return "saved in torch.save's legacy format (_use_new_zipfile_serialization=False, or PyTorch before 1.6), "
-           "which minrepro does not read; " + resave;
+           "which minrepro does not read; " +
+           resave;
   if (got >= 2 && static_cast<unsigned char>(head[0]) == 0x80 && head[1] >= 2 && head[1] <= 5)
     return "a plain pickle (pickle.dump), not a torch.save file; " + resave;
   return "";

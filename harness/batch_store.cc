@@ -672,8 +672,8 @@ void TorchBatchStore::markSampleLists() {
     BatchNode* node = findNode(*tree, path);
     if (!node || (node->kind != BatchNode::Kind::List && node->kind != BatchNode::Kind::Tuple))
       throw BadInputError(config_.case_file.string() + ": samples.lists names '" + path + "', but " +
-                          config_.batch.string() + (node ? " holds a " + kindName(node->kind) + " there"
-                                                         : " has nothing at that path") +
+                          config_.batch.string() +
+                          (node ? " holds a " + kindName(node->kind) + " there" : " has nothing at that path") +
                           " (a list or tuple with one entry per sample is expected)");
     node->per_sample = true;
   }
@@ -764,15 +764,15 @@ void TorchBatchStore::checkMask(const at::Tensor& m) const {
                                 [&](const SequenceTensor& t) { return t.tensor == config_.sequence.mask; });
   if (m.dim() != 2 || m.size(0) != samples_ || m.size(1) != sequence_length_ || seq == config_.sequence.tensors.end() ||
       seq->pad != 0)
-    throw BadInputError(where + "which must be a [" + std::to_string(samples_) + ", " +
-                        std::to_string(sequence_length_) +
-                        "] tensor named under sequence.tensors with axis 1 and padding 0, found shape " +
-                        c10::str(m.sizes()));
+    throw BadInputError(
+        where + "which must be a [" + std::to_string(samples_) + ", " + std::to_string(sequence_length_) +
+        "] tensor named under sequence.tensors with axis 1 and padding 0, found shape " + c10::str(m.sizes()));
   const at::Tensor on = m.ne(0);
   const at::Tensor prefix = at::arange(m.size(1), at::kLong).unsqueeze(0) < on.sum(1, true);
   if (!at::isIntegralType(m.scalar_type(), /*includeBool=*/true) || !at::equal(on, prefix) ||
       !at::logical_or(m.eq(0), m.eq(1)).all().item<bool>())
-    throw BadInputError(where + "whose rows must each be a prefix of ones then zeros (a right-padded attention mask); "
+    throw BadInputError(where +
+                        "whose rows must each be a prefix of ones then zeros (a right-padded attention mask); "
                         "a left-padded or other mask cannot give the samples' lengths: leave sequence.mask out");
 }
 

@@ -124,9 +124,8 @@ c10::IValue rebuildBatch(const BatchNode& node, const std::vector<at::Tensor>& t
       // Typed by its keys only: LibTorch's pickler then writes a plain dict
       // (a typed list of tensors would be written as a call that
       // torch.load(weights_only=True) refuses).
-      const c10::TypePtr key_type = node.keys.empty() || node.keys[0].isString()
-                                        ? c10::TypePtr(c10::StringType::get())
-                                        : c10::TypePtr(c10::IntType::get());
+      const c10::TypePtr key_type = node.keys.empty() || node.keys[0].isString() ? c10::TypePtr(c10::StringType::get())
+                                                                                 : c10::TypePtr(c10::IntType::get());
       c10::impl::GenericDict dict(key_type, c10::AnyType::get());
       for (std::size_t i = 0; i < node.children.size(); ++i)
         dict.insert(node.keys[i], rebuildBatch(node.children[i], tensors, kept));

@@ -29,9 +29,9 @@ inline constexpr const char* kRootPath = ".";
 struct BatchNode {
   enum class Kind { Tensor, Value, Dict, List, Tuple };
   Kind kind = Kind::Value;
-  std::string path;           // kRootPath for the root
-  std::size_t tensor = 0;     // Tensor: its index among the batch's tensors
-  c10::IValue value;          // Value: the leaf as read
+  std::string path;               // kRootPath for the root
+  std::size_t tensor = 0;         // Tensor: its index among the batch's tensors
+  c10::IValue value;              // Value: the leaf as read
   std::vector<c10::IValue> keys;  // Dict: each child's key, in the file's order
   std::vector<BatchNode> children;
   bool per_sample = false;  // List or Tuple: child i belongs to sample i

@@ -290,8 +290,7 @@ bool prefixMask(const at::Tensor& m) {
   if (!at::logical_or(m.eq(0), m.eq(1)).all().item<bool>()) return false;
   const at::Tensor on = m.ne(0), count = on.sum(1, true);
   const at::Tensor prefix = at::arange(m.size(1), at::kLong).unsqueeze(0) < count;
-  return at::equal(on, prefix) && count.min().item<std::int64_t>() > 0 &&
-         count.min().item<std::int64_t>() < m.size(1);
+  return at::equal(on, prefix) && count.min().item<std::int64_t>() > 0 && count.min().item<std::int64_t>() < m.size(1);
 }
 
 // Without a lengths tensor: an attention mask gives the lengths, when its
@@ -374,7 +373,8 @@ void refuseRangeLayouts(const NamedTensors& b, const fs::path& file) {
 InferredCase inferCase(const fs::path& file) {
   const NamedTensors b = readBatchFile(file);
   if (b.tensors.empty())
-    throw BadInputError(file.string() + ": the batch holds no tensor; save the batch your step is given, with its "
+    throw BadInputError(file.string() +
+                        ": the batch holds no tensor; save the batch your step is given, with its "
                         "tensors");
   refuseRangeLayouts(b, file);
   InferredCase c;
@@ -425,7 +425,8 @@ std::string sampleLine(const InferredCase& c) {
     for (const auto& l : c.sample_lists) lists.push_back(l == kRootPath ? "the batch itself" : l);
     parts.push_back("one entry per sample in: " + joined(lists));
   }
-  for (std::size_t i = 0; i < parts.size(); ++i) line += (i ? "; " : parts[i].rfind("along", 0) == 0 ? " " : ", ") + parts[i];
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    line += (i ? "; " : parts[i].rfind("along", 0) == 0 ? " " : ", ") + parts[i];
   return line;
 }
 

@@ -50,14 +50,14 @@ struct InferredTensor {
 struct InferredCase {
   std::vector<InferredTensor> tensors;  // in the batch's order
   std::int64_t samples = 0;
-  std::vector<SampleAxis> sample_axes;     // every sample tensor, ids and lengths not included
-  std::vector<std::string> sample_lists;   // paths of per-sample lists and tuples
-  std::string ids;                         // "" when none was found
-  std::string lengths;                     // "" when none was found
-  std::string mask;                        // "" when none was found (or a lengths tensor was)
-  std::vector<SequenceTensor> sequence;    // axis and padding of each
-  std::vector<std::string> kept_values;    // non-tensor leaves kept as they are
-  std::vector<std::string> doubts;         // what else a choice could have been
+  std::vector<SampleAxis> sample_axes;    // every sample tensor, ids and lengths not included
+  std::vector<std::string> sample_lists;  // paths of per-sample lists and tuples
+  std::string ids;                        // "" when none was found
+  std::string lengths;                    // "" when none was found
+  std::string mask;                       // "" when none was found (or a lengths tensor was)
+  std::vector<SequenceTensor> sequence;   // axis and padding of each
+  std::vector<std::string> kept_values;   // non-tensor leaves kept as they are
+  std::vector<std::string> doubts;        // what else a choice could have been
 };
 
 // Throws BadInputError when the file cannot be read, holds no tensor with a

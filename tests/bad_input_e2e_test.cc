@@ -44,8 +44,7 @@ TEST_F(BadInput, AnArchiveDirectoryThatDoesNotExistIsFoundBeforeTheFirstTrial) {
             2)
       << output;
   EXPECT_NE(output.find("minrepro shrink: error: "), std::string::npos) << output;
-  EXPECT_NE(output.find("missing, does not exist; create it, or give another path"), std::string::npos)
-      << output;
+  EXPECT_NE(output.find("missing, does not exist; create it, or give another path"), std::string::npos) << output;
   EXPECT_TRUE(noTrialRan(work));
 }
 

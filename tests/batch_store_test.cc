@@ -244,13 +244,12 @@ TEST_F(BatchFixture, UnreadableOrNonDictFilesAreBadInput) {
   testing::writeFile(config.batch, "not a zip file");
   EXPECT_NE(openError().find("not a readable torch.save file"), std::string::npos) << openError();
   std::string output;
-  ASSERT_EQ(
-      testing::runCommand(testing::python() +
-                              " -c \"import collections, torch; P = collections.namedtuple('P', 'x y'); "
-                              "torch.save(P(torch.zeros(2), torch.ones(2)), '" +
-                              config.batch.string() + "')\"",
-                          &output),
-      0)
+  ASSERT_EQ(testing::runCommand(testing::python() +
+                                    " -c \"import collections, torch; P = collections.namedtuple('P', 'x y'); "
+                                    "torch.save(P(torch.zeros(2), torch.ones(2)), '" +
+                                    config.batch.string() + "')\"",
+                                &output),
+            0)
       << output;
   EXPECT_NE(openError().find("an object of a class of your own (P), such as a named tuple"), std::string::npos)
       << openError();
@@ -288,9 +287,8 @@ TEST_F(BatchFixture, LegacyTorchSaveAndPlainPickleSayWhatTheyAreAndHowToResave) 
            {"pickle.dump(b, open(P, 'wb'))", "a plain pickle (pickle.dump), not a torch.save file"}}) {
     SCOPED_TRACE(how);
     std::string output;
-    ASSERT_EQ(testing::runCommand(testing::python() + " -c \"" + save + "P = '" + config.batch.string() + "'; " +
-                                      how + "\"",
-                                  &output),
+    ASSERT_EQ(testing::runCommand(
+                  testing::python() + " -c \"" + save + "P = '" + config.batch.string() + "'; " + how + "\"", &output),
               0)
         << output;
     const std::string error = openError();

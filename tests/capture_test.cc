@@ -44,11 +44,11 @@ TEST_F(Capture, TrainingLoopFailureIsCapturedAndShrinksToTheMislabelledSample) {
   EXPECT_TRUE(has(output, "minrepro_capture: wrote " + (case_dir_ / "case.yaml").string())) << output;
   const std::string case_yaml = readFile(case_dir_ / "case.yaml");
   for (const char* line :
-       {"# No samples section: minrepro infers the samples", "    loss: cross_entropy",
-        "    ignore_index: -100", "  family: index-error", "  step: \"4\"", "  last_completed_step: \"3\"",
-        "  exception: \"IndexError\"", "  message: \"Target 4 is out of bounds.\"", "  backend: \"cpu\"",
-        "  batch_size: \"32\"", "  last_batch: \"no\"", "  tensor_input: \"float32 [32, 8] on cpu\"",
-        "  branches: \"augment=off\"", "  trial: \"torch.jit.script (training mode)\""})
+       {"# No samples section: minrepro infers the samples", "    loss: cross_entropy", "    ignore_index: -100",
+        "  family: index-error", "  step: \"4\"", "  last_completed_step: \"3\"", "  exception: \"IndexError\"",
+        "  message: \"Target 4 is out of bounds.\"", "  backend: \"cpu\"", "  batch_size: \"32\"",
+        "  last_batch: \"no\"", "  tensor_input: \"float32 [32, 8] on cpu\"", "  branches: \"augment=off\"",
+        "  trial: \"torch.jit.script (training mode)\""})
     EXPECT_TRUE(has(case_yaml, line)) << line << "\n" << case_yaml;
   EXPECT_TRUE(has(case_yaml, "  revision: \"")) << case_yaml;
   EXPECT_TRUE(has(case_yaml, "  pytorch: \"" + testing::torchVersion() + "\"")) << case_yaml;

@@ -179,10 +179,10 @@ TEST_F(CaseConfigTest, SamplesSectionIsOptionalAndListsAndMaskAreRead) {
   const CaseConfig inferred = loadCase(write("case.yaml", "batch: batch.pt\ntrial: {command: [x, '{batch}']}\n"));
   EXPECT_TRUE(inferred.infer_samples);
   EXPECT_TRUE(inferred.sample_axes.empty());
-  const CaseConfig given = loadCase(
-      write("case.yaml",
-            "batch: batch.pt\nsamples: {tensors: {\"[0]\": 0}, lists: [\"[1]\", targets.boxes]}\n"
-            "sequence: {tensors: {ids: 1, mask: 1}, mask: mask}\ntrial: {command: [x, '{batch}']}\n"));
+  const CaseConfig given =
+      loadCase(write("case.yaml",
+                     "batch: batch.pt\nsamples: {tensors: {\"[0]\": 0}, lists: [\"[1]\", targets.boxes]}\n"
+                     "sequence: {tensors: {ids: 1, mask: 1}, mask: mask}\ntrial: {command: [x, '{batch}']}\n"));
   EXPECT_FALSE(given.infer_samples);
   ASSERT_EQ(given.sample_axes.size(), 1u);
   EXPECT_EQ(given.sample_axes[0].tensor, "[0]");

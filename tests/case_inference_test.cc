@@ -85,13 +85,12 @@ TEST_F(Layouts, TokenizerDictsTakeTheirLengthsFromTheAttentionMask) {
   expectInference("tokenizer_cls", {.samples = {{"input_ids", 0}, {"attention_mask", 0}, {"labels", 0}},
                                     .mask = "attention_mask",
                                     .sequence = {{"attention_mask", {1, 0}}, {"input_ids", {1, 0}}}});
-  expectInference("tokenizer_tokens",
-                  {.samples = {{"input_ids", 0}, {"token_type_ids", 0}, {"attention_mask", 0}, {"labels", 0}},
-                   .mask = "attention_mask",
-                   .sequence = {{"attention_mask", {1, 0}},
-                                {"input_ids", {1, 0}},
-                                {"token_type_ids", {1, 0}},
-                                {"labels", {1, -100}}}});
+  expectInference(
+      "tokenizer_tokens",
+      {.samples = {{"input_ids", 0}, {"token_type_ids", 0}, {"attention_mask", 0}, {"labels", 0}},
+       .mask = "attention_mask",
+       .sequence = {
+           {"attention_mask", {1, 0}}, {"input_ids", {1, 0}}, {"token_type_ids", {1, 0}}, {"labels", {1, -100}}}});
 }
 
 // The camera ids 0..3 beside 3 image channels are no lengths: nothing is
@@ -103,12 +102,10 @@ TEST_F(Layouts, SmallPerSampleIntegersStaySampleTensors) {
 }
 
 TEST_F(Layouts, AudioFindsItsTimeAxisThroughTheLengths) {
-  expectInference("audio_btf", {.samples = {{"frames", 0}, {"speaker", 0}},
-                                .lengths = "lengths",
-                                .sequence = {{"frames", {1, 0}}}});
-  expectInference("audio_bft", {.samples = {{"mel", 0}, {"text", 0}},
-                                .lengths = "mel_lengths",
-                                .sequence = {{"mel", {2, -11.5}}}});
+  expectInference("audio_btf",
+                  {.samples = {{"frames", 0}, {"speaker", 0}}, .lengths = "lengths", .sequence = {{"frames", {1, 0}}}});
+  expectInference("audio_bft",
+                  {.samples = {{"mel", 0}, {"text", 0}}, .lengths = "mel_lengths", .sequence = {{"mel", {2, -11.5}}}});
   expectInference("tagger_lengths", {.samples = {{"tokens", 0}, {"tags", 0}},
                                      .ids = "sample_id",
                                      .lengths = "lengths",
@@ -119,10 +116,10 @@ TEST_F(Layouts, TuplesListsAndNestedDictsAreNamedByPath) {
   expectInference("tuple_xy", {.samples = {{"[0]", 0}, {"[1]", 0}}});
   expectInference("list_xy", {.samples = {{"[0]", 0}, {"[1]", 0}}});
   expectInference("bare_tensor", {.samples = {{".", 0}}});
-  expectInference("nested_dicts", {.samples = {{"inputs.ids", 0}, {"inputs.mask", 0}, {"targets.cls", 0},
-                                               {"targets.weight", 0}},
-                                   .mask = "inputs.mask",
-                                   .sequence = {{"inputs.mask", {1, 0}}, {"inputs.ids", {1, 0}}}});
+  expectInference("nested_dicts",
+                  {.samples = {{"inputs.ids", 0}, {"inputs.mask", 0}, {"targets.cls", 0}, {"targets.weight", 0}},
+                   .mask = "inputs.mask",
+                   .sequence = {{"inputs.mask", {1, 0}}, {"inputs.ids", {1, 0}}}});
   const InferredCase nested = inferCase(batch("nested_dicts"));
   EXPECT_EQ(nested.kept_values, (std::vector<std::string>{"meta.epoch", "meta.split"}));
 }

@@ -651,9 +651,7 @@ std::string readFixture(const std::string& relative) {
   return text.str();
 }
 
-bool onlyMarks(const std::string& message) {
-  return message.find_first_not_of("^~+-|=_ ") == std::string::npos;
-}
+bool onlyMarks(const std::string& message) { return message.find_first_not_of("^~+-|=_ ") == std::string::npos; }
 
 TEST(PythonTracebacks, TheFirstErrorOfEveryRecordedTracebackIsItsMessage) {
   const std::vector<std::pair<std::string, std::string>> expected = {
@@ -705,11 +703,26 @@ std::string readNonFinite(const std::string& name) {
 // Recorded failures (tests/fixtures/non_finite/README.md): the family says
 // non-finite exactly where a NaN or an inf ended the run.
 TEST(NonFiniteFamily, RecordedFailuresOfPyTorchNumpyAndThePythonStandardLibrary) {
-  for (const std::string name :
-       {"s1_anomaly_log0", "s2_anomaly_sqrt_neg", "s3_div_zero_std", "s4_clip", "s4b_clip_inf", "s5_multinomial",
-        "s5b_multinomial_inf", "s6_normal_nan", "s8_np_errstate", "s8c_np_overflow", "s9_math", "s9c_math_exp",
-        "s9d_int_nan", "s15_nan_to_num_loss", "t1b_multinomial_repl_inf", "t3_svd", "t6_lstsq", "t7_histc",
-        "u1_half_overflow", "u2_json"})
+  for (const std::string name : {"s1_anomaly_log0",
+                                 "s2_anomaly_sqrt_neg",
+                                 "s3_div_zero_std",
+                                 "s4_clip",
+                                 "s4b_clip_inf",
+                                 "s5_multinomial",
+                                 "s5b_multinomial_inf",
+                                 "s6_normal_nan",
+                                 "s8_np_errstate",
+                                 "s8c_np_overflow",
+                                 "s9_math",
+                                 "s9c_math_exp",
+                                 "s9d_int_nan",
+                                 "s15_nan_to_num_loss",
+                                 "t1b_multinomial_repl_inf",
+                                 "t3_svd",
+                                 "t6_lstsq",
+                                 "t7_histc",
+                                 "u1_half_overflow",
+                                 "u2_json"})
     EXPECT_EQ(familyName(classifyText(readNonFinite(name)).family), "non-finite") << name;
   for (const std::string name : {"s5d_multinomial_zero", "t1_multinomial_repl", "s7b_bce_out_of_range", "t2_eigh",
                                  "t4_cholesky", "t5_bernoulli", "t9_np_linalg"})

@@ -80,14 +80,17 @@ TEST_F(LayoutsEndToEnd, TokenizerDictWithAnAttentionMask) {
   expectShrunkTo("tokenizer_cls", "13");
   // The mask gave the lengths: the sample is cut to the token past the
   // vocabulary, its mask cut with it.
-  EXPECT_EQ(archived("tokenizer_cls", "b['input_ids'].shape == b['attention_mask'].shape, (b['input_ids'] == 1000).sum().item()"),
+  EXPECT_EQ(archived("tokenizer_cls",
+                     "b['input_ids'].shape == b['attention_mask'].shape, (b['input_ids'] == 1000).sum().item()"),
             "True 1\n");
 }
 
 TEST_F(LayoutsEndToEnd, MelSpectrogramWithTimeOnItsLastAxis) {
   expectShrunkTo("audio_bft", "9");
-  EXPECT_EQ(archived("audio_bft", "b['mel'].shape[0], b['mel'].shape[2] == int(b['mel_lengths'].max()), b['mel'].isinf().sum().item()"),
-            "1 True 1\n");
+  EXPECT_EQ(
+      archived("audio_bft",
+               "b['mel'].shape[0], b['mel'].shape[2] == int(b['mel_lengths'].max()), b['mel'].isinf().sum().item()"),
+      "1 True 1\n");
 }
 
 TEST_F(LayoutsEndToEnd, NestedDicts) {
@@ -98,8 +101,9 @@ TEST_F(LayoutsEndToEnd, NestedDicts) {
 
 TEST_F(LayoutsEndToEnd, DetectionWithOneTargetDictPerImage) {
   expectShrunkTo("detection_targets", "11");
-  EXPECT_EQ(archived("detection_targets", "type(b).__name__, b[0].shape[0], type(b[1]).__name__, len(b[1]), sorted(b[1][0])"),
-            "tuple 1 list 1 ['boxes', 'labels']\n");
+  EXPECT_EQ(
+      archived("detection_targets", "type(b).__name__, b[0].shape[0], type(b[1]).__name__, len(b[1]), sorted(b[1][0])"),
+      "tuple 1 list 1 ['boxes', 'labels']\n");
 }
 
 // A case that keeps a per-sample tensor whole (the camera ids, once taken for
@@ -107,11 +111,13 @@ TEST_F(LayoutsEndToEnd, DetectionWithOneTargetDictPerImage) {
 // trials, naming the tensor and what to write.
 TEST_F(LayoutsEndToEnd, ACaseThatKeepsAPerSampleTensorWholeStopsAtOnceAndSaysWhy) {
   const fs::path dir = work_.path() / "image_meta";
-  testing::writeFile(dir / "case.yaml", "batch: batch.pt\nsamples:\n  tensors: {image: 0, label: 0}\n  ids: idx\n"
-                                        "trial:\n  command: [" + testing::python() + ", \"{case_dir}/step.py\", \"{batch}\"]\n");
+  testing::writeFile(dir / "case.yaml",
+                     "batch: batch.pt\nsamples:\n  tensors: {image: 0, label: 0}\n  ids: idx\n"
+                     "trial:\n  command: [" +
+                         testing::python() + ", \"{case_dir}/step.py\", \"{batch}\"]\n");
   std::string out;
-  EXPECT_EQ(runCommand("cd " + dir.string() + " && " + MINREPRO_BINARY + " shrink --config case.yaml --no-op-repro", &out),
-            3)
+  EXPECT_EQ(
+      runCommand("cd " + dir.string() + " && " + MINREPRO_BINARY + " shrink --config case.yaml --no-op-repro", &out), 3)
       << out;
   EXPECT_TRUE(has(out, "both halves of the batch fail another way")) << out;
   EXPECT_TRUE(has(out, "The case keeps these whole in every candidate: camera [24] int64")) << out;

@@ -30,9 +30,9 @@ class NonFinite : public ::testing::Test {
 
   void SetUp() override {
     std::string out;
-    ASSERT_EQ(runCommand(testing::python() + " " + (kSteps / "make_batches.py").string() + " " + work_.path().string(),
-                         &out),
-              0)
+    ASSERT_EQ(
+        runCommand(testing::python() + " " + (kSteps / "make_batches.py").string() + " " + work_.path().string(), &out),
+        0)
         << out;
   }
 
@@ -41,9 +41,8 @@ class NonFinite : public ::testing::Test {
   std::string shrink(const std::string& name) {
     std::string out;
     fs::copy_file(kSteps / (name + "_step.py"), work_.path() / "step.py", fs::copy_options::overwrite_existing);
-    const int status = runCommand("cd " + work_.path().string() + " && " + MINREPRO_BINARY + " shrink --batch " +
-                                      name + ".pt --output repro.tar.gz --force -- " + testing::python() +
-                                      " step.py {batch}",
+    const int status = runCommand("cd " + work_.path().string() + " && " + MINREPRO_BINARY + " shrink --batch " + name +
+                                      ".pt --output repro.tar.gz --force -- " + testing::python() + " step.py {batch}",
                                   &out);
     EXPECT_EQ(status, 0) << out;
     EXPECT_TRUE(testing::extractInto(work_.path() / "repro.tar.gz", extracted())) << out;

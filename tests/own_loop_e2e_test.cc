@@ -305,8 +305,9 @@ TEST_F(CaptureStep, TheWithBlockIsTheTrialAndTheArchiveRunsUnderAnotherPython) {
   ASSERT_EQ(testing::shrinkCase(case_ / "case.yaml", archive, work_.path() / "work", &out), 0) << out;
   EXPECT_TRUE(has(out, "reduced 8 -> 1 samples (ids [1017])")) << out;
   // The same inference as `minrepro init` on the batch: ids, lengths, the padded tensors.
-  EXPECT_TRUE(has(out, "inferred from the batch: lengths: 'lengths' (the tensors padded past each sample's length: "
-                       "tokens axis 1 pad 0, tags axis 1 pad -100)"))
+  EXPECT_TRUE(has(out,
+                  "inferred from the batch: lengths: 'lengths' (the tensors padded past each sample's length: "
+                  "tokens axis 1 pad 0, tags axis 1 pad -100)"))
       << out;
   const fs::path empty = work_.path() / "maintainer";
   ASSERT_TRUE(testing::extractInto(archive, empty));
@@ -378,9 +379,9 @@ class CaptureByValue : public OwnLoop {
   // A venv whose site directory holds the tests' torch and what it needs, but not numpy.
   std::string torchOnlyPython(const fs::path& dir) {
     std::string site, out;
-    EXPECT_EQ(runCommand(testing::python() +
-                             " -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))'",
-                         &site),
+    EXPECT_EQ(runCommand(
+                  testing::python() + " -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))'",
+                  &site),
               0);
     site = site.substr(0, site.find('\n'));
     const fs::path only = dir / "torch-only";

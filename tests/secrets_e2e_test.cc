@@ -38,8 +38,9 @@ if bool((batch["x"] == 7).any()):
 TEST(Secrets, NoFileOfTheArchiveCarriesAKeyOrAUrlPassword) {
   testing::TempDir work("minrepro-secrets");
   std::string out;
-  ASSERT_EQ(runCommand(testing::python() + " -c \"import torch; torch.save({'x': torch.arange(12), 'sample_id': "
-                                           "torch.arange(12) + 300}, '" +
+  ASSERT_EQ(runCommand(testing::python() +
+                           " -c \"import torch; torch.save({'x': torch.arange(12), 'sample_id': "
+                           "torch.arange(12) + 300}, '" +
                            (work.path() / "batch.pt").string() + "')\"",
                        &out),
             0)
@@ -82,10 +83,10 @@ TEST(Secrets, NoFileOfTheArchiveCarriesAKeyOrAUrlPassword) {
   EXPECT_NE(signature.find("aws_secret_access_key=<secret:aws-secret-access-key>"), std::string::npos) << signature;
   EXPECT_NE(signature.find("https://alice:<secret:basic-auth-url>@data.example.com"), std::string::npos) << signature;
   // The archive still reproduces: the placeholder is compared as the message was.
-  EXPECT_EQ(runCommand(std::string(MINREPRO_BINARY) + " verify --runs 1 " + (work.path() / "repro.tar.gz").string() +
-                           " 2>&1",
-                       &out),
-            0)
+  EXPECT_EQ(
+      runCommand(std::string(MINREPRO_BINARY) + " verify --runs 1 " + (work.path() / "repro.tar.gz").string() + " 2>&1",
+                 &out),
+      0)
       << out;
 }
 

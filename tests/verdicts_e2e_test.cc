@@ -30,16 +30,18 @@ class Verdicts : public ::testing::Test {
   // 16 samples, sample id 509 with the index past the table.
   void makeAbortCase(const std::string& extra) {
     std::string out;
-    ASSERT_EQ(runCommand(testing::python() + " -c \"import torch; i = torch.arange(16) % 4; i[9] = 4; "
-                                             "torch.save({'index': i, 'sample_id': torch.arange(16) + 500}, '" +
+    ASSERT_EQ(runCommand(testing::python() +
+                             " -c \"import torch; i = torch.arange(16) % 4; i[9] = 4; "
+                             "torch.save({'index': i, 'sample_id': torch.arange(16) + 500}, '" +
                              (work_.path() / "batch.pt").string() + "')\"",
                          &out),
               0)
         << out;
     fs::copy_file(kFixtures / "abort_step.py", work_.path() / "abort_step.py", fs::copy_options::overwrite_existing);
-    writeFile(work_.path() / "case.yaml", "batch: batch.pt\nsamples: {tensors: {index: 0}, ids: sample_id}\n"
-                                          "trial:\n  command: [" + testing::python() +
-                                              ", \"{case_dir}/abort_step.py\", \"{batch}\"]\n" + extra);
+    writeFile(work_.path() / "case.yaml",
+              "batch: batch.pt\nsamples: {tensors: {index: 0}, ids: sample_id}\n"
+              "trial:\n  command: [" +
+                  testing::python() + ", \"{case_dir}/abort_step.py\", \"{batch}\"]\n" + extra);
   }
   int shrink(std::string* out) {
     return runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (work_.path() / "case.yaml").string() +
@@ -76,16 +78,18 @@ TEST_F(Verdicts, EndingAnyAcceptsTheRaiseAndReducesToTheOneSample) {
 // and the other way in most; the archive fails only the recorded way.
 TEST_F(Verdicts, AFlakySearchEndsOnACaseThatFailsOnlyTheRecordedWay) {
   std::string out;
-  ASSERT_EQ(runCommand(testing::python() + " -c \"import torch; x = torch.arange(12); x[7] = 99; "
-                                           "torch.save({'x': x, 'sample_id': torch.arange(12) + 700}, '" +
+  ASSERT_EQ(runCommand(testing::python() +
+                           " -c \"import torch; x = torch.arange(12); x[7] = 99; "
+                           "torch.save({'x': x, 'sample_id': torch.arange(12) + 700}, '" +
                            (work_.path() / "batch.pt").string() + "')\"",
                        &out),
             0)
       << out;
   fs::copy_file(kFixtures / "flaky_two_ways_step.py", work_.path() / "step.py");
-  writeFile(work_.path() / "case.yaml", "batch: batch.pt\nsamples: {tensors: {x: 0}, ids: sample_id}\n"
-                                        "trial:\n  command: [" + testing::python() +
-                                            ", \"{case_dir}/step.py\", \"{batch}\"]\nreducers: [samples]\n");
+  writeFile(work_.path() / "case.yaml",
+            "batch: batch.pt\nsamples: {tensors: {x: 0}, ids: sample_id}\n"
+            "trial:\n  command: [" +
+                testing::python() + ", \"{case_dir}/step.py\", \"{batch}\"]\nreducers: [samples]\n");
   ASSERT_EQ(shrink(&out), 0) << out;
   // Charged as flaky when the original passed once, else caught by the
   // other failures above the small candidates; either way the self-check
@@ -95,10 +99,10 @@ TEST_F(Verdicts, AFlakySearchEndsOnACaseThatFailsOnlyTheRecordedWay) {
   EXPECT_FALSE(has(out, "-> 1 samples")) << "one sample fails the second way in 80 % of its runs: " << out;
   EXPECT_FALSE(has(out, "-> 2 samples")) << out;
   EXPECT_TRUE(has(out, "self-check: the archive reproduced on its own")) << out;
-  EXPECT_EQ(runCommand(std::string(MINREPRO_BINARY) + " verify " + (work_.path() / "repro.tar.gz").string() +
-                           " --runs 10",
-                       &out),
-            0)
+  EXPECT_EQ(
+      runCommand(std::string(MINREPRO_BINARY) + " verify " + (work_.path() / "repro.tar.gz").string() + " --runs 10",
+                 &out),
+      0)
       << out;
 }
 
@@ -110,10 +114,11 @@ TEST_F(Verdicts, AFlakySearchEndsOnACaseThatFailsOnlyTheRecordedWay) {
 // then cut, the only one).
 TEST_F(Verdicts, TheValuesPassDoesNotGiveAnInnocentSampleTheCulpritsValue) {
   std::string out;
-  ASSERT_EQ(runCommand(testing::python() + " -c \"import torch; g = torch.Generator().manual_seed(1); "
-                                           "n = torch.randint(3, 10, (16,), generator=g); n[9] = 0; "
-                                           "torch.save({'n': n, 'x': torch.randn(16, 4, generator=g), "
-                                           "'sample_id': torch.arange(16) + 800}, '" +
+  ASSERT_EQ(runCommand(testing::python() +
+                           " -c \"import torch; g = torch.Generator().manual_seed(1); "
+                           "n = torch.randint(3, 10, (16,), generator=g); n[9] = 0; "
+                           "torch.save({'n': n, 'x': torch.randn(16, 4, generator=g), "
+                           "'sample_id': torch.arange(16) + 800}, '" +
                            (work_.path() / "batch.pt").string() + "')\"",
                        &out),
             0)
@@ -122,9 +127,10 @@ TEST_F(Verdicts, TheValuesPassDoesNotGiveAnInnocentSampleTheCulpritsValue) {
             "import sys, torch\nb = torch.load(sys.argv[1], weights_only=True)\n"
             "if b['n'].shape[0] < 2:\n    raise RuntimeError('Expected more than 1 value per channel')\n"
             "if bool((b['n'] == 0).any()):\n    raise ValueError('Cannot pack empty tensors')\n");
-  writeFile(work_.path() / "case.yaml", "batch: batch.pt\nsamples: {tensors: {n: 0, x: 0}, ids: sample_id}\n"
-                                        "trial:\n  command: [" + testing::python() +
-                                            ", \"{case_dir}/step.py\", \"{batch}\"]\n");
+  writeFile(work_.path() / "case.yaml",
+            "batch: batch.pt\nsamples: {tensors: {n: 0, x: 0}, ids: sample_id}\n"
+            "trial:\n  command: [" +
+                testing::python() + ", \"{case_dir}/step.py\", \"{batch}\"]\n");
   ASSERT_EQ(shrink(&out), 0) << out;
   EXPECT_TRUE(has(out, "809")) << out;
   const fs::path dir = work_.path() / "extracted";
@@ -147,19 +153,20 @@ TEST_F(Verdicts, VerifyRunsAnArchiveWithTheTorchItWasMadeWith) {
   if (runCommand(debian + version, &debian_torch) != 0 || runCommand(testing::python() + version, &build_torch) != 0 ||
       debian_torch == build_torch)
     GTEST_SKIP() << "needs Debian's PyTorch and a build against another one: " << debian_torch << " / " << build_torch;
-  ASSERT_EQ(runCommand(debian + " -c \"import torch; torch.save({'image': torch.randn(6, 3, 4, 4), 'half': "
-                                "torch.tensor([0, 0, 0, 1, 0, 0]), 'idx': torch.arange(6) + 40}, '" +
+  ASSERT_EQ(runCommand(debian +
+                           " -c \"import torch; torch.save({'image': torch.randn(6, 3, 4, 4), 'half': "
+                           "torch.tensor([0, 0, 0, 1, 0, 0]), 'idx': torch.arange(6) + 40}, '" +
                            (work_.path() / "batch.pt").string() + "')\"",
                        &out),
             0)
       << out;
   fs::copy_file(kFixtures / "half_interpolate_step.py", work_.path() / "step.py");
   const std::string binary = MINREPRO_BINARY, archive = (work_.path() / "repro.tar.gz").string();
-  ASSERT_EQ(runCommand("cd " + work_.path().string() + " && " + binary +
-                           " shrink --batch batch.pt --no-op-repro --output repro.tar.gz -- " + debian +
-                           " step.py {batch}",
-                       &out),
-            0)
+  ASSERT_EQ(
+      runCommand("cd " + work_.path().string() + " && " + binary +
+                     " shrink --batch batch.pt --no-op-repro --output repro.tar.gz -- " + debian + " step.py {batch}",
+                 &out),
+      0)
       << out;
   EXPECT_TRUE(has(out, "reduced 6 -> 1 samples (ids [43])")) << out;
   const fs::path dir = work_.path() / "extracted";

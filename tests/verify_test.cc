@@ -512,12 +512,13 @@ TEST(VerifyHostile, AnArchiveFromElsewhereRunsInASandbox) {
   writeTarGz(here, sealed);
   std::string out;
   EXPECT_EQ(runCommand(minrepro() + " verify --runs 1 " + elsewhere.string() + " 2>&1", &out), 0) << out;
-  EXPECT_EQ(out.find("verify " + elsewhere.string() +
-                     ": runs code from the archive (repro.py, op/repro_op.py, its "
-                     "bundled scripts) in a sandbox, as it was made elsewhere or changed since (bubblewrap: no network, "
-                     "read-only "
-                     "file system, only the scratch directory writable)"),
-            0u)
+  EXPECT_EQ(
+      out.find("verify " + elsewhere.string() +
+               ": runs code from the archive (repro.py, op/repro_op.py, its "
+               "bundled scripts) in a sandbox, as it was made elsewhere or changed since (bubblewrap: no network, "
+               "read-only "
+               "file system, only the scratch directory writable)"),
+      0u)
       << out;
   EXPECT_NE(out.find("reproduced in 1 of 1"), std::string::npos) << out;
   EXPECT_FALSE(fs::exists(marker)) << "the sandboxed repro.py wrote outside its scratch directory";
@@ -552,10 +553,10 @@ TEST(VerifyHostile, AVenvUnderTmpRunsInTheSandbox) {
   const fs::path venv = dir.path() / "venv";
   std::string out;
   ASSERT_EQ(runCommand(testing::python() + " -m venv --without-pip " + venv.string() + " 2>&1", &out), 0) << out;
-  ASSERT_EQ(runCommand(testing::python() +
-                           " -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))'",
-                       &out),
-            0)
+  ASSERT_EQ(
+      runCommand(testing::python() + " -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))'",
+                 &out),
+      0)
       << out;
   const std::string torch_site = out.substr(0, out.find('\n'));
   ASSERT_EQ(runCommand(venv.string() + "/bin/python -c 'import site; print(site.getsitepackages()[0])'", &out), 0)
@@ -567,7 +568,8 @@ TEST(VerifyHostile, AVenvUnderTmpRunsInTheSandbox) {
                             "', 'rb').read()\n    seen = ' and the key'\nexcept OSError:\n    seen = ''\n"
                             "raise IndexError('Target 4 is out of bounds.' + seen)\n";
   const fs::path archive = dir.path() / "elsewhere.tar.gz";
-  writeTarGz(archive, {{"repro.py", repro, true}, {"signature.txt", "family: index-error\nmessage: Target 4 is out of bounds.\n"}});
+  writeTarGz(archive, {{"repro.py", repro, true},
+                       {"signature.txt", "family: index-error\nmessage: Target 4 is out of bounds.\n"}});
   EXPECT_EQ(runCommand(minrepro() + " verify --runs 1 --sandbox on --python " + venv.string() + "/bin/python " +
                            archive.string() + " 2>&1",
                        &out),

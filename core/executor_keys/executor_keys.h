@@ -20,7 +20,8 @@ struct ExecutorKeys {
   void (*read)(const case_yaml::Loader&, const case_yaml::MapView&, ExecutorConfig& e);
 };
 
-#define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, keys, on_this_machine, description) const ExecutorKeys& keys();
+#define MINREPRO_EXECUTOR_KIND(enumerator, name, builder, keys, on_this_machine, description) \
+  const ExecutorKeys& keys();
 #include "core/executor_kinds.def"
 #undef MINREPRO_EXECUTOR_KIND
 

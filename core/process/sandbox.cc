@@ -124,27 +124,19 @@ SandboxChoice chooseSandbox(SandboxMode mode, bool made_here) {
                        "without a sandbox: your minrepro made the archive and it is unchanged (its seal checks out; "
                        "--sandbox on to use one)"};
   if (!bwrap)
-    return {false, runs + "NOT in a sandbox: the archive was made elsewhere or changed since, and bwrap is not "
-                          "installed (" + kInstall + "); it can do anything this user can"};
+    return {false, runs +
+                       "NOT in a sandbox: the archive was made elsewhere or changed since, and bwrap is not "
+                       "installed (" +
+                       kInstall + "); it can do anything this user can"};
   return {true, runs + "in a sandbox, as it was made elsewhere or changed since (" + kWhat + ")"};
 }
 
 TrialOutcome SandboxedExecutor::run(const TrialSpec& spec) {
   TrialSpec sandboxed = spec;
   const std::string writable = writable_.string();
-  sandboxed.argv = {bwrap_,
-                    "--die-with-parent",
-                    "--new-session",
-                    "--unshare-all",
-                    "--ro-bind",
-                    "/",
-                    "/",
-                    "--dev",
-                    "/dev",
-                    "--proc",
-                    "/proc",
-                    "--tmpfs",
-                    "/tmp"};
+  sandboxed.argv = {
+      bwrap_,  "--die-with-parent", "--new-session", "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev", "--proc",
+      "/proc", "--tmpfs",           "/tmp"};
   for (const fs::path& p : tmpPathsToBind(spec))
     sandboxed.argv.insert(sandboxed.argv.end(), {"--ro-bind", p.string(), p.string()});
   std::error_code ec;

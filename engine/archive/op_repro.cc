@@ -267,10 +267,10 @@ std::optional<fs::path> locateCall(const fs::path& repro_dir, const OpStep& step
   for (int i = 0; i < attempts && !(step.stop && step.stop->load()); ++i) {
     freshDir(record_dir);
     // The recorder's own work (a write per call for a signal) must not turn the run into a timeout.
-    outcome = runPython(step, {(repro_dir / "repro.py").string()},
-                        recorderEnvironment(record_dir, signal, std::nullopt,
-                                            step.signature.family == FailureFamily::NonFinite),
-                        2 * step.timeout);
+    outcome = runPython(
+        step, {(repro_dir / "repro.py").string()},
+        recorderEnvironment(record_dir, signal, std::nullopt, step.signature.family == FailureFamily::NonFinite),
+        2 * step.timeout);
     ++result.processes;
     if (!outcome.passed()) break;
   }

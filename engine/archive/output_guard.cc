@@ -59,8 +59,7 @@ void checkOutputPath(const fs::path& output, const std::string& what,
   const auto refuse = [&](const std::string& why) { return output.string() + ": " + what + " " + why; };
   struct stat st {};
   const bool exists = ::lstat(output.c_str(), &st) == 0;
-  if (exists && S_ISDIR(st.st_mode))
-    throw BadInputError(refuse("is a directory; give a file's path inside it"));
+  if (exists && S_ISDIR(st.st_mode)) throw BadInputError(refuse("is a directory; give a file's path inside it"));
   if (exists && S_ISLNK(st.st_mode))
     throw BadInputError(refuse("is a symbolic link; give the path of a new or regular file instead"));
   if (exists && !S_ISREG(st.st_mode))

@@ -28,7 +28,6 @@ std::string flakyHandling(const FailureRate& rate, const FlakyOptions& flaky) {
          "most a " + alpha.str() + " chance of hiding a real failure";
 }
 
-
 std::string tensorTable(const std::vector<TensorInfo>& tensors) {
   std::ostringstream out;
   out << "| tensor | dtype | shape | strides | layout | storage | sample axis |\n|---|---|---|---|---|---|---|\n";
@@ -100,9 +99,9 @@ std::string firstNonFiniteLine(const ReductionSummary& s) {
   for (const std::string& v : s.non_finite_inputs) line += (line.empty() ? "" : "; ") + v;
   if (!line.empty()) return "the batch itself holds them: " + line + " (as the original batch held the kept samples)";
   if (s.op.found && s.op.found->error.find("FloatingPointError") == 0)
-    return "`" + s.op.found->op + "` (" + s.op.found->phase + ", call " + std::to_string(s.op.found->index) + "): " +
-           s.op.found->error.substr(s.op.found->error.find(": ") + 2) +
-           "; the batch holds no NaN or inf" + (s.op.status == OpReproStatus::Made ? " (`op/repro_op.py` is that call)" : "");
+    return "`" + s.op.found->op + "` (" + s.op.found->phase + ", call " + std::to_string(s.op.found->index) +
+           "): " + s.op.found->error.substr(s.op.found->error.find(": ") + 2) + "; the batch holds no NaN or inf" +
+           (s.op.status == OpReproStatus::Made ? " (`op/repro_op.py` is that call)" : "");
   return "not located (" + (s.op.why.empty() ? std::string("no operator call was recorded") : s.op.why) +
          "); the batch holds no NaN or inf";
 }
@@ -110,7 +109,8 @@ std::string firstNonFiniteLine(const ReductionSummary& s) {
 // Generated code (torch.compile's Inductor kernels): what a user does next.
 bool inGeneratedCode(const FailureSignature& s) {
   return s.message.find("torchinductor") != std::string::npos || s.message.find(".main.cpp") != std::string::npos ||
-         s.message.find("<hash>") != std::string::npos || s.op == "inductor" || s.message.find("triton") != std::string::npos;
+         s.message.find("<hash>") != std::string::npos || s.op == "inductor" ||
+         s.message.find("triton") != std::string::npos;
 }
 
 void writeSignature(std::ostream& out, const ReductionSummary& s) {
@@ -165,8 +165,9 @@ void writeReproduce(std::ostream& out, const CaseConfig& config, const Reduction
   out << "## Reproduce\n\n"
       << "Without minrepro, with a Python that has PyTorch"
       << (torch.empty() ? std::string()
-                        : " " + torch + " (the version this case was made with: under another one it may fail "
-                                        "otherwise, or not at all)")
+                        : " " + torch +
+                              " (the version this case was made with: under another one it may fail "
+                              "otherwise, or not at all)")
       << " (`python3` only if yours does):\n\n"
          "    python repro.py [neighbours/plus_one.pt]\n\n"
       << (config.command ? "repro.py runs the trial's command in its own place (exec), so it ends as the trial did: "
@@ -387,7 +388,8 @@ std::string reproHarness(const HarnessTrial& h) {
     py << "    loss = F.cross_entropy(output, batch[" << text::quoted(h.target) << "], ignore_index=" << h.ignore_index
        << ")\n";
   else if (!h.target.empty() && h.loss == "nll")
-    py << "    loss = F.nll_loss(output, batch[" << text::quoted(h.target) << "], ignore_index=" << h.ignore_index << ")\n";
+    py << "    loss = F.nll_loss(output, batch[" << text::quoted(h.target) << "], ignore_index=" << h.ignore_index
+       << ")\n";
   else
     py << "    loss = output.sum()\n";
   // The line minrepro verify --expect pass reads: a fix must keep every

@@ -58,7 +58,7 @@ struct ReductionSummary {
   // The NaN and inf values the kept samples held in the original batch
   // ("`image`, sample id 3017: 3072 NaN"), for a non-finite failure.
   std::vector<std::string> non_finite_inputs;
-  std::optional<double> flaky_rate;   // a flaky case's rate, for signature.txt (verify's rule: judgeFlakyRuns)
+  std::optional<double> flaky_rate;  // a flaky case's rate, for signature.txt (verify's rule: judgeFlakyRuns)
   // For REPORT.html (engine/archive/report_html.h): the minimal case in one
   // line, the run's timeline, the kept samples drawn.
   std::string size_line;

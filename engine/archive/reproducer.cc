@@ -54,7 +54,8 @@ std::string environmentValue(const KeyValues& environment, const std::string& ke
 }
 
 ArchiveEntry manifestEntry(const CaseConfig& config, const fs::path& minimal_batch, const FailureSignature& signature,
-                           const NeighbourPlan& neighbours, const ReductionSummary& summary, const ScrubContext& scrub) {
+                           const NeighbourPlan& neighbours, const ReductionSummary& summary,
+                           const ScrubContext& scrub) {
   Manifest m;
   m.flaky_rate = summary.flaky_rate;
   if (summary.op.status == OpReproStatus::Made) m.op_repro = "op/repro_op.py";
@@ -294,8 +295,10 @@ void runOpStep(const OpStart& start, const ArchiveJob& job, ReductionSummary& su
   if (to - from > to / 3)
     log.info("note: the op step took " + secondsText(to - from) + " s of the run's " + secondsText(to) +
              " s, more than a third (beside the self-check, which shares the --jobs slots with it): " +
-             std::to_string(summary.op.processes) + " run(s) of repro.py and repro_op.py, each starting Python "
-             "and torch, and " + std::to_string(summary.op.reduction_trials) +
+             std::to_string(summary.op.processes) +
+             " run(s) of repro.py and repro_op.py, each starting Python "
+             "and torch, and " +
+             std::to_string(summary.op.reduction_trials) +
              " trial(s) reducing the call's inputs (the search of that reduction is given at most " +
              secondsText(summary.op.reduction_seconds) +
              " s) (--no-op-repro skips the op step; --jobs 2 runs it beside the self-check)");
