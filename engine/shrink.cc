@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <future>
-
 #include <iostream>
 
 #include "core/process/process.h"
@@ -11,7 +10,6 @@
 #include "engine/archive/report_html.h"
 #include "engine/archive/reproducer.h"
 #include "engine/archive/sample_panels.h"
-#include "engine/batch_dependence.h"
 #include "engine/case_check.h"
 #include "engine/diagnostics.h"
 #include "engine/executors/fork_server.h"
@@ -23,7 +21,6 @@
 #include "engine/run_settings.h"
 #include "engine/start_probe.h"
 #include "engine/stop_signals.h"
-#include "engine/torch_versions.h"
 #include "engine/trial_executors.h"
 #include "engine/trial_spec.h"
 #include "engine/work_dir.h"
@@ -432,6 +429,8 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
     if (!r.oracle->reference().failed()) return r.status;  // nothing failed yet: nothing to write
   }
   const ExitStatus status = writeResult(r);
+  if (status == ExitStatus::Interrupted || status == ExitStatus::BudgetSpent)
+    r.log.info("to go on from here: " + resumeCommand(config) + " (the trials so far are replayed, not run again)");
   const bool not_confirmed = status == ExitStatus::ArchiveDoesNotReproduce && !r.confirmed;
   if (not_confirmed && r.searched_forked && selfCheckConfirms(options, config)) return searchAgainPlain(r);
   return status;

@@ -137,9 +137,9 @@ TorchChoice chooseArchiveTorch(const std::string& recorded_python, const std::st
     const bool on_path = recorded.find('/') == std::string::npos;  // "python3": looked up on PATH
     if (trust_recorded && !recorded.empty() && (on_path || fs::exists(recorded, ec)))
       recorded_version = torchVersionOf(recorded, scratch / "recorded");
-    const std::optional<std::string> default_version =
-        recorded == default_python && recorded_version ? recorded_version
-                                                       : torchVersionOf(default_python, scratch / "default");
+    const std::optional<std::string> default_version = recorded == default_python && recorded_version
+                                                           ? recorded_version
+                                                           : torchVersionOf(default_python, scratch / "default");
     if (sameMinor(recorded_version, recorded_torch))
       runs_with(recorded, recorded_version);
     else

@@ -131,4 +131,9 @@ ExitStatus materializeBest(const CaseConfig& config, bool quiet) {
   return ExitStatus::Reduced;
 }
 
+std::string resumeCommand(const CaseConfig& config) {
+  return "minrepro shrink --config " + config.case_file.string() + " --work-dir " + config.work_dir.string() +
+         " --output " + config.output.string() + " --resume";
+}
+
 }  // namespace minrepro

@@ -32,6 +32,11 @@ std::string runIdentity(const CaseConfig& config);
 // work_dir/best/ for `best`; returns its batch file.
 std::filesystem::path writeBestSoFar(const CaseConfig& config, const BatchStore& batch, const Selection& best);
 
+// The command that goes on from an interrupted or budget-bound run: the
+// same case and work directory with --resume (its trials replayed from
+// the journal, not run again).
+std::string resumeCommand(const CaseConfig& config);
+
 // --materialize-best: best/ from the journal of a run that is not running.
 ExitStatus materializeBest(const CaseConfig& config, bool quiet);
 

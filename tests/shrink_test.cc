@@ -203,6 +203,11 @@ TEST_F(ShrinkFixture, InterruptWritesTheBestSoFarAndExitsWithItsOwnStatus) {
     EXPECT_NE(said.find("minrepro: signal received: ending the running trials; the best case so far is written next"),
               std::string::npos)
         << said;
+    // How to go on (#43.8): the same case and work directory, with --resume (the log; the run is quiet).
+    const std::string log = testing::readFile(dir.path() / "minrepro-work" / "minrepro.log");
+    EXPECT_NE(log.find("to go on from here: minrepro shrink --config " + options.config.string()), std::string::npos)
+        << log;
+    EXPECT_NE(log.find(" --resume (the trials so far are replayed, not run again)"), std::string::npos) << log;
     EXPECT_TRUE(has(archivedIds(), 737));
     EXPECT_NE(report().find("interrupted"), std::string::npos);
     EXPECT_EQ(exec.trials(), 11u) << "no trial is launched after " << strsignal(signal);
