@@ -255,3 +255,28 @@ TEST(ScrubReport, EveryTextTheArchiveCarriesIsScrubbedAndItStillVerifies) {
 
 }  // namespace
 }  // namespace minrepro
+
+namespace minrepro {
+namespace {
+
+// A message with backslashes (a Windows path, "\N", a byte written "\xe2")
+// and quotes is quoted in repro.py's docstring: Python compiles the file
+// (a malformed \N escape stopped repro.py before it reproduced anything).
+TEST(ReproPy, AMessageWithBackslashesAndQuotesStillCompiles) {
+  CaseConfig config;
+  config.command = CommandTrial{{"python3", "step.py", "{batch}"}, {}, {}};
+  FailureSignature signature;
+  signature.family = FailureFamily::IndexError;
+  signature.message = R"(cannot open C:\New\data.pt: "\xe2\x8" """)";
+  testing::TempDir dir;
+  testing::writeFile(dir.path() / "repro.py", renderReproPy(config, signature));
+  std::string out;
+  EXPECT_EQ(testing::runCommand(testing::python() + " -c \"import ast, sys; ast.parse(open(sys.argv[1]).read())\" " +
+                                    (dir.path() / "repro.py").string() + " 2>&1",
+                                &out),
+            0)
+      << out << renderReproPy(config, signature);
+}
+
+}  // namespace
+}  // namespace minrepro
