@@ -136,8 +136,8 @@ namespace {
 std::vector<std::pair<fs::path, std::string>> filesInitReads(const InitOptions& o) {
   std::vector<std::pair<fs::path, std::string>> files{{o.batch, "the failing batch"}};
   std::error_code ec;
-  for (std::string arg : o.argv) {
-    if (arg.rfind("-", 0) == 0 && arg.find('=') != std::string::npos) arg = arg.substr(arg.find('=') + 1);  // --log=F
+  for (const std::string& given : o.argv) {
+    const std::string arg = argumentPath(given);
     if (arg.empty() || arg.find('{') != std::string::npos || arg.front() == '-') continue;
     const fs::path p = fs::path(arg).is_absolute() ? fs::path(arg) : o.case_dir / arg;
     if (fs::exists(p, ec)) files.push_back({p, "a file the trial command names"});

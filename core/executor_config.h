@@ -42,6 +42,13 @@ inline bool trialsRunOnThisMachine(ExecutorKind kind) {
   return true;
 }
 
+// "local", "slurm" for the kind.
+inline std::string executorKindName(ExecutorKind kind) {
+  for (const auto& [k, name] : executorKinds())
+    if (k == kind) return name;
+  return "?";
+}
+
 inline std::optional<ExecutorKind> parseExecutorKind(const std::string& name) {
   for (const auto& [kind, kind_name] : executorKinds())
     if (name == kind_name) return kind;

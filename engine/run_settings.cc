@@ -14,12 +14,6 @@ ExecutorKind trialsKind(const ShrinkOptions& options, const CaseConfig& config) 
   return effectiveExecutor(config, options.executor).kind;
 }
 
-std::string kindName(ExecutorKind kind) {
-  for (const auto& [k, name] : executorKinds())
-    if (k == kind) return name;
-  return "?";
-}
-
 // Where the trials' tensors lived, as far as minrepro can know it: the
 // built-in harness runs on the CPU; a command chooses for itself, so the
 // report gives what it had to choose from and what the captured run used.
@@ -30,7 +24,7 @@ std::string trialBackend(const ShrinkOptions& options, const CaseConfig& config)
       recorded.kind == Backend::Unknown ? "" : "; the captured run used " + backendName(recorded);
   const ExecutorKind kind = trialsKind(options, config);
   if (!trialsRunOnThisMachine(kind))
-    return "chosen by the trial command on the machines of executor kind " + kindName(kind) + captured;
+    return "chosen by the trial command on the machines of executor kind " + executorKindName(kind) + captured;
   return "chosen by the trial command; this machine offers " + backendName(detectMachineBackend()) + captured;
 }
 
@@ -38,7 +32,7 @@ std::string trialBackend(const ShrinkOptions& options, const CaseConfig& config)
 std::string offThisMachine(const ShrinkOptions& options, const CaseConfig& config, const std::string& what) {
   const ExecutorKind kind = trialsKind(options, config);
   if (trialsRunOnThisMachine(kind)) return "";
-  return "the trials ran off this machine (executor kind " + kindName(kind) + "); " + what;
+  return "the trials ran off this machine (executor kind " + executorKindName(kind) + "); " + what;
 }
 
 }  // namespace

@@ -28,8 +28,8 @@ std::vector<std::pair<fs::path, std::string>> filesTheRunReads(const CaseConfig&
   for (const fs::path& file : commandCaseFiles(config))
     files.push_back({config.base_dir / file, "a file the trial reads"});
   if (config.command)
-    for (std::string arg : config.command->argv) {
-      if (arg.rfind("-", 0) == 0 && arg.find('=') != std::string::npos) arg = arg.substr(arg.find('=') + 1);  // --log=F
+    for (const std::string& given : config.command->argv) {
+      const std::string arg = argumentPath(given);
       if (!arg.empty() && arg.front() == '/') files.push_back({arg, "a file the trial command names"});
     }
   return files;
@@ -74,11 +74,17 @@ void checkOutputPath(const fs::path& output, const std::string& what,
   if (!force && !ours) throw BadInputError(refuse(existing + "; give another path, or --force to replace it"));
 }
 
+std::string argumentPath(const std::string& arg) {
+  const auto eq = arg.find('=');
+  return arg.rfind("-", 0) == 0 && eq != std::string::npos ? arg.substr(eq + 1) : arg;
+}
+
 void checkArchiveOutput(const CaseConfig& config, bool force) {
   const fs::path& output = config.output;
   struct stat st {};
-  const bool regular = ::lstat(output.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-  if (::lstat(output.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+  const bool exists = ::lstat(output.c_str(), &st) == 0;
+  const bool regular = exists && S_ISREG(st.st_mode);
+  if (exists && S_ISDIR(st.st_mode))
     throw BadInputError(output.string() + ": the archive (output or --output) is a directory; give a file name, e.g. " +
                         (output / "repro.tar.gz").string());
   checkOutputPath(output, "the archive (output or --output)", filesTheRunReads(config), force,

@@ -22,6 +22,10 @@ namespace minrepro {
 // Inputs and non-regular files are refused even with `force`.
 void checkArchiveOutput(const CaseConfig& config, bool force);
 
+// The path a command argument may name: FILE of `--opt=FILE`, else the
+// argument itself (a trial command's own log or output file).
+std::string argumentPath(const std::string& arg);
+
 // The same rule for any file a command writes (init's case.yaml too):
 // `what` names it in the message ("the case (--output)"); `inputs` are the
 // files the command reads, each with what it is to the user; `ours` says
