@@ -3,8 +3,9 @@
 #  1. build/ against PyTorch 2.13 from pip (.venv/, the default; or the torch
 #     MINREPRO_PYTHON names) and the whole suite, the Slurm tests on the
 #     one-node test cluster;
-#  2. build-debian/ against Debian's 1.13 and the end-to-end tests (ctest
-#     label e2e: the real binary on real cases) unless MINREPRO_SECOND_TORCH=0;
+#  2. build-debian/ against Debian's 1.13 and the end-to-end tests where the
+#     torch's own code decides (ctest label second-torch: the real binary on
+#     real cases, tests/CMakeLists.txt) unless MINREPRO_SECOND_TORCH=0;
 #  3. the fuzz targets for a bounded time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,14 +22,14 @@ ctest --test-dir "${MINREPRO_BUILD_DIR:-build}" --output-on-failure -j "$(nproc)
 if [ "${MINREPRO_SECOND_TORCH:-1}" != 0 ]; then
   MINREPRO_TORCH=debian MINREPRO_PYTHON="" MINREPRO_BUILD_DIR=build-debian \
     MINREPRO_CMAKE_ARGS="-DMINREPRO_BUILD_BENCH=OFF" scripts/build.sh
-  ctest --test-dir build-debian --output-on-failure -j "$(nproc)" -L e2e
+  ctest --test-dir build-debian --output-on-failure -j "$(nproc)" -L second-torch
 fi
 # The LibTorch-free tests under AddressSanitizer and UndefinedBehaviorSanitizer,
 # and the parsers that read what users and strangers write fuzzed under them
-# (tests/fuzz/), bounded: MINREPRO_FUZZ_SECONDS per target (30 by default,
+# (tests/fuzz/), bounded: MINREPRO_FUZZ_SECONDS per target (20 by default,
 # which keeps CI's whole run, both torches included, within its time;
 # scripts/fuzz.sh SECONDS fuzzes longer; 0 skips both).
-fuzz_seconds="${MINREPRO_FUZZ_SECONDS:-30}"
+fuzz_seconds="${MINREPRO_FUZZ_SECONDS:-20}"
 if [ "$fuzz_seconds" -gt 0 ]; then
   scripts/fuzz.sh "$fuzz_seconds"
 fi

@@ -3,10 +3,6 @@
 // message), the defaults, both trial kinds, and renderCase round trips.
 #include "core/case_config.h"
 
-#include <yaml-cpp/yaml.h>
-
-#include "reducers/reducer.h"
-
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -652,23 +648,6 @@ TEST_F(CaseConfigTest, ReductionKeysRejectMistakesClearly) {
             {"sequence.padding.y", "a tensor named in sequence.tensors"});
   expectHas(errorFor(base + "  switches: [{name: a, args: [--a]}]\n"), {"'switches' only with 'command'"});
   expectHas(errorFor(base + "invariants: {dtype: maybe}\n"), {"invariants.dtype", "true or false"});
-}
-
-}  // namespace
-}  // namespace minrepro
-
-namespace minrepro {
-namespace {
-
-// configs/pipelines/default.yaml is the registry's passes in its order,
-// written out by hand for users to copy: a pass added to reducers.def and
-// not to the default pipeline would never run unless named (#44.4).
-TEST(DefaultPipeline, HoldsEveryRegisteredPassInTheRegistrysOrder) {
-  const YAML::Node pipeline = YAML::LoadFile(std::string(MINREPRO_SOURCE_DIR) + "/configs/pipelines/default.yaml");
-  std::vector<std::string> passes, registered;
-  for (const auto& pass : pipeline["passes"]) passes.push_back(pass.as<std::string>());
-  for (const ReducerInfo& info : reducerRegistry()) registered.push_back(info.name);
-  EXPECT_EQ(passes, registered);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // was written; the case loader only keeps the places.
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <fstream>
@@ -69,6 +70,17 @@ TEST_F(PassNames, APipelineFilesUnknownPassIsRefusedInThatFile) {
   const std::string error = errorFor(caseWith("pipeline: mine.yaml\n"));
   EXPECT_NE(error.find("mine.yaml:1:19: passes[1]: expected one of the reducers"), std::string::npos) << error;
   EXPECT_NE(error.find("did you mean 'values'?"), std::string::npos) << error;
+}
+
+// configs/pipelines/default.yaml is the registry's passes in its order,
+// written out by hand for users to copy: a pass added to reducers.def and
+// not to the default pipeline would never run unless named (#44.4).
+TEST(DefaultPipeline, HoldsEveryRegisteredPassInTheRegistrysOrder) {
+  const YAML::Node pipeline = YAML::LoadFile(std::string(MINREPRO_SOURCE_DIR) + "/configs/pipelines/default.yaml");
+  std::vector<std::string> passes, registered;
+  for (const auto& pass : pipeline["passes"]) passes.push_back(pass.as<std::string>());
+  for (const ReducerInfo& info : reducerRegistry()) registered.push_back(info.name);
+  EXPECT_EQ(passes, registered);
 }
 
 }  // namespace
