@@ -62,15 +62,19 @@ bool mayBelongToAnError(const std::string& line) {
 
 namespace {
 
-// Keeps every line until told to window, then the lines near errors.
+// Keeps every line until told to window, then the lines near errors; of
+// those, the first head_bytes and the last tail_bytes.
 class LineKeeper {
  public:
-  explicit LineKeeper(LogLines& out) : out_(out) {}
+  LineKeeper(LogLines& out, std::size_t head_bytes, std::size_t tail_bytes)
+      : out_(out), head_bytes_(head_bytes), tail_bytes_(tail_bytes) {}
 
   void add(std::string line) {
     ++number_;
     if (!windowed_) {
+      kept_bytes_ += costOf(line);
       out_.lines.push_back(std::move(line));
+      if (kept_bytes_ > head_bytes_) window();
       return;
     }
     if (mayBelongToAnError(line)) {
@@ -97,10 +101,35 @@ class LineKeeper {
     for (std::size_t i = 0; i < out_.lines.size(); ++i) out_.numbers.push_back(i + 1);
   }
 
-  void finish() { out_.dropped += before_.size(); }
+  void finish() {
+    out_.dropped += before_.size();
+    for (auto& [line, number] : tail_) append(std::move(line), number);
+    tail_.clear();
+  }
 
  private:
+  // A line's bytes and what a std::string and its number cost beside them.
+  static std::size_t costOf(const std::string& line) { return line.size() + 48; }
+
+  // Into the head while it has room, else into the tail, whose oldest line
+  // is then counted as not read.
   void keep(std::string line, std::size_t number) {
+    if (kept_bytes_ + costOf(line) <= head_bytes_ && tail_.empty()) {
+      kept_bytes_ += costOf(line);
+      append(std::move(line), number);
+      return;
+    }
+    tail_held_ += costOf(line);
+    tail_.emplace_back(std::move(line), number);
+    while (tail_held_ > tail_bytes_ && !tail_.empty()) {
+      const std::size_t gone = tail_.front().second;
+      if (out_.not_read++ == 0) out_.first_not_read = gone;
+      out_.last_not_read = gone;
+      tail_held_ -= costOf(tail_.front().first);
+      tail_.pop_front();
+    }
+  }
+  void append(std::string line, std::size_t number) {
     if (!out_.numbers.empty() && number > out_.numbers.back() + 1) {  // a blank line for what was dropped
       out_.lines.emplace_back();
       out_.numbers.push_back(number - 1);
@@ -114,16 +143,17 @@ class LineKeeper {
   }
 
   LogLines& out_;
+  const std::size_t head_bytes_, tail_bytes_;
   bool windowed_ = false;
-  std::size_t number_ = 0, after_ = 0;
-  std::deque<std::pair<std::string, std::size_t>> before_;
+  std::size_t number_ = 0, after_ = 0, kept_bytes_ = 0, tail_held_ = 0;
+  std::deque<std::pair<std::string, std::size_t>> before_, tail_;
 };
 
 }  // namespace
 
-LogLines readLogBounded(std::istream& in, std::size_t exact_bytes) {
+LogLines readLogBounded(std::istream& in, std::size_t exact_bytes, std::size_t head_bytes, std::size_t tail_bytes) {
   LogLines out;
-  LineKeeper keeper(out);
+  LineKeeper keeper(out, head_bytes, tail_bytes);
   std::string line;
   bool cutting = false;
   std::size_t read = 0;

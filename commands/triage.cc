@@ -182,6 +182,9 @@ Triage triageStream(std::istream& in, std::size_t exact_bytes) {
   Triage t;
   t.cut_lines = log.cut_lines;
   t.dropped = log.dropped;
+  t.not_read = log.not_read;
+  t.first_not_read = log.first_not_read;
+  t.last_not_read = log.last_not_read;
   t.backend = detectBackend(log.lines);
   const std::vector<std::size_t> numbers = std::move(log.numbers);
   static_cast<LogReading&>(t) = readLog(std::move(log.lines));
@@ -224,6 +227,11 @@ std::string renderTriage(const Triage& t, const std::string& source) {
   if (t.dropped > 0)
     out << "note: the log is over " << (kExactBytes >> 20) << " MiB: " << t.dropped << " line(s) more than " << kContext
         << " lines away from anything that reads like an error were skipped\n";
+  if (t.not_read > 0)
+    out << "note: the log holds more lines near errors than triage reads (" << ((kHeadBytes + kTailBytes) >> 20)
+        << " MiB): " << t.not_read << " of them, lines " << t.first_not_read << " to " << t.last_not_read
+        << ", were not read; the first " << (kHeadBytes >> 20) << " MiB, where the first error is, and the last "
+        << (kTailBytes >> 20) << " MiB were\n";
   if (t.cut_lines > 0)
     out << "note: " << t.cut_lines << " line(s) longer than " << text::kMaxLine << " bytes were read in their first "
         << text::kMaxLine << " bytes only\n";

@@ -22,6 +22,9 @@ struct Triage : LogReading {
   Backend backend = Backend::Unknown;
   std::size_t cut_lines = 0;  // lines longer than text::kMaxLine, read only in their first kMaxLine bytes
   std::size_t dropped = 0;    // lines of a large log dropped as far from any error (commands/log_window.h)
+  // Lines near errors past the bound on what is read (log_window.h): how
+  // many, and the 1-based numbers of the first and last.
+  std::size_t not_read = 0, first_not_read = 0, last_not_read = 0;
 };
 
 // Reads the log with readLog, the same reader as the trials' signatures.

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -208,6 +209,60 @@ TEST(TriageCommand, ADeviceIsRefusedAndALineWithoutEndCostsNoMemory) {
       << out;
   EXPECT_NE(out.find("first message:       boom"), std::string::npos) << out;
   EXPECT_LT(long_line - baseline, 32 * 1024) << "a 200 MB line took " << long_line - baseline << " KB more";
+}
+
+// A log that is nothing but errors grew triage by ten times its size (20 MB
+// of traceback headers: 410 MB). The lines near errors are read up to a
+// bound: the first ones, where the first error is, and the last ones,
+// where the death is reported; the lines between are counted, not read.
+TEST(Triage, OfALogOfNothingButErrorsTheFirstAndLastLinesAreReadTheRestCounted) {
+  std::string text = readFixture("cpp_nll_loss_terminate.txt");
+  const std::size_t header = std::count(text.begin(), text.end(), '\n');
+  for (int i = 0; i < 20000; ++i) text += "Traceback (most recent call last):\n";
+  text += "Segmentation fault (core dumped)\n";
+  std::istringstream in(text);
+  const LogLines log = readLogBounded(in, /*exact_bytes=*/0, /*head_bytes=*/64 << 10, /*tail_bytes=*/16 << 10);
+  std::size_t kept = 0;
+  for (const std::string& line : log.lines) kept += line.size();
+  EXPECT_LT(kept, std::size_t{80} << 10);
+  EXPECT_GT(log.not_read, 15000u);
+  EXPECT_GT(log.first_not_read, header);
+  EXPECT_LT(log.first_not_read, log.last_not_read);
+  EXPECT_LT(log.last_not_read, header + 20001 - 100);
+  EXPECT_EQ(log.lines.front(), text.substr(0, text.find('\n')));
+  EXPECT_EQ(log.lines.back(), "Segmentation fault (core dumped)");
+  EXPECT_EQ(log.numberInLog(log.lines.size()), header + 20001);
+}
+
+// The same as the user runs it, on 100 MB: what triage holds stays the
+// same whatever the log's size, and it says which lines it did not read.
+TEST(TriageCommand, ALogOfNothingButErrorsCostsABoundedMemory) {
+  testing::TempDir dir;
+  const fs::path log = dir.path() / "train.log";
+  {
+    std::ofstream out(log, std::ios::binary);
+    out << readFixture("cpp_nll_loss_terminate.txt");
+    const std::string block = [] {
+      std::string lines;
+      for (int i = 0; i < 1000; ++i) lines += "Traceback (most recent call last):\n";
+      return lines;
+    }();
+    for (std::size_t written = 0; written < (std::size_t{100} << 20); written += block.size()) out << block;
+  }
+  std::string out;
+  const auto peakKb = [&](const fs::path& file) {
+    testing::runCommand("/usr/bin/time -f 'peak-kb %M' " + minrepro() + " triage " + file.string() + " 2>&1", &out);
+    const auto at = out.find("peak-kb ");
+    return at == std::string::npos ? -1L : std::stol(out.substr(at + 8));
+  };
+  const fs::path small = dir.path() / "small.log";
+  testing::writeFile(small, readFixture("cpp_nll_loss_terminate.txt"));
+  const long baseline = peakKb(small);
+  const long large = peakKb(log);
+  EXPECT_NE(out.find("suspect operator:    nll_loss"), std::string::npos) << out.substr(0, 4000);
+  EXPECT_NE(out.find("note: the log holds more lines near errors than triage reads (8 MiB):"), std::string::npos)
+      << out.substr(0, 4000);
+  EXPECT_LT(large - baseline, 160 * 1024) << "a 100 MB log of errors took " << large - baseline << " KB more";
 }
 
 TEST(TriageCommand, ReadsALogFileAndNamesTheLine) {
