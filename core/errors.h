@@ -14,7 +14,7 @@ enum class ExitStatus : int {
   InternalError = 1,            // a bug of minrepro's: please report; also "not as expected" for verify/regress/triage
   BadInput = 2,                 // case.yaml, batch, archive, options or paths wrong: nothing (more) was run
   DoesNotReproduce = 3,         // the original does not fail (or not as expected)
-  TrialsCannotStart = 4,        // the trial program could not be started
+  TrialsCannotStart = 4,        // the trial program could not be started, or a file system is full
   BudgetSpent = 5,              // --max-trials or --max-time ended the run; archive of the best so far written
   ArchiveDoesNotReproduce = 6,  // archive written, but repro.py did not fail the same way on its own
   Interrupted = 130,            // SIGINT, SIGTERM or SIGHUP; archive of the best so far written when there was one

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/disk_space.h"
 #include "engine/diagnostics.h"
 #include "engine/format_list.h"
 #include "engine/invariants.h"
@@ -73,6 +74,22 @@ TrialOracle::TrialOracle(const CaseConfig& config, const BatchStore& batch, Exec
   if (!journal_->loadedReference().empty()) {
     reference_ = parseReference(journal_->loadedReference(), &first_failure_exit_);
   }
+}
+
+// A trial that failed another way while the work directory's file system
+// is full failed because of it (a batch, a log or a library it could not
+// write: a SIGABRT, an OSError), not because of its samples: the run stops
+// and says so (#43.6), rather than keep it as another bug or tell the user
+// that the original fails otherwise than the case says. "Full": less free
+// than a candidate batch and a megabyte for its output.
+void TrialOracle::failIfDiskFull(const TrialRecord& record) const {
+  std::error_code ec;
+  const std::uintmax_t batch = fs::file_size(config_.batch, ec);
+  const std::optional<std::uintmax_t> free = availableBytes(config_.work_dir);
+  if (free && *free < (ec ? 0 : batch) + 1'000'000)
+    throw DiskFullError(config_.work_dir,
+                        "when trial " + std::to_string(record.number) + " failed (" + record.signature.summary() + ")",
+                        "free some space there, or give another --work-dir");
 }
 
 TrialOracle::~TrialOracle() {
@@ -312,6 +329,7 @@ TrialRecord TrialOracle::finishTrial(TrialRecord record, const std::string& key)
   else if (!sig.failed())
     ++stats_.passed;
   else {
+    failIfDiskFull(record);
     ++stats_.different_failure;
     if (sig.family == FailureFamily::Timeout) ++stats_.timeouts;
     if (!own_timeout && stats_.other_bugs[sig.summary()]++ == 0)

@@ -200,6 +200,7 @@ class TrialOracle {
                                std::size_t& cursor, std::size_t preexisting, const Speculation& next);
   std::vector<TrialRecord> runLive(const std::vector<Selection>& selections, const std::vector<std::string>& keys);
   TrialRecord finishTrial(TrialRecord record, const std::string& key);
+  void failIfDiskFull(const TrialRecord& record) const;
   void checkLimits(std::size_t about_to_run) const;
   std::string candidateKey(const Selection& selection) const;
   TrialSpec prepare(const Selection& selection, std::size_t number, bool confirmation, bool fresh);

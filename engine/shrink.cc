@@ -5,6 +5,7 @@
 #include <future>
 #include <iostream>
 
+#include "core/disk_space.h"
 #include "core/process/process.h"
 #include "engine/archive/output_guard.h"
 #include "engine/archive/report_html.h"
@@ -123,6 +124,8 @@ void openRun(Run& r) {
   checkArchiveOutput(r.config, r.options.force);  // after the work directory is made: the archive may go into it
   r.lock.emplace(r.config.work_dir);              // before the journal and the log are touched
   const std::size_t leftovers = cleanUpAfterKilledRun(r.config.work_dir);
+  removeStalePartials(r.config);
+  checkRoomForTheRun(r.config, r.options.jobs);
   r.log.setProgress(r.options.progress, r.options.progress_seconds);
   r.log.openFile(r.config.work_dir / "minrepro.log");
   r.journal.emplace(r.config.work_dir, runIdentity(r.config), r.options.resume);
@@ -380,13 +383,12 @@ ExitStatus searchAgainPlain(Run& r) {
   return status;
 }
 
-}  // namespace
-
 // The run, step by step: the case checked and the work directory claimed,
 // the oracle, the original, the search, the result written.
-ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Executor& executor,
-                           const ForkServerExecutor* forked) {
-  Run r(options, config, executor, forked);
+ExitStatus runSteps(Run& r) {
+  const ShrinkOptions& options = r.options;
+  CaseConfig& config = r.config;
+  const ForkServerExecutor* forked = r.forked;
   openRun(r);
   StopOnSignals stop_on_signals;
   startEnvironmentRecord(r);
@@ -434,6 +436,22 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   const bool not_confirmed = status == ExitStatus::ArchiveDoesNotReproduce && !r.confirmed;
   if (not_confirmed && r.searched_forked && selfCheckConfirms(options, config)) return searchAgainPlain(r);
   return status;
+}
+
+}  // namespace
+
+// A file system that fills up during the run ends it (exit 4) with the
+// command that goes on once there is room: the journal keeps the trials.
+ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Executor& executor,
+                           const ForkServerExecutor* forked) {
+  Run r(options, config, executor, forked);
+  try {
+    return runSteps(r);
+  } catch (const DiskFullError& e) {
+    if (!r.journal) throw;
+    throw Error(e.status(), std::string(e.what()) + "; then go on from here: " + resumeCommand(config) +
+                                " (the trials so far are replayed, not run again)");
+  }
 }
 
 std::string trialPython(const ShrinkOptions& options, const CaseConfig& config) {

@@ -2,6 +2,7 @@
 #include "engine/work_dir.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,6 +13,7 @@
 #include <sstream>
 
 #include "core/content_hash.h"
+#include "core/disk_space.h"
 #include "core/process/containment.h"
 #include "core/process/process.h"
 #include "engine/archive/tar_gz.h"
@@ -50,6 +52,51 @@ void makeWorkDir(const fs::path& work_dir) {
                         "); give a directory this user may write");
   ::close(fd);
   ::unlink(probe.c_str());
+}
+
+// Before the first trial, what a run needs free (#43.6): each running
+// trial writes a candidate of up to the batch's size beside its output,
+// best/ holds one more, and the log, the journal and the reports a few MB;
+// where the archive goes, a few MB beside the kept batch. Too little is
+// said now, naming the place, rather than as trials that die one by one.
+void checkRoomForTheRun(const CaseConfig& config, std::size_t jobs) {
+  constexpr std::uintmax_t kWorkMargin = 16'000'000, kArchiveMargin = 4'000'000;
+  std::error_code ec;
+  const std::uintmax_t batch = fs::file_size(config.batch, ec);
+  requireSpace(config.work_dir, (jobs + 2) * (ec ? 0 : batch) + kWorkMargin, "the trials' batches, outputs and logs",
+               "free some space there, or give another --work-dir");
+  requireSpace(config.output.parent_path(), kArchiveMargin, "the archive",
+               "free some space there, or write the archive elsewhere (--output)");
+}
+
+namespace {
+
+// "repro.tar.gz.4242.123456.partial" of `output`: the pid that wrote it.
+std::optional<pid_t> partialWriter(const fs::path& file, const fs::path& output) {
+  const std::string name = file.filename().string(), prefix = output.filename().string() + ".";
+  if (!name.starts_with(prefix) || !name.ends_with(".partial")) return std::nullopt;
+  const std::string middle = name.substr(prefix.size(), name.size() - prefix.size() - 8);
+  const std::size_t dot = middle.find('.');
+  if (dot == std::string::npos || dot == 0 || middle.find_first_not_of("0123456789.") != std::string::npos)
+    return std::nullopt;
+  return static_cast<pid_t>(std::stol(middle.substr(0, dot)));
+}
+
+}  // namespace
+
+std::size_t removeStalePartials(const CaseConfig& config) {
+  std::size_t removed = 0;
+  std::error_code ec;
+  const auto remove = [&](const fs::path& file) { removed += fs::remove(file, ec) ? 1 : 0; };
+  for (const fs::path& dir : {config.work_dir, config.work_dir / "best"})
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+      if (it->path().extension() == ".partial" || it->path().extension() == ".tmp") remove(it->path());
+  ec.clear();
+  for (fs::directory_iterator it(config.output.parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
+    const std::optional<pid_t> writer = partialWriter(it->path(), config.output);
+    if (writer && ::kill(*writer, 0) != 0 && errno == ESRCH) remove(it->path());
+  }
+  return removed;
 }
 
 // A run killed with SIGKILL could not end its trials' escaped descendants

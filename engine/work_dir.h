@@ -22,6 +22,15 @@ void checkWorkDirAndModel(const CaseConfig& config);
 // Made when missing, and writable, else BadInputError naming work_dir.
 void makeWorkDir(const std::filesystem::path& work_dir);
 
+// Too little free space where the trials or the archive go: DiskFullError
+// (exit 4) naming the place, before the first trial.
+void checkRoomForTheRun(const CaseConfig& config, std::size_t jobs);
+
+// What a killed run left half-written: best/'s and the work directory's
+// temporary files, and the archive's "OUTPUT.PID.N.partial" of a process
+// that is gone. Returns how many were removed.
+std::size_t removeStalePartials(const CaseConfig& config);
+
 // Ends what a run killed with SIGKILL left (its trials' escaped
 // descendants, its trial directories); returns the processes it killed.
 std::size_t cleanUpAfterKilledRun(const std::filesystem::path& work_dir);

@@ -436,13 +436,17 @@ std::string renderReportHtml(const CaseConfig& config, const HtmlReportInput& in
 
 bool writeFileAtomically(const fs::path& path, const std::string& text) {
   const fs::path temporary = path.string() + ".tmp";
+  bool written = false;
   {
     std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    if (!file.write(text.data(), static_cast<std::streamsize>(text.size()))) return false;
+    written = file.write(text.data(), static_cast<std::streamsize>(text.size())) && file.flush();
+    file.close();
+    written = written && !file.fail();
   }
-  std::error_code ec;
-  fs::rename(temporary, path, ec);
-  return !ec;
+  std::error_code renamed, removed;
+  if (written) fs::rename(temporary, path, renamed);
+  if (!written || renamed) fs::remove(temporary, removed);  // a full disk leaves no empty REPORT.html.tmp
+  return written && !renamed;
 }
 
 }  // namespace minrepro

@@ -6,11 +6,15 @@
 
 #include <stdlib.h>
 
+#include <cerrno>
+
 #include <fstream>
 #include <memory>
 #include <random>
 #include <set>
 #include <sstream>
+
+#include "core/disk_space.h"
 
 namespace fs = std::filesystem;
 
@@ -88,8 +92,8 @@ std::string uniqueSuffix() {
 
 void writeTarGz(const fs::path& target, const std::vector<ArchiveEntry>& entries) {
   const fs::path tmp = target.string() + uniqueSuffix();
+  WriteHandle a(archive_write_new(), &archive_write_free);
   try {
-    WriteHandle a(archive_write_new(), &archive_write_free);
     check(a.get(), archive_write_add_filter_gzip(a.get()), "gzip filter");
     check(a.get(), archive_write_set_format_pax_restricted(a.get()), "tar format");
     check(a.get(), archive_write_set_options(a.get(), "gzip:!timestamp"), "gzip options");
@@ -98,8 +102,13 @@ void writeTarGz(const fs::path& target, const std::vector<ArchiveEntry>& entries
     check(a.get(), archive_write_close(a.get()), "closing " + tmp.string());
     fs::rename(tmp, target);
   } catch (...) {
+    const bool full = archive_errno(a.get()) == ENOSPC || errno == ENOSPC;
     std::error_code ec;
     fs::remove(tmp, ec);
+    // libarchive says "Write error"; the user needs to hear which disk is full.
+    if (full)
+      throw DiskFullError(target.parent_path(), "writing " + target.filename().string(),
+                          "free some space there, or write the archive elsewhere (--output)");
     throw;
   }
 }

@@ -1,0 +1,164 @@
+// Whole-binary tier: a full file system is named as one (#43.6). Each case
+// runs the real binary inside bubblewrap with a small tmpfs (bwrap --size):
+// a work directory without room is refused before the first trial; a file
+// system that fills while the trials run (the step itself fills it, as a
+// dataset cache or a checkpoint would) ends the run with exit 4, the path,
+// what is free and the command that goes on; an archive that cannot be
+// written is the same, leaves no half-written file, and the command it
+// gives writes the archive once there is room. Without this the first ended
+// "the original fails, but not as case.yaml's failure section expects" and
+// the last "Write error" with exit 2, after the whole search.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "tests/test_util.h"
+
+namespace minrepro {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::readFile;
+using testing::runCommand;
+using testing::writeFile;
+
+// Fails on the sample whose x is 7; on its first run (a marker beside
+// $FILL_DIR says it ran) it fills the file system of $FILL_DIR (all but
+// 4 KB) and, when that is where the trial's
+// batch lies, fails writing beside it as a real step would.
+constexpr const char* kStep = R"PY(import os, sys
+import torch
+
+fill = os.environ.get("FILL_DIR")
+if fill and not os.path.exists(fill + ".filled"):
+    open(fill + ".filled", "w").close()
+    st = os.statvfs(fill)
+    with open(os.path.join(fill, "filler"), "wb") as f:
+        f.write(b"\0" * max(st.f_bavail * st.f_frsize - 4096, 0))
+    if os.stat(fill).st_dev == os.stat(os.path.dirname(os.path.abspath(sys.argv[1]))).st_dev:
+        with open(os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), "cache.bin"), "wb") as f:
+            f.write(b"\0" * 1_000_000)
+batch = torch.load(sys.argv[1], weights_only=True)
+if bool((batch["x"] == 7).any()):
+    raise IndexError("index 7 is out of bounds for dimension 0 with size 7")
+)PY";
+
+class DiskFull : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (runCommand("command -v bwrap >/dev/null && bwrap --dev-bind / / --size 65536 --tmpfs /mnt true", nullptr) != 0)
+      GTEST_SKIP() << "bubblewrap cannot make a tmpfs here";
+    std::string out;
+    ASSERT_EQ(runCommand(testing::python() + " -c \"import torch; torch.save({'x': torch.arange(12), 'sample_id': " +
+                             "torch.arange(12) + 300}, '" + (dir_.path() / "batch.pt").string() + "')\"",
+                         &out),
+              0)
+        << out;
+    writeFile(dir_.path() / "step.py", kStep);
+  }
+  // case.yaml with FILL_DIR in the trial's environment ("" for none).
+  void writeCase(const std::string& fill_dir) {
+    writeFile(dir_.path() / "case.yaml",
+              "batch: batch.pt\nsamples: {tensors: {x: 0}, ids: sample_id}\nflaky: {enabled: false}\n"
+              "trial:\n  command: [" +
+                  testing::python() + ", \"{case_dir}/step.py\", \"{batch}\"]\n" +
+                  (fill_dir.empty() ? "" : "  env: {FILL_DIR: '" + fill_dir + "'}\n") +
+                  "failure: {family: index-error}\n");
+  }
+  // `script` run by sh inside bwrap with a tmpfs of `bytes` at `mount`.
+  int inSandbox(const fs::path& mount, std::size_t bytes, const std::string& script, std::string* out) {
+    fs::create_directories(mount);
+    return runCommand("bwrap --dev-bind / / --size " + std::to_string(bytes) + " --tmpfs " + mount.string() +
+                          " -- sh -c '" + script + "' 2>&1",
+                      out);
+  }
+  std::string shrink(const fs::path& work, const fs::path& output) const {
+    return std::string(MINREPRO_BINARY) + " shrink --config " + (dir_.path() / "case.yaml").string() +
+           " --work-dir " + work.string() + " --output " + output.string();
+  }
+  testing::TempDir dir_{"minrepro-disk-full"};
+};
+
+TEST_F(DiskFull, AWorkDirectoryWithoutRoomIsNamedBeforeTheFirstTrial) {
+  writeCase("");
+  const fs::path mount = dir_.path() / "small", work = mount / "w";
+  std::string out;
+  EXPECT_EQ(inSandbox(mount, 40 << 10, shrink(work, dir_.path() / "repro.tar.gz") + "; echo status=$?; ls -A " +
+                                           work.string(),
+                      &out),
+            0);
+  EXPECT_NE(out.find("status=4"), std::string::npos) << out;
+  EXPECT_NE(out.find("error: no space left on the file system of " + work.string() + " ("), std::string::npos) << out;
+  EXPECT_NE(out.find("KB free) for the trials' batches, outputs and logs"), std::string::npos) << out;
+  EXPECT_NE(out.find("give another --work-dir"), std::string::npos) << out;
+  EXPECT_EQ(out.find("trial 1"), std::string::npos) << out;
+  EXPECT_EQ(out.find("failure section"), std::string::npos) << out;
+}
+
+TEST_F(DiskFull, AFileSystemThatFillsWhileTheTrialsRunEndsTheRunWithTheCommandThatGoesOn) {
+  const fs::path mount = dir_.path() / "small", work = mount / "w";
+  writeCase(mount.string());
+  std::string out;
+  EXPECT_EQ(inSandbox(mount, 24 << 20,
+                      shrink(work, dir_.path() / "repro.tar.gz") + "; echo status=$?; find " + work.string() +
+                          " -name \"*.tmp\" -size 0",
+                      &out),
+            0);
+  EXPECT_NE(out.find("status=4"), std::string::npos) << out;
+  EXPECT_NE(out.find("error: no space left on the file system of " + work.string() + " ("), std::string::npos) << out;
+  EXPECT_NE(out.find("KB free) when trial 1 failed ("), std::string::npos) << out;
+  EXPECT_NE(out.find("then go on from here: minrepro shrink --config"), std::string::npos) << out;
+  EXPECT_NE(out.find("--resume"), std::string::npos) << out;
+  EXPECT_EQ(out.find("failure section"), std::string::npos) << out;
+  EXPECT_EQ(out.find(".tmp\n"), std::string::npos) << "an empty temporary file was left: " << out;
+}
+
+TEST_F(DiskFull, AnArchiveThatCannotBeWrittenLeavesNothingAndTheCommandItGivesWritesIt) {
+  const fs::path mount = dir_.path() / "out", output = mount / "repro.tar.gz", work = dir_.path() / "w";
+  writeCase(mount.string());
+  std::string out;
+  // Filled by the first trial; freed after the run, then the command it gave.
+  const std::string script = shrink(work, output) + "; echo status=$?; ls -A " + mount.string() + "; rm " +
+                             (mount / "filler").string() + "; " + shrink(work, output) +
+                             " --resume; echo resumed=$?; ls -A " + mount.string();
+  EXPECT_EQ(inSandbox(mount, 5 << 20, script, &out), 0);
+  EXPECT_NE(out.find("status=4"), std::string::npos) << out;
+  EXPECT_NE(out.find("error: no space left on the file system of " + mount.string() + " ("), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("writing repro.tar.gz: free some space there, or write the archive elsewhere"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("then go on from here: minrepro shrink --config"), std::string::npos) << out;
+  EXPECT_EQ(out.find(".partial"), std::string::npos) << "a half-written archive was left: " << out;
+  EXPECT_EQ(out.find("Write error"), std::string::npos) << out;
+  EXPECT_NE(out.find("resumed=0"), std::string::npos) << out;
+  EXPECT_NE(out.find("ids [307]"), std::string::npos) << out;
+  EXPECT_NE(out.rfind("repro.tar.gz"), out.find("repro.tar.gz")) << out;
+}
+
+// What a run killed while writing left (a half-written archive, best/'s
+// temporary batch, an empty REPORT.html.tmp) the next run in the same place
+// removes; an archive another living process is writing it leaves alone.
+TEST_F(DiskFull, WhatAKilledRunLeftHalfWrittenTheNextRunRemoves) {
+  writeCase("");
+  const fs::path work = dir_.path() / "w", output = dir_.path() / "repro.tar.gz";
+  std::string out;
+  ASSERT_EQ(runCommand("sh -c 'exit 0' & echo $!", &out), 0);
+  const std::string gone = std::to_string(std::stol(out));  // a pid that has ended
+  fs::create_directories(work / "best");
+  const fs::path stale_archive = output.string() + "." + gone + ".123456.partial";
+  const fs::path live_archive = output.string() + "." + std::to_string(::getpid()) + ".654321.partial";
+  for (const fs::path& file : {stale_archive, live_archive, work / "best" / "batch.pt.partial", work / "REPORT.html.tmp"})
+    writeFile(file, "");
+  ASSERT_EQ(runCommand(shrink(work, output) + " 2>&1", &out), 0) << out;
+  EXPECT_FALSE(fs::exists(stale_archive));
+  EXPECT_FALSE(fs::exists(work / "best" / "batch.pt.partial"));
+  EXPECT_FALSE(fs::exists(work / "REPORT.html.tmp"));
+  EXPECT_TRUE(fs::exists(live_archive)) << "the archive a living process writes was removed";
+  EXPECT_TRUE(fs::exists(output));
+}
+
+}  // namespace
+}  // namespace minrepro
