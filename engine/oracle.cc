@@ -70,6 +70,7 @@ TrialOracle::TrialOracle(const CaseConfig& config, const BatchStore& batch, Exec
       full_key_(selectionKey(fullSelection(batch))) {
   if (!journal_) return;
   journaled_ = journal_->loaded();
+  trial_number_ = journal_->loadedTrials();  // a resumed run's trials are numbered after the earlier ones
   other_failures_ = journal_->loadedOtherFailures();
   if (!journal_->loadedReference().empty()) {
     reference_ = parseReference(journal_->loadedReference(), &first_failure_exit_);

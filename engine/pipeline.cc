@@ -74,8 +74,12 @@ std::string passProgress(const PassContext& pc) {
 std::string progressLine(const PassContext& pc) {
   const OracleStats& s = pc.oracle.stats();
   std::ostringstream line;
-  line << pc.size.describe() << " (was " << pc.original.samples << " samples) | trials " << s.trials << " (replayed "
-       << s.replayed << ", cached " << s.reused << ") fail " << s.same_failure << " pass " << s.passed << " other "
+  // "trials 47 (24 run, 23 replayed from the journal; 5 answers reused)":
+  // replayed trials are a resumed run's earlier ones, reused answers a
+  // candidate asked again, which costs no trial.
+  line << pc.size.describe() << " (was " << pc.original.samples << " samples) | trials " << s.trials + s.replayed
+       << " (" << s.trials << " run, " << s.replayed << " replayed from the journal; " << s.reused
+       << " answers reused) fail " << s.same_failure << " pass " << s.passed << " other "
        << s.different_failure << " timeout " << s.timeouts << " invariant " << s.rejected_by_invariant << " | "
        << std::fixed << std::setprecision(2)
        << (pc.oracle.decidesOnOneRun() ? std::string("deterministic so far")

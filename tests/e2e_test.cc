@@ -294,6 +294,18 @@ TEST_F(EndToEnd, KilledWithSigkillAndResumedEndsAtTheSameResultLosingNoTrial) {
   EXPECT_NE(output.find("reduced 512 -> 1 samples (ids [10313])"), std::string::npos) << output;
   const std::string report = readFile(extract(archive) / "REPORT.md");
   EXPECT_NE(report.find(std::to_string(journaled) + " replayed from the journal"), std::string::npos) << report;
+  // The resumed run's trials are numbered after the earlier runs' (#43.8):
+  // "trial 3" of the log is one trial, whichever run ran it.
+  const std::string log = readFile(work / "minrepro.log");
+  const std::string last_run = log.substr(log.rfind("==== minrepro run"));
+  std::size_t first_number = 0;
+  for (std::size_t at = last_run.find("trial "); at != std::string::npos; at = last_run.find("trial ", at + 1)) {
+    const std::size_t digits = last_run.find_first_not_of("0123456789", at + 6);
+    if (digits == at + 6 || last_run.compare(digits, 1, ":") != 0) continue;
+    first_number = std::stoul(last_run.substr(at + 6, digits - at - 6));
+    break;
+  }
+  EXPECT_GT(first_number, journaled) << last_run.substr(0, 4000);
 }
 
 // SIGUSR1 asks a running shrink for its best case so far: best/ appears
