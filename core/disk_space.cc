@@ -45,8 +45,7 @@ std::string fullMessage(const fs::path& path, const std::string& writing, const 
 DiskFullError::DiskFullError(const fs::path& path, const std::string& writing, const std::string& to_do)
     : Error(ExitStatus::TrialsCannotStart, fullMessage(path, writing, to_do)) {}
 
-void requireSpace(const fs::path& path, std::uintmax_t needed, const std::string& what_for,
-                  const std::string& to_do) {
+void requireSpace(const fs::path& path, std::uintmax_t needed, const std::string& what_for, const std::string& to_do) {
   const std::optional<std::uintmax_t> free = availableBytes(path);
   if (free && *free < needed) throw DiskFullError(path, "for " + what_for + " (" + spaceText(needed) + ")", to_do);
 }

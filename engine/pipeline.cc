@@ -79,9 +79,9 @@ std::string progressLine(const PassContext& pc) {
   // candidate asked again, which costs no trial.
   line << pc.size.describe() << " (was " << pc.original.samples << " samples) | trials " << s.trials + s.replayed
        << " (" << s.trials << " run, " << s.replayed << " replayed from the journal; " << s.reused
-       << " answers reused) fail " << s.same_failure << " pass " << s.passed << " other "
-       << s.different_failure << " timeout " << s.timeouts << " invariant " << s.rejected_by_invariant << " | "
-       << std::fixed << std::setprecision(2)
+       << " answers reused) fail " << s.same_failure << " pass " << s.passed << " other " << s.different_failure
+       << " timeout " << s.timeouts << " invariant " << s.rejected_by_invariant << " | " << std::fixed
+       << std::setprecision(2)
        << (pc.oracle.decidesOnOneRun() ? std::string("deterministic so far")
                                        : "p~" + std::to_string(pc.oracle.rate().estimate()).substr(0, 4))
        << " | " << std::setprecision(0) << pc.log.elapsedSeconds() << "s, " << std::setprecision(1)

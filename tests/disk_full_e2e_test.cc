@@ -75,8 +75,8 @@ class DiskFull : public ::testing::Test {
                       out);
   }
   std::string shrink(const fs::path& work, const fs::path& output) const {
-    return std::string(MINREPRO_BINARY) + " shrink --config " + (dir_.path() / "case.yaml").string() +
-           " --work-dir " + work.string() + " --output " + output.string();
+    return std::string(MINREPRO_BINARY) + " shrink --config " + (dir_.path() / "case.yaml").string() + " --work-dir " +
+           work.string() + " --output " + output.string();
   }
   testing::TempDir dir_{"minrepro-disk-full"};
 };
@@ -85,9 +85,8 @@ TEST_F(DiskFull, AWorkDirectoryWithoutRoomIsNamedBeforeTheFirstTrial) {
   writeCase("");
   const fs::path mount = dir_.path() / "small", work = mount / "w";
   std::string out;
-  EXPECT_EQ(inSandbox(mount, 40 << 10, shrink(work, dir_.path() / "repro.tar.gz") + "; echo status=$?; ls -A " +
-                                           work.string(),
-                      &out),
+  EXPECT_EQ(inSandbox(mount, 40 << 10,
+                      shrink(work, dir_.path() / "repro.tar.gz") + "; echo status=$?; ls -A " + work.string(), &out),
             0);
   EXPECT_NE(out.find("status=4"), std::string::npos) << out;
   EXPECT_NE(out.find("error: no space left on the file system of " + work.string() + " ("), std::string::npos) << out;
@@ -125,10 +124,8 @@ TEST_F(DiskFull, AnArchiveThatCannotBeWrittenLeavesNothingAndTheCommandItGivesWr
                              " --resume; echo resumed=$?; ls -A " + mount.string();
   EXPECT_EQ(inSandbox(mount, 5 << 20, script, &out), 0);
   EXPECT_NE(out.find("status=4"), std::string::npos) << out;
-  EXPECT_NE(out.find("error: no space left on the file system of " + mount.string() + " ("), std::string::npos)
-      << out;
-  EXPECT_NE(out.find("writing repro.tar.gz: free some space there, or write the archive elsewhere"),
-            std::string::npos)
+  EXPECT_NE(out.find("error: no space left on the file system of " + mount.string() + " ("), std::string::npos) << out;
+  EXPECT_NE(out.find("writing repro.tar.gz: free some space there, or write the archive elsewhere"), std::string::npos)
       << out;
   EXPECT_NE(out.find("then go on from here: minrepro shrink --config"), std::string::npos) << out;
   EXPECT_EQ(out.find(".partial"), std::string::npos) << "a half-written archive was left: " << out;
@@ -150,7 +147,8 @@ TEST_F(DiskFull, WhatAKilledRunLeftHalfWrittenTheNextRunRemoves) {
   fs::create_directories(work / "best");
   const fs::path stale_archive = output.string() + "." + gone + ".123456.partial";
   const fs::path live_archive = output.string() + "." + std::to_string(::getpid()) + ".654321.partial";
-  for (const fs::path& file : {stale_archive, live_archive, work / "best" / "batch.pt.partial", work / "REPORT.html.tmp"})
+  for (const fs::path& file :
+       {stale_archive, live_archive, work / "best" / "batch.pt.partial", work / "REPORT.html.tmp"})
     writeFile(file, "");
   ASSERT_EQ(runCommand(shrink(work, output) + " 2>&1", &out), 0) << out;
   EXPECT_FALSE(fs::exists(stale_archive));

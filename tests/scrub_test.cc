@@ -124,10 +124,21 @@ TEST(Scrub, KnownTokenShapesAndEmailAddressesGo) {
             "push to https://bot:<secret:github-pat>@github.com/x");
   EXPECT_EQ(scrubText("could not connect to postgres://admin:hunter2secret@db:5432/runs", c),
             "could not connect to postgres://admin:<secret:basic-auth-url>@db:5432/runs");
+  EXPECT_EQ(scrubText("could not connect to postgres://admin:p@ss@word@db:5432/runs", c),
+            "could not connect to postgres://admin:<secret:basic-auth-url>@db:5432/runs");
+  EXPECT_EQ(scrubText("401 Client Error; request headers {'Authorization': 'Bearer 7f3a9c0d1e2b4a6f8c9d'}", c),
+            "401 Client Error; request headers {'Authorization': 'Bearer <secret:authorization-header>'}");
+  EXPECT_EQ(scrubText("sent Authorization: Basic YWxpY2U6c2VjcmV0 to the proxy", c),
+            "sent Authorization: Basic <secret:authorization-header> to the proxy");
+  EXPECT_EQ(scrubText("GET https://data.example.com/shard?user=al&password=s3cret!x&page=2 failed", c),
+            "GET https://data.example.com/shard?user=al&password=<secret:url-query-credential>&page=2 failed");
+  EXPECT_EQ(scrubText("blob https://acct.blob.core.windows.net/c/x.pt?sv=2022&sig=AbC%2Fd3f4 gone", c),
+            "blob https://acct.blob.core.windows.net/c/x.pt?sv=2022&sig=<secret:url-query-credential> gone");
   EXPECT_EQ(scrubText("mail jane.doe+ml@corp.example.org now", c), "mail <email> now");
   EXPECT_EQ(scrubText("a\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nIBAAK\n-----END RSA PRIVATE KEY-----\nb\n", c),
             "a\n<secret:private-key>\nb\n");
   for (const std::string kept : {"Target 4 is out of bounds.", "KeyError: 'input_ids_for_the_second_tower'",
+                                 "see http://localhost:8080/metrics?page=2", "no authorization for rank 3",
                                  "sha 3f2c1e9a7b6d5c4e3f2a1b0c9d8e7f6a5b4c3d2e", "sk-learn is not torch"})
     EXPECT_EQ(scrubText(kept, c), kept);
   const auto found = findSecrets("import torch\n# token = " + kHfToken + "\nx = 1\n# jane@corp.example\n", "step.py");

@@ -4,8 +4,12 @@
 // after a real shrink, no file minrepro writes into the archive
 // (signature.txt, REPORT.md, REPORT.html, repro.py, case.yaml, op/...) and
 // not the work directory's REPORT.html holds either secret; the
-// placeholders say which rule took it. The user's own step, bundled as it
-// is, is named in a warning instead.
+// placeholders say which rule took it. The message also holds an
+// Authorization header, a password in a URL's query and a URL password with
+// an unencoded '@'; trial.env holds an API key (a name that says so) and a
+// URL with a password, whose values stay out of case.yaml and repro.py (the
+// self-check gives the step its variable, the maintainer sets it). The
+// user's own step, bundled as it is, is named in a warning instead.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -25,14 +29,21 @@ using testing::writeFile;
 constexpr const char* kAwsKey = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
 constexpr const char* kUrlPassword = "pa$$w0rd!x";
 
-constexpr const char* kStep = R"PY(import sys
+constexpr const char* kWandbKey = "9f8e7d6c5b4a39281706f5e4d3c2b1a098765432";
+constexpr const char* kBearer = "opaque7Qx2Lm9Rt4Vb8Nz1";
+
+constexpr const char* kStep = R"PY(import os, sys
 import torch
 
+key = os.environ["WANDB_API_KEY"]  # the step needs it: the self-check must give it
 batch = torch.load(sys.argv[1], weights_only=True)
 if bool((batch["x"] == 7).any()):
     raise RuntimeError("upload failed for s3 with aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY "
                        "via https://alice:pa$$w0rd!x@data.example.com/shard-3 "
-                       "(bot xoxb-1234567890-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx)")
+                       "(bot xoxb-1234567890-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx); "
+                       "headers {'Authorization': 'Bearer opaque7Qx2Lm9Rt4Vb8Nz1'}, "
+                       "mirror https://bob:p@ssw0rd@mirror.example.com/x?user=bob&password=qu3ry-pw9 "
+                       "key " + key[:4])
 )PY";
 
 TEST(Secrets, NoFileOfTheArchiveCarriesAKeyOrAUrlPassword) {
@@ -51,6 +62,9 @@ TEST(Secrets, NoFileOfTheArchiveCarriesAKeyOrAUrlPassword) {
             "trial:\n  command: [" +
                 testing::python() +
                 ", \"{case_dir}/step.py\", \"{batch}\"]\n"
+                "  env: {WANDB_API_KEY: '" +
+                kWandbKey +
+                "', DATA_URL: 'https://carol:d4t4-pw7@data.example.com/'}\n"
                 "context:\n  store: 'https://bob:s3cr$t!x@store.example.com/bucket'\n"
                 "  credentials: 'aws_secret_access_key=" +
                 kAwsKey + "'\n  db_password: 'hunter2-x9'\n");
@@ -74,19 +88,28 @@ TEST(Secrets, NoFileOfTheArchiveCarriesAKeyOrAUrlPassword) {
   for (const fs::path& file : checked) {
     const std::string text = readFile(file);
     ++files;
-    for (const std::string& secret : {std::string(kAwsKey), std::string(kUrlPassword), std::string("s3cr$t!x"),
-                                      std::string("hunter2-x9"), std::string("AbCdEfGhIjKlMnOpQrStUvWx")})
+    for (const std::string& secret :
+         {std::string(kAwsKey), std::string(kUrlPassword), std::string("s3cr$t!x"), std::string("hunter2-x9"),
+          std::string("AbCdEfGhIjKlMnOpQrStUvWx"), std::string(kWandbKey), std::string(kBearer),
+          std::string("p@ssw0rd"), std::string("ssw0rd@"), std::string("qu3ry-pw9"), std::string("d4t4-pw7")})
       EXPECT_EQ(text.find(secret), std::string::npos) << file << " carries " << secret;
   }
   EXPECT_GE(files, 6u);
   const std::string signature = readFile(dir / "signature.txt");
   EXPECT_NE(signature.find("aws_secret_access_key=<secret:aws-secret-access-key>"), std::string::npos) << signature;
   EXPECT_NE(signature.find("https://alice:<secret:basic-auth-url>@data.example.com"), std::string::npos) << signature;
+  // trial.env's secrets: left out and said so; the self-check (which the
+  // run passed: exit 0) gave the step its variable, and so does the maintainer.
+  EXPECT_NE(out.find("note: trial.env.WANDB_API_KEY looks like a secret: the archive leaves its value out"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(readFile(dir / "case.yaml").find("<secret:env-DATA_URL>"), std::string::npos);
+  EXPECT_NE(readFile(dir / "repro.py").find("set WANDB_API_KEY before running this"), std::string::npos);
   // The archive still reproduces: the placeholder is compared as the message was.
-  EXPECT_EQ(
-      runCommand(std::string(MINREPRO_BINARY) + " verify --runs 1 " + (work.path() / "repro.tar.gz").string() + " 2>&1",
-                 &out),
-      0)
+  EXPECT_EQ(runCommand(std::string("WANDB_API_KEY=") + kWandbKey + " " + MINREPRO_BINARY + " verify --runs 1 " +
+                           (work.path() / "repro.tar.gz").string() + " 2>&1",
+                       &out),
+            0)
       << out;
 }
 

@@ -429,7 +429,13 @@ std::string reproCommand(const CaseConfig& config) {
   // In the order a trial gets them: the case's variables, then the
   // determinism variables over them. Each trial had a number of its own (a
   // trial that wants a fresh seed per run reads it): so does each run here.
-  for (const auto& [k, v] : c.env) py << "env[" << text::quoted(k) << "] = " << text::quoted(v) << "\n";
+  for (const auto& [k, v] : c.env) {
+    if (isWithheldEnvPlaceholder(v))  // a secret's value stays out: the variable comes from where this runs
+      py << "# trial.env set " << k << "; its value looks like a secret and is left out: set " << k
+         << " before running this if the step needs it.\n";
+    else
+      py << "env[" << text::quoted(k) << "] = " << text::quoted(v) << "\n";
+  }
   py << "env[\"MINREPRO_SEED\"] = env[\"PYTHONHASHSEED\"] = " << text::quoted(std::to_string(config.seed)) << "\n"
      << "env.setdefault(\"MINREPRO_TRIAL\", str(int.from_bytes(os.urandom(4), \"little\")))\n";
   if (config.deterministic)

@@ -137,10 +137,13 @@ std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::pat
   signature.message = scrubText(signature.message, scrub);
   CaseConfig shown = config;
   for (auto& [key, value] : shown.context) value = scrubContextValue(key, value, scrub);
+  if (shown.command)
+    for (const auto& [name, value] : withheldEnv(shown.command->env))
+      shown.command->env[name] = withheldEnvPlaceholder(name);
   std::vector<ArchiveEntry> entries;
   entries.push_back({"REPORT.md", renderReport(config, summary)});
   entries.push_back({"REPORT.html", htmlReport(config, summary)});
-  entries.push_back({"repro.py", renderReproPy(config, signature), true});
+  entries.push_back({"repro.py", renderReproPy(shown, signature), true});
   entries.push_back({"case.yaml", renderCase(shown, config.base_dir, "batch.pt", "model.pt")});
   entries.push_back(manifestEntry(config, minimal_batch, signature, neighbours, summary, scrub));  // for verify
   if (summary.op.status == OpReproStatus::Made) {
@@ -408,7 +411,10 @@ void checkBesideOpStep(const CaseConfig& config, TrialOracle& oracle, const Sele
              std::string(op_beside ? ", beside the op step" : ""));
     const SelfCheckPlan plan = planSelfCheck(oracle.rate(), config.flaky, job.plain_passes, best.samples.size());
     checking = std::async(std::launch::async, [&, plan] {
-      SelfCheck check = checkArchiveAlone(config.output, plan, job.python, config.timeout, job.stop, {&bound, &slots});
+      const std::map<std::string, std::string> withheld =
+          config.command ? withheldEnv(config.command->env) : std::map<std::string, std::string>{};
+      SelfCheck check =
+          checkArchiveAlone(config.output, plan, job.python, config.timeout, job.stop, {&bound, &slots}, withheld);
       checked_at = log.elapsedSeconds();
       return check;
     });
@@ -461,6 +467,10 @@ ExitStatus writeAndCheckArchive(const CaseConfig& config, TrialOracle& oracle, c
     log.info("warning: the archive carries " + line +
              " verbatim, which looks like a secret; remove it from the "
              "file before you send the archive");
+  if (config.command)
+    for (const auto& [name, value] : withheldEnv(config.command->env))
+      log.info("note: trial.env." + name + " looks like a secret: the archive leaves its value out (case.yaml says " +
+               withheldEnvPlaceholder(name) + "; repro.py takes " + name + " from the environment it runs in)");
   for (const auto& f : bundle.files) summary.bundled.push_back(f.archive_name);
   summary.self_check.skipped = status == ExitStatus::Interrupted   ? "the run was interrupted"
                                : status == ExitStatus::BudgetSpent ? "the budget was spent"

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,9 @@ struct VerifyOptions {
   // directory; the extracted files are shared. `slots`, when given, is the
   // caller's (shrink's self-check shares its --jobs with the op step).
   std::size_t jobs = 1;
+  // Variables every run gets beside this process's environment (shrink's
+  // self-check: the values of trial.env that the archive leaves out).
+  std::map<std::string, std::string> env;
   JobSlots* slots = nullptr;
   JobSlots* bound = nullptr;  // replaces `jobs` when given: a bound the caller may grow
 };

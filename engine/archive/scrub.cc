@@ -148,11 +148,36 @@ ScrubContext scrubContextFor(const std::map<std::string, std::string>& case_cont
   return c;
 }
 
-std::string scrubContextValue(const std::string& key, const std::string& value, const ScrubContext& c) {
+namespace {
+std::string lowered(const std::string& text) {
   std::string lower;
-  for (const char ch : key) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  for (const char* word : {"password", "passwd", "secret", "token", "api_key", "apikey", "credential", "private_key"})
-    if (lower.find(word) != std::string::npos && !value.empty()) return "<secret:context-" + lower + ">";
+  for (const char ch : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return lower;
+}
+}  // namespace
+
+bool namesASecret(const std::string& name) {
+  const std::string lower = lowered(name);
+  for (const char* word :
+       {"password", "passwd", "secret", "token", "api_key", "apikey", "access_key", "credential", "private_key"})
+    if (lower.find(word) != std::string::npos) return true;
+  return false;
+}
+
+std::string withheldEnvPlaceholder(const std::string& name) { return "<secret:env-" + name + ">"; }
+bool isWithheldEnvPlaceholder(const std::string& value) {
+  return value.starts_with("<secret:env-") && value.ends_with(">");
+}
+
+std::map<std::string, std::string> withheldEnv(const std::map<std::string, std::string>& env) {
+  std::map<std::string, std::string> withheld;
+  for (const auto& [name, value] : env)
+    if (!value.empty() && (namesASecret(name) || scrubSecrets(value) != value)) withheld[name] = value;
+  return withheld;
+}
+
+std::string scrubContextValue(const std::string& key, const std::string& value, const ScrubContext& c) {
+  if (namesASecret(key) && !value.empty()) return "<secret:context-" + lowered(key) + ">";
   std::string scrubbed;
   if (std::find(c.users.begin(), c.users.end(), value) != c.users.end())
     scrubbed = "<user>";

@@ -22,6 +22,23 @@ ScrubContext machineScrubContext();
 // training machine's `user`, `host`, `hostname`, `home`), which may differ.
 ScrubContext scrubContextFor(const std::map<std::string, std::string>& case_context);
 
+// Whether a name (a context key, an environment variable) says its value is
+// a secret: it holds password, passwd, secret, token, api_key, apikey,
+// access_key, credential or private_key, in any case.
+bool namesASecret(const std::string& name);
+
+// The placeholder a value that stays out of the archive is written as, and
+// whether a value is one: "<secret:env-NAME>" for trial.env's NAME.
+std::string withheldEnvPlaceholder(const std::string& name);
+bool isWithheldEnvPlaceholder(const std::string& value);
+
+// trial.env's variables whose values stay out of the archive (#43): a name
+// that names a secret, or a value in which a token rule finds one (a token
+// in an environment variable has no other way into the archive's case.yaml
+// and repro.py, which set them). repro.py then takes such a variable from
+// the environment it runs in; shrink's self-check gives it the value.
+std::map<std::string, std::string> withheldEnv(const std::map<std::string, std::string>& env);
+
 // A context value as the archive carries it (case.yaml, REPORT.md): a value
 // that is a user or host name in full becomes "<user>" / "<host>", even a
 // common one (root, localhost); anything else goes through scrubText; control

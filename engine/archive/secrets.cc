@@ -46,8 +46,20 @@ const std::vector<Rule>& rules() {
     r.push_back({"slack-token", re(R"(\bxox[baprs]-[0-9a-zA-Z-]{10,}\b)")});
     r.push_back({"stripe-access-token", re(R"(\b(?:sk|rk)_(?:test|live|prod)_[a-zA-Z0-9]{10,99}\b)")});
     r.push_back({"jwt", re(R"(\bey[a-zA-Z0-9]{17,}\.ey[a-zA-Z0-9/\\_-]{17,}\.(?:[a-zA-Z0-9/\\_-]{10,}={0,2})?)")});
-    // The password may hold any sub-delimiter ($, !, &, ...) and ':' unencoded (RFC 3986's userinfo).
-    r.push_back({"basic-auth-url", re(R"((://[^:/?#\[\]@\s]+:)([^/?#\[\]@\s<>]+)(@))"), 2});
+    // The password may hold any sub-delimiter ($, !, &, ...) and ':' unencoded (RFC 3986's userinfo),
+    // and an '@' that should have been encoded: the host begins after the last '@' before the path.
+    r.push_back({"basic-auth-url", re(R"((://[^:/?#\[\]@\s]+:)([^/?#\[\]\s<>]+)(@))"), 2});
+    // An HTTP header as a client library prints it in an error ("Authorization: Bearer ..."):
+    // the credential has no shape a token rule could find.
+    r.push_back(
+        {"authorization-header",
+         re(R"(((?:[Aa]uthorization|AUTHORIZATION|[Pp]roxy-[Aa]uthorization)["']?\s*[:=]\s*["']?(?:Bearer|bearer|BEARER|Basic|basic|Token|token|Bot|ApiKey)\s+)([A-Za-z0-9._~+/=:-]{6,}))"),
+         2});
+    // A credential in a URL's query (?password=, &access_token=, Azure's &sig=).
+    r.push_back(
+        {"url-query-credential",
+         re(R"(([?&;](?:password|passwd|pwd|pass|secret|token|access_token|auth_token|refresh_token|api_key|apikey|key|sig|signature|client_secret|X-Amz-Signature|X-Amz-Credential)=)([^&#\s"'<>]+))"),
+         2});
     return r;
   }();
   return kRules;

@@ -70,7 +70,8 @@ std::string missingFileIn(const std::string& output) {
 }
 
 SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfCheckPlan& plan, const std::string& python,
-                            std::chrono::milliseconds timeout, const std::atomic<bool>* cancel, SelfCheckSlots slots) {
+                            std::chrono::milliseconds timeout, const std::atomic<bool>* cancel, SelfCheckSlots slots,
+                            const std::map<std::string, std::string>& env) {
   SelfCheck check;
   check.ran = true;
   check.require_every_run = plan.require_every_run;
@@ -82,6 +83,7 @@ SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfChec
   options.bound = slots.bound;
   options.slots = slots.slots;
   options.python = python;
+  options.env = env;
   // The archive this run just wrote, from the user's own case: plain, as the trials ran.
   options.sandbox = SandboxMode::Off;
   options.timeout = timeout;

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "core/flaky.h"
@@ -71,9 +72,11 @@ struct SelfCheckSlots {
 // Extracts `archive` into a fresh temporary directory and runs its repro.py
 // `plan.runs` times with `python`, stopping when `cancel` is set; never
 // throws. op/repro_op.py is not run: the op step, beside it, runs it alone.
+// `env`: variables the runs get, as the maintainer would set them (the
+// values of trial.env that the archive leaves out as secrets).
 SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfCheckPlan& plan, const std::string& python,
                             std::chrono::milliseconds timeout, const std::atomic<bool>* cancel = nullptr,
-                            SelfCheckSlots slots = {});
+                            SelfCheckSlots slots = {}, const std::map<std::string, std::string>& env = {});
 
 // The path a run's output says it could not open ("" when none): Python's
 // FileNotFoundError, torch.jit.load's and torch.load's messages.
