@@ -541,7 +541,8 @@ TEST(VerifyHostile, AnArchiveFromElsewhereRunsInASandbox) {
 
 // A Python in a venv under /tmp (which the sandbox replaces with an empty
 // tmpfs) still runs the archive in the sandbox (#43.2): its prefix, its
-// real path and minrepro's own directory are bound read-only; the
+// real path, the directories its .pth files add (here a torch under /tmp)
+// and minrepro's own directory are bound read-only; the
 // directory of this user's archive key is not there at all.
 TEST(VerifyHostile, AVenvUnderTmpRunsInTheSandbox) {
   if (!findBubblewrap()) {
@@ -561,7 +562,11 @@ TEST(VerifyHostile, AVenvUnderTmpRunsInTheSandbox) {
   const std::string torch_site = out.substr(0, out.find('\n'));
   ASSERT_EQ(runCommand(venv.string() + "/bin/python -c 'import site; print(site.getsitepackages()[0])'", &out), 0)
       << out;
-  testing::writeFile(fs::path(out.substr(0, out.find('\n'))) / "torch-of-the-tests.pth", torch_site + "\n");
+  // The torch the .pth names lies under /tmp too (the path of a link to it):
+  // the directories a .pth adds are bound like the prefix.
+  const fs::path torch_link = dir.path() / "torch-site";
+  fs::create_directory_symlink(torch_site, torch_link);
+  testing::writeFile(fs::path(out.substr(0, out.find('\n'))) / "torch-of-the-tests.pth", torch_link.string() + "\n");
   // Nor can it read this user's archive key (an archive that did could seal forgeries).
   ASSERT_TRUE(userArchiveKey());
   const std::string repro = "import torch\ntry:\n    open('" + userArchiveKeyFile().string() +

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 
 #include "core/errors.h"
 
@@ -57,19 +58,41 @@ std::optional<fs::path> venvHome(const fs::path& prefix) {
   return std::nullopt;
 }
 
+// The directories the .pth files of a prefix's site-packages add to
+// Python's path (a venv whose torch lies in another environment: a line
+// that is a directory; "import ..." lines run code and name none).
+std::vector<fs::path> pthDirectories(const fs::path& prefix) {
+  std::vector<fs::path> dirs;
+  std::error_code ec;
+  for (fs::directory_iterator lib(prefix / "lib", ec), end; !ec && lib != end; lib.increment(ec)) {
+    if (lib->path().filename().string().rfind("python", 0) != 0) continue;
+    std::error_code inner;
+    for (fs::directory_iterator it(lib->path() / "site-packages", inner), done; !inner && it != done;
+         it.increment(inner)) {
+      if (it->path().extension() != ".pth") continue;
+      std::ifstream pth(it->path());
+      for (std::string line; std::getline(pth, line);)
+        if (!line.empty() && line.front() == '/') dirs.emplace_back(line);
+    }
+  }
+  return dirs;
+}
+
 // What a trial needs from under /tmp, bound read-only over the sandbox's
 // empty /tmp: the program's prefix (its path and its real path: a venv's
 // python is a link to its base), the venv's base, minrepro's own
-// directory (minrepro-trial, the op recorder), and the directories that
+// directory (minrepro-trial, the op recorder), the directories the
+// prefix's .pth files add to Python's path, and the directories that
 // PYTHONPATH, LD_PRELOAD and LD_LIBRARY_PATH name, set by the trial or
 // inherited. Everything else under /tmp stays hidden.
 std::vector<fs::path> tmpPathsToBind(const TrialSpec& spec) {
   std::vector<fs::path> paths;
-  const auto add = [&](const fs::path& p) {
+  const std::function<void(const fs::path&)> add = [&](const fs::path& p) {
     std::error_code ec;
     if (!p.is_absolute() || !underTmp(p) || !fs::exists(p, ec)) return;
-    if (std::find(paths.begin(), paths.end(), p.lexically_normal()) == paths.end())
-      paths.push_back(p.lexically_normal());
+    if (std::find(paths.begin(), paths.end(), p.lexically_normal()) != paths.end()) return;
+    paths.push_back(p.lexically_normal());
+    if (fs::is_symlink(p, ec)) add(fs::canonical(p, ec));  // made again as a link: its target too
   };
   const auto addProgram = [&](const fs::path& program) {
     std::error_code ec;
@@ -77,6 +100,7 @@ std::vector<fs::path> tmpPathsToBind(const TrialSpec& spec) {
       if (p.empty()) continue;
       add(prefixOf(p));
       if (const auto home = venvHome(prefixOf(p))) add(home->filename() == "bin" ? home->parent_path() : *home);
+      for (const fs::path& dir : pthDirectories(prefixOf(p))) add(dir);
     }
   };
   if (!spec.argv.empty()) addProgram(resolveProgram(spec.argv.front()));
@@ -137,9 +161,16 @@ TrialOutcome SandboxedExecutor::run(const TrialSpec& spec) {
   sandboxed.argv = {
       bwrap_,  "--die-with-parent", "--new-session", "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev", "--proc",
       "/proc", "--tmpfs",           "/tmp"};
-  for (const fs::path& p : tmpPathsToBind(spec))
-    sandboxed.argv.insert(sandboxed.argv.end(), {"--ro-bind", p.string(), p.string()});
   std::error_code ec;
+  for (const fs::path& p : tmpPathsToBind(spec)) {
+    // A link is made again as the link it is: bound, its target's relative
+    // links (a dist-packages' "../../x86_64-linux-gnu/...") would climb
+    // from the link's place instead of the target's.
+    if (fs::is_symlink(p, ec))
+      sandboxed.argv.insert(sandboxed.argv.end(), {"--symlink", fs::read_symlink(p, ec).string(), p.string()});
+    else
+      sandboxed.argv.insert(sandboxed.argv.end(), {"--ro-bind", p.string(), p.string()});
+  }
   for (const fs::path& dir : hidden_)
     if (fs::is_directory(dir, ec)) sandboxed.argv.insert(sandboxed.argv.end(), {"--tmpfs", dir.string()});
   sandboxed.argv.insert(sandboxed.argv.end(), {"--bind", writable, writable, "--chdir", spec.work_dir.string(), "--"});
