@@ -149,6 +149,21 @@ std::string shortRecord(const fs::path& file, torch::jit::DeserializationStorage
   return "";
 }
 
+// A zip whose end lacks its central directory, which torch.save writes
+// last: a save that did not finish or a copy that was cut ("" when whole).
+std::string cutShort(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary | std::ios::ate);
+  const auto size = static_cast<std::uint64_t>(in.tellg());
+  const std::uint64_t tail = std::min<std::uint64_t>(size, 65536 + 22);  // the directory's end record and a comment
+  std::string end(tail, '\0');
+  in.seekg(static_cast<std::streamoff>(size - tail));
+  in.read(end.data(), static_cast<std::streamsize>(tail));
+  if (end.find("PK\x05\x06") != std::string::npos) return "";
+  return "is cut short (" + std::to_string(size) +
+         " bytes, without the zip directory torch.save writes at the end): the save did not finish or the copy "
+         "was cut; save the batch again with torch.save(batch, path)";
+}
+
 // A file that is not the zip torch.save writes since PyTorch 1.6, said for
 // what it is (the stream reader's "miniz" error names none of these), with
 // how to re-save it; "" for a zip or anything else.
@@ -157,7 +172,10 @@ std::string notAZipBatch(const fs::path& file) {
   char head[14] = {};
   in.read(head, sizeof head);
   const auto got = in.gcount();
-  if (got >= 4 && std::string(head, 4) == "PK\x03\x04") return "";
+  if (got == 0)
+    return "is empty (0 bytes): the save did not finish or the file was truncated; save the batch again with "
+           "torch.save(batch, path)";
+  if (got >= 4 && std::string(head, 4) == "PK\x03\x04") return cutShort(file);
   const std::string resave =
       "re-save it with a current torch, if you trust the file (loading runs its pickled code): "
       "python -c \"import torch; torch.save(torch.load('" +
@@ -206,7 +224,9 @@ NamedTensors readBatchFile(const fs::path& file) {
   try {
     value = unpickleBatch(file, storages);
   } catch (const std::exception& e) {
-    const std::string what = firstLine(e.what());
+    std::string what = firstLine(e.what());
+    // The stream reader's advice on its own internals says nothing the user can act on.
+    what = what.substr(0, what.find(". This is an internal miniz error"));
     const bool object = what.find("Unknown pickler class") != std::string::npos;
     throw BadInputError(file.string() + ": " + (object ? "cannot be read" : "not a readable torch.save file: " + what) +
                         explainUnpickleError(what));

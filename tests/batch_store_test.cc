@@ -299,6 +299,30 @@ TEST_F(BatchFixture, LegacyTorchSaveAndPlainPickleSayWhatTheyAreAndHowToResave) 
   }
 }
 
+// An empty file and a save cut short (a full disk, an interrupted copy)
+// are named as what they are, not with the stream reader's "internal miniz
+// error" and its advice (#43 probe).
+TEST_F(BatchFixture, AnEmptyOrCutShortBatchSaysSoAndHowToSaveItAgain) {
+  std::string output;
+  ASSERT_EQ(testing::runCommand(testing::python() + " -c \"import torch; torch.save({'x': torch.zeros(64, 64)}, '" +
+                                    config.batch.string() + "')\"",
+                                &output),
+            0)
+      << output;
+  const std::string whole = testing::readFile(config.batch);
+  testing::writeFile(config.batch, whole.substr(0, whole.size() / 2));
+  std::string error = openError();
+  EXPECT_NE(error.find("is cut short (" + std::to_string(whole.size() / 2) + " bytes, without the zip directory"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("save the batch again with torch.save(batch, path)"), std::string::npos) << error;
+  EXPECT_EQ(error.find("miniz"), std::string::npos) << error;
+  testing::writeFile(config.batch, "");
+  error = openError();
+  EXPECT_NE(error.find("is empty (0 bytes)"), std::string::npos) << error;
+  EXPECT_EQ(error.find("miniz"), std::string::npos) << error;
+}
+
 // LibTorch 1.13's unpickler cannot read a dict with exactly one entry: the
 // error says so and what to do. LibTorch 2.x reads it.
 TEST_F(BatchFixture, OneEntryDictFromPythonGetsAnExplanationWhereLibTorchCannotReadIt) {
