@@ -18,6 +18,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <set>
 #include <sstream>
 
 #include "core/errors.h"
@@ -135,6 +136,35 @@ std::map<std::string, std::uint64_t> storageRecordSizes(const fs::path& file) {
   return sizes;
 }
 
+// What torch.save never writes and a crafted zip may: two records of one
+// name (which one would be read?) and a compressed record that expands far
+// past the file (torch.save stores records as they are; a 1 MB file that
+// inflates to a gigabyte would fill memory before anything is checked).
+// Returns what is wrong, "" when neither.
+std::string craftedZip(const fs::path& file) {
+  std::error_code ec;
+  const std::uint64_t file_size = fs::file_size(file, ec);
+  std::set<std::string> names;
+  std::string what;
+  struct archive* a = archive_read_new();
+  archive_read_support_format_zip_seekable(a);
+  if (archive_read_open_filename(a, file.c_str(), 1 << 16) == ARCHIVE_OK) {
+    struct archive_entry* entry = nullptr;
+    while (what.empty() && archive_read_next_header(a, &entry) == ARCHIVE_OK) {
+      const std::string name = archive_entry_pathname(entry) ? archive_entry_pathname(entry) : "";
+      const auto size = archive_entry_size_is_set(entry) ? static_cast<std::uint64_t>(archive_entry_size(entry)) : 0;
+      if (!names.insert(name).second)
+        what = "it holds two records named " + name;
+      else if (size > (std::uint64_t{64} << 20) && size > 16 * file_size)
+        what = "its record " + name + " expands to " + std::to_string(size >> 20) + " MiB from a file of " +
+               std::to_string(file_size >> 10) + " KiB (a compressed record; torch.save stores them as they are)";
+      archive_read_data_skip(a);
+    }
+  }
+  archive_read_free(a);
+  return what;
+}
+
 // A storage the pickle declares larger than its record (a damaged or
 // crafted file: torch.load refuses it, "record size does not match"):
 // every read of its tensors would go past the record's buffer.
@@ -219,6 +249,9 @@ NamedTensors readBatchFile(const fs::path& file) {
   if (!fs::is_regular_file(file))
     throw BadInputError(file.string() + ": cannot read the batch file (does it exist, is it readable?)");
   if (const std::string what = notAZipBatch(file); !what.empty()) throw BadInputError(file.string() + ": " + what);
+  if (const std::string what = craftedZip(file); !what.empty())
+    throw BadInputError(file.string() + ": not as torch.save writes it: " + what +
+                        "; refused before reading it (save the batch again with torch.save)");
   c10::IValue value;
   const auto storages = std::make_shared<torch::jit::DeserializationStorageContext>();
   try {

@@ -323,6 +323,37 @@ TEST_F(BatchFixture, AnEmptyOrCutShortBatchSaysSoAndHowToSaveItAgain) {
   EXPECT_EQ(error.find("miniz"), std::string::npos) << error;
 }
 
+// What torch.save never writes is refused before anything is read (#43
+// probe): a record that inflates from a small file to 200 MB (LibTorch
+// inflated it: 1.16 GB for a crafted 1 MB batch) and two records of one name.
+TEST_F(BatchFixture, ACompressedBombOrADuplicateRecordIsRefusedBeforeReading) {
+  const std::string rezip =
+      "import torch, zipfile; P = '" + config.batch.string() +
+      "'; torch.save({'input': torch.zeros(12, 4), 'target': torch.arange(12)}, P)\n"
+      "z = zipfile.ZipFile(P); items = [(i.filename, z.read(i.filename)) for i in z.infolist()]; z.close()\n";
+  std::string output;
+  ASSERT_EQ(testing::runCommand(testing::python() + " -c \"" + rezip +
+                                    "w = zipfile.ZipFile(P, 'w', zipfile.ZIP_DEFLATED)\n"
+                                    "[w.writestr(n, bytes(200 << 20) if '/data/' in n else d) for n, d in items]; "
+                                    "w.close()\"",
+                                &output),
+            0)
+      << output;
+  ASSERT_LT(fs::file_size(config.batch), std::uintmax_t{2} << 20);
+  std::string error = openError();
+  EXPECT_NE(error.find("not as torch.save writes it: its record"), std::string::npos) << error;
+  EXPECT_NE(error.find("expands to 200 MiB from a file of"), std::string::npos) << error;
+  ASSERT_EQ(testing::runCommand(testing::python() + " -W ignore -c \"" + rezip +
+                                    "w = zipfile.ZipFile(P, 'w', zipfile.ZIP_STORED)\n"
+                                    "[w.writestr(n, d) for n, d in items]; w.writestr(items[-2][0], items[-2][1]); "
+                                    "w.close()\"",
+                                &output),
+            0)
+      << output;
+  error = openError();
+  EXPECT_NE(error.find("not as torch.save writes it: it holds two records named"), std::string::npos) << error;
+}
+
 // LibTorch 1.13's unpickler cannot read a dict with exactly one entry: the
 // error says so and what to do. LibTorch 2.x reads it.
 TEST_F(BatchFixture, OneEntryDictFromPythonGetsAnExplanationWhereLibTorchCannotReadIt) {
