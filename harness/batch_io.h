@@ -109,6 +109,10 @@ struct Selection;
 // a fork server's child runs instead of reading the file.
 NamedTensors candidateTensors(const BatchStore& store, const Selection& selection);
 
+// A fork server's batch: its large storages moved into read-only shared
+// memory, which a forked child maps only where it reads (batch_store.cc).
+void shareWithForkedChildren(BatchStore& store);
+
 std::string dtypeName(c10::ScalarType type);
 std::string layoutName(const at::Tensor& t);
 

@@ -212,6 +212,7 @@ void preloadCaseBatch(const std::filesystem::path& case_file) {
   auto config = std::make_unique<CaseConfig>(loadCase(case_file));
   completeCase(*config);
   preloadedBatch() = BatchStore::open(*config);
+  shareWithForkedChildren(*preloadedBatch());
   preloadedCase() = std::move(config);  // the store refers to it
 }
 
