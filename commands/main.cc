@@ -117,9 +117,13 @@ minrepro::InitOptions initOptions(const std::string& batch, const std::vector<st
   minrepro::InitOptions o;
   o.case_dir = std::filesystem::current_path();
   o.batch = std::filesystem::absolute(batch);
-  if (!std::filesystem::is_regular_file(o.batch))
+  std::error_code ec;
+  if (std::filesystem::exists(o.batch, ec) && !std::filesystem::is_regular_file(o.batch, ec))
     throw minrepro::BadInputError(batch +
-                                  ": no such batch file (--batch: the failing batch, a torch.save'd dict of tensors)");
+                                  ": not a regular file (a directory, FIFO, device or socket); save the "
+                                  "failing batch to a file with torch.save and give that (--batch)");
+  if (!std::filesystem::is_regular_file(o.batch))
+    throw minrepro::BadInputError(batch + ": no such batch file (--batch: the failing batch, saved with torch.save)");
   o.argv = command;
   return o;
 }
@@ -196,6 +200,7 @@ int shrinkCommand(const std::vector<std::string>& all_args) {
     const std::filesystem::path dir = std::filesystem::absolute(work_dir.empty() ? "minrepro-work" : work_dir);
     options.config = minrepro::writeZeroConfigCase(init, dir, vm.count("quiet") > 0, std::cout);
     options.case_dir = init.case_dir;
+    options.zero_config_command = command;
     if (work_dir.empty()) work_dir = dir.string();
     config = options.config.string();
   }

@@ -93,6 +93,18 @@ inline std::string quoted(std::string_view text) {
   return out + "\"";
 }
 
+// One word for /bin/sh: as it is when it holds only characters the shell
+// reads literally, else single-quoted (a ' as '\'').
+inline std::string shellWord(std::string_view text) {
+  const bool plain = !text.empty() && text.find_first_not_of(
+                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                          "0123456789_./=:@%+,-") == std::string_view::npos;
+  if (plain) return std::string(text);
+  std::string out = "'";
+  for (const char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 inline std::string trim(std::string_view s) {
   const auto begin = s.find_first_not_of(" \t\r\n");
   if (begin == std::string_view::npos) return {};

@@ -432,7 +432,8 @@ ExitStatus runSteps(Run& r) {
   }
   const ExitStatus status = writeResult(r);
   if (status == ExitStatus::Interrupted || status == ExitStatus::BudgetSpent)
-    r.log.info("to go on from here: " + resumeCommand(config) + " (the trials so far are replayed, not run again)");
+    r.log.info("to go on from here: " + resumeCommand(config, options.case_dir, options.zero_config_command) +
+               " (the trials so far are replayed, not run again)");
   const bool not_confirmed = status == ExitStatus::ArchiveDoesNotReproduce && !r.confirmed;
   if (not_confirmed && r.searched_forked && selfCheckConfirms(options, config)) return searchAgainPlain(r);
   return status;
@@ -449,7 +450,8 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
     return runSteps(r);
   } catch (const DiskFullError& e) {
     if (!r.journal) throw;
-    throw Error(e.status(), std::string(e.what()) + "; then go on from here: " + resumeCommand(config) +
+    throw Error(e.status(), std::string(e.what()) + "; then go on from here: " +
+                                resumeCommand(config, options.case_dir, options.zero_config_command) +
                                 " (the trials so far are replayed, not run again)");
   }
 }

@@ -16,6 +16,7 @@
 #include "core/disk_space.h"
 #include "core/process/containment.h"
 #include "core/process/process.h"
+#include "core/text_lines.h"
 #include "engine/archive/tar_gz.h"
 #include "engine/case_branches.h"
 #include "engine/journal.h"
@@ -178,9 +179,18 @@ ExitStatus materializeBest(const CaseConfig& config, bool quiet) {
   return ExitStatus::Reduced;
 }
 
-std::string resumeCommand(const CaseConfig& config) {
-  return "minrepro shrink --config " + config.case_file.string() + " --work-dir " + config.work_dir.string() +
-         " --output " + config.output.string() + " --resume";
+std::string resumeCommand(const CaseConfig& config, const fs::path& start_dir,
+                          const std::vector<std::string>& start_command) {
+  const std::string places = " --work-dir " + text::shellWord(config.work_dir.string()) + " --output " +
+                             text::shellWord(config.output.string()) + " --resume";
+  if (start_command.empty()) return "minrepro shrink --config " + text::shellWord(config.case_file.string()) + places;
+  // The zero-config start's case.yaml lies in the work directory with paths
+  // relative to where it started, and --resume compares it as written: the
+  // line repeats the --batch command as typed, from where it was typed.
+  std::string line = "cd " + text::shellWord(start_dir.string()) + " && minrepro shrink --batch " +
+                     text::shellWord(config.batch.string()) + places + " --";
+  for (const std::string& arg : start_command) line += " " + text::shellWord(arg);
+  return line;
 }
 
 }  // namespace minrepro

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "core/case_config.h"
 #include "core/errors.h"
@@ -44,7 +45,10 @@ std::filesystem::path writeBestSoFar(const CaseConfig& config, const BatchStore&
 // The command that goes on from an interrupted or budget-bound run: the
 // same case and work directory with --resume (its trials replayed from
 // the journal, not run again).
-std::string resumeCommand(const CaseConfig& config);
+// A zero-config start (the directory it was typed in and its command after
+// --) repeats its --batch command.
+std::string resumeCommand(const CaseConfig& config, const std::filesystem::path& start_dir = {},
+                          const std::vector<std::string>& start_command = {});
 
 // --materialize-best: best/ from the journal of a run that is not running.
 ExitStatus materializeBest(const CaseConfig& config, bool quiet);

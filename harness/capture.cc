@@ -17,6 +17,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/text_lines.h"
 #include "harness/batch_io.h"
 
 namespace fs = std::filesystem;
@@ -125,14 +126,8 @@ std::string readCommand(const std::string& command) {
   return out;
 }
 
-std::string shellQuote(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 std::string gitRevision(const fs::path& dir) {
-  const std::string git = "git -C " + shellQuote(dir.string());
+  const std::string git = "git -C " + text::shellWord(dir.string());
   std::string revision = firstLine(readCommand(git + " rev-parse HEAD 2>/dev/null"));
   if (revision.empty()) return "unknown (not in a git repository)";
   if (!firstLine(readCommand(git + " status --porcelain --untracked-files=no 2>/dev/null")).empty())

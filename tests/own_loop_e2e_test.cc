@@ -207,6 +207,27 @@ TEST_F(OwnLoop, ShrinkWithoutCaseYamlAndTheArchiveRunsUnderAnotherPython) {
 // `minrepro check` on a tagger's batch: tags and tokens are per-position
 // indices ([samples, positions]); the token past the table is named by its
 // sample id and position.
+// A zero-config run that stops early (here its budget; a full disk or
+// Ctrl-C alike) prints the command that goes on, and that command, run
+// from anywhere, resumes the run: it repeats the --batch start as typed,
+// from where it was typed (the work directory's case.yaml alone names
+// paths relative to the project, so --config of it could not).
+TEST_F(OwnLoop, TheZeroConfigStartsGoOnCommandResumesTheRun) {
+  std::string out;
+  const std::string start = "cd " + user_.string() + " && " + MINREPRO_BINARY +
+                            " shrink --batch saved.pt --max-trials 3 -- " + testing::python() + " step.py {batch} 2>&1";
+  ASSERT_EQ(runCommand(start, &out), 5) << out;
+  const std::string marker = "to go on from here: ";
+  const auto at = out.find(marker);
+  ASSERT_NE(at, std::string::npos) << out;
+  std::string line = out.substr(at + marker.size(), out.find(" (the trials so far", at) - at - marker.size());
+  EXPECT_EQ(line.rfind("cd " + user_.string() + " && minrepro shrink --batch ", 0), 0u) << line;
+  line.replace(line.find("minrepro shrink"), 8, MINREPRO_BINARY);
+  ASSERT_EQ(runCommand("cd / && " + line + " 2>&1", &out), 0) << line << "\n" << out;
+  EXPECT_TRUE(has(out, "resuming from 3 journaled trials")) << out;
+  EXPECT_TRUE(has(out, "reduced 24 -> 1 samples (ids [1017])")) << out;
+}
+
 TEST_F(OwnLoop, CheckReadsPerPositionTargets) {
   std::string out;
   EXPECT_EQ(minrepro("check --batch saved.pt --target tags --classes 5 --ids sample_id", &out), 0) << out;

@@ -29,6 +29,7 @@
 #include <thread>
 
 #include "core/errors.h"
+#include "core/text_lines.h"
 #include "engine/executors/slurm_job.h"
 
 namespace bp = boost::process;
@@ -198,8 +199,8 @@ std::string SlurmExecutor::submit(const TrialSpec& spec, std::string* error) {
   writeTrialSpecFile(dir / kSlurmSpecFile, spec);
   {
     std::ofstream script(dir / kSlurmScriptFile, std::ios::trunc);
-    script << "#!/bin/sh\nexec " << shellQuote(options_.job_binary) << " "
-           << shellQuote((dir / kSlurmSpecFile).string()) << "\n";
+    script << "#!/bin/sh\nexec " << text::shellWord(options_.job_binary) << " "
+           << text::shellWord((dir / kSlurmSpecFile).string()) << "\n";
   }
   std::vector<std::string> argv{"sbatch", "--parsable"};
   for (const auto& a : sbatchOptions(spec)) argv.push_back(a);

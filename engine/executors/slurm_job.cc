@@ -128,12 +128,6 @@ std::optional<TrialOutcome> readTrialOutcomeFile(const fs::path& file) {
   return o;
 }
 
-std::string shellQuote(const std::string& text) {
-  std::string quoted = "'";
-  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
 namespace {
 
 std::atomic<bool> g_job_cancelled{false};

@@ -40,9 +40,6 @@ void writeTrialOutcomeFile(const std::filesystem::path& file, const TrialOutcome
 // are not in it (they are in the trial's own files).
 std::optional<TrialOutcome> readTrialOutcomeFile(const std::filesystem::path& file);
 
-// Single-quoted for /bin/sh.
-std::string shellQuote(const std::string& text);
-
 // main() of minrepro-slurm-job: `minrepro-slurm-job SPEC_FILE`. Runs the
 // trial, writes outcome.txt beside the spec and exits 0; SIGTERM (scancel,
 // node shutdown) kills the trial's group and exits 143 without an outcome,
