@@ -77,8 +77,8 @@ TrialOracle::TrialOracle(const CaseConfig& config, const BatchStore& batch, Exec
   }
 }
 
-// A trial that failed another way while the work directory's file system
-// is full failed because of it (a batch, a log or a library it could not
+// A trial that failed while the work directory's file system is full
+// failed because of it (a batch, a log or a library it could not
 // write: a SIGABRT, an OSError), not because of its samples: the run stops
 // and says so (#43.6), rather than keep it as another bug or tell the user
 // that the original fails otherwise than the case says. "Full": less free
@@ -305,6 +305,7 @@ TrialRecord TrialOracle::finishTrial(TrialRecord record, const std::string& key)
   stats_.trial_seconds += stats_.last_trial_seconds;
   record.signature = classify(record.outcome);
   const FailureSignature& sig = record.signature;
+  if (sig.failed()) failIfDiskFull(record);  // before it can become the reference or count as another bug
   const bool of_original = key.starts_with(kOriginalPrefix) || key.starts_with(kSinglePrefix);
   // A timeout is the failure only of a case declared a hang (failure.family:
   // timeout); otherwise it is an outcome of its own, never the reference.
@@ -330,7 +331,6 @@ TrialRecord TrialOracle::finishTrial(TrialRecord record, const std::string& key)
   else if (!sig.failed())
     ++stats_.passed;
   else {
-    failIfDiskFull(record);
     ++stats_.different_failure;
     if (sig.family == FailureFamily::Timeout) ++stats_.timeouts;
     if (!own_timeout && stats_.other_bugs[sig.summary()]++ == 0)

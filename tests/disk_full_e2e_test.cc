@@ -58,14 +58,16 @@ class DiskFull : public ::testing::Test {
         << out;
     writeFile(dir_.path() / "step.py", kStep);
   }
-  // case.yaml with FILL_DIR in the trial's environment ("" for none).
-  void writeCase(const std::string& fill_dir) {
+  // case.yaml with FILL_DIR in the trial's environment ("" for none); with
+  // or without a failure section (without: the original's first failure is
+  // the reference, whatever it is).
+  void writeCase(const std::string& fill_dir, bool failure_section = true) {
     writeFile(dir_.path() / "case.yaml",
               "batch: batch.pt\nsamples: {tensors: {x: 0}, ids: sample_id}\nflaky: {enabled: false}\n"
               "trial:\n  command: [" +
                   testing::python() + ", \"{case_dir}/step.py\", \"{batch}\"]\n" +
                   (fill_dir.empty() ? "" : "  env: {FILL_DIR: '" + fill_dir + "'}\n") +
-                  "failure: {family: index-error}\n");
+                  (failure_section ? "failure: {family: index-error}\n" : ""));
   }
   // `script` run by sh inside bwrap with a tmpfs of `bytes` at `mount`.
   int inSandbox(const fs::path& mount, std::size_t bytes, const std::string& script, std::string* out) {
@@ -98,7 +100,7 @@ TEST_F(DiskFull, AWorkDirectoryWithoutRoomIsNamedBeforeTheFirstTrial) {
 
 TEST_F(DiskFull, AFileSystemThatFillsWhileTheTrialsRunEndsTheRunWithTheCommandThatGoesOn) {
   const fs::path mount = dir_.path() / "small", work = mount / "w";
-  writeCase(mount.string());
+  writeCase(mount.string(), /*failure_section=*/false);  // the full disk's failure must not become the reference
   std::string out;
   EXPECT_EQ(inSandbox(mount, 24 << 20,
                       shrink(work, dir_.path() / "repro.tar.gz") + "; echo status=$?; find " + work.string() +
@@ -111,6 +113,7 @@ TEST_F(DiskFull, AFileSystemThatFillsWhileTheTrialsRunEndsTheRunWithTheCommandTh
   EXPECT_NE(out.find("then go on from here: minrepro shrink --config"), std::string::npos) << out;
   EXPECT_NE(out.find("--resume"), std::string::npos) << out;
   EXPECT_EQ(out.find("failure section"), std::string::npos) << out;
+  EXPECT_EQ(out.find("nothing to reduce"), std::string::npos) << out;
   EXPECT_EQ(out.find(".tmp\n"), std::string::npos) << "an empty temporary file was left: " << out;
 }
 

@@ -134,16 +134,47 @@ TEST(Scrub, KnownTokenShapesAndEmailAddressesGo) {
             "GET https://data.example.com/shard?user=al&password=<secret:url-query-credential>&page=2 failed");
   EXPECT_EQ(scrubText("blob https://acct.blob.core.windows.net/c/x.pt?sv=2022&sig=AbC%2Fd3f4 gone", c),
             "blob https://acct.blob.core.windows.net/c/x.pt?sv=2022&sig=<secret:url-query-credential> gone");
+  // Values after a word that names a secret, in the forms a probe found leaking.
+  for (const auto& [text, kept] : std::vector<std::pair<std::string, std::string>>{
+           {"Cookie: sessionid=SESSCOOKIE987654; csrftoken=CSRFTOK4321", "SESSCOOKIE987654"},
+           {"Set-Cookie: auth=SETCOOKIEVAL777; HttpOnly", "SETCOOKIEVAL777"},
+           {"ran curl -u admin:CurlPa55word! https://h", "CurlPa55word!"},
+           {"bad flag --password=CliPassw0rdXYZ", "CliPassw0rdXYZ"},
+           {"body {\"api_key\": \"JSONAPIKEY77777\", \"password\": \"JsonPw9999\"}", "JSONAPIKEY77777"},
+           {"body {\"api_key\": \"JSONAPIKEY77777\", \"password\": \"JsonPw9999\"}", "JsonPw9999"},
+           {"header X-Api-Key: XAPIKEYHDR5555 refused", "XAPIKEYHDR5555"},
+           {"dsn host=db user=app password=DsnPw12345 dbname=x", "DsnPw12345"},
+           {"conn DefaultEndpointsProtocol=https;AccountName=a;AccountKey=AZUREKEYabc123+/xyz==;", "AZUREKEYabc123"}}) {
+    SCOPED_TRACE(text);
+    EXPECT_EQ(scrubText(text, c).find(kept), std::string::npos) << scrubText(text, c);
+    EXPECT_NE(scrubText(text, c).find("<secret:"), std::string::npos) << scrubText(text, c);
+  }
   EXPECT_EQ(scrubText("mail jane.doe+ml@corp.example.org now", c), "mail <email> now");
   EXPECT_EQ(scrubText("a\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nIBAAK\n-----END RSA PRIVATE KEY-----\nb\n", c),
             "a\n<secret:private-key>\nb\n");
-  for (const std::string kept : {"Target 4 is out of bounds.", "KeyError: 'input_ids_for_the_second_tower'",
-                                 "see http://localhost:8080/metrics?page=2", "no authorization for rank 3",
-                                 "sha 3f2c1e9a7b6d5c4e3f2a1b0c9d8e7f6a5b4c3d2e", "sk-learn is not torch"})
+  for (const std::string kept :
+       {"Target 4 is out of bounds.", "KeyError: 'input_ids_for_the_second_tower'",
+        "see http://localhost:8080/metrics?page=2", "no authorization for rank 3",
+        "IndexError: token: 123456 out of range", "token = tokens[i]", "secret = get_secret()", "password: required",
+        "epoch pass=3", "sha 3f2c1e9a7b6d5c4e3f2a1b0c9d8e7f6a5b4c3d2e", "sk-learn is not torch"})
     EXPECT_EQ(scrubText(kept, c), kept);
   const auto found = findSecrets("import torch\n# token = " + kHfToken + "\nx = 1\n# jane@corp.example\n", "step.py");
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].describe(), "step.py:2: huggingface-access-token");
+}
+
+// trial.env's values that stay out of the archive: a name with a secret's
+// word in it or as one of its words, or a value a token rule finds; names
+// that merely contain such letters keep theirs.
+TEST(Scrub, TrialEnvSecretsByNameOrValue) {
+  const std::map<std::string, std::string> env{
+      {"WANDB_API_KEY", "9f8e7d6c"}, {"DB_PASS", "BarePass42"},           {"MY_SERVICE_KEY", "abc"},
+      {"SESSION_COOKIE", "xyz"},     {"DATA_URL", "https://u:pw1234@h/"}, {"NUM_PASSES", "3"},
+      {"MONKEY_MODE", "on"},         {"CUDA_VISIBLE_DEVICES", "0"},       {"HF_HOME", "/data/hf"}};
+  std::vector<std::string> withheld;
+  for (const auto& [name, value] : withheldEnv(env)) withheld.push_back(name);
+  EXPECT_EQ(withheld,
+            (std::vector<std::string>{"DATA_URL", "DB_PASS", "MY_SERVICE_KEY", "SESSION_COOKIE", "WANDB_API_KEY"}));
 }
 
 TEST(ScrubReport, ReportOfACaseUnderAUsersHomeNamesNoOne) {

@@ -161,6 +161,18 @@ bool namesASecret(const std::string& name) {
   for (const char* word :
        {"password", "passwd", "secret", "token", "api_key", "apikey", "access_key", "credential", "private_key"})
     if (lower.find(word) != std::string::npos) return true;
+  // Words of the name (DB_PASS, MY_SERVICE_KEY, SESSION_COOKIE), whole:
+  // "pass" in NUM_PASSES or "key" in MONKEY is none.
+  std::string word;
+  for (const char c : lower + "_") {
+    if (std::isalnum(static_cast<unsigned char>(c))) {
+      word += c;
+      continue;
+    }
+    for (const char* secret : {"pass", "pwd", "key", "cookie", "auth", "dsn", "sessionid"})
+      if (word == secret) return true;
+    word.clear();
+  }
   return false;
 }
 

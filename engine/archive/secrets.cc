@@ -1,6 +1,7 @@
 // Secrets in what leaves the machine (see the header for why).
 #include "engine/archive/secrets.h"
 
+#include <cctype>
 #include <regex>
 #include <string_view>
 
@@ -13,7 +14,24 @@ struct Rule {
   const char* id;
   std::regex pattern;
   int secret = 0;
+  // For rules keyed by a word: whether the value found is one (null: always).
+  bool (*is_secret)(const std::string& value) = nullptr;
 };
+
+// A keyed value that reads like a credential rather than a count, a word of
+// an error or a name in code ("token: 123456", "password: required",
+// "secret = get_secret()"): six characters or more, a letter among them, and
+// a digit or a symbol other than _ . - /, or twelve characters or more.
+bool credentialLike(const std::string& value) {
+  bool letter = false, other = false;
+  for (const char c : value) {
+    const auto byte = static_cast<unsigned char>(c);
+    letter = letter || std::isalpha(byte);
+    other = other || std::isdigit(byte) ||
+            (std::ispunct(byte) && std::string_view("_.-/").find(c) == std::string_view::npos);
+  }
+  return value.size() >= 6 && letter && (other || value.size() >= 12);
+}
 
 // gitleaks' rules for the token shapes a training job meets (model hubs,
 // LLM APIs, clouds, code hosts, chat webhooks), in ECMAScript syntax; the
@@ -60,6 +78,16 @@ const std::vector<Rule>& rules() {
         {"url-query-credential",
          re(R"(([?&;](?:password|passwd|pwd|pass|secret|token|access_token|auth_token|refresh_token|api_key|apikey|key|sig|signature|client_secret|X-Amz-Signature|X-Amz-Credential)=)([^&#\s"'<>]+))"),
          2});
+    // A value after a word that names a secret: password=, "api_key": "...", X-Api-Key:, --password=,
+    // a DSN's password=, a cookie's sessionid=, Azure's AccountKey=, and what follows Cookie: or Set-Cookie:.
+    r.push_back(
+        {"keyed-secret",
+         std::regex(
+             R"(((?:^|[^A-Za-z0-9<])(?:[A-Za-z0-9]+[_-])?(?:password|passwd|pwd|pass|secret|token|api[_-]?key|apikey|access[_-]?key|account[_-]?key|auth|auth[_-]?token|client[_-]?secret|session[_-]?id|sessionid|csrf[_-]?token|csrftoken|cookie|private[_-]?key)["']?\s*[:=]\s*["']?)([^\s"',;&}<>\[\]()]+))",
+             std::regex::ECMAScript | std::regex::icase | std::regex::optimize),
+         2, &credentialLike});
+    // curl -u user:password, --user=user:password.
+    r.push_back({"cli-user-password", re(R"(((?:^|\s)(?:-u|--user)[= ]\s*["']?[^\s:"']+:)([^\s"']{4,}))"), 2});
     return r;
   }();
   return kRules;
@@ -98,6 +126,7 @@ std::string replaceRule(const std::string& text, const Rule& rule) {
   auto from = text.cbegin();
   for (std::sregex_iterator it(text.begin(), text.end(), rule.pattern), end; it != end; ++it) {
     const auto& m = *it;
+    if (rule.is_secret && !rule.is_secret(m[rule.secret].str())) continue;
     out.append(from, m[rule.secret].first).append(placeholder);
     from = m[rule.secret].second;
   }
@@ -146,7 +175,8 @@ std::vector<SecretFinding> findSecrets(const std::string& text, const std::strin
     std::string rule = std::regex_search(line.begin(), line.end(), privateKeyBegin()) ? "private-key" : "";
     for (std::string_view piece : pieces(line))
       for (const Rule& r : rules())
-        if (rule.empty() && std::regex_search(piece.begin(), piece.end(), r.pattern)) rule = r.id;
+        for (std::cregex_iterator it(piece.begin(), piece.end(), r.pattern), end; rule.empty() && it != end; ++it)
+          if (!r.is_secret || r.is_secret((*it)[r.secret].str())) rule = r.id;
     if (!rule.empty()) found.push_back({file, number, rule});
   }
   return found;
