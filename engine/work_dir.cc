@@ -179,15 +179,29 @@ ExitStatus materializeBest(const CaseConfig& config, bool quiet) {
   return ExitStatus::Reduced;
 }
 
+namespace {
+
+// "minrepro" when the shell finds one on PATH, else this program's own path
+// (a minrepro run by its full path would otherwise print a line that fails).
+std::string minreproCommand() {
+  if (resolveProgram("minrepro").find('/') != std::string::npos) return "minrepro";
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "minrepro" : text::shellWord(self.string());
+}
+
+}  // namespace
+
 std::string resumeCommand(const CaseConfig& config, const fs::path& start_dir,
                           const std::vector<std::string>& start_command) {
   const std::string places = " --work-dir " + text::shellWord(config.work_dir.string()) + " --output " +
                              text::shellWord(config.output.string()) + " --resume";
-  if (start_command.empty()) return "minrepro shrink --config " + text::shellWord(config.case_file.string()) + places;
+  if (start_command.empty())
+    return minreproCommand() + " shrink --config " + text::shellWord(config.case_file.string()) + places;
   // The zero-config start's case.yaml lies in the work directory with paths
   // relative to where it started, and --resume compares it as written: the
   // line repeats the --batch command as typed, from where it was typed.
-  std::string line = "cd " + text::shellWord(start_dir.string()) + " && minrepro shrink --batch " +
+  std::string line = "cd " + text::shellWord(start_dir.string()) + " && " + minreproCommand() + " shrink --batch " +
                      text::shellWord(config.batch.string()) + places + " --";
   for (const std::string& arg : start_command) line += " " + text::shellWord(arg);
   return line;

@@ -221,8 +221,9 @@ TEST_F(OwnLoop, TheZeroConfigStartsGoOnCommandResumesTheRun) {
   const auto at = out.find(marker);
   ASSERT_NE(at, std::string::npos) << out;
   std::string line = out.substr(at + marker.size(), out.find(" (the trials so far", at) - at - marker.size());
-  EXPECT_EQ(line.rfind("cd " + user_.string() + " && minrepro shrink --batch ", 0), 0u) << line;
-  line.replace(line.find("minrepro shrink"), 8, MINREPRO_BINARY);
+  // "minrepro" when one is on PATH, else the binary that ran.
+  EXPECT_EQ(line.rfind("cd " + user_.string() + " && ", 0), 0u) << line;
+  EXPECT_NE(line.find(" shrink --batch "), std::string::npos) << line;
   ASSERT_EQ(runCommand("cd / && " + line + " 2>&1", &out), 0) << line << "\n" << out;
   EXPECT_TRUE(has(out, "resuming from 3 journaled trials")) << out;
   EXPECT_TRUE(has(out, "reduced 24 -> 1 samples (ids [1017])")) << out;

@@ -144,7 +144,21 @@ TEST(Scrub, KnownTokenShapesAndEmailAddressesGo) {
            {"body {\"api_key\": \"JSONAPIKEY77777\", \"password\": \"JsonPw9999\"}", "JsonPw9999"},
            {"header X-Api-Key: XAPIKEYHDR5555 refused", "XAPIKEYHDR5555"},
            {"dsn host=db user=app password=DsnPw12345 dbname=x", "DsnPw12345"},
-           {"conn DefaultEndpointsProtocol=https;AccountName=a;AccountKey=AZUREKEYabc123+/xyz==;", "AZUREKEYabc123"}}) {
+           {"conn DefaultEndpointsProtocol=https;AccountName=a;AccountKey=AZUREKEYabc123+/xyz==;", "AZUREKEYabc123"},
+           {"run --password Sp4ceFlag99 now", "Sp4ceFlag99"},
+           {"run --api-key Sp4ceSepKey999 now", "Sp4ceSepKey999"},
+           {"mysql -u root -pMyPa55w0rdZ -h db", "MyPa55w0rdZ"},
+           {"sshpass -p 'Ssh9Pass' ssh host", "Ssh9Pass"},
+           {"env PGPASSWORD=PgPa55w0rdX psql", "PgPa55w0rdX"},
+           {"DJANGO_SECRET_KEY=Dj4ngoK3yVal", "Dj4ngoK3yVal"},
+           {"password=\"correct horse battery staple\" refused", "horse battery"},
+           {"got Bearer LoneBear3rTok99 back", "LoneBear3rTok99"},
+           {"password=\xd0\x9f\xd0\xb0\xd1\x80\xd0\xbe\xd0\xbb\xd1\x8c"
+            "12345 bad",
+            "12345"},
+           {"redis://:R3disPass88@cache:6379 down", "R3disPass88"},
+           {"post to https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX failed",
+            "XXXXXXXXXXXXXXXXXXXXXXXX"}}) {
     SCOPED_TRACE(text);
     EXPECT_EQ(scrubText(text, c).find(kept), std::string::npos) << scrubText(text, c);
     EXPECT_NE(scrubText(text, c).find("<secret:"), std::string::npos) << scrubText(text, c);
@@ -175,6 +189,30 @@ TEST(Scrub, TrialEnvSecretsByNameOrValue) {
   for (const auto& [name, value] : withheldEnv(env)) withheld.push_back(name);
   EXPECT_EQ(withheld,
             (std::vector<std::string>{"DATA_URL", "DB_PASS", "MY_SERVICE_KEY", "SESSION_COOKIE", "WANDB_API_KEY"}));
+  for (const std::string name : {"PX_GITHUB_PAT", "PX_PASSPHRASE", "PX_PRIVATEKEY", "PX_BEARER", "PX_CREDS",
+                                 "PX_SESSION", "PX_OAUTH_CLIENT", "PX_WEBHOOK"})
+    EXPECT_EQ(withheldEnv({{name, "v4lue-x"}}).size(), 1u) << name;
+  for (const std::string name : {"PATH", "NUM_PASSES", "SORT_KEYS", "PATIENCE"})
+    EXPECT_TRUE(withheldEnv({{name, "v4lue-x"}}).empty()) << name;
+}
+
+// A withheld value is a secret wherever it appears (a step that prints its
+// environment), and the report's title is scrubbed before it is cut: a
+// token the cut crossed would have kept its first characters.
+TEST(Scrub, WithheldValuesAnywhereAndTheTitleBeforeItsCut) {
+  CaseConfig config;
+  config.command = CommandTrial{};
+  config.command->argv = {"python", "step.py", "{batch}"};
+  config.command->env = {{"PX_NPMTOKEN", "NpmTok3nVal55"}};
+  ReductionSummary summary;
+  summary.signature.family = FailureFamily::RuntimeError;
+  summary.signature.message =
+      "shape mismatch " + std::string(160, 'q') + " tok ghp_9Zy8Xw7Vu6Ts5Rq4Po3Nm2Lk1Ji0HgFeDcBa env NpmTok3nVal55";
+  const std::string report = renderReport(config, summary);
+  EXPECT_EQ(report.find("ghp_9Zy8"), std::string::npos) << report.substr(0, 600);
+  EXPECT_EQ(report.find("NpmTok3nVal55"), std::string::npos) << report.substr(0, 600);
+  EXPECT_NE(scrubText("env NpmTok3nVal55 x", scrubContextFor(config)).find("<secret:env-PX_NPMTOKEN>"),
+            std::string::npos);
 }
 
 TEST(ScrubReport, ReportOfACaseUnderAUsersHomeNamesNoOne) {

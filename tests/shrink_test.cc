@@ -205,8 +205,9 @@ TEST_F(ShrinkFixture, InterruptWritesTheBestSoFarAndExitsWithItsOwnStatus) {
         << said;
     // How to go on (#43.8): the same case and work directory, with --resume (the log; the run is quiet).
     const std::string log = testing::readFile(dir.path() / "minrepro-work" / "minrepro.log");
-    EXPECT_NE(log.find("to go on from here: minrepro shrink --config " + options.config.string()), std::string::npos)
-        << log;
+    // "minrepro" when one is on PATH, else the running program's path.
+    EXPECT_NE(log.find("to go on from here: "), std::string::npos) << log;
+    EXPECT_NE(log.find(" shrink --config " + options.config.string()), std::string::npos) << log;
     EXPECT_NE(log.find(" --resume (the trials so far are replayed, not run again)"), std::string::npos) << log;
     EXPECT_TRUE(has(archivedIds(), 737));
     EXPECT_NE(report().find("interrupted"), std::string::npos);

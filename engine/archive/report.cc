@@ -202,7 +202,7 @@ void writeEnvironment(std::ostream& out, const ReductionSummary& s, const CaseCo
   for (const auto& [key, value] : s.environment) out << "- " << key << ": " << value << "\n";
   if (!config.context.empty()) {
     out << "\nCaptured context:\n\n";
-    const ScrubContext scrub = scrubContextFor(config.context);
+    const ScrubContext scrub = scrubContextFor(config);
     for (const auto& [key, value] : config.context)
       out << "- " << key << ": " << scrubContextValue(key, value, scrub) << "\n";
   }
@@ -326,7 +326,11 @@ std::string withoutRawHtml(const std::string& markdown) {
 
 std::string renderReport(const CaseConfig& config, const ReductionSummary& s) {
   std::ostringstream out;
-  out << "# Reproducer: " << s.signature.summary() << "\n\n"
+  // Scrubbed before summary() cuts the message: a token the cut crossed
+  // would no longer have the shape its rule finds.
+  FailureSignature shown = s.signature;
+  shown.message = scrubText(shown.message, scrubContextFor(config));
+  out << "# Reproducer: " << shown.summary() << "\n\n"
       << "Made by minrepro " << MINREPRO_VERSION << ". The batch below is the smallest found that still fails the "
       << "same way (same family, operator and first message) as the original.\n\n";
   if (!s.warnings.empty()) {
@@ -341,7 +345,7 @@ std::string renderReport(const CaseConfig& config, const ReductionSummary& s) {
   writeEnvironment(out, s, config);
   writeReduction(out, s);
   // The report travels to other people: no home, user, host or local path.
-  return withoutRawHtml(scrubText(out.str(), scrubContextFor(config.context)));
+  return withoutRawHtml(scrubText(out.str(), scrubContextFor(config)));
 }
 
 namespace {

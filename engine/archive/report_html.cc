@@ -416,10 +416,12 @@ void writeCollapsed(std::ostream& out, const CaseConfig& config, const HtmlRepor
 }  // namespace
 
 std::string renderReportHtml(const CaseConfig& config, const HtmlReportInput& in) {
-  const ScrubContext scrub = scrubContextFor(config.context);
+  const ScrubContext scrub = scrubContextFor(config);
   std::ostringstream out;
-  const std::string title = in.summary ? "minrepro: " + in.summary->signature.summary()
-                                       : "minrepro: reducing " + config.case_file.filename().string();
+  FailureSignature shown = in.summary ? in.summary->signature : FailureSignature{};
+  shown.message = scrubText(shown.message, scrub);  // before summary() cuts it (report.cc says why)
+  const std::string title =
+      in.summary ? "minrepro: " + shown.summary() : "minrepro: reducing " + config.case_file.filename().string();
   out << "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
       << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
       << "<meta name=\"viewport\" content=\"width=device-width\"><title>" << esc(scrubText(title, scrub))

@@ -132,7 +132,7 @@ std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::pat
   // the error message where repro.py, repro.cpp and signature.txt quote it,
   // the captured context in case.yaml; REPORT.md scrubs itself. The
   // unscrubbed originals stay in the work directory (journal, log).
-  const ScrubContext scrub = scrubContextFor(config.context);
+  const ScrubContext scrub = scrubContextFor(config);
   FailureSignature signature = summary.signature;
   signature.message = scrubText(signature.message, scrub);
   CaseConfig shown = config;

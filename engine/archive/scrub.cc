@@ -114,7 +114,11 @@ ScrubContext machineScrubContext() {
 }
 
 std::string scrubText(const std::string& text, const ScrubContext& c) {
-  std::string s = scrubPaths(scrubSecrets(text), c);
+  std::string known = text;
+  for (const auto& [value, placeholder] : c.secrets)
+    for (std::size_t at = 0; (at = known.find(value, at)) != std::string::npos; at += placeholder.size())
+      known.replace(at, value.size(), placeholder);
+  std::string s = scrubPaths(scrubSecrets(known), c);
   for (const auto& user : c.users)
     if (worthReplacing(user)) s = replaceWord(s, user, "<user>");
   for (const auto& host : c.hosts)
@@ -148,6 +152,14 @@ ScrubContext scrubContextFor(const std::map<std::string, std::string>& case_cont
   return c;
 }
 
+ScrubContext scrubContextFor(const CaseConfig& config) {
+  ScrubContext c = scrubContextFor(config.context);
+  if (!config.command) return c;
+  for (const auto& [name, value] : withheldEnv(config.command->env))
+    if (value.size() >= 4) c.secrets.emplace_back(value, withheldEnvPlaceholder(name));
+  return c;
+}
+
 namespace {
 std::string lowered(const std::string& text) {
   std::string lower;
@@ -158,8 +170,8 @@ std::string lowered(const std::string& text) {
 
 bool namesASecret(const std::string& name) {
   const std::string lower = lowered(name);
-  for (const char* word :
-       {"password", "passwd", "secret", "token", "api_key", "apikey", "access_key", "credential", "private_key"})
+  for (const char* word : {"password", "passwd", "passphrase", "secret", "token", "api_key", "apikey", "access_key",
+                           "credential", "private_key", "privatekey", "webhook", "oauth"})
     if (lower.find(word) != std::string::npos) return true;
   // Words of the name (DB_PASS, MY_SERVICE_KEY, SESSION_COOKIE), whole:
   // "pass" in NUM_PASSES or "key" in MONKEY is none.
@@ -169,7 +181,8 @@ bool namesASecret(const std::string& name) {
       word += c;
       continue;
     }
-    for (const char* secret : {"pass", "pwd", "key", "cookie", "auth", "dsn", "sessionid"})
+    for (const char* secret :
+         {"pass", "pwd", "key", "cookie", "auth", "dsn", "sessionid", "session", "pat", "bearer", "creds", "cred"})
       if (word == secret) return true;
     word.clear();
   }

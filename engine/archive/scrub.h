@@ -5,7 +5,10 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "core/case_config.h"
 
 namespace minrepro {
 
@@ -13,6 +16,9 @@ struct ScrubContext {
   std::vector<std::string> homes;  // home directories ($HOME, the passwd entry)
   std::vector<std::string> users;  // login names ($USER, $LOGNAME, the passwd entry)
   std::vector<std::string> hosts;  // host names (full and short)
+  // Values known to be secrets wherever they appear (trial.env's withheld
+  // values, a step that prints its environment), with their placeholders.
+  std::vector<std::pair<std::string, std::string>> secrets;
 };
 
 // This process's user and machine.
@@ -21,6 +27,9 @@ ScrubContext machineScrubContext();
 // This machine's names and those a case's captured context records (the
 // training machine's `user`, `host`, `hostname`, `home`), which may differ.
 ScrubContext scrubContextFor(const std::map<std::string, std::string>& case_context);
+// The case's: its context's names, and the values of trial.env that stay
+// out of the archive (withheldEnv below) as secrets wherever they appear.
+ScrubContext scrubContextFor(const CaseConfig& config);
 
 // Whether a name (a context key, an environment variable) says its value is
 // a secret: it holds password, passwd, secret, token, api_key, apikey,

@@ -26,7 +26,7 @@ bool credentialLike(const std::string& value) {
   bool letter = false, other = false;
   for (const char c : value) {
     const auto byte = static_cast<unsigned char>(c);
-    letter = letter || std::isalpha(byte);
+    letter = letter || std::isalpha(byte) || byte >= 0x80;  // a letter of another script too
     other = other || std::isdigit(byte) ||
             (std::ispunct(byte) && std::string_view("_.-/").find(c) == std::string_view::npos);
   }
@@ -66,7 +66,9 @@ const std::vector<Rule>& rules() {
     r.push_back({"jwt", re(R"(\bey[a-zA-Z0-9]{17,}\.ey[a-zA-Z0-9/\\_-]{17,}\.(?:[a-zA-Z0-9/\\_-]{10,}={0,2})?)")});
     // The password may hold any sub-delimiter ($, !, &, ...) and ':' unencoded (RFC 3986's userinfo),
     // and an '@' that should have been encoded: the host begins after the last '@' before the path.
-    r.push_back({"basic-auth-url", re(R"((://[^:/?#\[\]@\s]+:)([^/?#\[\]\s<>]+)(@))"), 2});
+    r.push_back({"basic-auth-url", re(R"((://[^:/?#\[\]@\s]*:)([^/?#\[\]\s<>]+)(@))"), 2});
+    r.push_back({"slack-webhook-url",
+                 re(R"((?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{43,56})")});
     // An HTTP header as a client library prints it in an error ("Authorization: Bearer ..."):
     // the credential has no shape a token rule could find.
     r.push_back(
@@ -80,12 +82,33 @@ const std::vector<Rule>& rules() {
          2});
     // A value after a word that names a secret: password=, "api_key": "...", X-Api-Key:, --password=,
     // a DSN's password=, a cookie's sessionid=, Azure's AccountKey=, and what follows Cookie: or Set-Cookie:.
+    // A quoted value may hold spaces (password="correct horse battery staple").
+    const char* keys =
+        "(?:password|passwd|passphrase|pwd|pass|secret|secret[_-]?key|token|api[_-]?key|apikey|access[_-]?key|"
+        "account[_-]?key|auth|auth[_-]?token|client[_-]?secret|session[_-]?id|sessionid|csrf[_-]?token|csrftoken|"
+        "cookie|private[_-]?key)";
+    const auto icase = [](const std::string& pattern) {
+      return std::regex(pattern, std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
+    };
+    r.push_back({"keyed-secret",
+                 icase(std::string(R"(((?:^|[^A-Za-z0-9<])[A-Za-z0-9_-]*)") + keys +
+                       R"(["']?\s*[:=]\s*)("[^"\n<]{6,}"|'[^'\n<]{6,}'))"),
+                 2, &credentialLike});
+    r.push_back({"keyed-secret",
+                 icase(std::string(R"(((?:^|[^A-Za-z0-9<])[A-Za-z0-9_-]*)") + keys +
+                       R"(["']?\s*[:=]\s*["']?)([^\s"',;&}<>\[\]()]+))"),
+                 2, &credentialLike});
+    // A command line's flag and its value: --password VALUE, --api-key VALUE,
+    // mysql's -pVALUE, sshpass -p VALUE; a bare "Bearer VALUE".
     r.push_back(
-        {"keyed-secret",
-         std::regex(
-             R"(((?:^|[^A-Za-z0-9<])(?:[A-Za-z0-9]+[_-])?(?:password|passwd|pwd|pass|secret|token|api[_-]?key|apikey|access[_-]?key|account[_-]?key|auth|auth[_-]?token|client[_-]?secret|session[_-]?id|sessionid|csrf[_-]?token|csrftoken|cookie|private[_-]?key)["']?\s*[:=]\s*["']?)([^\s"',;&}<>\[\]()]+))",
-             std::regex::ECMAScript | std::regex::icase | std::regex::optimize),
+        {"command-line-secret",
+         icase(
+             R"(((?:^|\s)--?(?:[a-z0-9]+-)*(?:password|passwd|passphrase|pass|secret|token|api-?key|key)\s+["']?)([^\s"'<]+))"),
          2, &credentialLike});
+    r.push_back(
+        {"command-line-secret", re(R"(((?:^|\s)(?:mysql|mysqldump|mysqladmin)\b[^\n]*?\s-p)([^\s"'<]{4,}))"), 2});
+    r.push_back({"command-line-secret", re(R"((\bsshpass\s+-p\s*["']?)([^\s"'<]{4,}))"), 2});
+    r.push_back({"bearer-token", re(R"((\b[Bb]earer\s+)([A-Za-z0-9._~+/=-]{8,}))"), 2, &credentialLike});
     // curl -u user:password, --user=user:password.
     r.push_back({"cli-user-password", re(R"(((?:^|\s)(?:-u|--user)[= ]\s*["']?[^\s:"']+:)([^\s"']{4,}))"), 2});
     return r;
