@@ -189,10 +189,12 @@ TEST(Scrub, TrialEnvSecretsByNameOrValue) {
   for (const auto& [name, value] : withheldEnv(env)) withheld.push_back(name);
   EXPECT_EQ(withheld,
             (std::vector<std::string>{"DATA_URL", "DB_PASS", "MY_SERVICE_KEY", "SESSION_COOKIE", "WANDB_API_KEY"}));
-  for (const std::string name : {"PX_GITHUB_PAT", "PX_PASSPHRASE", "PX_PRIVATEKEY", "PX_BEARER", "PX_CREDS",
-                                 "PX_SESSION", "PX_OAUTH_CLIENT", "PX_WEBHOOK"})
+  for (const std::string name :
+       {"PX_GITHUB_PAT", "PX_PASSPHRASE", "PX_PRIVATEKEY", "PX_BEARER", "PX_CREDS", "PX_SESSION", "PX_OAUTH_CLIENT",
+        "PX_WEBHOOK", "DB_PW", "ADMIN_PASSCODE", "SERVICE_KEYS", "CLIENTKEY", "ACCESSKEY", "ENCRYPTIONKEY", "WANDBKEY",
+        "AZURE_SAS", "API_SIG", "HMAC_SEED"})
     EXPECT_EQ(withheldEnv({{name, "v4lue-x"}}).size(), 1u) << name;
-  for (const std::string name : {"PATH", "NUM_PASSES", "SORT_KEYS", "PATIENCE"})
+  for (const std::string name : {"PATH", "NUM_PASSES", "PATIENCE", "MONKEY_MODE", "SIGMA", "KEYBOARD"})
     EXPECT_TRUE(withheldEnv({{name, "v4lue-x"}}).empty()) << name;
 }
 

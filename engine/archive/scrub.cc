@@ -181,9 +181,11 @@ bool namesASecret(const std::string& name) {
       word += c;
       continue;
     }
-    for (const char* secret :
-         {"pass", "pwd", "key", "cookie", "auth", "dsn", "sessionid", "session", "pat", "bearer", "creds", "cred"})
+    for (const char* secret : {"pass", "pwd", "pw", "passcode", "key", "keys", "cookie", "auth", "dsn", "sessionid",
+                               "session", "pat", "bearer", "creds", "cred", "sas", "sig", "hmac"})
       if (word == secret) return true;
+    // A key glued to what it opens (CLIENTKEY, WANDBKEY); MONKEY is six letters.
+    if (word.size() >= 7 && word.ends_with("key")) return true;
     word.clear();
   }
   return false;
