@@ -68,6 +68,9 @@ TrialOracle::TrialOracle(const CaseConfig& config, const BatchStore& batch, Exec
       limits_(limits),
       jobs_(std::max<std::size_t>(jobs, 1)),
       full_key_(selectionKey(fullSelection(batch))) {
+  std::error_code ec;
+  const std::uintmax_t batch_bytes = fs::file_size(config.batch, ec);
+  full_below_ = (ec ? 0 : batch_bytes) + 1'000'000;  // a candidate batch and a megabyte for its output
   if (!journal_) return;
   journaled_ = journal_->loaded();
   trial_number_ = journal_->loadedTrials();  // a resumed run's trials are numbered after the earlier ones
@@ -84,10 +87,8 @@ TrialOracle::TrialOracle(const CaseConfig& config, const BatchStore& batch, Exec
 // that the original fails otherwise than the case says. "Full": less free
 // than a candidate batch and a megabyte for its output.
 void TrialOracle::failIfDiskFull(const TrialRecord& record) const {
-  std::error_code ec;
-  const std::uintmax_t batch = fs::file_size(config_.batch, ec);
   const std::optional<std::uintmax_t> free = availableBytes(config_.work_dir);
-  if (free && *free < (ec ? 0 : batch) + 1'000'000)
+  if (free && *free < full_below_)
     throw DiskFullError(config_.work_dir,
                         "when trial " + std::to_string(record.number) + " failed (" + record.signature.summary() + ")",
                         "free some space there, or give another --work-dir");

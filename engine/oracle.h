@@ -12,6 +12,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <future>
@@ -201,6 +202,7 @@ class TrialOracle {
   std::vector<TrialRecord> runLive(const std::vector<Selection>& selections, const std::vector<std::string>& keys);
   TrialRecord finishTrial(TrialRecord record, const std::string& key);
   void failIfDiskFull(const TrialRecord& record) const;
+  std::uintmax_t full_below_ = 0;  // free bytes under which the work directory counts as full
   void checkLimits(std::size_t about_to_run) const;
   std::string candidateKey(const Selection& selection) const;
   TrialSpec prepare(const Selection& selection, std::size_t number, bool confirmation, bool fresh);
