@@ -10,7 +10,7 @@
 # extracted into an empty directory and run there as a plain
 # `python repro.py` with the build's Python (its exit as the shell sees it) and by
 # `minrepro verify --runs 3`. Whole processes, no fork server in the check.
-# The op step's outcome (engine/archive/op_repro.h) beside it: the call kept
+# The op step's outcome (engine/op_step/op_step.h) beside it: the call kept
 # in op/repro_op.py, its runs and reduction trials, and the exit of a plain
 # `python3 op/repro_op.py` in the empty directory; or why none was kept.
 # Usage: bench/bench_fidelity.sh [BUILD_DIR]

@@ -1,7 +1,6 @@
 #include "commands/compare.h"
 
 #include "core/build_info.h"
-#include "engine/archive/op_repro.h"
 
 #include <stdlib.h>
 
@@ -15,6 +14,8 @@
 #include "engine/archive/seal.h"
 #include "engine/archive/tar_gz.h"
 #include "engine/diagnostics.h"
+#include "engine/op_step/op_case.h"
+#include "engine/op_step/op_recorder.h"
 #include "engine/trial_spec.h"
 #include "harness/case_inference.h"
 #include "harness/precision.h"

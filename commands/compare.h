@@ -59,7 +59,7 @@ struct CompareResult {
   TorchChoice torch;           // an archive's trial command: which Python runs it, and its torch
   FailureSignature reference;  // the first failure of the case as is
   std::vector<VariantResult> results;
-  // An archive's op-level reproducer (engine/archive/op_repro.h), compared
+  // An archive's op-level reproducer (engine/op_step/op_step.h), compared
   // the same way: its call, and its own results (the call's tensors are the
   // batch; its as-is failure is its reference). Null when there is none.
   std::string op_call;

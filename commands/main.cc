@@ -211,7 +211,7 @@ int shrinkCommand(const std::vector<std::string>& all_args) {
   options.python_given = vm.count("python") > 0;
   options.quiet = vm.count("quiet") > 0;
   options.self_check = vm.count("no-self-check") == 0;
-  options.op_repro = vm.count("no-op-repro") == 0;
+  options.op_step = vm.count("no-op-repro") == 0;
   options.resume = vm.count("resume") > 0;
   options.force = vm.count("force") > 0;
   options.progress = minrepro::parseProgressMode(vm["progress"].as<std::string>());

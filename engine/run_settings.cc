@@ -1,9 +1,12 @@
 // What a run's options and case say about where its parts run (see the header).
 #include "engine/run_settings.h"
 
+#include <unistd.h>
+
 #include "engine/diagnostics.h"
 #include "engine/torch_versions.h"
 #include "engine/trial_executors.h"
+#include "engine/trial_spec.h"
 #include "harness/batch_store.h"
 
 namespace minrepro {
@@ -55,8 +58,31 @@ bool selfCheckConfirms(const ShrinkOptions& options, const CaseConfig& config) {
 }
 
 std::string opStepSkipped(const ShrinkOptions& options, const CaseConfig& config) {
-  if (!options.op_repro) return "--no-op-repro";
+  if (!options.op_step) return "--no-op-repro";
   return offThisMachine(options, config, "the op step runs repro.py on this machine");
+}
+
+std::string trialPython(const ShrinkOptions& options, const CaseConfig& config) {
+  if (options.python_given || !config.command) return options.python;
+  // A Python inside the case directory (the project's own .venv) is
+  // written "{case_dir}/.venv/bin/python" in the case.
+  const std::string program = substitutePlaceholders(config.command->argv.front(), {}, {}, config.base_dir);
+  if (!isPythonProgram(program)) return options.python;
+  const std::string own = resolveProgram(program);
+  return own.empty() ? options.python : own;
+}
+
+void useThisMachinesPython(const ShrinkOptions& options, CaseConfig& config) {
+  if (!config.command) return;
+  std::string& program = config.command->argv.front();
+  const std::string path = substitutePlaceholders(program, {}, {}, config.base_dir);
+  const std::string found = resolveProgram(path);
+  if (!isPythonProgram(path) || (!found.empty() && ::access(found.c_str(), X_OK) == 0)) return;
+  if (!options.python_given)
+    throw BadInputError(config.case_file.string() + ": trial.command runs the Python " + path +
+                        ", which is not on this machine (an archive's case names the Python its trials ran with); "
+                        "give a Python with PyTorch with --python");
+  program = options.python;
 }
 
 }  // namespace minrepro

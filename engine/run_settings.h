@@ -10,9 +10,23 @@
 
 #include "core/case_config.h"
 #include "engine/archive/report.h"
-#include "engine/shrink.h"
+#include "engine/shrink_options.h"
 
 namespace minrepro {
+
+// The Python that runs the archive's repro.py in the self-check, the op
+// step and the environment record: --python when given, else the trial
+// command's own interpreter when its program is a Python that exists (the
+// user's venv, with the user's packages: repro.py runs the command with
+// whatever Python runs it), else the build's default.
+std::string trialPython(const ShrinkOptions& options, const CaseConfig& config);
+
+// The case's trial command names a Python that is not on this machine (an
+// archive's case names the Python its trials ran with, the reporter's
+// venv): --python runs the trials instead; without it, BadInputError
+// naming the program, before anything runs, rather than trials that
+// "could not start".
+void useThisMachinesPython(const ShrinkOptions& options, CaseConfig& config);
 
 // LibTorch's and the trials' Python's versions, and the trials' backend.
 KeyValues probeEnvironment(const ShrinkOptions& options, const CaseConfig& config);

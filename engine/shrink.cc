@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "core/disk_space.h"
+#include "core/process/containment.h"
 #include "core/process/process.h"
 #include "engine/archive/output_guard.h"
 #include "engine/archive/report_html.h"
@@ -14,7 +15,7 @@
 #include "engine/case_check.h"
 #include "engine/diagnostics.h"
 #include "engine/executors/fork_server.h"
-#include "engine/op_call_reduction.h"
+#include "engine/op_step/op_step.h"
 #include "engine/oracle.h"
 #include "engine/original_check.h"
 #include "engine/pipeline.h"
@@ -33,24 +34,6 @@ namespace minrepro {
 
 ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Executor& executor,
                            const ForkServerExecutor* forked);
-
-// A case's trial command may name a Python that is not on this machine:
-// an archive's case.yaml names the Python its trials ran with (the
-// reporter's venv). --python then runs the trials; without it, exit 2
-// before anything runs, naming the program, rather than trials that
-// "could not start".
-void useThisMachinesPython(const ShrinkOptions& options, CaseConfig& config) {
-  if (!config.command) return;
-  std::string& program = config.command->argv.front();
-  const std::string path = substitutePlaceholders(program, {}, {}, config.base_dir);
-  const std::string found = resolveProgram(path);
-  if (!isPythonProgram(path) || (!found.empty() && ::access(found.c_str(), X_OK) == 0)) return;
-  if (!options.python_given)
-    throw BadInputError(config.case_file.string() + ": trial.command runs the Python " + path +
-                        ", which is not on this machine (an archive's case names the Python its trials ran with); "
-                        "give a Python with PyTorch with --python");
-  program = options.python;
-}
 
 ExitStatus runShrink(const ShrinkOptions& options, Executor* executor) {
   CaseConfig config = loadCase(options.config, options.case_dir);
@@ -156,16 +139,9 @@ void writeLiveReport(Run& r) {
   const Timeline& t = r.timeline;
   const OracleStats& s = r.oracle->stats();
   const std::int64_t samples = t.steps().empty() ? r.batch->sampleCount() : t.steps().back().samples;
-  std::ostringstream status;
-  status << std::fixed << std::setprecision(0) << samples << " of " << r.batch->sampleCount() << " samples kept after "
-         << s.trials + s.replayed << " trials in " << now << " s ("
-         << 60.0 * static_cast<double>(s.trials) / std::max(now, 1.0) << " trials per minute). ";
-  if (!t.estimate().pass.empty())
-    status << "Pass " << t.estimate().pass << ": about " << t.estimate().trials_left << " trials (~"
-           << t.estimate().seconds_left << " s) left by its search's count; an estimate at the last trial's pace, "
-           << "before later passes and rounds, which depend on what this one finds.";
-  writeFileAtomically(r.config.work_dir / "REPORT.html",
-                      renderReportHtml(r.config, {nullptr, &t, {}, "", status.str()}));
+  const std::string status =
+      liveStatus(samples, r.batch->sampleCount(), s.trials, s.trials + s.replayed, now, t.estimate());
+  writeFileAtomically(r.config.work_dir / "REPORT.html", renderReportHtml(r.config, {nullptr, &t, {}, "", status}));
 }
 
 // The oracle, with the run's budget, and the best case it has seen.
@@ -278,22 +254,6 @@ void search(Run& r, bool forks) {
   if (!r.confirmed) r.log.info("warning: " + notConfirmedWhy(*r.oracle, "when confirmed in fresh processes"));
 }
 
-// The minimal case in one line, against the original: "512 samples -> 1;
-// length 600 -> 513; branches on 3 -> 1 (off: noise, normalize); non-trivial
-// values 4506 -> 1" (a part only where the case has that dimension).
-std::string minimalCaseLine(const CaseSize& from, const CaseSize& to, const Selection& best) {
-  const std::string arrow = " \u2192 ";
-  std::string line = std::to_string(from.samples) + " samples" + arrow + std::to_string(to.samples);
-  if (from.length > 0) line += "; length " + std::to_string(from.length) + arrow + std::to_string(to.length);
-  if (from.branches > 0) {
-    line += "; branches on " + std::to_string(from.branches) + arrow + std::to_string(to.branches);
-    std::string off;
-    for (const auto& name : best.branches_off) off += (off.empty() ? "" : ", ") + name;
-    if (!off.empty()) line += " (off: " + off + ")";
-  }
-  return line + "; non-trivial values " + std::to_string(from.values) + arrow + std::to_string(to.values);
-}
-
 // REPORT.md's account of the run, beside the archive's files.
 ReductionSummary summaryOf(Run& r, const fs::path& minimal_batch, const NeighbourPlan& neighbours) {
   ReductionSummary summary = summarize(r.environment.get(), r.config, *r.batch, *r.oracle, r.best, minimal_batch);
@@ -324,9 +284,55 @@ ReductionSummary summaryOf(Run& r, const fs::path& minimal_batch, const Neighbou
   return summary;
 }
 
-// The best case written, then the archive, its self-check and the op step
-// (engine/archive/reproducer.h); the op step's own reduction is a run of
-// this same function's caller (engine/op_call_reduction.h).
+// The op step's own reduction may take half the time the run had taken
+// when it began (so the op step stays within about a third of the whole),
+// but never less than this: a reduction of a few forked trials.
+constexpr double kMinOpReductionSeconds = 5;
+// The failing call's inputs (`case_file`, written by the op step) reduced
+// by a nested run of this conductor (opReductionOptions says how).
+OpReduction reduceOpInputs(const ShrinkOptions& outer, const fs::path& case_file, const OpStep& step) {
+  ShrinkTally tally;
+  const ShrinkOptions inner = opReductionOptions(outer, case_file, step, &tally);
+  // The nested run tags its trials with its own work directory; the outer
+  // run's tags resume afterwards.
+  const std::string scope = trialScope();
+  OpReduction reduction;
+  try {
+    reduction = opReductionOutcome(runShrink(inner, step.warm), case_file);
+  } catch (const std::exception& e) {
+    reduction.why_not = e.what();
+  }
+  setTrialScope(scope);
+  reduction.trials = tally.trials;
+  return reduction;
+}
+
+// The op step (engine/op_step/op_step.h) on the archive just written, with
+// the run's Python, failure and self-check plan; the call's inputs reduced
+// within half the time the run had taken so far; the run's fork servers
+// (a Python server starts on its first run when the trials ran none) serve
+// its Python runs warm.
+OpStepResult runOpStep(Run& r, const OpStart& start, const SelfCheckPlan& plan) {
+  OpStep step;
+  step.archive = start.archive;
+  step.work = r.config.work_dir;
+  step.python = trialPython(r.options, r.config);
+  step.signature = r.oracle->reference();
+  step.message_regex = r.config.expected.message_regex;
+  step.plan = plan;
+  step.timeout = r.config.timeout;
+  step.stop = &stopAsked();
+  step.reduction_seconds = std::max(kMinOpReductionSeconds, r.log.elapsedSeconds() / 2);
+  step.recorded = start.recorded;
+  step.slots = start.slots;
+  step.warm = r.forked && r.config.fork_server ? &r.executor : nullptr;
+  OpStepRun op(step, r.log, &r.timeline);
+  if (const auto inputs = op.locate()) op.reduced(reduceOpInputs(r.options, *inputs, op.step()));
+  return op.finish();
+}
+
+// The best case written, then the archive (engine/archive/reproducer.h),
+// its self-check and, beside it, the op step.
 ExitStatus writeResult(Run& r) {
   const fs::path minimal_batch = writeBestSoFar(r.config, *r.batch, r.best);
   if (!r.options.archive) {
@@ -335,25 +341,24 @@ ExitStatus writeResult(Run& r) {
   }
   const NeighbourPlan neighbours = writeNeighbours(r.config, *r.batch, r.best);
   ReductionSummary summary = summaryOf(r, minimal_batch, neighbours);
-  ArchiveJob job{minimal_batch,
-                 neighbours,
-                 r.plain_passes,
-                 trialPython(r.options, r.config),
-                 selfCheckSkipped(r.options, r.config),
-                 &stopAsked(),
-                 {},
-                 {}};
+  ArchiveJob job;
+  job.minimal_batch = minimal_batch;
+  job.neighbours = neighbours;
+  job.plain_passes = r.plain_passes;
+  job.python = trialPython(r.options, r.config);
+  job.skip_self_check = selfCheckSkipped(r.options, r.config);
+  job.stop = &stopAsked();
   job.skip_op_step = opStepSkipped(r.options, r.config);
+  if (job.skip_op_step.empty()) job.recorder = recorderRide(r.config, r.oracle->reference().family);
   job.jobs = r.options.jobs;
   job.confirmation_is_self_check = selfCheckConfirms(r.options, r.config);
   job.timeline = &r.timeline;
   const SelfCheckPlan plan = planSelfCheck(r.oracle->rate(), r.config.flaky, r.plain_passes, r.best.samples.size());
   if (!plan.require_every_run) summary.flaky_rate = r.oracle->rate().estimate();
-  // The run's fork servers serve the op step's own Python runs warm (a
-  // Python server starts on its first one when the trials ran none).
-  Executor* warm = r.forked && r.config.fork_server ? &r.executor : nullptr;
-  if (job.skip_op_step.empty()) job.op_step = opStepFor(r.options, r.config, r.oracle->reference(), plan, r.log, warm);
-  const ExitStatus status = writeAndCheckArchive(r.config, *r.oracle, r.best, job, summary, r.status, r.log);
+  ArchiveStep archive(r.config, *r.oracle, r.best, job, summary, r.log);
+  archive.write(r.status);
+  if (const auto start = archive.opStart()) archive.opStepDone(runOpStep(r, *start, plan));
+  const ExitStatus status = archive.finish();
   r.confirmed = summary.confirmed;
   return status;
 }
@@ -454,16 +459,6 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
                                 resumeCommand(config, options.case_dir, options.zero_config_command) +
                                 " (the trials so far are replayed, not run again)");
   }
-}
-
-std::string trialPython(const ShrinkOptions& options, const CaseConfig& config) {
-  if (options.python_given || !config.command) return options.python;
-  // A Python inside the case directory (the project's own .venv) is
-  // written "{case_dir}/.venv/bin/python" in the case.
-  const std::string program = substitutePlaceholders(config.command->argv.front(), {}, {}, config.base_dir);
-  if (!isPythonProgram(program)) return options.python;
-  const std::string own = resolveProgram(program);
-  return own.empty() ? options.python : own;
 }
 
 }  // namespace minrepro

@@ -1,4 +1,4 @@
-// Whole-binary tier: the failing operator call alone (engine/archive/op_repro.h).
+// Whole-binary tier: the failing operator call alone (engine/op_step/op_step.h).
 // Real failures made with real PyTorch (tests/fixtures/op_cases/make_cases.py
 // and the guide's class-4 example): an index error in a loss, an operator
 // with no kernel for the dtype, a fatal signal from a real out-of-bounds read,
@@ -8,7 +8,8 @@
 // signature; where it does not, the archive says why and has no op/.
 #include <gtest/gtest.h>
 
-#include "engine/archive/op_repro.h"
+#include "engine/op_step/op_case.h"
+#include "engine/op_step/op_recorder.h"
 #include "tests/e2e_fixture.h"
 #include "tests/test_util.h"
 

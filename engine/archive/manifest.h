@@ -33,7 +33,7 @@ struct Manifest {
   // Samples a correct run must process (targets that are not ignore_index);
   // absent when the archive cannot know (a trial command, no target).
   std::optional<std::int64_t> processed;
-  // The op-level reproducer (engine/archive/op_repro.h), "op/repro_op.py",
+  // The op-level reproducer (engine/op_step/op_step.h), "op/repro_op.py",
   // when the archive has one: it must fail like the case too, the operator
   // aside (it is called directly, not from the program).
   std::string op_repro;

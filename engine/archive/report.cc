@@ -54,8 +54,8 @@ std::string statsLine(const OracleStats& s) {
 }
 
 // First, when there is one: what a PyTorch maintainer runs before anything else.
-void writeOpRepro(std::ostream& out, const OpRepro& op) {
-  if (op.status != OpReproStatus::Made) return;
+void writeOpRepro(std::ostream& out, const OpStepResult& op) {
+  if (op.status != OpStepStatus::Made) return;
   const OpCall& call = op.reduced ? *op.reduced : *op.found;
   const bool non_finite = op.found->error.rfind("FloatingPointError", 0) == 0;
   out << (non_finite ? "## The first operator that made a NaN or an inf (`op/repro_op.py`)\n\n"
@@ -81,13 +81,13 @@ void writeOpRepro(std::ostream& out, const OpRepro& op) {
 }
 
 // Where no single call was kept: which one was found, and why it does not stand alone.
-std::string opReproLine(const OpRepro& op) {
+std::string opReproLine(const OpStepResult& op) {
   switch (op.status) {
-    case OpReproStatus::Made:
+    case OpStepStatus::Made:
       return "`op/repro_op.py` calls `" + op.found->op + "` alone (see the top of this report)";
-    case OpReproStatus::NotIsolated:
+    case OpStepStatus::NotIsolated:
       return std::string("none kept") + (op.found ? ": the call found was `" + op.found->op + "`" : "") + "; " + op.why;
-    case OpReproStatus::NotTried:
+    case OpStepStatus::NotTried:
       return "not tried (" + op.why + ")";
   }
   return "";
@@ -101,7 +101,7 @@ std::string firstNonFiniteLine(const ReductionSummary& s) {
   if (s.op.found && s.op.found->error.find("FloatingPointError") == 0)
     return "`" + s.op.found->op + "` (" + s.op.found->phase + ", call " + std::to_string(s.op.found->index) +
            "): " + s.op.found->error.substr(s.op.found->error.find(": ") + 2) + "; the batch holds no NaN or inf" +
-           (s.op.status == OpReproStatus::Made ? " (`op/repro_op.py` is that call)" : "");
+           (s.op.status == OpStepStatus::Made ? " (`op/repro_op.py` is that call)" : "");
   return "not located (" + (s.op.why.empty() ? std::string("no operator call was recorded") : s.op.why) +
          "); the batch holds no NaN or inf";
 }
@@ -483,6 +483,22 @@ std::string renderReproPy(const CaseConfig& config, const FailureSignature& sign
      << "BATCH = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(HERE, \"batch.pt\")\n";
   py << (config.harness ? reproHarness(*config.harness) : reproCommand(config));
   return py.str();
+}
+
+// The minimal case in one line, against the original: "512 samples -> 1;
+// length 600 -> 513; branches on 3 -> 1 (off: noise, normalize); non-trivial
+// values 4506 -> 1" (a part only where the case has that dimension).
+std::string minimalCaseLine(const CaseSize& from, const CaseSize& to, const Selection& best) {
+  const std::string arrow = " \u2192 ";
+  std::string line = std::to_string(from.samples) + " samples" + arrow + std::to_string(to.samples);
+  if (from.length > 0) line += "; length " + std::to_string(from.length) + arrow + std::to_string(to.length);
+  if (from.branches > 0) {
+    line += "; branches on " + std::to_string(from.branches) + arrow + std::to_string(to.branches);
+    std::string off;
+    for (const auto& name : best.branches_off) off += (off.empty() ? "" : ", ") + name;
+    if (!off.empty()) line += " (off: " + off + ")";
+  }
+  return line + "; non-trivial values " + std::to_string(from.values) + arrow + std::to_string(to.values);
 }
 
 }  // namespace minrepro

@@ -10,7 +10,7 @@
 #include "core/case_config.h"
 #include "core/failure_signature.h"
 #include "core/flaky.h"
-#include "engine/archive/op_repro.h"
+#include "core/op_call.h"
 #include "engine/archive/self_check.h"
 #include "engine/format_list.h"
 #include "engine/oracle.h"
@@ -53,7 +53,7 @@ struct ReductionSummary {
   // the files are copied verbatim, so the reader is warned instead.
   std::vector<std::string> secrets_in_files;
   SelfCheck self_check;               // the archive run on its own (engine/archive/self_check.h)
-  OpRepro op;                         // the failing operator call alone (engine/archive/op_repro.h)
+  OpStepResult op;                    // the failing operator call alone (engine/op_step/op_step.h)
   std::vector<std::string> warnings;  // shown first: torch versions that differ (engine/torch_versions.h)
   // The NaN and inf values the kept samples held in the original batch
   // ("`image`, sample id 3017: 3072 NaN"), for a non-finite failure.
@@ -83,5 +83,10 @@ std::string renderReproPy(const CaseConfig& config, const FailureSignature& sign
 
 // The PyTorch that made the case (its environment's record), "" when unknown.
 std::string madeWithTorch(const ReductionSummary& summary);
+
+// The minimal case in one line, against the original: "512 samples -> 1;
+// length 600 -> 513; branches on 3 -> 1 (off: noise, normalize); non-trivial
+// values 4506 -> 1" (a part only where the case has that dimension).
+std::string minimalCaseLine(const CaseSize& from, const CaseSize& to, const Selection& best);
 
 }  // namespace minrepro

@@ -121,7 +121,7 @@ void writeVerdict(std::ostream& out, const CaseConfig& config, const HtmlReportI
       << "<span class=\"k\">minimal case</span><b id=\"minimal\">" << esc(in.size_line) << "</b><br>"
       << "<span class=\"k\">kept sample ids</span>" << esc(formatList(s->kept_ids, 16)) << "<br>"
       << "<span class=\"k\">reproduces alone</span>" << esc(s->self_check.describe()) << "<br>";
-  if (s->op.status == OpReproStatus::Made) {
+  if (s->op.status == OpStepStatus::Made) {
     const OpCall& call = s->op.reduced ? *s->op.reduced : *s->op.found;
     out << "<span class=\"k\">the call alone</span><code>" << esc(call.op) << "</code> in <code>op/repro_op.py</code>, "
         << esc(s->op.alone) << "<br>";
@@ -449,6 +449,19 @@ bool writeFileAtomically(const fs::path& path, const std::string& text) {
   if (written) fs::rename(temporary, path, renamed);
   if (!written || renamed) fs::remove(temporary, removed);  // a full disk leaves no empty REPORT.html.tmp
   return written && !renamed;
+}
+
+std::string liveStatus(std::int64_t samples, std::int64_t total, std::size_t trials_run, std::size_t trials,
+                       double seconds, const PassEstimate& estimate) {
+  std::ostringstream status;
+  status << std::fixed << std::setprecision(0) << samples << " of " << total << " samples kept after " << trials
+         << " trials in " << seconds << " s (" << 60.0 * static_cast<double>(trials_run) / std::max(seconds, 1.0)
+         << " trials per minute). ";
+  if (!estimate.pass.empty())
+    status << "Pass " << estimate.pass << ": about " << estimate.trials_left << " trials (~" << estimate.seconds_left
+           << " s) left by its search's count; an estimate at the last trial's pace, "
+           << "before later passes and rounds, which depend on what this one finds.";
+  return status.str();
 }
 
 }  // namespace minrepro

@@ -33,6 +33,12 @@ struct HtmlReportInput {
 
 std::string renderReportHtml(const CaseConfig& config, const HtmlReportInput& input);
 
+// HtmlReportInput::live_status: where the run stands ("12 of 512 samples
+// kept after 47 trials in 30 s (94 trials per minute)") and the running
+// pass's own estimate of what it has left, said to be an estimate.
+std::string liveStatus(std::int64_t samples, std::int64_t total, std::size_t trials_run, std::size_t trials,
+                       double seconds, const PassEstimate& estimate);
+
 // Writes `html` to `path` through a temporary file and a rename, so that a
 // browser reloading it never reads half a file. False when it could not.
 bool writeFileAtomically(const std::filesystem::path& path, const std::string& html);

@@ -10,7 +10,6 @@
 #include "engine/archive/bundle.h"
 #include "engine/archive/manifest.h"
 #include "engine/archive/minimal_batch_contrast.h"
-#include "engine/archive/op_repro.h"
 #include "engine/archive/report_html.h"
 #include "engine/archive/repro_cpp.h"
 #include "engine/archive/scrub.h"
@@ -58,7 +57,7 @@ ArchiveEntry manifestEntry(const CaseConfig& config, const fs::path& minimal_bat
                            const ScrubContext& scrub) {
   Manifest m;
   m.flaky_rate = summary.flaky_rate;
-  if (summary.op.status == OpReproStatus::Made) m.op_repro = "op/repro_op.py";
+  if (summary.op.status == OpStepStatus::Made) m.op_repro = "op/repro_op.py";
   // The torch that made the case (REPORT.md's environment), when its Python imported one.
   const std::string torch = environmentValue(summary.environment, "PyTorch");
   if (!torchMinorVersion(torch).empty() && torch.find(' ') == std::string::npos) {
@@ -146,7 +145,7 @@ std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::pat
   entries.push_back({"repro.py", renderReproPy(shown, signature), true});
   entries.push_back({"case.yaml", renderCase(shown, config.base_dir, "batch.pt", "model.pt")});
   entries.push_back(manifestEntry(config, minimal_batch, signature, neighbours, summary, scrub));  // for verify
-  if (summary.op.status == OpReproStatus::Made) {
+  if (summary.op.status == OpStepStatus::Made) {
     entries.push_back({"op/repro_op.py", scrubComments(summary.op.script, scrub), true});
     entries.push_back(fileEntry("op/inputs.pt", summary.op.dir / "inputs.pt"));
     entries.push_back({"op/call.txt", scrubText(readFileBytes(summary.op.dir / "call.txt"), scrub)});
@@ -196,11 +195,11 @@ std::string preloadWith(const CaseConfig& config, const std::string& library) {
 }
 
 // The op recorder's files and its record are minrepro's, not the trial's.
-std::vector<fs::path> withoutRecorder(std::vector<fs::path> traced, const fs::path& record_dir) {
-  const std::string recorder = opRecorderDir();
+std::vector<fs::path> withoutRecorder(std::vector<fs::path> traced, const RecorderRide& recorder) {
+  const std::string own = recorder.program_dir, record = recorder.record_dir.string();
   std::erase_if(traced, [&](const fs::path& f) {
     const std::string path = f.string();
-    return (!recorder.empty() && path.starts_with(recorder + "/")) || path.starts_with(record_dir.string() + "/");
+    return (!own.empty() && path.starts_with(own + "/")) || path.starts_with(record + "/");
   });
   return traced;
 }
@@ -211,8 +210,8 @@ std::vector<fs::path> withoutRecorder(std::vector<fs::path> traced, const fs::pa
 // When `record` is set, the op recorder rides on the same run (it promises
 // not to change what the program sees); its record is kept only if the run
 // failed like the case, else the op step records a run of its own.
-TraceResult traceBundleOrThrow(const CaseConfig& config, TrialOracle& oracle, const Selection& best, bool record,
-                               Log& log) {
+TraceResult traceBundleOrThrow(const CaseConfig& config, TrialOracle& oracle, const Selection& best,
+                               const RecorderRide* record, Log& log) {
   std::vector<fs::path> traced;
   TraceResult result;
   const std::string library = fileTraceLibrary();
@@ -222,22 +221,18 @@ TraceResult traceBundleOrThrow(const CaseConfig& config, TrialOracle& oracle, co
         "only trial.files and the command's own files are bundled");
   if (config.command && !library.empty()) {
     const fs::path trace = config.work_dir / "file-trace.txt", dir = config.work_dir / "trace";
-    const fs::path record_dir = config.work_dir / "op-record";
     std::error_code ec;
     fs::remove(trace, ec);
-    fs::remove_all(record_dir, ec);
     std::map<std::string, std::string> env{{"LD_PRELOAD", preloadWith(config, library)},
                                            {kFileTraceVariable, trace.string()}};
     if (record) {
-      fs::create_directories(record_dir);
-      const bool non_finite = oracle.reference().family == FailureFamily::NonFinite;
-      for (auto& [name, value] :
-           recorderEnvironment(record_dir, false, commandVariable(config, "PYTHONPATH"), non_finite))
-        env[name] = value;
+      fs::remove_all(record->record_dir, ec);
+      fs::create_directories(record->record_dir);
+      for (const auto& [name, value] : record->env) env[name] = value;
     }
     const TrialOutcome outcome = oracle.runUncounted(best, env, dir);
-    traced = withoutRecorder(readTrace(trace), record_dir);
-    if (record && oracle.sameFailure(outcome)) result.recorded = record_dir;
+    traced = record ? withoutRecorder(readTrace(trace), *record) : readTrace(trace);
+    if (record && oracle.sameFailure(outcome)) result.recorded = record->record_dir;
     fs::remove_all(dir, ec);
     fs::remove(trace, ec);
     log.detail("file trace of the minimal case (" + describe(outcome) + "): " + std::to_string(traced.size()) +
@@ -250,7 +245,8 @@ TraceResult traceBundleOrThrow(const CaseConfig& config, TrialOracle& oracle, co
   return result;
 }
 
-TraceResult traceBundle(const CaseConfig& config, TrialOracle& oracle, const Selection& best, bool record, Log& log) {
+TraceResult traceBundle(const CaseConfig& config, TrialOracle& oracle, const Selection& best,
+                        const RecorderRide* record, Log& log) {
   try {
     return traceBundleOrThrow(config, oracle, best, record, log);
   } catch (const std::exception& e) {
@@ -261,50 +257,19 @@ TraceResult traceBundle(const CaseConfig& config, TrialOracle& oracle, const Sel
   }
 }
 
-// Why the op step (engine/archive/op_repro.h) does not run on this archive,
+// Why the op step (engine/op_step/op_step.h) does not run on this archive,
 // or "" when it does: not asked for, a run that did not end reduced, or a
 // non-finite failure whose batch itself holds the NaN or inf (no operator
 // made the first one; a call that turns the batch's inf into a NaN would
 // point the reader at a consequence).
 std::string opStepNotRun(const ArchiveJob& job, ExitStatus status, const ReductionSummary& summary) {
-  if (!job.op_step) return job.skip_op_step;
+  if (!job.skip_op_step.empty()) return job.skip_op_step;
   if (job.stop && job.stop->load()) return "the run was interrupted";
   if (status == ExitStatus::BudgetSpent) return "the budget was spent";
   if (status != ExitStatus::Reduced) return "the run was interrupted";
   if (summary.signature.family == FailureFamily::NonFinite && !summary.non_finite_inputs.empty())
     return "the batch itself holds the NaN or inf (see the first non-finite value): no operator made the first one";
   return "";
-}
-
-// The op step on the archive just written, on the slots it shares with
-// the self-check. Its share of the run is logged, with why when it is more
-// than a third: the op step is a help beside the archive, and its cost must
-// be one the reader can weigh.
-void runOpStep(const OpStart& start, const ArchiveJob& job, ReductionSummary& summary, Log& log) {
-  const double from = log.elapsedSeconds();
-  log.info(start.recorded.empty() ? "locating the failing operator call: repro.py once more with the op recorder"
-                                  : "locating the failing operator call in the op recorder's record of the file "
-                                    "trace's run");
-  summary.op = job.op_step(start);
-  if (summary.op.status == OpReproStatus::Made)
-    log.info("op-level reproducer: op/repro_op.py calls " + summary.op.found->op + " alone and " + summary.op.alone +
-             " (its inputs reduced in " + std::to_string(summary.op.reduction_trials) +
-             (summary.op.reduction_trials == 1 ? " trial)" : " trials)"));
-  else
-    log.info("op-level reproducer: " + std::string(summary.op.found ? summary.op.found->op + ": " : "") +
-             "none kept (" + summary.op.why + ")");
-  const double to = log.elapsedSeconds();
-  if (job.timeline) job.timeline->addPhase({"op step", from, to});
-  if (to - from > to / 3)
-    log.info("note: the op step took " + secondsText(to - from) + " s of the run's " + secondsText(to) +
-             " s, more than a third (beside the self-check, which shares the --jobs slots with it): " +
-             std::to_string(summary.op.processes) +
-             " run(s) of repro.py and repro_op.py, each starting Python "
-             "and torch, and " +
-             std::to_string(summary.op.reduction_trials) +
-             " trial(s) reducing the call's inputs (the search of that reduction is given at most " +
-             secondsText(summary.op.reduction_seconds) +
-             " s) (--no-op-repro skips the op step; --jobs 2 runs it beside the self-check)");
 }
 
 }  // namespace
@@ -386,118 +351,131 @@ void addPhase(const ArchiveJob& job, const std::string& name, double from, const
   if (job.timeline) job.timeline->addPhase({name, from, log.elapsedSeconds()});
 }
 
-// The self-check and the op step, side by side on the --jobs slots: the
-// self-check's runs of repro.py from the extracted archive need nothing the
-// op step makes, and the op step needs only the archive and the file trace's
-// record. The op step's runs of the call alone stand in for the
-// self-check's runs of op/repro_op.py: they run its script and inputs as
-// archived (the script's comments aside, which scrubbing may change).
-void checkBesideOpStep(const CaseConfig& config, TrialOracle& oracle, const Selection& best, const ArchiveJob& job,
-                       const fs::path& recorded, ReductionSummary& summary, Log& log) {
+}  // namespace
+
+ArchiveStep::ArchiveStep(const CaseConfig& config, TrialOracle& oracle, const Selection& best, const ArchiveJob& job,
+                         ReductionSummary& summary, Log& log)
+    : config_(config), oracle_(oracle), best_(best), job_(job), summary_(summary), log_(log) {}
+
+ArchiveStep::~ArchiveStep() {
+  if (checking_.valid()) checking_.wait();
+}
+
+// The archive, with the files the trial reads, written once for the
+// self-check and the op step to run; then the self-check started.
+void ArchiveStep::write(ExitStatus status) {
+  status_ = status;
+  const auto stopped = [&] { return job_.stop && job_.stop->load(); };
+  const double trace_from = log_.elapsedSeconds();
+  const std::string op_not_run = opStepNotRun(job_, status, summary_);
+  const bool record = op_not_run.empty() && !job_.recorder.env.empty();
+  const TraceResult trace = status == ExitStatus::Interrupted
+                                ? TraceResult{planBundle(config_, {}), {}}
+                                : traceBundle(config_, oracle_, best_, record ? &job_.recorder : nullptr, log_);
+  addPhase(job_, "file trace", trace_from, log_);
+  bundle_ = trace.bundle;
+  recorded_ = trace.recorded;
+  if (stopped() && status_ != ExitStatus::Interrupted) {
+    status_ = ExitStatus::Interrupted;  // during the file trace: its list may be short
+    log_.info("stopping: interrupted while tracing the files the trial reads");
+  }
+  const double archive_from = log_.elapsedSeconds();
+  summary_.bundled_from_outside = bundle_.from_outside;
+  summary_.left_out = bundle_.left_out;
+  summary_.secrets_in_files = secretsIn(bundle_);
+  for (const auto& line : summary_.secrets_in_files)
+    log_.info("warning: the archive carries " + line +
+              " verbatim, which looks like a secret; remove it from the "
+              "file before you send the archive");
+  if (config_.command)
+    for (const auto& [name, value] : withheldEnv(config_.command->env))
+      log_.info("note: trial.env." + name + " looks like a secret: the archive leaves its value out (case.yaml says " +
+                withheldEnvPlaceholder(name) + "; repro.py takes " + name + " from the environment it runs in)");
+  for (const auto& f : bundle_.files) summary_.bundled.push_back(f.archive_name);
+  summary_.self_check.skipped = status_ == ExitStatus::Interrupted   ? "the run was interrupted"
+                                : status_ == ExitStatus::BudgetSpent ? "the budget was spent"
+                                                                     : job_.skip_self_check;
+  summary_.seconds = log_.elapsedSeconds();
+  archived_ = withBundledPaths(bakeBranches(config_, best_.branches_off), bundle_);
+  summary_.op.why = op_not_run;
+  writeTarGz(config_.output, archiveEntries(archived_, job_.minimal_batch, summary_, job_.neighbours, bundle_));
+  addPhase(job_, "archive", archive_from, log_);
+  startSelfCheck();
+}
+
+// The self-check's runs of repro.py from the extracted archive need nothing
+// the op step makes, and the op step needs only the archive and the file
+// trace's record: they run side by side on the --jobs slots. The op step's
+// runs of the call alone stand in for the self-check's runs of
+// op/repro_op.py: they run its script and inputs as archived (the script's
+// comments aside, which scrubbing may change).
+void ArchiveStep::startSelfCheck() {
   // An out-of-memory failure's runs go one at a time: two at once on one
   // device would each have less memory than the case had, and could fail
   // for each other.
-  const bool memory = oracle.reference().family == FailureFamily::OutOfMemory;
-  JobSlots slots(memory ? 1 : job.jobs);
-  const bool op_beside = summary.op.why.empty();
+  const bool memory = oracle_.reference().family == FailureFamily::OutOfMemory;
+  slots_ = std::make_unique<JobSlots>(memory ? 1 : job_.jobs);
+  const bool op_beside = summary_.op.why.empty();
   // A slot left to the op step's chain of runs while it goes on, which the
   // self-check's independent runs would otherwise hold up.
-  JobSlots bound(op_beside ? std::max<std::size_t>(1, slots.size() - 1) : slots.size());
-  const double from = log.elapsedSeconds();
-  double checked_at = from;
-  std::future<SelfCheck> checking;  // after what it uses: joined before they go
-  if (summary.self_check.skipped.empty()) {
-    log.info("checking the archive on its own: repro.py in plain processes, extracted into an empty directory" +
-             std::string(op_beside ? ", beside the op step" : ""));
-    const SelfCheckPlan plan = planSelfCheck(oracle.rate(), config.flaky, job.plain_passes, best.samples.size());
-    checking = std::async(std::launch::async, [&, plan] {
-      const std::map<std::string, std::string> withheld =
-          config.command ? withheldEnv(config.command->env) : std::map<std::string, std::string>{};
-      SelfCheck check =
-          checkArchiveAlone(config.output, plan, job.python, config.timeout, job.stop, {&bound, &slots}, withheld);
-      checked_at = log.elapsedSeconds();
-      return check;
-    });
-  }
-  if (op_beside) {
-    runOpStep({config.output, recorded, &slots}, job, summary, log);
-    if (slots.size() > 1) bound.grow();  // its slot is the self-check's now
-  }
-  if (!checking.valid()) return;
-  summary.self_check = checking.get();
-  if (job.timeline) job.timeline->addPhase({"self-check", from, checked_at});
-  if (summary.op.status == OpReproStatus::Made) {
-    summary.self_check.op_runs = summary.op.alone_runs;
-    summary.self_check.op_reproduced = summary.op.alone_failed;
-  }
-  if (job.confirmation_is_self_check) {
-    summary.confirmed = summary.self_check.passed();
-    summary.confirmed_by_self_check = true;
-  }
+  bound_ = std::make_unique<JobSlots>(op_beside ? std::max<std::size_t>(1, slots_->size() - 1) : slots_->size());
+  checked_from_ = checked_at_ = log_.elapsedSeconds();
+  if (!summary_.self_check.skipped.empty()) return;
+  log_.info("checking the archive on its own: repro.py in plain processes, extracted into an empty directory" +
+            std::string(op_beside ? ", beside the op step" : ""));
+  const SelfCheckPlan plan = planSelfCheck(oracle_.rate(), config_.flaky, job_.plain_passes, best_.samples.size());
+  checking_ = std::async(std::launch::async, [this, plan] {
+    const std::map<std::string, std::string> withheld =
+        config_.command ? withheldEnv(config_.command->env) : std::map<std::string, std::string>{};
+    SelfCheck check = checkArchiveAlone(config_.output, plan, job_.python, config_.timeout, job_.stop,
+                                        {bound_.get(), slots_.get()}, withheld);
+    checked_at_ = log_.elapsedSeconds();
+    return check;
+  });
 }
 
-}  // namespace
+std::optional<OpStart> ArchiveStep::opStart() {
+  if (!summary_.op.why.empty()) return std::nullopt;
+  return OpStart{config_.output, recorded_, slots_.get()};
+}
 
-// The archive, with the files the trial reads, then checked on its own as
-// the maintainer will run it before the run says it is done, beside the op
-// step; REPORT.md (the archive's first entry) records the outcome. The
-// archive is written twice: once for the self-check and the op step to run,
-// once with what they found. Returns the run's status.
-ExitStatus writeAndCheckArchive(const CaseConfig& config, TrialOracle& oracle, const Selection& best,
-                                const ArchiveJob& job, ReductionSummary& summary, ExitStatus status, Log& log) {
-  const fs::path& minimal_batch = job.minimal_batch;
-  const NeighbourPlan& neighbours = job.neighbours;
-  const auto stopped = [&] { return job.stop && job.stop->load(); };
-  const double trace_from = log.elapsedSeconds();
-  const std::string op_not_run = opStepNotRun(job, status, summary);
-  const bool record = op_not_run.empty() && recorderCanRide(oracle.reference().family);
-  const TraceResult trace = status == ExitStatus::Interrupted ? TraceResult{planBundle(config, {}), {}}
-                                                              : traceBundle(config, oracle, best, record, log);
-  addPhase(job, "file trace", trace_from, log);
-  const BundlePlan& bundle = trace.bundle;
-  if (stopped() && status != ExitStatus::Interrupted) {
-    status = ExitStatus::Interrupted;  // during the file trace: its list may be short
-    log.info("stopping: interrupted while tracing the files the trial reads");
+void ArchiveStep::opStepDone(OpStepResult result) {
+  summary_.op = std::move(result);
+  if (slots_->size() > 1) bound_->grow();  // its slot is the self-check's now
+}
+
+// The self-check's verdict, then the archive written again with it and the
+// op step's outcome.
+ExitStatus ArchiveStep::finish() {
+  if (checking_.valid()) {
+    summary_.self_check = checking_.get();
+    if (job_.timeline) job_.timeline->addPhase({"self-check", checked_from_, checked_at_});
+    if (summary_.op.status == OpStepStatus::Made) {
+      summary_.self_check.op_runs = summary_.op.alone_runs;
+      summary_.self_check.op_reproduced = summary_.op.alone_failed;
+    }
+    if (job_.confirmation_is_self_check) {
+      summary_.confirmed = summary_.self_check.passed();
+      summary_.confirmed_by_self_check = true;
+    }
   }
-  const double archive_from = log.elapsedSeconds();
-  summary.bundled_from_outside = bundle.from_outside;
-  summary.left_out = bundle.left_out;
-  summary.secrets_in_files = secretsIn(bundle);
-  for (const auto& line : summary.secrets_in_files)
-    log.info("warning: the archive carries " + line +
-             " verbatim, which looks like a secret; remove it from the "
-             "file before you send the archive");
-  if (config.command)
-    for (const auto& [name, value] : withheldEnv(config.command->env))
-      log.info("note: trial.env." + name + " looks like a secret: the archive leaves its value out (case.yaml says " +
-               withheldEnvPlaceholder(name) + "; repro.py takes " + name + " from the environment it runs in)");
-  for (const auto& f : bundle.files) summary.bundled.push_back(f.archive_name);
-  summary.self_check.skipped = status == ExitStatus::Interrupted   ? "the run was interrupted"
-                               : status == ExitStatus::BudgetSpent ? "the budget was spent"
-                                                                   : job.skip_self_check;
-  summary.seconds = log.elapsedSeconds();
-  const CaseConfig archived = withBundledPaths(bakeBranches(config, best.branches_off), bundle);
-  summary.op.why = op_not_run;
-  std::vector<ArchiveEntry> entries = archiveEntries(archived, minimal_batch, summary, neighbours, bundle);
-  writeTarGz(config.output, entries);
-  addPhase(job, "archive", archive_from, log);
-  checkBesideOpStep(config, oracle, best, job, trace.recorded, summary, log);
-  if (stopped()) status = ExitStatus::Interrupted;
-  log.info(std::string(summary.incomplete.empty() ? "reduced " : "stopped at ") +
-           std::to_string(summary.original_samples) + " -> " + std::to_string(best.samples.size()) + " samples (ids " +
-           formatList(summary.kept_ids) + ") in " + std::to_string(summary.stats.trials + summary.stats.replayed) +
-           " trials; archive: " + config.output.string());
+  if (job_.stop && job_.stop->load()) status_ = ExitStatus::Interrupted;
+  log_.info(std::string(summary_.incomplete.empty() ? "reduced " : "stopped at ") +
+            std::to_string(summary_.original_samples) + " -> " + std::to_string(best_.samples.size()) +
+            " samples (ids " + formatList(summary_.kept_ids) + ") in " +
+            std::to_string(summary_.stats.trials + summary_.stats.replayed) +
+            " trials; archive: " + config_.output.string());
   std::error_code ec;
-  log.info("memory: minrepro's own peak " + formatMegabytes(ownPeakMemoryBytes()) + " for a batch file of " +
-           formatMegabytes(fs::file_size(config.batch, ec)) +
-           "; candidate files written: " + formatMegabytes(summary.stats.bytes_written));
-  log.info("self-check: the archive " + summary.self_check.describe());
-  summary.seconds = log.elapsedSeconds();
-  summary.stats = oracle.stats();
-  for (const std::string& line : timeAccount(summary)) log.info("time: " + line);
-  writeTarGz(config.output, archiveEntries(archived, minimal_batch, summary, neighbours, bundle));
-  if (summary.self_check.failed() && status == ExitStatus::Reduced) status = ExitStatus::ArchiveDoesNotReproduce;
-  return status;
+  log_.info("memory: minrepro's own peak " + formatMegabytes(ownPeakMemoryBytes()) + " for a batch file of " +
+            formatMegabytes(fs::file_size(config_.batch, ec)) +
+            "; candidate files written: " + formatMegabytes(summary_.stats.bytes_written));
+  log_.info("self-check: the archive " + summary_.self_check.describe());
+  summary_.seconds = log_.elapsedSeconds();
+  summary_.stats = oracle_.stats();
+  for (const std::string& line : timeAccount(summary_)) log_.info("time: " + line);
+  writeTarGz(config_.output, archiveEntries(archived_, job_.minimal_batch, summary_, job_.neighbours, bundle_));
+  if (summary_.self_check.failed() && status_ == ExitStatus::Reduced) status_ = ExitStatus::ArchiveDoesNotReproduce;
+  return status_;
 }
 
 }  // namespace minrepro

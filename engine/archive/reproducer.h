@@ -8,14 +8,20 @@
 #include <atomic>
 #include <cstddef>
 #include <filesystem>
-#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "core/case_config.h"
 #include "core/errors.h"
+#include "core/op_call.h"
 #include "core/process/job_slots.h"
+#include "engine/archive/bundle.h"
 #include "engine/archive/neighbours.h"
 #include "engine/archive/report.h"
+#include "engine/archive/self_check.h"
 #include "engine/log.h"
 #include "engine/oracle.h"
 #include "harness/batch_store.h"
@@ -33,11 +39,22 @@ ReductionSummary summarize(KeyValues environment, const CaseConfig& config, cons
                            const TrialOracle& oracle, const Selection& minimal,
                            const std::filesystem::path& minimal_batch);
 
-// What the op step starts from.
+// The op recorder riding on the file trace's run (engine/op_step/op_recorder.h),
+// as the op step asks: its environment, its own files (not the trial's),
+// and where it writes. No environment: it does not ride.
+struct RecorderRide {
+  std::map<std::string, std::string> env;
+  std::string program_dir;           // the recorder's own files
+  std::filesystem::path record_dir;  // what it writes
+};
+
+// What the op step starts from: the archive just written, the recorder's
+// record of the file trace's run (empty: none usable), and the slots it
+// shares with the self-check.
 struct OpStart {
-  std::filesystem::path archive;   // just written
-  std::filesystem::path recorded;  // the op recorder's record of the file trace's run; empty: none usable
-  JobSlots* slots = nullptr;       // shared with the self-check
+  std::filesystem::path archive;
+  std::filesystem::path recorded;
+  JobSlots* slots = nullptr;
 };
 
 // What the command decided about the archive.
@@ -48,11 +65,10 @@ struct ArchiveJob {
   std::string python;                       // runs repro.py in the self-check
   std::string skip_self_check;              // why the archive is not run on its own ("": it is)
   const std::atomic<bool>* stop = nullptr;  // set on SIGINT/SIGTERM: the trace and the self-check stop
-  // The failing operator call alone (engine/archive/op_repro.h), run on the
-  // archive just written, beside the self-check; null: not tried, for
-  // `skip_op_step`'s reason.
-  std::function<OpRepro(const OpStart&)> op_step;
+  // Why the op step does not run beside the self-check ("": it runs, when
+  // the run ended reduced), and its recorder on the file trace's run.
   std::string skip_op_step = "--no-op-repro";
+  RecorderRide recorder;
   std::size_t jobs = 1;  // --jobs: the self-check's and the op step's processes at once, together
   // The self-check is the final confirmation (no confirmation ran after the
   // search): REPORT.md's "confirmed" is its verdict.
@@ -60,11 +76,45 @@ struct ArchiveJob {
   Timeline* timeline = nullptr;  // gets the phases after the search (file trace, archive, self-check, op step)
 };
 
-// Writes the archive to config.output and checks it on its own unless the
-// run was stopped or `job` says not to; REPORT.md records the outcome.
-// Returns the run's status: `status`, Interrupted when a signal came
-// meanwhile, ArchiveDoesNotReproduce when the self-check saw it fail to.
-ExitStatus writeAndCheckArchive(const CaseConfig& config, TrialOracle& oracle, const Selection& best,
-                                const ArchiveJob& job, ReductionSummary& summary, ExitStatus status, Log& log);
+// The archive step, in the conductor's order. write() traces the files the
+// trial reads, writes the archive to config.output and starts its check on
+// its own in the background (unless the run was stopped or `job` says
+// not to). When opStart() gives a start, the conductor runs the op step
+// (engine/op_step/op_step.h) meanwhile, on the same --jobs slots, and hands
+// its outcome to opStepDone(). finish() waits for the self-check and writes
+// the archive again with what both found; REPORT.md records the outcome.
+class ArchiveStep {
+ public:
+  ArchiveStep(const CaseConfig& config, TrialOracle& oracle, const Selection& best, const ArchiveJob& job,
+              ReductionSummary& summary, Log& log);
+  ~ArchiveStep();
+  ArchiveStep(const ArchiveStep&) = delete;
+  ArchiveStep& operator=(const ArchiveStep&) = delete;
+
+  void write(ExitStatus status);
+  std::optional<OpStart> opStart();
+  void opStepDone(OpStepResult result);
+  // The run's status: the one write() was given, Interrupted when a signal
+  // came meanwhile, ArchiveDoesNotReproduce when the self-check saw it fail to.
+  ExitStatus finish();
+
+ private:
+  void startSelfCheck();
+
+  const CaseConfig& config_;
+  TrialOracle& oracle_;
+  const Selection& best_;
+  const ArchiveJob& job_;
+  ReductionSummary& summary_;
+  Log& log_;
+  ExitStatus status_ = ExitStatus::Reduced;
+  CaseConfig archived_;  // as the archive's case.yaml says it
+  BundlePlan bundle_;
+  std::filesystem::path recorded_;
+  std::unique_ptr<JobSlots> slots_;  // the --jobs slots of the self-check and the op step
+  std::unique_ptr<JobSlots> bound_;  // the self-check's share of them while the op step runs
+  double checked_from_ = 0, checked_at_ = 0;
+  std::future<SelfCheck> checking_;  // last: joined before what it uses goes
+};
 
 }  // namespace minrepro

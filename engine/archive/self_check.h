@@ -28,7 +28,7 @@ struct SelfCheck {
   std::string skipped = "the run was interrupted";  // why it did not run
   int runs = 0;
   int reproduced = 0;
-  int op_runs = 0;         // runs of op/repro_op.py (engine/archive/op_repro.h): 1, none for a flaky call
+  int op_runs = 0;         // runs of op/repro_op.py (engine/op_step/op_step.h): 1, none for a flaky call
   int op_reproduced = 0;   // of those, failed like the case (operator aside)
   int other_failures = 0;  // runs of either that failed another way: never accepted, even for a flaky case
   bool require_every_run = true;

@@ -1,74 +1,22 @@
-#include "engine/archive/op_repro.h"
+#include "engine/op_step/op_step.h"
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <fstream>
-#include <regex>
-#include <sstream>
 
 #include "core/process/process.h"
 #include "core/text_lines.h"
 #include "engine/archive/tar_gz.h"
 #include "engine/diagnostics.h"
+#include "engine/format_list.h"
+#include "engine/op_step/op_case.h"
+#include "engine/op_step/op_recorder.h"
 
 namespace fs = std::filesystem;
 
 namespace minrepro {
 
 namespace {
-
-// "[3,4]" -> {3, 4}; "[]" -> {}.
-std::vector<std::int64_t> parseSizes(const std::string& text) {
-  std::vector<std::int64_t> sizes;
-  std::string digits;
-  for (char c : text + ",") {
-    if (std::isdigit(static_cast<unsigned char>(c))) {
-      digits += c;
-    } else if (!digits.empty()) {
-      sizes.push_back(std::stoll(digits));
-      digits.clear();
-    }
-  }
-  return sizes;
-}
-
-// "self float32 [3,4] stride [4,1] offset 0 cpu storage own"
-std::optional<OpTensor> parseTensorLine(const std::string& value) {
-  std::istringstream words(value);
-  OpTensor t;
-  std::string shape, stride_word, stride, offset_word, offset, storage_word;
-  if (!(words >> t.name >> t.dtype >> shape >> stride_word >> stride >> offset_word >> offset >> t.device >>
-        storage_word))
-    return std::nullopt;
-  t.shape = parseSizes(shape);
-  t.layout = "stride " + stride + " offset " + offset;
-  std::getline(words, t.storage);
-  t.storage = text::trim(t.storage);
-  return t;
-}
-
-void readCallField(OpCall& call, const std::string& key, const std::string& value) {
-  if (key == "op")
-    call.op = value;
-  else if (key == "call")
-    call.call = value;
-  else if (key == "phase")
-    call.phase = value;
-  else if (key == "error")
-    call.error = value;
-  else if (key == "unsupported")
-    call.unsupported = value;
-  else if (key == "arg")
-    call.args.push_back(value);
-  else if (key == "kwarg")
-    call.args.push_back(value);
-  else if (key == "index")
-    call.index = std::strtoull(value.c_str(), nullptr, 10);
-  else if (key == "tensor") {
-    if (auto t = parseTensorLine(value)) call.tensors.push_back(std::move(*t));
-  }
-}
 
 fs::path freshDir(const fs::path& dir) {
   fs::remove_all(dir);
@@ -193,7 +141,7 @@ std::optional<fs::path> lastCallFile(const fs::path& record_dir, bool main_died)
 // A fatal signal: the call a process died in, saved by a second run just
 // before it runs (the saved process that then died, when several reached it).
 std::optional<fs::path> callBeforeSignal(const fs::path& record_dir, const fs::path& repro_dir, const OpStep& step,
-                                         bool main_died, OpRepro& result) {
+                                         bool main_died, OpStepResult& result) {
   const auto file = lastCallFile(record_dir, main_died);
   if (!file) {
     result.why =
@@ -223,38 +171,11 @@ std::optional<fs::path> callBeforeSignal(const fs::path& record_dir, const fs::p
   return std::nullopt;
 }
 
-// Why the call alone is not looked for in a failure of this family, or "".
-std::string familyOutOfReach(FailureFamily family) {
-  switch (family) {
-    case FailureFamily::Timeout:
-      return "a hang or a timeout is no call that fails";
-    case FailureFamily::NonzeroExit:
-      return "the program exited with a status of its own; no error was raised";
-    case FailureFamily::CompileError:
-      return "a torch.compile failure is the compiler's, not an ATen call's (PyTorch's own minifier reduces its "
-             "graph: TORCHDYNAMO_REPRO_AFTER)";
-    case FailureFamily::None:
-    case FailureFamily::StartFailure:
-      return "the case did not fail";
-    case FailureFamily::DeviceAssert:
-    case FailureFamily::OutOfMemory:
-    case FailureFamily::OpUnavailable:
-    case FailureFamily::DeviceMismatch:
-    case FailureFamily::IndexError:
-    case FailureFamily::NonFinite:
-    case FailureFamily::ValueError:
-    case FailureFamily::RuntimeError:
-    case FailureFamily::Signal:
-      return "";
-  }
-  return "";
-}
-
 // Runs repro.py with the recorder: the call that raised the case's error or
 // died of its signal, or why there is none. The run itself may end another
 // way: TorchScript re-raises an error that passed through the recorder with
 // an empty message, so the recorded call's own error is what must match.
-std::optional<fs::path> locateCall(const fs::path& repro_dir, const OpStep& step, OpRepro& result) {
+std::optional<fs::path> locateCall(const fs::path& repro_dir, const OpStep& step, OpStepResult& result) {
   const bool signal = step.signature.family == FailureFamily::Signal;
   if (!step.recorded.empty() && !signal && !recordsIn(step.recorded, "loaded-").empty()) {
     // The file trace's run carried the recorder and failed like the case.
@@ -304,7 +225,8 @@ std::optional<fs::path> locateCall(const fs::path& repro_dir, const OpStep& step
 }
 
 // repro_op.py in `dir` (which holds inputs.pt) for the call in `call_dir`.
-bool renderScript(const OpStep& step, const fs::path& call_dir, const fs::path& dir, bool literal, OpRepro& result) {
+bool renderScript(const OpStep& step, const fs::path& call_dir, const fs::path& dir, bool literal,
+                  OpStepResult& result) {
   std::vector<std::string> args{(fs::path(opRecorderDir()) / "minrepro_op.py").string(), "render", call_dir.string(),
                                 dir.string()};
   if (literal) args.push_back("--literal");
@@ -316,35 +238,16 @@ bool renderScript(const OpStep& step, const fs::path& call_dir, const fs::path& 
 }
 
 // The call in `call_dir` extracted into `dir` (inputs.pt as recorded, then repro_op.py).
-bool extractCall(const OpStep& step, const fs::path& call_dir, const fs::path& dir, OpRepro& result) {
+bool extractCall(const OpStep& step, const fs::path& call_dir, const fs::path& dir, OpStepResult& result) {
   freshDir(dir);
   fs::copy_file(call_dir / "inputs.pt", dir / "inputs.pt");
   return renderScript(step, call_dir, dir, false, result);
 }
 
-// Shrinks the call's inputs in op-reduce/; the reduced inputs.pt when it worked.
-std::optional<fs::path> reduceCall(const OpStep& step, const fs::path& op_dir, const OpCall& call, OpRepro& result) {
-  const OpCaseAxes axes = sharedSampleAxes(call.tensors, call.args);
-  if (!step.reduce || axes.axes.empty()) {
-    result.not_reduced = step.reduce ? "every argument is a scalar" : "no reduction was asked for";
-    return std::nullopt;
-  }
-  if (step.stop && step.stop->load()) return std::nullopt;
-  const fs::path dir = freshDir(step.work / "op-reduce");
-  for (const char* name : {"repro_op.py", "inputs.pt"}) fs::copy_file(op_dir / name, dir / name);
-  std::ofstream(dir / "case.yaml") << renderOpCase(step.python, axes, step.signature, step.timeout,
-                                                   !step.plan.require_every_run);
-  const OpReduction reduction = step.reduce(dir / "case.yaml", {step.slots, step.reduction_seconds, step.warm});
-  result.reduction_trials = reduction.trials;
-  result.not_reduced = reduction.why_not;
-  if (reduction.inputs.empty()) return std::nullopt;
-  return reduction.inputs;
-}
-
 // Runs repro_op.py in `dir` alone `plan.runs` times; false, with why, when it
 // does not fail like the case.
 bool standsAlone(const OpStep& step, const SelfCheckPlan& plan, const fs::path& dir, const std::string& op,
-                 OpRepro& result) {
+                 OpStepResult& result) {
   const OpAlone alone = runOpAlone(dir, step, plan);
   result.processes += static_cast<std::size_t>(alone.runs);
   result.alone_runs = alone.runs;
@@ -365,154 +268,14 @@ bool standsAlone(const OpStep& step, const SelfCheckPlan& plan, const fs::path& 
 // tensors spelled out, else (a literal that does not behave as the tensor
 // did) every tensor loaded from inputs.pt.
 bool renderAndCheck(const OpStep& step, const fs::path& call_dir, const fs::path& op_dir, const std::string& op,
-                    OpRepro& result) {
+                    OpStepResult& result) {
   for (bool literal : {true, false})
     if (renderScript(step, call_dir, op_dir, literal, result) && standsAlone(step, step.plan, op_dir, op, result))
       return true;
   return false;
 }
 
-// Locate, extract, check alone, reduce, render, check again.
-void buildOpRepro(const OpStep& step, OpRepro& result) {
-  ScratchDir tree("minrepro-op-locate");
-  const fs::path repro = tree.path() / "repro";
-  extractArchive(step.archive, repro, std::size_t{1} << 34, std::uint64_t{1} << 36);
-  result.status = OpReproStatus::NotIsolated;
-  const auto call_dir = locateCall(repro, step, result);
-  if (!call_dir) return;
-  result.found = readOpCall(*call_dir / "call.txt");
-  if (!result.found) {
-    result.why = "the op recorder's record of the call cannot be read (" + (*call_dir / "call.txt").string() + ")";
-    return;
-  }
-  const std::string& op = result.found->op;
-  if (!result.found->unsupported.empty()) {
-    result.why = op + " was called with " + result.found->unsupported + ", which a script cannot rebuild";
-    return;
-  }
-  const fs::path op_dir = step.work / "op";
-  // One run decides whether the call is worth reducing (all runs of a flaky
-  // plan); the final script then runs as often as the self-check would.
-  // When its inputs are reduced, the reduction's check of its original is
-  // that run; only when that check fails does a run of our own say why.
-  SelfCheckPlan once = step.plan;
-  if (once.require_every_run) once.runs = 1;
-  once.enough_after_one = true;
-  if (!extractCall(step, *call_dir, op_dir, result)) return;
-  const bool reducible = step.reduce && !sharedSampleAxes(result.found->tensors, result.found->args).axes.empty();
-  if (!reducible && !standsAlone(step, once, op_dir, op, result)) return;
-  const fs::path recorded = step.work / "op-recorded-inputs.pt";
-  fs::copy_file(op_dir / "inputs.pt", recorded, fs::copy_options::overwrite_existing);
-  const auto reduced = reduceCall(step, op_dir, *result.found, result);
-  if (reducible && !reduced && !standsAlone(step, once, op_dir, op, result)) return;
-  if (reduced) fs::copy_file(*reduced, op_dir / "inputs.pt", fs::copy_options::overwrite_existing);
-  bool alone = renderAndCheck(step, *call_dir, op_dir, op, result);
-  if (!alone && reduced) {  // the reduction's result must stand alone too; else the recorded inputs
-    result.not_reduced = "the reduced inputs did not fail alone like the case (" + result.why + ")";
-    fs::copy_file(recorded, op_dir / "inputs.pt", fs::copy_options::overwrite_existing);
-    alone = renderAndCheck(step, *call_dir, op_dir, op, result);
-  }
-  if (!alone) return;
-  result.why.clear();
-  result.reduced = readOpCall(op_dir / "call.txt");
-  result.script = readFileBytes(op_dir / "repro_op.py");
-  result.dir = op_dir;
-  result.status = OpReproStatus::Made;
-}
-
 }  // namespace
-
-std::string OpTensor::describe() const {
-  std::string text = name + " " + dtype + " [";
-  for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "] " + layout + " " + device + (storage == "own" ? "" : ", " + storage);
-}
-
-std::optional<OpCall> readOpCall(const fs::path& file) {
-  std::error_code ec;
-  if (!fs::is_regular_file(file, ec)) return std::nullopt;
-  OpCall call;
-  for (const std::string& line : text::splitLines(readFileBytes(file))) {
-    const auto colon = line.find(": ");
-    if (colon != std::string::npos) readCallField(call, line.substr(0, colon), line.substr(colon + 2));
-  }
-  if (call.op.empty() || call.call.empty()) return std::nullopt;
-  return call;
-}
-
-namespace {
-
-// Whether `size` is written in a non-tensor argument (a view's shape, a
-// narrow's length): cutting along it would make a size error of its own.
-bool sizeInArguments(std::int64_t size, const std::vector<std::string>& args) {
-  const std::regex tensor(R"(T\['[^']*'\])");
-  const std::regex number("(^|[^0-9A-Za-z_.])" + std::to_string(size) + "($|[^0-9A-Za-z_.])");
-  for (const auto& arg : args)
-    if (std::regex_search(std::regex_replace(arg, tensor, "T"), number)) return true;
-  return false;
-}
-
-// The length most tensors have as their first axis, when two or more do and
-// no tensor has it on two axes; 0 when none.
-std::int64_t sharedLeadingLength(const std::vector<OpTensor>& tensors) {
-  std::map<std::int64_t, int> leading;  // size > 1 -> tensors whose first axis has it
-  for (const auto& t : tensors)
-    if (!t.shape.empty() && t.shape[0] > 1) ++leading[t.shape[0]];
-  std::int64_t chosen = 0;
-  int most = 1;
-  // The first tensor's first axis wins a tie (a loss's input before its target).
-  if (!tensors.empty() && !tensors.front().shape.empty() && leading[tensors.front().shape[0]] > 1) {
-    chosen = tensors.front().shape[0];
-    most = leading[chosen];
-  }
-  for (const auto& [size, count] : leading)
-    if (count > most) chosen = size, most = count;
-  for (const auto& t : tensors)
-    if (std::count(t.shape.begin(), t.shape.end(), chosen) > 1) return 0;  // a square matrix: which axis?
-  return chosen;
-}
-
-}  // namespace
-
-OpCaseAxes sharedSampleAxes(const std::vector<OpTensor>& tensors, const std::vector<std::string>& args) {
-  OpCaseAxes result;
-  const std::int64_t chosen = sharedLeadingLength(tensors);
-  if (chosen != 0 && !sizeInArguments(chosen, args)) {
-    result.cut = true;
-    for (const auto& t : tensors) {
-      const auto at = std::find(t.shape.begin(), t.shape.end(), chosen);
-      if (at != t.shape.end()) result.axes[t.name] = static_cast<int>(at - t.shape.begin());
-    }
-    return result;
-  }
-  // Nothing to cut: one axis carries the case for the values pass, an axis of
-  // length 1 where there is one (one unit, nothing for a minimality check to try).
-  for (int want_one = 1; want_one >= 0; --want_one)
-    for (const auto& t : tensors)
-      for (std::size_t axis = 0; axis < t.shape.size(); ++axis)
-        if (!want_one || t.shape[axis] == 1) return {{{t.name, static_cast<int>(axis)}}, false};
-  return result;
-}
-
-std::string renderOpCase(const std::string& python, const OpCaseAxes& case_axes, const FailureSignature& signature,
-                         std::chrono::milliseconds timeout, bool flaky) {
-  const auto& axes = case_axes.axes;
-  std::ostringstream yaml;
-  yaml << "# The failing operator call's inputs, reduced by minrepro's op step.\nbatch: inputs.pt\nsamples:\n"
-          "  tensors: {";
-  bool first = true;
-  for (const auto& [name, axis] : axes) yaml << (first ? "" : ", ") << '"' << name << "\": " << axis, first = false;
-  // Forked trials whether there is an axis to cut or only values: the
-  // server imports torch once, where a plain trial of repro_op.py imports it
-  // every time; the op step's runs of the result alone are the plain check.
-  std::string quoted;  // a YAML double-quoted scalar
-  for (char c : python) quoted += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
-  yaml << "}\ntrial:\n  command: [\"" << quoted << "\", \"{case_dir}/repro_op.py\", \"{batch}\"]\n"
-       << "  timeout: " << std::max<long long>(1, timeout.count() / 1000)
-       << "\nfailure:\n  family: " << familyName(signature.family) << (flaky ? "" : "\nflaky:\n  enabled: false")
-       << "\nreducers: [" << (case_axes.cut ? "samples, values" : "values") << "]\nwork_dir: work\noutput: op.tar.gz\n";
-  return yaml.str();
-}
 
 bool OpAlone::passed(const SelfCheckPlan& plan) const {
   return runs > 0 && (plan.require_every_run ? failed_alike == runs : failed_alike > 0);
@@ -555,52 +318,223 @@ OpAlone runOpAlone(const fs::path& dir, const OpStep& step, const SelfCheckPlan&
   return result;
 }
 
-std::string opRecorderDir() {
-  const std::string script = ownFile("op_recorder/minrepro_op.py",
-                                     fs::path(MINREPRO_SOURCE_DIR) / "harness/python/op_recorder/minrepro_op.py");
-  return script.empty() ? "" : fs::path(script).parent_path().string();
-}
+namespace {
 
-std::map<std::string, std::string> recorderEnvironment(const fs::path& record_dir, bool note_calls,
-                                                       const std::optional<std::string>& pythonpath,
-                                                       bool first_non_finite) {
-  std::string path = opRecorderDir();
-  const char* inherited = std::getenv("PYTHONPATH");
-  const std::string after = pythonpath ? *pythonpath : inherited ? inherited : "";
-  if (!after.empty()) path += ":" + after;
-  std::map<std::string, std::string> env{{"PYTHONPATH", path}, {"MINREPRO_OP_RECORD", record_dir.string()}};
-  if (note_calls) env["MINREPRO_OP_NOTE_CALLS"] = "1";
-  if (first_non_finite) env["MINREPRO_OP_NONFINITE"] = "1";
-  return env;
-}
+constexpr std::size_t kOpReductionTrials = 300;
 
-bool recorderCanRide(FailureFamily family) {
-  return family != FailureFamily::Signal && familyOutOfReach(family).empty();
-}
-
-OpRepro makeOpRepro(const OpStep& step) {
-  OpRepro result;
-  result.reduction_seconds = step.reduction_seconds;
-  if (opRecorderDir().empty()) {
-    result.why = "the op recorder (op_recorder/ beside minrepro) was not found; reinstall minrepro";
-    return result;
+std::string reductionEnd(ExitStatus status) {
+  switch (status) {
+    case ExitStatus::Reduced:
+      return "reduced";
+    case ExitStatus::DoesNotReproduce:
+      return "the recorded inputs did not fail in the reduction's own check";
+    case ExitStatus::BudgetSpent:
+      return "the budget was spent";
+    case ExitStatus::Interrupted:
+      return "interrupted";
+    case ExitStatus::ArchiveDoesNotReproduce:
+      return "its result did not reproduce";
+    case ExitStatus::InternalError:
+      return "an internal error";
+    case ExitStatus::BadInput:
+      return "its case was refused";
+    case ExitStatus::TrialsCannotStart:
+      return "its trials could not start";
   }
-  if (const std::string why = familyOutOfReach(step.signature.family); !why.empty()) {
-    result.why = why;
-    return result;
+  return "exit status " + std::to_string(static_cast<int>(status));
+}
+
+}  // namespace
+
+ShrinkOptions opReductionOptions(const ShrinkOptions& outer, const fs::path& case_file, const OpStep& step,
+                                 ShrinkTally* tally) {
+  ShrinkOptions inner;
+  inner.config = case_file;
+  inner.python = outer.python;
+  inner.trial_binary = outer.trial_binary;
+  inner.quiet = true;
+  inner.self_check = false;
+  inner.op_step = false;
+  inner.archive = false;           // only its best case is wanted: no trace, neighbours or archive
+  inner.checked_by_caller = true;  // the op step runs the reduced call alone as often as the self-check would
+  // One trial at a time: a second fork server would import torch again
+  // for a reduction of a few trials, while the self-check needs the slot.
+  inner.jobs = 1;
+  inner.slots = step.slots;
+  inner.max_trials = kOpReductionTrials;  // a spent budget still leaves its best case so far
+  inner.max_seconds = step.reduction_seconds;
+  inner.seconds_from_search = true;  // its Python's start and its original's check are not the search
+  inner.tally = tally;
+  return inner;
+}
+
+OpReduction opReductionOutcome(ExitStatus status, const fs::path& case_file) {
+  OpReduction reduction;
+  const fs::path best = case_file.parent_path() / "work" / "best" / "batch.pt";
+  const bool ended = status == ExitStatus::Reduced || status == ExitStatus::BudgetSpent;
+  if (ended && fs::exists(best))
+    reduction.inputs = best;
+  else
+    reduction.why_not = "the reduction ended: " + reductionEnd(status);
+  return reduction;
+}
+
+RecorderRide recorderRide(const CaseConfig& config, FailureFamily family) {
+  if (!config.command || !recorderCanRide(family) || opRecorderDir().empty()) return {};
+  const fs::path record_dir = config.work_dir / "op-record";
+  std::optional<std::string> pythonpath;
+  if (const auto own = config.command->env.find("PYTHONPATH"); own != config.command->env.end())
+    pythonpath = own->second;
+  return {recorderEnvironment(record_dir, false, pythonpath, family == FailureFamily::NonFinite), opRecorderDir(),
+          record_dir};
+}
+
+OpStepRun::OpStepRun(OpStep step, Log& log, Timeline* timeline)
+    : step_(std::move(step)), log_(log), timeline_(timeline) {
+  result_.reduction_seconds = step_.reduction_seconds;
+}
+
+std::optional<fs::path> OpStepRun::locate() {
+  started_at_ = log_.elapsedSeconds();
+  log_.info(step_.recorded.empty() ? "locating the failing operator call: repro.py once more with the op recorder"
+                                   : "locating the failing operator call in the op recorder's record of the file "
+                                     "trace's run");
+  if (opRecorderDir().empty()) {
+    result_.why = "the op recorder (op_recorder/ beside minrepro) was not found; reinstall minrepro";
+    return std::nullopt;
+  }
+  if (const std::string why = callOutOfReach(step_.signature.family); !why.empty()) {
+    result_.why = why;
+    return std::nullopt;
   }
   try {
-    buildOpRepro(step, result);
+    return locateOrThrow();
   } catch (const std::exception& e) {
-    // The op step is a help beside the archive, never the run's result.
-    result.status = result.status == OpReproStatus::Made ? OpReproStatus::NotIsolated : result.status;
-    result.why = std::string("the op step failed: ") + e.what();
+    failed(e);
+    return std::nullopt;
   }
-  if (step.stop && step.stop->load() && result.status != OpReproStatus::Made) {
-    result.status = OpReproStatus::NotTried;
-    result.why = "the run was interrupted";
+}
+
+// One run decides whether the call is worth reducing (all runs of a flaky
+// plan); the final script then runs as often as the self-check would.
+// When its inputs are reduced, the reduction's check of its original is
+// that run; only when that check fails does a run of our own say why.
+SelfCheckPlan OpStepRun::firstCheck() const {
+  SelfCheckPlan once = step_.plan;
+  if (once.require_every_run) once.runs = 1;
+  once.enough_after_one = true;
+  return once;
+}
+
+// Locate and extract into op/; then the case of the call's inputs in
+// op-reduce/, or (nothing to reduce) the first check alone.
+std::optional<fs::path> OpStepRun::locateOrThrow() {
+  ScratchDir tree("minrepro-op-locate");
+  const fs::path repro = tree.path() / "repro";
+  extractArchive(step_.archive, repro, std::size_t{1} << 34, std::uint64_t{1} << 36);
+  result_.status = OpStepStatus::NotIsolated;
+  const auto call_dir = locateCall(repro, step_, result_);
+  if (!call_dir) return std::nullopt;
+  result_.found = readOpCall(*call_dir / "call.txt");
+  if (!result_.found) {
+    result_.why = "the op recorder's record of the call cannot be read (" + (*call_dir / "call.txt").string() + ")";
+    return std::nullopt;
   }
-  return result;
+  const std::string& op = result_.found->op;
+  if (!result_.found->unsupported.empty()) {
+    result_.why = op + " was called with " + result_.found->unsupported + ", which a script cannot rebuild";
+    return std::nullopt;
+  }
+  const fs::path op_dir = step_.work / "op";
+  if (!extractCall(step_, *call_dir, op_dir, result_)) return std::nullopt;
+  const OpCaseAxes axes = sharedSampleAxes(result_.found->tensors, result_.found->args);
+  reducible_ = step_.reduce && !axes.axes.empty();
+  if (!reducible_) result_.not_reduced = step_.reduce ? "every argument is a scalar" : "no reduction was asked for";
+  if (!reducible_ && !standsAlone(step_, firstCheck(), op_dir, op, result_)) return std::nullopt;
+  fs::copy_file(op_dir / "inputs.pt", step_.work / "op-recorded-inputs.pt", fs::copy_options::overwrite_existing);
+  call_dir_ = *call_dir;
+  located_ = true;
+  if (!reducible_ || (step_.stop && step_.stop->load())) return std::nullopt;
+  const fs::path dir = freshDir(step_.work / "op-reduce");
+  for (const char* name : {"repro_op.py", "inputs.pt"}) fs::copy_file(op_dir / name, dir / name);
+  std::ofstream(dir / "case.yaml") << renderOpCase(step_.python, axes, step_.signature, step_.timeout,
+                                                   !step_.plan.require_every_run);
+  return dir / "case.yaml";
+}
+
+void OpStepRun::reduced(const OpReduction& reduction) {
+  result_.reduction_trials = reduction.trials;
+  result_.not_reduced = reduction.why_not;
+  if (!reduction.inputs.empty()) reduced_inputs_ = reduction.inputs;
+}
+
+OpStepResult OpStepRun::finish() {
+  if (located_) {
+    try {
+      finishOrThrow();
+    } catch (const std::exception& e) {
+      failed(e);
+    }
+  }
+  if (step_.stop && step_.stop->load() && result_.status != OpStepStatus::Made) {
+    result_.status = OpStepStatus::NotTried;
+    result_.why = "the run was interrupted";
+  }
+  logOutcome();
+  return result_;
+}
+
+// The reduced inputs when they fail alone like the case, else the recorded
+// ones; repro_op.py rendered for them and checked alone.
+void OpStepRun::finishOrThrow() {
+  const fs::path op_dir = step_.work / "op";
+  const std::string op = result_.found->op;
+  if (reducible_ && !reduced_inputs_ && !standsAlone(step_, firstCheck(), op_dir, op, result_)) return;
+  if (reduced_inputs_) fs::copy_file(*reduced_inputs_, op_dir / "inputs.pt", fs::copy_options::overwrite_existing);
+  bool alone = renderAndCheck(step_, call_dir_, op_dir, op, result_);
+  if (!alone && reduced_inputs_) {  // the reduction's result must stand alone too; else the recorded inputs
+    result_.not_reduced = "the reduced inputs did not fail alone like the case (" + result_.why + ")";
+    fs::copy_file(step_.work / "op-recorded-inputs.pt", op_dir / "inputs.pt", fs::copy_options::overwrite_existing);
+    alone = renderAndCheck(step_, call_dir_, op_dir, op, result_);
+  }
+  if (!alone) return;
+  result_.why.clear();
+  result_.reduced = readOpCall(op_dir / "call.txt");
+  result_.script = readFileBytes(op_dir / "repro_op.py");
+  result_.dir = op_dir;
+  result_.status = OpStepStatus::Made;
+}
+
+// The op step is a help beside the archive, never the run's result.
+void OpStepRun::failed(const std::exception& e) {
+  result_.status = result_.status == OpStepStatus::Made ? OpStepStatus::NotIsolated : result_.status;
+  result_.why = std::string("the op step failed: ") + e.what();
+  located_ = false;
+}
+
+// The outcome, and the step's share of the run, with why when it is more
+// than a third: the op step is a help beside the archive, and its cost must
+// be one the reader can weigh.
+void OpStepRun::logOutcome() {
+  const OpStepResult& op = result_;
+  if (op.status == OpStepStatus::Made)
+    log_.info("op-level reproducer: op/repro_op.py calls " + op.found->op + " alone and " + op.alone +
+              " (its inputs reduced in " + std::to_string(op.reduction_trials) +
+              (op.reduction_trials == 1 ? " trial)" : " trials)"));
+  else
+    log_.info("op-level reproducer: " + std::string(op.found ? op.found->op + ": " : "") + "none kept (" + op.why +
+              ")");
+  const double to = log_.elapsedSeconds();
+  if (timeline_) timeline_->addPhase({"op step", started_at_, to});
+  if (to - started_at_ > to / 3)
+    log_.info("note: the op step took " + secondsText(to - started_at_) + " s of the run's " + secondsText(to) +
+              " s, more than a third (beside the self-check, which shares the --jobs slots with it): " +
+              std::to_string(op.processes) +
+              " run(s) of repro.py and repro_op.py, each starting Python and torch, and " +
+              std::to_string(op.reduction_trials) +
+              " trial(s) reducing the call's inputs (the search of that reduction is given at most " +
+              secondsText(op.reduction_seconds) +
+              " s) (--no-op-repro skips the op step; --jobs 2 runs it beside the self-check)");
 }
 
 }  // namespace minrepro
