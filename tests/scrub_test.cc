@@ -177,6 +177,83 @@ TEST(Scrub, KnownTokenShapesAndEmailAddressesGo) {
   EXPECT_EQ(found[0].describe(), "step.py:2: huggingface-access-token");
 }
 
+// A third probe's forms: vendors' prefixes, looser keys (a word and a
+// space, a short word), URL-encoded and zero-width-split spellings, HTTP
+// clients' auth tuples, XML, docker login; and what must stay as it is.
+TEST(Scrub, VendorTokensLooserKeysAndOtherSpellings) {
+  const ScrubContext c = context();
+  const std::string zw = "\xe2\x80\x8b";  // U+200B ZERO WIDTH SPACE
+  for (const auto& [text, kept] : std::vector<std::pair<std::string, std::string>>{
+           {"wandb.login(key='0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c')", "0f1e2d3c4b5a6978"},
+           {"kaggle.json {\"username\":\"bob\",\"key\":\"a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6\"}", "a1b2c3d4e5f6"},
+           {"machine api.example.com login bob password Netrc9Pass", "Netrc9Pass"},
+           {"header AUTH Xy7Kp9Qr2Lm4 refused", "Xy7Kp9Qr2Lm4"},
+           {"sent token Tk8Hh3Jj5Kk7Ll", "Tk8Hh3Jj5Kk7Ll"},
+           {"api_key Ak9Bq8Cx7Dz6 rejected", "Ak9Bq8Cx7Dz6"},
+           {"PASSWORD Pw4Word8Q wrong", "Pw4Word8Q"},
+           {"login pw=Hunter22x failed", "Hunter22x"},
+           {"clone pat=Pat4Value99x", "Pat4Value99x"},
+           {"key: Ke7yVa1ue99x", "Ke7yVa1ue99x"},
+           {"export WANDB_KEY=Wk3yVal9ue77", "Wk3yVal9ue77"},
+           {"POST body data=user%3Dbob%26password%3DEnc0dedPw9 failed", "Enc0dedPw9"},
+           {"q=%7B%22password%22%3A%22Js0nEncPw%22%7D", "Js0nEncPw"},
+           {"docker login -u bob -p D0ckerPw99 registry.example.com", "D0ckerPw99"},
+           {"uri credentials=bob:Cr3dPass77", "Cr3dPass77"},
+           {"requests.get(url, auth=('bob', 'Tupl3Pass9'))", "Tupl3Pass9"},
+           {"HTTPBasicAuth('bob', 'B4sicAuthPw')", "B4sicAuthPw"},
+           {"opts = {:password => 'Ruby9Pass'}", "Ruby9Pass"},
+           {"<config><password>Xml9Passw0rd</password></config>", "Xml9Passw0rd"},
+           {"GET /b/k?AWSAccessKeyId=AKIAIOSFODNN7EXAMPLE&Expires=1&Signature=S3v2Sig%2Babc9 403", "S3v2Sig"},
+           {"token ya29.a0AfH6SMBx1y2z3w4v5u6t7s8r9q0p failed", "a0AfH6SMBx1y2z3w4v5u6t7s8r9q0p"},
+           {"dckr_pat_A1b2C3d4E5f6G7h8I9j0K1l2M3n", "A1b2C3d4E5f6G7h8I9j0"},
+           {"npm_a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8", "a1b2c3d4e5f6a7b8c9d0"},
+           {"pypi-AgEIcHlwaS5vcmcCJGE0ZjI0YTYwLTRlNDMtNDY0Ny05YzQ2LWY0NjI4YjM4ZDY1YwACKlszLCJl", "CJGE0ZjI0YTYw"},
+           {"r8_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r", "A1b2C3d4E5f6G7h8I9j0"},
+           {"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", "A1b2C3d4E5f6G7h8I9j0"},
+           {"VAULT_TOKEN hvs.CAESIJ1b2C3d4E5f6G7h8I9j0K1l2M3n4", "CAESIJ1b2C3d4E5f6G7h8"},
+           {"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", "ngeVfQFYQlKU0ufo8x5d1A"},
+           {"shpat_0123456789abcdef0123456789abcdef", "0123456789abcdef0123"},
+           {"dop_v1_" + std::string(64, 'a') + " x", std::string(64, 'a')},
+           {"bot 123456789:AAHk9zP3qR7sT1uV5wX9yZ2aB4cD6eF8gH0 down", "AAHk9zP3qR7sT1uV5wX9"},
+           {"ATATT3xFfGF0A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0", "xFfGF0A1b2C3d4E5f6G7"},
+           {"SK0123456789abcdef0123456789abcdef", "0123456789abcdef0123"},
+           {"pcsk_4Fh2a_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6", "A1b2C3d4E5f6G7h8I9j0"},
+           {"glsa_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6_0a1b2c3d", "A1b2C3d4E5f6G7h8I9j0"},
+           {"lin_api_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0", "A1b2C3d4E5f6G7h8I9j0"},
+           {"nvapi-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0U1v2W3x4", "A1b2C3d4E5f6G7h8I9j0"},
+           {"AKLTZjA1b2C3d4E5f6G7h8I9j0K1l2M3", "A1b2C3d4E5f6G7h8I9j0"},
+           {"https://discord.com/api/webhooks/123456789012345678/A1b2C3d4E5f6G7h8I9j0K1l2M3n4", "A1b2C3d4E5f6G7h8"},
+           {"https://hooks.zapier.com/hooks/catch/123456/abcde12/", "abcde12"},
+           {"https://acme.webhook.office.com/webhookb2/0a1b2c3d-0a1b-4c2d-8e3f-0a1b2c3d4e5f@x/IncomingWebhook/ab",
+            "0a1b2c3d-0a1b-4c2d"},
+           {"401 for https://huggingface.co/api?token=hf_abcdefghijklmnop" + zw + "qrstuvwxyzABCDEFGH",
+            "qrstuvwxyz"}}) {
+    SCOPED_TRACE(text);
+    EXPECT_EQ(scrubText(text, c).find(kept), std::string::npos) << scrubText(text, c);
+    EXPECT_NE(scrubText(text, c).find("<secret:"), std::string::npos) << scrubText(text, c);
+  }
+  // A private key quoted inside an error keeps the error's words.
+  EXPECT_EQ(scrubText("ssl error: -----BEGIN PRIVATE KEY----- MIIEv\n-----END PRIVATE KEY-----\n", c),
+            "ssl error: <secret:private-key>\n");
+  for (const std::string kept :
+       {"IndexError: token 50257 is out of range", "Missing key(s) in state_dict: \"fc.weight\"",
+        "Unexpected key: layer1.0.weight", "auth failed for user bob", "password required for rank 0",
+        "the token embedding_dim is 512", "key: value", "loss 50% lower", "skip pass 2 of 3",
+        "RuntimeError: expected scalar type Float but found Half", "login node gpu01 is down"})
+    EXPECT_EQ(scrubText(kept, c), kept);
+  // trial.env: a value that reads like a generated credential, whatever its name; names of a login or a license.
+  EXPECT_EQ(withheldEnv({{"MY_THING", "f8A9c0D1e2B3a4F5c6D7e8F9"}}).size(), 1u);
+  for (const std::string name : {"NETRC_LOGIN", "LICENSE_ID", "APP_PIN"})
+    EXPECT_EQ(withheldEnv({{name, "v4lue-x"}}).size(), 1u) << name;
+  for (const auto& [name, value] :
+       std::map<std::string, std::string>{{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"},
+                                          {"TORCH_LOGS", "+dynamo,recompiles"},
+                                          {"HF_HOME", "/data/hf/cache/models"},
+                                          {"RUN_NAME", "resnet50-imagenet-bs256"},
+                                          {"CUDA_VISIBLE_DEVICES", "0,1,2,3"}})
+    EXPECT_TRUE(withheldEnv({{name, value}}).empty()) << name;
+}
+
 // trial.env's values that stay out of the archive: a name with a secret's
 // word in it or as one of its words, or a value a token rule finds; names
 // that merely contain such letters keep theirs.

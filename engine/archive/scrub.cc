@@ -181,8 +181,9 @@ bool namesASecret(const std::string& name) {
       word += c;
       continue;
     }
-    for (const char* secret : {"pass", "pwd", "pw", "passcode", "key", "keys", "cookie", "auth", "dsn", "sessionid",
-                               "session", "pat", "bearer", "creds", "cred", "sas", "sig", "hmac"})
+    for (const char* secret : {"pass", "pwd",       "pw",      "passcode", "key",     "keys",  "cookie", "auth",
+                               "dsn",  "sessionid", "session", "pat",      "bearer",  "creds", "cred",   "sas",
+                               "sig",  "hmac",      "login",   "license",  "licence", "pin",   "otp",    "totp"})
       if (word == secret) return true;
     // A key glued to what it opens (CLIENTKEY, WANDBKEY); MONKEY is six letters.
     if (word.size() >= 7 && word.ends_with("key")) return true;
@@ -199,7 +200,8 @@ bool isWithheldEnvPlaceholder(const std::string& value) {
 std::map<std::string, std::string> withheldEnv(const std::map<std::string, std::string>& env) {
   std::map<std::string, std::string> withheld;
   for (const auto& [name, value] : env)
-    if (!value.empty() && (namesASecret(name) || scrubSecrets(value) != value)) withheld[name] = value;
+    if (!value.empty() && (namesASecret(name) || scrubSecrets(value) != value || randomToken(value)))
+      withheld[name] = value;
   return withheld;
 }
 

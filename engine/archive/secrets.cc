@@ -1,7 +1,11 @@
 // Secrets in what leaves the machine (see the header for why).
 #include "engine/archive/secrets.h"
 
+#include <algorithm>
+#include <array>
 #include <cctype>
+#include <cmath>
+#include <functional>
 #include <regex>
 #include <string_view>
 
@@ -33,6 +37,63 @@ bool credentialLike(const std::string& value) {
   return value.size() >= 6 && letter && (other || value.size() >= 12);
 }
 
+// Bits per character of `value`'s own distribution of characters: a random
+// token of 16 letters and digits has about 4, a word or a name under 3.
+double entropyBits(const std::string& value) {
+  std::array<int, 256> counts{};
+  for (const char c : value) ++counts[static_cast<unsigned char>(c)];
+  double bits = 0;
+  for (const int n : counts)
+    if (n > 0) bits -= n / static_cast<double>(value.size()) * std::log2(n / static_cast<double>(value.size()));
+  return bits;
+}
+
+// A value after a looser key (a word and a space, "token Tk8Hh3Jj5Kk7",
+// or a short word, "key: ..."), where an error's words and a module's
+// names meet too: eight characters or more, letters and digits both, no
+// dot (a module path, "fc.weight"), and random enough (gitleaks' generic
+// rule's test, 3 bits per character).
+bool tokenLike(const std::string& value) {
+  std::string bare = value;
+  if (bare.size() >= 2 && (bare.front() == '"' || bare.front() == '\'')) bare = bare.substr(1, bare.size() - 2);
+  bool letter = false, digit = false;
+  for (const char c : bare) {
+    letter = letter || std::isalpha(static_cast<unsigned char>(c));
+    digit = digit || std::isdigit(static_cast<unsigned char>(c));
+  }
+  return bare.size() >= 8 && letter && digit && bare.find('.') == std::string::npos && entropyBits(bare) >= 3;
+}
+
+// Tokens known by their vendor's prefix (gitleaks' rules, their ids), with
+// the shortest body a real one has; the body's alphabet is loose on purpose.
+void addVendorRules(std::vector<Rule>& r, const std::function<std::regex(const char*)>& re) {
+  static const std::vector<std::pair<const char*, const char*>> kPrefixed{
+      {"gcp-oauth-access-token", R"(\bya29\.[0-9A-Za-z_-]{20,})"},
+      {"docker-pat", R"(\bdckr_pat_[A-Za-z0-9_-]{20,})"},
+      {"npm-access-token", R"(\bnpm_[A-Za-z0-9]{36}\b)"},
+      {"pypi-upload-token", R"(\bpypi-AgE[A-Za-z0-9_-]{50,})"},
+      {"replicate-api-token", R"(\br8_[A-Za-z0-9]{30,}\b)"},
+      {"groq-api-key", R"(\bgsk_[A-Za-z0-9]{40,}\b)"},
+      {"vault-service-token", R"(\bhv[sb]\.[A-Za-z0-9_-]{24,})"},
+      {"sendgrid-api-token", R"(\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,})"},
+      {"shopify-access-token", R"(\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b)"},
+      {"digitalocean-pat", R"(\bdo[opr]_v1_[a-f0-9]{64}\b)"},
+      {"telegram-bot-api-token", R"(\b[0-9]{5,16}:A[A-Za-z0-9_-]{34}\b)"},
+      {"atlassian-api-token", R"(\bATATT3[A-Za-z0-9_=-]{40,})"},
+      {"twilio-api-key", R"(\bSK[0-9a-fA-F]{32}\b)"},
+      {"pinecone-api-key", R"(\bpcsk_[A-Za-z0-9_]{30,})"},
+      {"grafana-service-account-token", R"(\bgl(?:sa|c)_[A-Za-z0-9_+/=-]{32,})"},
+      {"linear-api-key", R"(\blin_api_[A-Za-z0-9]{40}\b)"},
+      {"nvidia-api-key", R"(\bnvapi-[A-Za-z0-9_-]{40,})"},
+      {"volcengine-access-key", R"(\bAKLT[A-Za-z0-9_-]{20,})"},
+      {"discord-webhook-url",
+       R"((?:https?://)?(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]{20,})"},
+      {"zapier-webhook-url", R"((?:https?://)?hooks\.zapier\.com/hooks/catch/[0-9]+/[A-Za-z0-9]+/?)"},
+      {"teams-webhook-url", R"((?:https?://)?[A-Za-z0-9-]+\.webhook\.office\.com/webhookb2/[A-Za-z0-9@/-]{20,})"},
+  };
+  for (const auto& [id, pattern] : kPrefixed) r.push_back({id, re(pattern)});
+}
+
 // gitleaks' rules for the token shapes a training job meets (model hubs,
 // LLM APIs, clouds, code hosts, chat webhooks), in ECMAScript syntax; the
 // AWS secret key and the password in a URL as detect-secrets finds them
@@ -41,6 +102,9 @@ const std::vector<Rule>& rules() {
   static const std::vector<Rule> kRules = [] {
     const auto re = [](const char* pattern) {
       return std::regex(pattern, std::regex::ECMAScript | std::regex::optimize);
+    };
+    const auto icase = [](const std::string& pattern) {
+      return std::regex(pattern, std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
     };
     std::vector<Rule> r;
     r.push_back({"huggingface-access-token", re(R"(\bhf_[a-zA-Z]{34}\b)")});
@@ -78,7 +142,8 @@ const std::vector<Rule>& rules() {
     // A credential in a URL's query (?password=, &access_token=, Azure's &sig=).
     r.push_back(
         {"url-query-credential",
-         re(R"(([?&;](?:password|passwd|pwd|pass|secret|token|access_token|auth_token|refresh_token|api_key|apikey|key|sig|signature|client_secret|X-Amz-Signature|X-Amz-Credential)=)([^&#\s"'<>]+))"),
+         icase(
+             R"(([?&;](?:password|passwd|pwd|pass|secret|token|access_token|auth_token|refresh_token|api_key|apikey|key|sig|signature|client_secret|X-Amz-Signature|X-Amz-Credential|AWSAccessKeyId|X-Goog-Signature|X-Goog-Credential)=)([^&#\s"'<>]+))"),
          2});
     // A value after a word that names a secret: password=, "api_key": "...", X-Api-Key:, --password=,
     // a DSN's password=, a cookie's sessionid=, Azure's AccountKey=, and what follows Cookie: or Set-Cookie:.
@@ -86,17 +151,14 @@ const std::vector<Rule>& rules() {
     const char* keys =
         "(?:password|passwd|passphrase|pwd|pass|secret|secret[_-]?key|token|api[_-]?key|apikey|access[_-]?key|"
         "account[_-]?key|auth|auth[_-]?token|client[_-]?secret|session[_-]?id|sessionid|csrf[_-]?token|csrftoken|"
-        "cookie|private[_-]?key)";
-    const auto icase = [](const std::string& pattern) {
-      return std::regex(pattern, std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
-    };
+        "cookie|private[_-]?key|credentials?|creds|[_-]key)";
     r.push_back({"keyed-secret",
                  icase(std::string(R"(((?:^|[^A-Za-z0-9<])[A-Za-z0-9_-]*)") + keys +
-                       R"(["']?\s*[:=]\s*)("[^"\n<]{6,}"|'[^'\n<]{6,}'))"),
+                       R"(["']?\s*(?:=>|[:=])\s*)("[^"\n<]{6,}"|'[^'\n<]{6,}'))"),
                  2, &credentialLike});
     r.push_back({"keyed-secret",
                  icase(std::string(R"(((?:^|[^A-Za-z0-9<])[A-Za-z0-9_-]*)") + keys +
-                       R"(["']?\s*[:=]\s*["']?)([^\s"',;&}<>\[\]()]+))"),
+                       R"(["']?\s*(?:=>|[:=])\s*["']?)([^\s"',;&}<>\[\]()]+))"),
                  2, &credentialLike});
     // A command line's flag and its value: --password VALUE, --api-key VALUE,
     // mysql's -pVALUE, sshpass -p VALUE; a bare "Bearer VALUE".
@@ -109,6 +171,33 @@ const std::vector<Rule>& rules() {
         {"command-line-secret", re(R"(((?:^|\s)(?:mysql|mysqldump|mysqladmin)\b[^\n]*?\s-p)([^\s"'<]{4,}))"), 2});
     r.push_back({"command-line-secret", re(R"((\bsshpass\s+-p\s*["']?)([^\s"'<]{4,}))"), 2});
     r.push_back({"bearer-token", re(R"((\b[Bb]earer\s+)([A-Za-z0-9._~+/=-]{8,}))"), 2, &credentialLike});
+    // Looser keys, the value tested harder (tokenLike): a short word ("key: ...",
+    // wandb.login(key='...'), pw=, pat=), or a word and a space (a netrc's
+    // "password VALUE", "token VALUE", "AUTH VALUE").
+    r.push_back({"keyed-secret",
+                 icase(R"(((?:^|[^A-Za-z0-9_<-])key["']?\s*(?:=>|[:=])\s*["']?)([^\s"',;&}<>\[\]()]+))"), 2,
+                 &tokenLike});
+    r.push_back({"keyed-secret",
+                 icase(R"(((?:^|[^A-Za-z0-9_<-])(?:pw|pat|pin)["']?\s*(?:=>|[:=])\s*["']?)([^\s"',;&}<>\[\]()]+))"), 2,
+                 &credentialLike});
+    r.push_back({"keyed-secret",
+                 icase(R"(((?:^|[^A-Za-z0-9_<-])(?:password|passwd|passphrase|pwd)\s+)([^\s"',;&}<>\[\]()]+))"), 2,
+                 &credentialLike});
+    r.push_back(
+        {"keyed-secret",
+         icase(
+             R"(((?:^|[^A-Za-z0-9_<-])(?:token|auth|secret|api[_-]?key|apikey|access[_-]?key|secret[_-]?key|login)\s+)([^\s"',;&}<>\[\]()]+))"),
+         2, &tokenLike});
+    // The value inside an element named for a secret: <password>...</password>.
+    r.push_back({"keyed-secret", icase(std::string(R"((<[A-Za-z0-9_:-]*)") + keys + R"(>\s*)([^<\s][^<]*)(?=</))"), 2});
+    // A password as Python's HTTP clients take it: auth=('user', 'pw'), HTTPBasicAuth('user', 'pw').
+    r.push_back(
+        {"python-auth-tuple",
+         re(R"(((?:\bauth\s*=\s*[\(\[]|\b(?:HTTPBasicAuth|HTTPDigestAuth|BasicAuth)\()\s*(?:username\s*=\s*)?["'][^"']*["']\s*,\s*(?:password\s*=\s*)?["'])([^"']+))"),
+         2});
+    r.push_back(
+        {"command-line-secret", re(R"((\bdocker\s+login\b[^\n]*?\s(?:-p|--password)[= ]\s*["']?)([^\s"'<]+))"), 2});
+    addVendorRules(r, re);
     // curl -u user:password, --user=user:password.
     r.push_back({"cli-user-password", re(R"(((?:^|\s)(?:-u|--user)[= ]\s*["']?[^\s:"']+:)([^\s"']{4,}))"), 2});
     return r;
@@ -156,9 +245,49 @@ std::string replaceRule(const std::string& text, const Rule& rule) {
   return out.append(from, text.cend());
 }
 
-std::string scrubPiece(std::string piece) {
+std::string scrubByRules(std::string piece) {
   for (const Rule& rule : rules()) piece = replaceRule(piece, rule);
   return std::regex_replace(piece, emailPattern(), "<email>");
+}
+
+// The piece as a reader sees it: %XX decoded (a form body, a query
+// string, a JSON body quoted into a URL: password%3D...), zero-width
+// characters gone (one inside a token splits it for a rule, not for a
+// reader).
+std::string asRead(std::string_view piece) {
+  static constexpr std::array<std::string_view, 5> kZeroWidth{"\u200b", "\u200c", "\u200d", "\u2060", "\ufeff"};
+  std::string out;
+  for (std::size_t i = 0; i < piece.size(); ++i) {
+    if (piece[i] == '%' && i + 2 < piece.size() && std::isxdigit(static_cast<unsigned char>(piece[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(piece[i + 2]))) {
+      out += static_cast<char>(std::stoi(std::string(piece.substr(i + 1, 2)), nullptr, 16));
+      i += 2;
+      continue;
+    }
+    const auto zero_width = [&](std::string_view z) { return piece.substr(i, z.size()) == z; };
+    if (const auto* z = std::find_if(kZeroWidth.begin(), kZeroWidth.end(), zero_width); z != kZeroWidth.end()) {
+      i += z->size() - 1;
+      continue;
+    }
+    out += piece[i];
+  }
+  return out;
+}
+
+std::size_t placeholders(const std::string& text) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find("<secret:"); at != std::string::npos; at = text.find("<secret:", at + 1)) ++n;
+  return n;
+}
+
+// The piece scrubbed as written; as read instead when that finds more (the
+// piece is then written decoded: a secret must not leave in any spelling).
+std::string scrubPiece(std::string_view piece) {
+  std::string written = scrubByRules(std::string(piece));
+  const std::string read = asRead(piece);
+  if (read == piece) return written;
+  std::string decoded = scrubByRules(read);
+  return placeholders(decoded) > placeholders(written) ? decoded : written;
 }
 
 }  // namespace
@@ -172,16 +301,29 @@ std::string scrubSecrets(const std::string& text) {
     if (!newline) end = text.size();
     const std::string_view line(text.data() + start, end - start);
     start = end + 1;
-    if (in_key || std::regex_search(line.begin(), line.end(), privateKeyBegin())) {
-      if (!in_key) out += "<secret:private-key>";
+    std::match_results<std::string_view::const_iterator> begin;
+    if (in_key || std::regex_search(line.begin(), line.end(), begin, privateKeyBegin())) {
+      // The words before the block stay (the error that quoted it).
+      if (!in_key) out += scrubPiece(line.substr(0, begin.position(0))) + "<secret:private-key>";
       in_key = line.find("-----END") == std::string_view::npos;
       if (!in_key && newline) out += '\n';
       continue;
     }
-    for (std::string_view piece : pieces(line)) out += scrubPiece(std::string(piece));
+    for (std::string_view piece : pieces(line)) out += scrubPiece(piece);
     if (newline) out += '\n';
   }
   return out;
+}
+
+bool randomToken(const std::string& value) {
+  int turns = 0;  // letter to digit or back: a name's number comes once ("resnet50"), a token's anywhere
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(value[i]);
+    if (!std::isalnum(byte) && std::string_view("+/=_-").find(value[i]) == std::string_view::npos) return false;
+    if (i > 0 && std::isalnum(static_cast<unsigned char>(value[i - 1])) && std::isalnum(byte))
+      turns += (std::isdigit(byte) != 0) != (std::isdigit(static_cast<unsigned char>(value[i - 1])) != 0);
+  }
+  return value.size() >= 20 && turns >= 6 && entropyBits(value) >= 3.5;
 }
 
 std::string SecretFinding::describe() const { return file + ":" + std::to_string(line) + ": " + rule; }

@@ -22,6 +22,14 @@ namespace minrepro {
 // replaced; a private key block is replaced from its BEGIN line to its END.
 std::string scrubSecrets(const std::string& text);
 
+// Whether a whole value reads like a generated credential of no known
+// shape: twenty characters or more of a token's alphabet, letters and
+// digits mixed throughout (six turns from one to the other at least: a
+// run name's "resnet50-bs256" has four), at least 3.5 bits per character
+// (a word, a path, a number or a list of options has less or other
+// characters).
+bool randomToken(const std::string& value);
+
 // What looks like a secret in one file: its line and the rule.
 struct SecretFinding {
   std::string file;  // as the archive names it
