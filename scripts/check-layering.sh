@@ -2,7 +2,7 @@
 # The structure the build cannot see, checked by the test suite:
 #  1. the folder tree is the library graph: each library's sources (the
 #     add_library lists of CMakeLists.txt) lie in its own folder, core/ for
-#     minrepro_base, reducers/, harness/, engine/ and commands/ for the
+#     minrepro_core, reducers/, harness/, engine/ and commands/ for the
 #     others;
 #  2. includes go down the layers only: core < reducers < harness < engine
 #     < commands, without exception (reducers include core's content hash
@@ -21,7 +21,7 @@ report() { echo "layering: $1"; status=1; }
 # 1. Sources of each library, by the folder its name says.
 while read -r library source; do
   case "$library" in
-    minrepro_base) folder=core/ ;;
+    minrepro_core) folder=core/ ;;
     minrepro_reducers) folder=reducers/ ;;
     minrepro_harness) folder=harness/ ;;
     minrepro_engine) folder=engine/ ;;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The LibTorch boundary, checked on what was compiled: the static libraries
-# given (minrepro_base, _reducers, _engine, _commands) must hold no symbol
+# given (minrepro_core, _reducers, _engine, _commands) must hold no symbol
 # of LibTorch's namespaces (at::, c10::, torch::, caffe2::), defined or
 # referenced. Run after each of them is built (CMakeLists.txt), so a LibTorch
 # call outside harness/ fails the build even where LibTorch's headers sit in
