@@ -322,6 +322,7 @@ OpStepResult runOpStep(Run& r, const OpStart& start, const SelfCheckPlan& plan) 
   step.plan = plan;
   step.timeout = r.config.timeout;
   step.stop = &stopAsked();
+  step.env = start.env;
   step.reduction_seconds = std::max(kMinOpReductionSeconds, r.log.elapsedSeconds() / 2);
   step.recorded = start.recorded;
   step.slots = start.slots;

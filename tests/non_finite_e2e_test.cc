@@ -67,7 +67,17 @@ TEST_F(NonFinite, LogOfAZeroIsTheFirstOperatorNotTheSubtractionAfterIt) {
   const std::string r = report();
   EXPECT_TRUE(has(r, "First non-finite value: `aten::log.default`")) << r;
   EXPECT_TRUE(has(r, "the batch holds no NaN or inf")) << r;
+  EXPECT_TRUE(has(r, "- `noise_var` = [0]\n")) << "the culprit's real value is shown with the minimal case: " << r;
   expectOpReproFailsAlone("log.default returned 0 NaN and 1 inf values from finite inputs");
+  // verify judges op/repro_op.py as the self-check did: by its family (the
+  // call names its NaN in its own words, not in the step's "loss is nan").
+  std::string verified;
+  EXPECT_EQ(runCommand(std::string(MINREPRO_BINARY) + " verify " + (work_.path() / "repro.tar.gz").string() +
+                           " --runs 2 --python " + testing::python() + " 2>&1",
+                       &verified),
+            0)
+      << verified;
+  EXPECT_TRUE(has(verified, "op/repro_op.py reproduced: non-finite")) << verified;
 }
 
 TEST_F(NonFinite, AFloat16OverflowIsNotBlamedOnUninitialisedMemory) {

@@ -8,7 +8,9 @@
 // Authorization header, a password in a URL's query and a URL password with
 // an unencoded '@'; trial.env holds an API key (a name that says so) and a
 // URL with a password, whose values stay out of case.yaml and repro.py (the
-// self-check gives the step its variable, the maintainer sets it). The
+// self-check gives the step its variable, the maintainer sets it), and
+// whose value the message quotes (the self-check and verify compare it as
+// the placeholder the record holds). The
 // user's own step, bundled as it is, is named in a warning instead.
 #include <gtest/gtest.h>
 
@@ -36,6 +38,7 @@ constexpr const char* kStep = R"PY(import os, sys
 import torch
 
 key = os.environ["WANDB_API_KEY"]  # the step needs it: the self-check must give it
+db = os.environ["DB_PASSWORD"]
 batch = torch.load(sys.argv[1], weights_only=True)
 if bool((batch["x"] == 7).any()):
     raise RuntimeError("upload failed for s3 with aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY "
@@ -43,7 +46,7 @@ if bool((batch["x"] == 7).any()):
                        "(bot xoxb-1234567890-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx); "
                        "headers {'Authorization': 'Bearer opaque7Qx2Lm9Rt4Vb8Nz1'}, "
                        "mirror https://bob:p@ssw0rd@mirror.example.com/x?user=bob&password=qu3ry-pw9 "
-                       "key " + key[:4])
+                       "key " + key + ", db " + db)
 )PY";
 
 TEST(Secrets, NoFileOfTheArchiveCarriesAKeyOrAUrlPassword) {
@@ -64,7 +67,7 @@ TEST(Secrets, NoFileOfTheArchiveCarriesAKeyOrAUrlPassword) {
                 ", \"{case_dir}/step.py\", \"{batch}\"]\n"
                 "  env: {WANDB_API_KEY: '" +
                 kWandbKey +
-                "', DATA_URL: 'https://carol:d4t4-pw7@data.example.com/'}\n"
+                "', DATA_URL: 'https://carol:d4t4-pw7@data.example.com/', DB_PASSWORD: 'Tr0ub4dor&3x'}\n"
                 "context:\n  store: 'https://bob:s3cr$t!x@store.example.com/bucket'\n"
                 "  credentials: 'aws_secret_access_key=" +
                 kAwsKey + "'\n  db_password: 'hunter2-x9'\n");
@@ -91,7 +94,8 @@ TEST(Secrets, NoFileOfTheArchiveCarriesAKeyOrAUrlPassword) {
     for (const std::string& secret :
          {std::string(kAwsKey), std::string(kUrlPassword), std::string("s3cr$t!x"), std::string("hunter2-x9"),
           std::string("AbCdEfGhIjKlMnOpQrStUvWx"), std::string(kWandbKey), std::string(kBearer),
-          std::string("p@ssw0rd"), std::string("ssw0rd@"), std::string("qu3ry-pw9"), std::string("d4t4-pw7")})
+          std::string("p@ssw0rd"), std::string("ssw0rd@"), std::string("qu3ry-pw9"), std::string("d4t4-pw7"),
+          std::string("Tr0ub4dor")})
       EXPECT_EQ(text.find(secret), std::string::npos) << file << " carries " << secret;
   }
   EXPECT_GE(files, 6u);
@@ -104,13 +108,58 @@ TEST(Secrets, NoFileOfTheArchiveCarriesAKeyOrAUrlPassword) {
             std::string::npos)
       << out;
   EXPECT_NE(readFile(dir / "case.yaml").find("<secret:env-DATA_URL>"), std::string::npos);
+  // The op step's runs of repro.py got the variables too (a KeyError there
+  // would be the step's own failure, not the case's).
+  EXPECT_EQ(out.find("different message: \"'WANDB_API_KEY'\""), std::string::npos) << out;
   EXPECT_NE(readFile(dir / "repro.py").find("set WANDB_API_KEY before running this"), std::string::npos);
   // The archive still reproduces: the placeholder is compared as the message was.
-  EXPECT_EQ(runCommand(std::string("WANDB_API_KEY=") + kWandbKey + " " + MINREPRO_BINARY + " verify --runs 1 " +
+  EXPECT_EQ(runCommand(std::string("WANDB_API_KEY=") + kWandbKey + " DB_PASSWORD='Tr0ub4dor&3x' " + MINREPRO_BINARY +
+                           " verify --runs 1 " + (work.path() / "repro.tar.gz").string() + " 2>&1",
+                       &out),
+            0)
+      << out;
+}
+
+// A switch's variable that names a secret (its branch stays on: the step
+// needs it) is left out of the archive like trial.env's own, and the
+// self-check and the op step give their runs its value.
+TEST(Secrets, ASwitchsSecretVariableIsGivenToTheSelfCheck) {
+  testing::TempDir work("minrepro-secrets-switch");
+  std::string out;
+  ASSERT_EQ(runCommand(testing::python() +
+                           " -c \"import torch; torch.save({'x': torch.arange(12), 'sample_id': "
+                           "torch.arange(12) + 300}, '" +
+                           (work.path() / "batch.pt").string() + "')\"",
+                       &out),
+            0)
+      << out;
+  writeFile(work.path() / "step.py", R"PY(import os, sys
+import torch
+
+token = os.environ["REGISTRY_TOKEN"]  # a KeyError without the switch's variable
+batch = torch.load(sys.argv[1], weights_only=True)
+if bool((batch["x"] == 7).any()):
+    raise IndexError("index 7 is out of bounds for dimension 0 with size 7")
+)PY");
+  writeFile(work.path() / "case.yaml",
+            "batch: batch.pt\nsamples: {tensors: {x: 0}, ids: sample_id}\n"
+            "trial:\n  command: [" +
+                testing::python() +
+                ", \"{case_dir}/step.py\", \"{batch}\"]\n"
+                "  switches:\n    - {name: registry, env: {REGISTRY_TOKEN: 'Rg7tOk9xQ2'}, off_env: {UNUSED: '1'}}\n");
+  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (work.path() / "case.yaml").string() +
+                           " --work-dir " + (work.path() / "w").string() + " --output " +
                            (work.path() / "repro.tar.gz").string() + " 2>&1",
                        &out),
             0)
       << out;
+  EXPECT_NE(out.find("self-check: the archive reproduced on its own"), std::string::npos) << out;
+  EXPECT_NE(out.find("note: trial.env.REGISTRY_TOKEN looks like a secret"), std::string::npos) << out;
+  const fs::path dir = work.path() / "extracted";
+  ASSERT_TRUE(testing::extractInto(work.path() / "repro.tar.gz", dir));
+  for (const char* file : {"case.yaml", "repro.py", "REPORT.md", "signature.txt"})
+    EXPECT_EQ(readFile(dir / file).find("Rg7tOk9xQ2"), std::string::npos) << file;
+  EXPECT_NE(readFile(dir / "case.yaml").find("<secret:env-REGISTRY_TOKEN>"), std::string::npos);
 }
 
 }  // namespace

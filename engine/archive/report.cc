@@ -77,7 +77,8 @@ void writeOpRepro(std::ostream& out, const OpStepResult& op) {
   }
   out << "\nRun it with `python op/repro_op.py` (a Python with PyTorch; it reads `op/inputs.pt` beside it, with "
          "`weights_only=True`, for "
-         "the tensors it does not spell out). The batch-level reproducer below is the whole story.\n\n";
+         "the tensors it does not spell out). The batch-level reproducer below shows the failure in your program's own "
+         "context.\n\n";
 }
 
 // Where no single call was kept: which one was found, and why it does not stand alone.
@@ -168,8 +169,9 @@ void writeReproduce(std::ostream& out, const CaseConfig& config, const Reduction
                         : " " + torch +
                               " (the version this case was made with: under another one it may fail "
                               "otherwise, or not at all)")
-      << " (`python3` only if yours does):\n\n"
+      << ":\n\n"
          "    python repro.py [neighbours/plus_one.pt]\n\n"
+         "(`python` there is that Python: name it where your `python` is another, e.g. `python3 repro.py`.)\n\n"
       << (config.command ? "repro.py runs the trial's command in its own place (exec), so it ends as the trial did: "
                            "the same exit status, or death by the same signal.\n\n"
                          : "")

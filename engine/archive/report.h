@@ -30,7 +30,7 @@ struct ReductionSummary {
   std::vector<TensorInfo> original_tensors;
   std::vector<TensorInfo> minimal_tensors;
   std::vector<std::int64_t> kept_ids;   // sample ids of the minimal batch
-  KeyValues small_values;               // "target" -> "[4]" for small integer tensors
+  KeyValues small_values;               // "target" -> "[4]" for small integer tensors, "weight" -> "[-1]" for few reals
   std::vector<std::string> apart;       // what sets the minimal batch apart (engine/archive/minimal_batch_contrast.h)
   std::vector<std::string> neighbours;  // one line per neighbour case, or why it was not made
   OracleStats stats;

@@ -120,7 +120,7 @@ void writeVerdict(std::ostream& out, const CaseConfig& config, const HtmlReportI
       << "<div class=\"first\">" << esc(scrubText(s->signature.message, scrub)) << "</div><p>"
       << "<span class=\"k\">minimal case</span><b id=\"minimal\">" << esc(in.size_line) << "</b><br>"
       << "<span class=\"k\">kept sample ids</span>" << esc(formatList(s->kept_ids, 16)) << "<br>"
-      << "<span class=\"k\">reproduces alone</span>" << esc(s->self_check.describe()) << "<br>";
+      << "<span class=\"k\">reproduces alone</span>" << esc(scrubText(s->self_check.describe(), scrub)) << "<br>";
   if (s->op.status == OpStepStatus::Made) {
     const OpCall& call = s->op.reduced ? *s->op.reduced : *s->op.found;
     out << "<span class=\"k\">the call alone</span><code>" << esc(call.op) << "</code> in <code>op/repro_op.py</code>, "

@@ -1,9 +1,12 @@
 #include "engine/archive/reproducer.h"
 
+#include <cmath>
 #include <future>
+#include <iomanip>
 #include <limits>
 #include <optional>
 #include <set>
+#include <sstream>
 
 #include "core/process/sandbox.h"
 #include "core/text_lines.h"
@@ -76,13 +79,32 @@ ArchiveEntry manifestEntry(const CaseConfig& config, const fs::path& minimal_bat
   return {"signature.txt", renderManifest(m)};
 }
 
-KeyValues smallIntegerValues(const BatchStore& batch, const std::vector<TensorInfo>& tensors) {
+// "[-1, 0.25, nan]": a floating-point tensor's few values, as Python prints them.
+std::string formatReals(const std::vector<double>& values) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    std::ostringstream v;
+    v << std::setprecision(6) << values[i];
+    text += (i ? ", " : "") + (std::isnan(values[i]) ? std::string("nan") : v.str());
+  }
+  return text + "]";
+}
+
+KeyValues smallValues(const BatchStore& batch, const std::vector<TensorInfo>& tensors) {
+  constexpr std::int64_t kMaxReals = 16;  // a target, a weight per sample: the value that may be the bug
   KeyValues values;
   for (const auto& t : tensors) {
     std::int64_t numel = 1;
     for (auto d : t.shape) numel *= d;
-    if (numel > 0 && numel <= 64 && t.dtype.rfind("int", 0) == 0)
+    const bool real = t.dtype.find("float") != std::string::npos || t.dtype == "half";
+    if (numel > 0 && numel <= 64 && t.dtype.rfind("int", 0) == 0) {
       values.emplace_back(t.name, formatList(batch.integerValues(t.name, 64)));
+    } else if (numel > 0 && numel <= kMaxReals && real && t.has_sample_axis) {
+      std::vector<double> all;
+      for (std::int64_t s = 0; s < batch.sampleCount(); ++s)
+        for (double v : batch.sampleValues(t.name, s, kMaxReals)) all.push_back(v);
+      if (!all.empty()) values.emplace_back(t.name, formatReals(all));
+    }
   }
   return values;
 }
@@ -301,7 +323,7 @@ ReductionSummary summarize(KeyValues environment, const CaseConfig& config, cons
   minimal_config.batch = minimal_batch;
   const auto reduced = BatchStore::open(minimal_config);
   summary.minimal_tensors = reduced->describe();
-  summary.small_values = smallIntegerValues(*reduced, summary.minimal_tensors);
+  summary.small_values = smallValues(*reduced, summary.minimal_tensors);
   const auto ids = batch.sampleIds();
   for (auto i : minimal.samples) summary.kept_ids.push_back(ids[static_cast<std::size_t>(i)]);
   summary.apart = describeApart(batch.sampleCount(), minimal.samples, summary.kept_ids,
@@ -387,16 +409,17 @@ void ArchiveStep::write(ExitStatus status) {
     log_.info("warning: the archive carries " + line +
               " verbatim, which looks like a secret; remove it from the "
               "file before you send the archive");
-  if (config_.command)
-    for (const auto& [name, value] : withheldEnv(config_.command->env))
-      log_.info("note: trial.env." + name + " looks like a secret: the archive leaves its value out (case.yaml says " +
-                withheldEnvPlaceholder(name) + "; repro.py takes " + name + " from the environment it runs in)");
+  // The command as archived: its switches' choices baked in, with their variables.
+  archived_ = withBundledPaths(bakeBranches(config_, best_.branches_off), bundle_);
+  if (archived_.command) withheld_ = withheldEnv(archived_.command->env);
+  for (const auto& [name, value] : withheld_)
+    log_.info("note: trial.env." + name + " looks like a secret: the archive leaves its value out (case.yaml says " +
+              withheldEnvPlaceholder(name) + "; repro.py takes " + name + " from the environment it runs in)");
   for (const auto& f : bundle_.files) summary_.bundled.push_back(f.archive_name);
   summary_.self_check.skipped = status_ == ExitStatus::Interrupted   ? "the run was interrupted"
                                 : status_ == ExitStatus::BudgetSpent ? "the budget was spent"
                                                                      : job_.skip_self_check;
   summary_.seconds = log_.elapsedSeconds();
-  archived_ = withBundledPaths(bakeBranches(config_, best_.branches_off), bundle_);
   summary_.op.why = op_not_run;
   writeTarGz(config_.output, archiveEntries(archived_, job_.minimal_batch, summary_, job_.neighbours, bundle_));
   addPhase(job_, "archive", archive_from, log_);
@@ -425,10 +448,8 @@ void ArchiveStep::startSelfCheck() {
             std::string(op_beside ? ", beside the op step" : ""));
   const SelfCheckPlan plan = planSelfCheck(oracle_.rate(), config_.flaky, job_.plain_passes, best_.samples.size());
   checking_ = std::async(std::launch::async, [this, plan] {
-    const std::map<std::string, std::string> withheld =
-        config_.command ? withheldEnv(config_.command->env) : std::map<std::string, std::string>{};
     SelfCheck check = checkArchiveAlone(config_.output, plan, job_.python, config_.timeout, job_.stop,
-                                        {bound_.get(), slots_.get()}, withheld);
+                                        {bound_.get(), slots_.get()}, withheld_);
     checked_at_ = log_.elapsedSeconds();
     return check;
   });
@@ -436,7 +457,7 @@ void ArchiveStep::startSelfCheck() {
 
 std::optional<OpStart> ArchiveStep::opStart() {
   if (!summary_.op.why.empty()) return std::nullopt;
-  return OpStart{config_.output, recorded_, slots_.get()};
+  return OpStart{config_.output, recorded_, slots_.get(), withheld_};
 }
 
 void ArchiveStep::opStepDone(OpStepResult result) {

@@ -49,12 +49,14 @@ struct RecorderRide {
 };
 
 // What the op step starts from: the archive just written, the recorder's
-// record of the file trace's run (empty: none usable), and the slots it
-// shares with the self-check.
+// record of the file trace's run (empty: none usable), the slots it shares
+// with the self-check, and the variables the archive leaves out, which its
+// runs of repro.py get as the self-check's do.
 struct OpStart {
   std::filesystem::path archive;
   std::filesystem::path recorded;
   JobSlots* slots = nullptr;
+  std::map<std::string, std::string> env;
 };
 
 // What the command decided about the archive.
@@ -108,7 +110,8 @@ class ArchiveStep {
   ReductionSummary& summary_;
   Log& log_;
   ExitStatus status_ = ExitStatus::Reduced;
-  CaseConfig archived_;  // as the archive's case.yaml says it
+  CaseConfig archived_;                          // as the archive's case.yaml says it
+  std::map<std::string, std::string> withheld_;  // trial.env's values it leaves out (its switches' too)
   BundlePlan bundle_;
   std::filesystem::path recorded_;
   std::unique_ptr<JobSlots> slots_;  // the --jobs slots of the self-check and the op step

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <mutex>
 #include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -156,12 +157,30 @@ void judgePass(RunResult& r, std::optional<std::int64_t> known) {
   }
 }
 
-void judgeFail(RunResult& r, const Manifest& m) {
-  // The archive quotes the message scrubbed of names and paths: both are
-  // scrubbed alike before they are compared (an archive made before the
-  // scrubbing quotes it raw). A user's pattern matched the raw message in
-  // the trials, and still does.
-  const ScrubContext scrub = machineScrubContext();
+// This machine's names, and the values of the variables the recorded
+// message names as withheld (<secret:env-NAME>): given to the runs (the
+// self-check) or set where verify runs (the maintainer), a run that prints
+// one prints what the record says in its place.
+ScrubContext runScrubContext(const Manifest& m, const VerifyOptions& o) {
+  ScrubContext scrub = machineScrubContext();
+  static const std::regex kWithheld(R"(<secret:env-([A-Za-z_][A-Za-z0-9_]*)>)");
+  for (std::sregex_iterator it(m.signature.message.begin(), m.signature.message.end(), kWithheld), end; it != end;
+       ++it) {
+    const std::string name = (*it)[1].str();
+    const auto given = o.env.find(name);
+    const char* set = std::getenv(name.c_str());
+    const std::string value = given != o.env.end() ? given->second : set ? set : "";
+    if (value.size() >= 4) scrub.secrets.emplace_back(value, withheldEnvPlaceholder(name));
+  }
+  return scrub;
+}
+
+void judgeFail(RunResult& r, const Manifest& m, const VerifyOptions& o) {
+  // The archive quotes the message scrubbed of names, paths and secrets:
+  // both are scrubbed alike before they are compared (an archive made
+  // before the scrubbing quotes it raw). A user's pattern matched the raw
+  // message in the trials, and still does.
+  const ScrubContext scrub = runScrubContext(m, o);
   if (m.message_pattern.empty()) r.signature.message = scrubText(r.signature.message, scrub);
   FailureSignature recorded = m.signature;
   if (m.message_pattern.empty()) recorded.message = scrubText(recorded.message, scrub);
@@ -215,7 +234,7 @@ RunResult runOnce(const fs::path& dir, int index, const VerifyOptions& o, const 
   if (o.expect == Expect::Pass)
     judgePass(r, neighbour ? neighbour->processed : m.processed);
   else
-    judgeFail(r, m);
+    judgeFail(r, m, o);
   return r;
 }
 
@@ -234,9 +253,25 @@ RunResult runOpOnce(const fs::path& dir, int index, const VerifyOptions& o, cons
                                                  "; not judged: it passes only after a fix in PyTorch itself)");
     return r;
   }
+  if (m.signature.family == FailureFamily::NonFinite) {
+    // The call names its NaN or inf in its own words ("log.default returned
+    // 0 NaN and 1 inf values"), not in the program's ("loss is nan"): the
+    // family is what it must show, as the op step checked it.
+    r.as_expected = r.signature.family == FailureFamily::NonFinite;
+    r.detail =
+        m.op_repro +
+        (r.as_expected ? " reproduced: "
+                       : " did not reproduce (family " + familyName(r.signature.family) + ", expected non-finite): ") +
+        r.signature.summary() + " (" + describe(r.outcome) + ")";
+    return r;
+  }
+  // The call raises in Python what the program may have died of (an
+  // uncaught C++ error's abort), and is called directly, not from the
+  // program: its ending and its operator are not compared.
   Manifest op_manifest = m;
   op_manifest.compare_operator = false;
-  judgeFail(r, op_manifest);
+  op_manifest.compare_ending = false;
+  judgeFail(r, op_manifest, o);
   r.detail = m.op_repro + " " + r.detail;
   return r;
 }

@@ -27,9 +27,7 @@ std::map<std::string, std::string> recorderEnvironment(const fs::path& record_di
   return env;
 }
 
-bool recorderCanRide(FailureFamily family) {
-  return family != FailureFamily::Signal && callOutOfReach(family).empty();
-}
+bool recorderCanRide(FailureFamily family) { return family != FailureFamily::Signal && callOutOfReach(family).empty(); }
 
 std::string callOutOfReach(FailureFamily family) {
   switch (family) {

@@ -33,7 +33,8 @@ TrialOutcome runPython(const OpStep& step, std::vector<std::string> args, std::m
   TrialSpec spec;
   spec.argv = {step.python};
   for (auto& a : args) spec.argv.push_back(std::move(a));
-  spec.env_set = std::move(env);
+  spec.env_set = step.env;
+  for (auto& [name, value] : env) spec.env_set[name] = std::move(value);
   spec.env_unset = diagnosticVariables();
   spec.work_dir = step.work / "op-runs" / std::to_string(++runs);
   fs::remove_all(spec.work_dir);
@@ -527,14 +528,14 @@ void OpStepRun::logOutcome() {
   const double to = log_.elapsedSeconds();
   if (timeline_) timeline_->addPhase({"op step", started_at_, to});
   if (to - started_at_ > to / 3)
-    log_.info("note: the op step took " + secondsText(to - started_at_) + " s of the run's " + secondsText(to) +
-              " s, more than a third (beside the self-check, which shares the --jobs slots with it): " +
-              std::to_string(op.processes) +
-              " run(s) of repro.py and repro_op.py, each starting Python and torch, and " +
-              std::to_string(op.reduction_trials) +
-              " trial(s) reducing the call's inputs (the search of that reduction is given at most " +
-              secondsText(op.reduction_seconds) +
-              " s) (--no-op-repro skips the op step; --jobs 2 runs it beside the self-check)");
+    log_.info(
+        "note: the op step took " + secondsText(to - started_at_) + " s of the run's " + secondsText(to) +
+        " s, more than a third (beside the self-check, which shares the --jobs slots with it): " +
+        std::to_string(op.processes) + " run(s) of repro.py and repro_op.py, each starting Python and torch, and " +
+        std::to_string(op.reduction_trials) +
+        " trial(s) reducing the call's inputs (the search of that reduction is given at most " +
+        secondsText(op.reduction_seconds) + " s) (--no-op-repro skips the op step" +
+        (step_.slots && step_.slots->size() > 1 ? std::string(")") : "; --jobs 2 runs it beside the self-check)"));
 }
 
 }  // namespace minrepro

@@ -25,6 +25,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -50,6 +51,9 @@ struct OpStep {
   SelfCheckPlan plan;          // runs of repro_op.py that must fail (3; more when flaky)
   std::chrono::milliseconds timeout{60'000};
   const std::atomic<bool>* stop = nullptr;
+  // Variables its runs of repro.py get: trial.env's values the archive
+  // leaves out (engine/archive/scrub.h's withheldEnv), as the self-check's.
+  std::map<std::string, std::string> env;
   // Whether the call's inputs are offered for reduction (locate() writes
   // their case); false: they are kept as recorded.
   bool reduce = true;
