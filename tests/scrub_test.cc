@@ -232,6 +232,44 @@ TEST(Scrub, VendorTokensLooserKeysAndOtherSpellings) {
     EXPECT_EQ(scrubText(text, c).find(kept), std::string::npos) << scrubText(text, c);
     EXPECT_NE(scrubText(text, c).find("<secret:"), std::string::npos) << scrubText(text, c);
   }
+  // A fourth probe's forms: pairs, separators, escapes, connection strings,
+  // other schemes and tools, more vendors.
+  for (const auto& [text, kept] : std::vector<std::pair<std::string, std::string>>{
+           {"headers [('X-Auth-Token', 'Xat9Tok3nQ')]", "Xat9Tok3nQ"},
+           {"params [('user', 'bob'), ('password', 'Pair9Pass')]", "Pair9Pass"},
+           {"the password is Is9PassWd", "Is9PassWd"},
+           {"password -> Arr0wPass7", "Arr0wPass7"},
+           {"| password | Tab1ePass8 |", "Tab1ePass8"},
+           {"body password&#61;Ent1tyPw9 sent", "Ent1tyPw9"},
+           {"{&quot;password&quot;: &quot;Qu0tEnt9&quot;}", "Qu0tEnt9"},
+           {"{\"\\u0070assword\": \"Un1Esc9pw\"}", "Un1Esc9pw"},
+           {"url ?sv=2022\\u0026sig\\u003dG50nSig9x", "G50nSig9x"},
+           {"sqlplus scott/T1ger9Pw@orcl failed", "T1ger9Pw"},
+           {"jdbc:oracle:thin:scott/Jdbc9Pass@db:1521/x", "Jdbc9Pass"},
+           {"db.example.com:5432:runs:bob:Pgp4ssLine9", "Pgp4ssLine9"},
+           {"Authorization: SharedKey acct:Shk9SigAbc=", "Shk9SigAbc"},
+           {"Authorization: Digest username=\"bob\", response=\"6629fae49393a05397450978507c4ef1\"", "6629fae4"},
+           {"client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQo=", "LS0tLS1CRUdJ"},
+           {"<input type=\"password\" name=\"password\" value=\"H7mlF0rm9\">", "H7mlF0rm9"},
+           {"plink -ssh bob@h -pw Pl1nkPw9 ls", "Pl1nkPw9"},
+           {"smbclient //h/s -U bob%Smb9Pass x", "Smb9Pass"},
+           {"ldapsearch -x -D cn=admin -w Ld4pPw9x", "Ld4pPw9x"},
+           {"redis-cli -h cache -a Red1sPw9 ping", "Red1sPw9"},
+           {"htpasswd -b .htpasswd bob Ht9Passwd", "Ht9Passwd"},
+           {"az login -u bob -p Az9LoginPw", "Az9LoginPw"},
+           {"https://chat.example.com/hooks/a1b2c3d4e5f6g7h8i9j0k1l2m3", "a1b2c3d4e5f6g7h8"},
+           {"https://fn.azurewebsites.net/api/x?code=Fnc0deKey9abc", "Fnc0deKey9abc"},
+           {"xai-A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0U1v2W3x4Y5z6", "A1b2C3d4E5f6G7h8I9j0"},
+           {"sq0atp-A1b2C3d4E5f6G7h8I9j0K1", "A1b2C3d4E5f6G7h8I9j0"},
+           {"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", "A1b2C3d4E5f6G7h8I9j0"},
+           {"whsec_A1b2C3d4E5f6G7h8I9j0K1l2M3n4", "A1b2C3d4E5f6G7h8I9j0"},
+           {"dapi0123456789abcdef0123456789abcdef", "0123456789abcdef0123"},
+           {"PMAK-0123456789abcdef01234567-0123456789abcdef0123456789abcdef01", "0123456789abcdef01234567"},
+           {"refresh 1//0gA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6", "A1b2C3d4E5f6G7h8I9j0"}}) {
+    SCOPED_TRACE(text);
+    EXPECT_EQ(scrubText(text, c).find(kept), std::string::npos) << scrubText(text, c);
+    EXPECT_NE(scrubText(text, c).find("<secret:"), std::string::npos) << scrubText(text, c);
+  }
   // A private key quoted inside an error keeps the error's words.
   EXPECT_EQ(scrubText("ssl error: -----BEGIN PRIVATE KEY----- MIIEv\n-----END PRIVATE KEY-----\n", c),
             "ssl error: <secret:private-key>\n");
@@ -239,11 +277,14 @@ TEST(Scrub, VendorTokensLooserKeysAndOtherSpellings) {
        {"IndexError: token 50257 is out of range", "Missing key(s) in state_dict: \"fc.weight\"",
         "Unexpected key: layer1.0.weight", "auth failed for user bob", "password required for rank 0",
         "the token embedding_dim is 512", "key: value", "loss 50% lower", "skip pass 2 of 3",
-        "RuntimeError: expected scalar type Float but found Half", "login node gpu01 is down"})
+        "RuntimeError: expected scalar type Float but found Half", "login node gpu01 is down",
+        "tokenizer(mask_token='[MASK]', pad_token='<pad>')", "load(token=hf_hub_cache)", "the password is required",
+        "HTTP 200 for ?code=ok", "RuntimeError: Basic block size mismatch"})
     EXPECT_EQ(scrubText(kept, c), kept);
   // trial.env: a value that reads like a generated credential, whatever its name; names of a login or a license.
   EXPECT_EQ(withheldEnv({{"MY_THING", "f8A9c0D1e2B3a4F5c6D7e8F9"}}).size(), 1u);
-  for (const std::string name : {"NETRC_LOGIN", "LICENSE_ID", "APP_PIN"})
+  for (const std::string name :
+       {"NETRC_LOGIN", "LICENSE_ID", "APP_PIN", "SSHPASS", "DBPASS", "BASICAUTH", "ORACLE_CONN"})
     EXPECT_EQ(withheldEnv({{name, "v4lue-x"}}).size(), 1u) << name;
   for (const auto& [name, value] :
        std::map<std::string, std::string>{{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"},
@@ -271,7 +312,8 @@ TEST(Scrub, TrialEnvSecretsByNameOrValue) {
         "PX_WEBHOOK", "DB_PW", "ADMIN_PASSCODE", "SERVICE_KEYS", "CLIENTKEY", "ACCESSKEY", "ENCRYPTIONKEY", "WANDBKEY",
         "AZURE_SAS", "API_SIG", "HMAC_SEED"})
     EXPECT_EQ(withheldEnv({{name, "v4lue-x"}}).size(), 1u) << name;
-  for (const std::string name : {"PATH", "NUM_PASSES", "PATIENCE", "MONKEY_MODE", "SIGMA", "KEYBOARD"})
+  for (const std::string name :
+       {"PATH", "NUM_PASSES", "PATIENCE", "MONKEY_MODE", "SIGMA", "KEYBOARD", "BYPASS_CACHE", "MULTIPASS"})
     EXPECT_TRUE(withheldEnv({{name, "v4lue-x"}}).empty()) << name;
 }
 

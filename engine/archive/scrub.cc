@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <string_view>
 
 #include "engine/archive/secrets.h"
@@ -187,6 +188,11 @@ bool namesASecret(const std::string& name) {
       if (word == secret) return true;
     // A key glued to what it opens (CLIENTKEY, WANDBKEY); MONKEY is six letters.
     if (word.size() >= 7 && word.ends_with("key")) return true;
+    // A password or a login glued to its service (SSHPASS, DBPASS, BASICAUTH); not BYPASS, COMPASS, MULTIPASS.
+    static const std::set<std::string> kNotSecret{"bypass",   "compass",   "surpass", "overpass", "underpass",
+                                                  "trespass", "multipass", "onepass", "twopass",  "singlepass"};
+    if (word.size() >= 6 && (word.ends_with("pass") || word.ends_with("auth")) && !kNotSecret.count(word)) return true;
+    if (word == "conn" || word == "connstr" || word == "connection") return true;  // a DSN by another name
     word.clear();
   }
   return false;

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <regex>
 #include <string_view>
 
@@ -26,15 +27,22 @@ struct Rule {
 // an error or a name in code ("token: 123456", "password: required",
 // "secret = get_secret()"): six characters or more, a letter among them, and
 // a digit or a symbol other than _ . - /, or twelve characters or more.
-bool credentialLike(const std::string& value) {
-  bool letter = false, other = false;
+bool credentialLike(const std::string& quoted) {
+  std::string value = quoted;
+  if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'')) value = value.substr(1, value.size() - 2);
+  bool letter = false, other = false, upper = false, lower = false;
   for (const char c : value) {
     const auto byte = static_cast<unsigned char>(c);
     letter = letter || std::isalpha(byte) || byte >= 0x80;  // a letter of another script too
+    upper = upper || std::isupper(byte);
+    lower = lower || std::islower(byte) || byte >= 0x80;
+    // A special token's brackets ('[MASK]', '<unk>') are no symbol of a credential.
     other = other || std::isdigit(byte) ||
-            (std::ispunct(byte) && std::string_view("_.-/").find(c) == std::string_view::npos);
+            (std::ispunct(byte) && std::string_view("_.-/[]<>|").find(c) == std::string_view::npos);
   }
-  return value.size() >= 6 && letter && (other || value.size() >= 12);
+  // Letters alone: mixed case from twelve characters (not a name in code,
+  // hf_hub_cache), any from twenty (a passphrase).
+  return value.size() >= 6 && letter && (other || (value.size() >= 12 && upper && lower) || value.size() >= 20);
 }
 
 // Bits per character of `value`'s own distribution of characters: a random
@@ -86,6 +94,31 @@ void addVendorRules(std::vector<Rule>& r, const std::function<std::regex(const c
       {"linear-api-key", R"(\blin_api_[A-Za-z0-9]{40}\b)"},
       {"nvidia-api-key", R"(\bnvapi-[A-Za-z0-9_-]{40,})"},
       {"volcengine-access-key", R"(\bAKLT[A-Za-z0-9_-]{20,})"},
+      {"alibaba-access-key-id", R"(\bLTAI[A-Za-z0-9]{12,20}\b)"},
+      {"xai-api-key", R"(\bxai-[A-Za-z0-9]{40,})"},
+      {"facebook-access-token", R"(\bEAA[A-Za-z0-9]{80,})"},
+      {"square-access-token", R"(\bsq0(?:atp|csp)-[A-Za-z0-9_-]{22,})"},
+      {"age-secret-key", R"(\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58})"},
+      {"langsmith-api-key", R"(\blsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10})"},
+      {"perplexity-api-key", R"(\bpplx-[A-Za-z0-9]{40,})"},
+      {"tavily-api-key", R"(\btvly-[A-Za-z0-9_-]{20,})"},
+      {"notion-api-token", R"(\bntn_[A-Za-z0-9]{40,})"},
+      {"webhook-signing-secret", R"(\bwhsec_[A-Za-z0-9+/=]{24,})"},
+      {"sentry-org-token", R"(\bsntry[su]_[A-Za-z0-9+/=_-]{32,})"},
+      {"gcp-oauth-client-secret", R"(\bGOCSPX-[A-Za-z0-9_-]{24,})"},
+      {"gcp-refresh-token", R"((?:^|[^A-Za-z0-9])(1//0[A-Za-z0-9_-]{30,}))"},
+      {"newrelic-user-api-key", R"(\bNRAK-[A-Z0-9]{27}\b)"},
+      {"dynatrace-api-token", R"(\bdt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}\b)"},
+      {"gitlab-runner-token", R"(\bglrt-[A-Za-z0-9_-]{20,})"},
+      {"rubygems-api-token", R"(\brubygems_[a-f0-9]{48}\b)"},
+      {"prefect-api-token", R"(\bpnu_[A-Za-z0-9]{36}\b)"},
+      {"supabase-access-token", R"(\bsbp_[a-f0-9]{40}\b)"},
+      {"flyio-access-token", R"(\bfo1_[A-Za-z0-9_-]{39,})"},
+      {"doppler-api-token", R"(\bdp\.pt\.[A-Za-z0-9]{43}\b)"},
+      {"gcs-hmac-access-id", R"(\bGOOG1[A-Z0-9]{50,})"},
+      {"postman-api-token", R"(\bPMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}\b)"},
+      {"databricks-api-token", R"(\bdapi[a-f0-9]{32}(?:-\d)?\b)"},
+      {"mattermost-webhook-url", R"(https?://[^\s/]+/hooks/[A-Za-z0-9]{20,})"},
       {"discord-webhook-url",
        R"((?:https?://)?(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]{20,})"},
       {"zapier-webhook-url", R"((?:https?://)?hooks\.zapier\.com/hooks/catch/[0-9]+/[A-Za-z0-9]+/?)"},
@@ -151,7 +184,7 @@ const std::vector<Rule>& rules() {
     const char* keys =
         "(?:password|passwd|passphrase|pwd|pass|secret|secret[_-]?key|token|api[_-]?key|apikey|access[_-]?key|"
         "account[_-]?key|auth|auth[_-]?token|client[_-]?secret|session[_-]?id|sessionid|csrf[_-]?token|csrftoken|"
-        "cookie|private[_-]?key|credentials?|creds|[_-]key)";
+        "cookie|private[_-]?key|credentials?|creds|[_-]key|key[_-]data)";
     r.push_back({"keyed-secret",
                  icase(std::string(R"(((?:^|[^A-Za-z0-9<])[A-Za-z0-9_-]*)") + keys +
                        R"(["']?\s*(?:=>|[:=])\s*)("[^"\n<]{6,}"|'[^'\n<]{6,}'))"),
@@ -180,9 +213,44 @@ const std::vector<Rule>& rules() {
     r.push_back({"keyed-secret",
                  icase(R"(((?:^|[^A-Za-z0-9_<-])(?:pw|pat|pin)["']?\s*(?:=>|[:=])\s*["']?)([^\s"',;&}<>\[\]()]+))"), 2,
                  &credentialLike});
+    r.push_back(
+        {"keyed-secret",
+         icase(
+             R"(((?:^|[^A-Za-z0-9_<-])(?:password|passwd|passphrase|pwd)\s*(?:\s|\bis\s+|\bwas\s+|->\s*|=>\s*|\|\s*)["']?)([^\s"',;&}<>\[\]()|]+))"),
+         2, &credentialLike});
+    // A key and its value as a pair: [('user', 'bob'), ('password', 'V')], ('X-Auth-Token', 'V').
     r.push_back({"keyed-secret",
-                 icase(R"(((?:^|[^A-Za-z0-9_<-])(?:password|passwd|passphrase|pwd)\s+)([^\s"',;&}<>\[\]()]+))"), 2,
+                 icase(std::string(R"((["'][A-Za-z0-9_-]*)") + keys + R"(["']\s*,\s*["'])([^"'\n]{6,}))"), 2,
                  &credentialLike});
+    // An HTML form's field: <input name="password" value="V">.
+    r.push_back(
+        {"keyed-secret",
+         icase(std::string(R"((\bname\s*=\s*["'][A-Za-z0-9_-]*)") + keys + R"(["'][^>]*?\bvalue\s*=\s*["'])([^"']+))"),
+         2});
+    // Authorization schemes whose credential is more than one token: Azure's
+    // SharedKey account:signature, Digest's fields, AWS's signature.
+    r.push_back(
+        {"authorization-header",
+         icase(
+             R"(((?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:SharedKey|SharedKeyLite|Digest|AWS4-HMAC-SHA256|HMAC-SHA256|Negotiate|NTLM|OAuth|SSWS|GenieKey|Splunk)\s+)([^"'\n]{6,}))"),
+         2});
+    r.push_back({"digest-response", icase(R"((\b(?:response|cnonce)\s*=\s*["']?)([0-9a-f]{16,}))"), 2});
+    // A function's or an OAuth flow's code in a URL's query (Azure Functions' ?code=).
+    r.push_back({"url-query-credential", re(R"(([?&;]code=)([^&#\s"'<>]+))"), 2, &credentialLike});
+    r.push_back({"basic-credentials", re(R"((\bBasic\s+)([A-Za-z0-9+/]{12,}={0,2}))"), 2, &credentialLike});
+    // A database's connection string: sqlplus scott/V@orcl, jdbc:oracle:thin:scott/V@host, a .pgpass line.
+    r.push_back({"connection-string-password",
+                 icase(R"(((?:\bsqlplus\s+|jdbc:oracle:[a-z]+:|\bexp\s+|\bimp\s+)[A-Za-z0-9_$#]+/)([^@\s/]+)(@))"), 2});
+    r.push_back({"pgpass-line", re(R"((^[A-Za-z0-9_.*-]+:(?:\d+|\*):[A-Za-z0-9_.*-]+:[A-Za-z0-9_.*-]+:)(\S+)$)"), 2});
+    // Tools whose password flag is their own.
+    r.push_back(
+        {"command-line-secret",
+         re(R"(((?:\bplink\b[^\n]*?\s-pw|\bldap[a-z]+\b[^\n]*?\s-w|\bredis-cli\b[^\n]*?\s-a|\baz\s+login\b[^\n]*?\s(?:-p|--password))\s+["']?)([^\s"'<]+))"),
+         2});
+    r.push_back({"command-line-secret", re(R"((\bsmbclient\b[^\n]*?\s-U\s*["']?[^\s%"']+%)([^\s"'<]+))"), 2});
+    r.push_back(
+        {"command-line-secret", re(R"((\bhtpasswd\s+-[a-zA-Z]*b[a-zA-Z]*\s+\S+\s+\S+\s+["']?)([^\s"'<]+))"), 2});
+
     r.push_back(
         {"keyed-secret",
          icase(
@@ -254,14 +322,51 @@ std::string scrubByRules(std::string piece) {
 // string, a JSON body quoted into a URL: password%3D...), zero-width
 // characters gone (one inside a token splits it for a rule, not for a
 // reader).
+// An escape's character when it is printable ASCII (what a secret's own
+// characters are), else nullopt: the escape is kept as written.
+std::optional<char> asciiOf(std::string_view digits, int base) {
+  if (digits.empty()) return std::nullopt;
+  for (const char c : digits)
+    if (!(base == 16 ? std::isxdigit(static_cast<unsigned char>(c)) : std::isdigit(static_cast<unsigned char>(c))))
+      return std::nullopt;
+  const long code = std::stol(std::string(digits), nullptr, base);
+  if (code < 0x20 || code > 0x7e) return std::nullopt;
+  return static_cast<char>(code);
+}
+
+// The escape at the start of `rest` (%3D, \u0070, \x3d, &#61;, &#x3d;,
+// &quot;): its character and its length; nullopt when none is there.
+std::optional<std::pair<char, std::size_t>> escapeAt(std::string_view rest) {
+  static const std::array<std::pair<std::string_view, char>, 6> kEntities{
+      {{"&quot;", '"'}, {"&apos;", '\''}, {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&equals;", '='}}};
+  if (rest.starts_with('%') && rest.size() >= 3)
+    if (auto c = asciiOf(rest.substr(1, 2), 16)) return std::pair{*c, std::size_t{3}};
+  if ((rest.starts_with("\\u") || rest.starts_with("\\U")) && rest.size() >= 6)
+    if (auto c = asciiOf(rest.substr(2, 4), 16)) return std::pair{*c, std::size_t{6}};
+  if (rest.starts_with("\\x") && rest.size() >= 4)
+    if (auto c = asciiOf(rest.substr(2, 2), 16)) return std::pair{*c, std::size_t{4}};
+  if (rest.starts_with("&#")) {
+    const std::size_t end = rest.find(';');
+    const bool hex = rest.size() > 2 && (rest[2] == 'x' || rest[2] == 'X');
+    if (end != std::string_view::npos && end < 10)
+      if (auto c = asciiOf(rest.substr(hex ? 3 : 2, end - (hex ? 3 : 2)), hex ? 16 : 10)) return std::pair{*c, end + 1};
+  }
+  for (const auto& [entity, c] : kEntities)
+    if (rest.starts_with(entity)) return std::pair{c, entity.size()};
+  return std::nullopt;
+}
+
+// The piece as a reader sees it: escapes decoded (a form body, a query
+// string, a JSON body quoted into a URL: password%3D...; HTML's &quot;,
+// JSON's \u0070), zero-width characters gone (one inside a token splits it
+// for a rule, not for a reader).
 std::string asRead(std::string_view piece) {
   static constexpr std::array<std::string_view, 5> kZeroWidth{"\u200b", "\u200c", "\u200d", "\u2060", "\ufeff"};
   std::string out;
   for (std::size_t i = 0; i < piece.size(); ++i) {
-    if (piece[i] == '%' && i + 2 < piece.size() && std::isxdigit(static_cast<unsigned char>(piece[i + 1])) &&
-        std::isxdigit(static_cast<unsigned char>(piece[i + 2]))) {
-      out += static_cast<char>(std::stoi(std::string(piece.substr(i + 1, 2)), nullptr, 16));
-      i += 2;
+    if (const auto escape = escapeAt(piece.substr(i))) {
+      out += escape->first;
+      i += escape->second - 1;
       continue;
     }
     const auto zero_width = [&](std::string_view z) { return piece.substr(i, z.size()) == z; };
