@@ -597,4 +597,39 @@ CaseConfig loadCase(const fs::path& case_file, const fs::path& base_dir) {
   return c;
 }
 
+std::optional<std::string> withheldVariableName(const std::string& value) {
+  constexpr std::string_view kOpen = "<secret:env-";
+  if (!value.starts_with(kOpen) || !value.ends_with(">") || value.size() <= kOpen.size() + 1) return std::nullopt;
+  return value.substr(kOpen.size(), value.size() - kOpen.size() - 1);
+}
+
+std::map<std::string, std::string> withWithheldFromHere(std::map<std::string, std::string> env) {
+  for (auto it = env.begin(); it != env.end();) {
+    const auto name = withheldVariableName(it->second);
+    const char* here = name ? std::getenv(name->c_str()) : nullptr;
+    if (name && !here) {
+      it = env.erase(it);
+      continue;
+    }
+    if (here) it->second = here;
+    ++it;
+  }
+  return env;
+}
+
+std::string substituteEnvPlaceholders(std::string arg, const std::map<std::string, std::string>& env) {
+  constexpr std::string_view kOpen = "{env:";
+  for (std::size_t at = arg.find(kOpen); at != std::string::npos; at = arg.find(kOpen, at)) {
+    const std::size_t close = arg.find('}', at);
+    if (close == std::string::npos) break;
+    const std::string name = arg.substr(at + kOpen.size(), close - at - kOpen.size());
+    const auto own = env.find(name);
+    const char* here = std::getenv(name.c_str());
+    const std::string value = own != env.end() ? own->second : here ? here : "";
+    arg.replace(at, close + 1 - at, value);
+    at += value.size();
+  }
+  return arg;
+}
+
 }  // namespace minrepro

@@ -87,12 +87,26 @@ struct HarnessTrial {
 };
 
 // A user command: argv list, never passed through a shell. "{batch}" in any
-// element is replaced by the candidate batch's path, "{workdir}" by the trial dir.
+// element is replaced by the candidate batch's path, "{workdir}" by the trial
+// dir, "{env:NAME}" by the variable NAME (the trial's own, else this
+// process's; an archive writes a secret of its command so).
 struct CommandTrial {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;
   std::vector<CommandSwitch> switches;  // optional branches of the command
 };
+
+// An archive's case leaves a secret's value out: trial.env says
+// "<secret:env-NAME>", and a run takes NAME from where it runs. NAME for
+// such a value, nullopt for any other.
+std::optional<std::string> withheldVariableName(const std::string& value);
+
+// `env` with each withheld value taken from this process's environment
+// (left out when it is not set there).
+std::map<std::string, std::string> withWithheldFromHere(std::map<std::string, std::string> env);
+
+// "{env:NAME}" in `arg` replaced by `env`'s NAME, else this process's, else "".
+std::string substituteEnvPlaceholders(std::string arg, const std::map<std::string, std::string>& env);
 
 // trial.diagnostic in case.yaml (engine/diagnostics.h, planDiagnostics).
 enum class DiagnosticSetting { Auto, On, Off, Cuda, Rocm };

@@ -44,9 +44,12 @@ TrialSpec trialSpecFor(const CaseConfig& config, const std::string& trial_binary
     spec.argv = harnessArgv(trial_binary, withBranches(*config.harness, input.branches_off), input.batch.string());
   } else {
     const CommandTrial command = withBranches(*config.command, input.branches_off);
+    // An archive's case names its withheld secrets: their values come from where this runs.
+    const std::map<std::string, std::string> env = withWithheldFromHere(command.env);
     for (const auto& arg : command.argv)
-      spec.argv.push_back(substitutePlaceholders(arg, input.batch, input.dir, config.base_dir));
-    spec.env_set = command.env;
+      spec.argv.push_back(
+          substituteEnvPlaceholders(substitutePlaceholders(arg, input.batch, input.dir, config.base_dir), env));
+    spec.env_set = env;
   }
   // Determinism switches, recorded in the report: the case's seed, and the
   // trial's own number for trials that want a fresh seed each time.

@@ -652,3 +652,25 @@ TEST_F(CaseConfigTest, ReductionKeysRejectMistakesClearly) {
 
 }  // namespace
 }  // namespace minrepro
+
+namespace minrepro {
+namespace {
+
+// An archive's case names its withheld secrets: a run takes their values
+// from where it runs, in trial.env and in the command's arguments.
+TEST(WithheldVariables, ComeFromWhereTheRunRuns) {
+  ::setenv("MINREPRO_TEST_SECRET_HERE", "v4lue-here", 1);
+  ::unsetenv("MINREPRO_TEST_SECRET_UNSET");
+  const auto env = withWithheldFromHere({{"A", "<secret:env-MINREPRO_TEST_SECRET_HERE>"},
+                                         {"B", "<secret:env-MINREPRO_TEST_SECRET_UNSET>"},
+                                         {"C", "plain"}});
+  EXPECT_EQ(env, (std::map<std::string, std::string>{{"A", "v4lue-here"}, {"C", "plain"}}));
+  EXPECT_EQ(substituteEnvPlaceholders("--key={env:C}:{env:MINREPRO_TEST_SECRET_HERE}{env:NOPE}", env),
+            "--key=plain:v4lue-here");
+  EXPECT_EQ(withheldVariableName("<secret:env-HF_TOKEN>"), std::optional<std::string>("HF_TOKEN"));
+  EXPECT_FALSE(withheldVariableName("<secret:keyed-secret>"));
+  ::unsetenv("MINREPRO_TEST_SECRET_HERE");
+}
+
+}  // namespace
+}  // namespace minrepro

@@ -162,5 +162,68 @@ if bool((batch["x"] == 7).any()):
   EXPECT_NE(readFile(dir / "case.yaml").find("<secret:env-REGISTRY_TOKEN>"), std::string::npos);
 }
 
+// Secrets on the trial's command line: a flag's value a rule finds, a
+// --name=value, and a trial.env secret passed as an argument too. The
+// archive's case.yaml and repro.py name variables instead ({env:NAME}),
+// the self-check gives them, and verify reproduces with them set.
+TEST(Secrets, TheCommandsArgumentsCarryNoSecret) {
+  testing::TempDir work("minrepro-secrets-argv");
+  std::string out;
+  ASSERT_EQ(runCommand(testing::python() +
+                           " -c \"import torch; torch.save({'x': torch.arange(12), 'sample_id': "
+                           "torch.arange(12) + 300}, '" +
+                           (work.path() / "batch.pt").string() + "')\"",
+                       &out),
+            0)
+      << out;
+  writeFile(work.path() / "step.py", R"PY(import sys
+import torch
+
+args = sys.argv[2:]
+assert args == ["--api-key", "ApiK3yArg9x", "--hf-token=Hf7TokArg2q", "--hub", "HubT0kenVal5"], args
+batch = torch.load(sys.argv[1], weights_only=True)
+if bool((batch["x"] == 7).any()):
+    raise IndexError("index 7 is out of bounds for dimension 0 with size 7")
+)PY");
+  writeFile(work.path() / "case.yaml",
+            "batch: batch.pt\nsamples: {tensors: {x: 0}, ids: sample_id}\n"
+            "trial:\n  command: [" +
+                testing::python() +
+                ", \"{case_dir}/step.py\", \"{batch}\", --api-key, ApiK3yArg9x, --hf-token=Hf7TokArg2q, --hub, "
+                "HubT0kenVal5]\n  env: {HF_TOKEN: HubT0kenVal5}\n");
+  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (work.path() / "case.yaml").string() +
+                           " --work-dir " + (work.path() / "w").string() + " --output " +
+                           (work.path() / "repro.tar.gz").string() + " 2>&1",
+                       &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("self-check: the archive reproduced on its own"), std::string::npos) << out;
+  EXPECT_NE(out.find("note: argument 4 of the trial's command holds a secret"), std::string::npos) << out;
+  const fs::path dir = work.path() / "extracted";
+  ASSERT_TRUE(testing::extractInto(work.path() / "repro.tar.gz", dir));
+  for (const char* file : {"case.yaml", "repro.py", "REPORT.md", "REPORT.html", "signature.txt"})
+    for (const char* secret : {"ApiK3yArg9x", "Hf7TokArg2q", "HubT0kenVal5"})
+      EXPECT_EQ(readFile(dir / file).find(secret), std::string::npos) << file << " carries " << secret;
+  const std::string case_yaml = readFile(dir / "case.yaml");
+  EXPECT_NE(case_yaml.find("{env:MINREPRO_SECRET_ARG4}"), std::string::npos) << case_yaml;
+  EXPECT_NE(case_yaml.find("{env:HF_TOKEN}"), std::string::npos) << case_yaml;
+  EXPECT_EQ(runCommand("HF_TOKEN=HubT0kenVal5 MINREPRO_SECRET_ARG4=ApiK3yArg9x MINREPRO_SECRET_ARG5=Hf7TokArg2q " +
+                           std::string(MINREPRO_BINARY) + " verify --runs 1 " +
+                           (work.path() / "repro.tar.gz").string() + " 2>&1",
+                       &out),
+            0)
+      << out;
+  // The archive's case runs again with minrepro, its variables set where it runs.
+  EXPECT_EQ(
+      runCommand("cd " + dir.string() +
+                     " && HF_TOKEN=HubT0kenVal5 MINREPRO_SECRET_ARG4=ApiK3yArg9x MINREPRO_SECRET_ARG5=Hf7TokArg2q " +
+                     MINREPRO_BINARY + " shrink --config case.yaml --python " + testing::python() +
+                     " --output again.tar.gz --work-dir w2 --no-op-repro 2>&1",
+                 &out),
+      0)
+      << out;
+  EXPECT_NE(out.find("original reproduces: index-error"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace minrepro

@@ -423,25 +423,34 @@ std::string reproCommand(const CaseConfig& config) {
   if (python_program)
     py << "# The trials ran " << text::quoted(fs::path(c.argv.front()).filename().string())
        << "; this script runs the command with the Python that runs it.\n";
+  py << "env = dict(os.environ)\n";
+  // In the order a trial gets them: the case's variables, then the
+  // determinism variables over them. Each trial had a number of its own (a
+  // trial that wants a fresh seed per run reads it): so does each run here.
+  for (const auto& [k, v] : c.env) {
+    if (!isWithheldEnvPlaceholder(v))
+      py << "env[" << text::quoted(k) << "] = " << text::quoted(v) << "\n";
+    else if (k.starts_with("MINREPRO_SECRET_ARG"))  // an argument's secret (engine/archive/scrub.h)
+      py << "# Argument " << k.substr(std::string("MINREPRO_SECRET_ARG").size())
+         << " of the command holds a secret, left out: set " << k << " to it before running this.\n";
+    else  // a secret's value stays out: the variable comes from where this runs
+      py << "# trial.env set " << k << "; its value looks like a secret and is left out: set " << k
+         << " before running this if the step needs it.\n";
+  }
   py << "def fill(arg):\n"
-     << "    return (arg.replace(\"{batch}\", BATCH)\n"
-     << "               .replace(\"{case_dir}\", HERE).replace(\"{workdir}\", HERE))\n"
+     << "    arg = (arg.replace(\"{batch}\", BATCH)\n"
+     << "              .replace(\"{case_dir}\", HERE).replace(\"{workdir}\", HERE))\n"
+     << "    while \"{env:\" in arg and \"}\" in arg[arg.index(\"{env:\"):]:\n"
+     << "        start = arg.index(\"{env:\")\n"
+     << "        end = arg.index(\"}\", start)\n"
+     << "        arg = arg[:start] + env.get(arg[start + 5:end], \"\") + arg[end + 1:]\n"
+     << "    return arg\n"
      << "argv = [fill(a) for a in [";
   // A file of the case is the archive's copy, never the user's original.
   for (std::size_t i = 0; i < c.argv.size(); ++i)
     py << (i ? ", " : "")
        << (i == 0 && python_program ? "sys.executable" : text::quoted(caseRelativeArg(c.argv[i], config.base_dir)));
-  py << "]]\nenv = dict(os.environ)\n";
-  // In the order a trial gets them: the case's variables, then the
-  // determinism variables over them. Each trial had a number of its own (a
-  // trial that wants a fresh seed per run reads it): so does each run here.
-  for (const auto& [k, v] : c.env) {
-    if (isWithheldEnvPlaceholder(v))  // a secret's value stays out: the variable comes from where this runs
-      py << "# trial.env set " << k << "; its value looks like a secret and is left out: set " << k
-         << " before running this if the step needs it.\n";
-    else
-      py << "env[" << text::quoted(k) << "] = " << text::quoted(v) << "\n";
-  }
+  py << "]]\n";
   py << "env[\"MINREPRO_SEED\"] = env[\"PYTHONHASHSEED\"] = " << text::quoted(std::to_string(config.seed)) << "\n"
      << "env.setdefault(\"MINREPRO_TRIAL\", str(int.from_bytes(os.urandom(4), \"little\")))\n";
   if (config.deterministic)

@@ -411,10 +411,19 @@ void ArchiveStep::write(ExitStatus status) {
               "file before you send the archive");
   // The command as archived: its switches' choices baked in, with their variables.
   archived_ = withBundledPaths(bakeBranches(config_, best_.branches_off), bundle_);
-  if (archived_.command) withheld_ = withheldEnv(archived_.command->env);
+  if (archived_.command) {
+    for (const std::string& name : moveArgumentSecretsToEnv(*archived_.command))
+      log_.info("note: argument " + name.substr(std::string("MINREPRO_SECRET_ARG").size()) +
+                " of the trial's command holds a secret: the archive writes it {env:" + name +
+                "} (repro.py and the self-check take " + name + " from the environment)");
+    // Given to the self-check's runs: an archive's own case run again holds
+    // placeholders, whose values come from where this runs.
+    withheld_ = withWithheldFromHere(withheldEnv(archived_.command->env));
+  }
   for (const auto& [name, value] : withheld_)
-    log_.info("note: trial.env." + name + " looks like a secret: the archive leaves its value out (case.yaml says " +
-              withheldEnvPlaceholder(name) + "; repro.py takes " + name + " from the environment it runs in)");
+    if (!name.starts_with("MINREPRO_SECRET_ARG"))
+      log_.info("note: trial.env." + name + " looks like a secret: the archive leaves its value out (case.yaml says " +
+                withheldEnvPlaceholder(name) + "; repro.py takes " + name + " from the environment it runs in)");
   for (const auto& f : bundle_.files) summary_.bundled.push_back(f.archive_name);
   summary_.self_check.skipped = status_ == ExitStatus::Interrupted   ? "the run was interrupted"
                                 : status_ == ExitStatus::BudgetSpent ? "the budget was spent"

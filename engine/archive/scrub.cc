@@ -156,7 +156,7 @@ ScrubContext scrubContextFor(const std::map<std::string, std::string>& case_cont
 ScrubContext scrubContextFor(const CaseConfig& config) {
   ScrubContext c = scrubContextFor(config.context);
   if (!config.command) return c;
-  for (const auto& [name, value] : withheldEnv(config.command->env))
+  for (const auto& [name, value] : withWithheldFromHere(withheldEnv(config.command->env)))
     if (value.size() >= 4) c.secrets.emplace_back(value, withheldEnvPlaceholder(name));
   return c;
 }
@@ -199,8 +199,48 @@ bool namesASecret(const std::string& name) {
 }
 
 std::string withheldEnvPlaceholder(const std::string& name) { return "<secret:env-" + name + ">"; }
-bool isWithheldEnvPlaceholder(const std::string& value) {
-  return value.starts_with("<secret:env-") && value.ends_with(">");
+bool isWithheldEnvPlaceholder(const std::string& value) { return withheldVariableName(value).has_value(); }
+
+namespace {
+
+std::string replaceAll(std::string text, const std::string& from, const std::string& to) {
+  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+// Where `scrubbed` differs from `original`: the span of `original` between
+// their common prefix and their common suffix (what the placeholders took).
+std::pair<std::size_t, std::size_t> replacedSpan(const std::string& original, const std::string& scrubbed) {
+  std::size_t prefix = 0;
+  while (prefix < original.size() && prefix < scrubbed.size() && original[prefix] == scrubbed[prefix]) ++prefix;
+  std::size_t suffix = 0;
+  while (suffix < original.size() - prefix && suffix < scrubbed.size() - prefix &&
+         original[original.size() - 1 - suffix] == scrubbed[scrubbed.size() - 1 - suffix])
+    ++suffix;
+  return {prefix, original.size() - suffix};
+}
+
+}  // namespace
+
+std::vector<std::string> moveArgumentSecretsToEnv(CommandTrial& command) {
+  std::vector<std::string> made;
+  for (const auto& [name, value] : withheldEnv(command.env))
+    for (std::string& arg : command.argv)
+      if (value.size() >= 4) arg = replaceAll(arg, value, "{env:" + name + "}");
+  for (std::size_t i = 1; i < command.argv.size(); ++i) {  // argv[0] is the program
+    const std::string flag = command.argv[i - 1] + " ", original = flag + command.argv[i];
+    const auto [from, to] = replacedSpan(original, scrubSecrets(original));
+    if (from >= to || to <= flag.size()) continue;  // nothing, or only the flag (a secret of its own, found next)
+    const std::size_t start = std::max(from, flag.size()) - flag.size(), end = to - flag.size();
+    const std::string name = "MINREPRO_SECRET_ARG" + std::to_string(i);
+    std::string& arg = command.argv[i];
+    if (arg.substr(start, end - start).find("{env:") != std::string::npos) continue;  // named above already
+    command.env[name] = arg.substr(start, end - start);
+    arg = arg.substr(0, start) + "{env:" + name + "}" + arg.substr(end);
+    made.push_back(name);
+  }
+  return made;
 }
 
 std::map<std::string, std::string> withheldEnv(const std::map<std::string, std::string>& env) {

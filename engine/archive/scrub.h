@@ -48,6 +48,15 @@ bool isWithheldEnvPlaceholder(const std::string& value);
 // the environment it runs in; shrink's self-check gives it the value.
 std::map<std::string, std::string> withheldEnv(const std::map<std::string, std::string>& env);
 
+// The command as the archive carries it: an argument that holds a withheld
+// variable's value names the variable instead ("{env:NAME}",
+// core/case_config.h), and a secret a rule finds in an argument or after
+// the flag before it (--api-key VALUE) moves into a variable of its own,
+// MINREPRO_SECRET_ARG<i>, which the archive withholds in turn (repro.py
+// and a run of the case take it from where they run; the self-check gives
+// it). Returns the names of the variables it made.
+std::vector<std::string> moveArgumentSecretsToEnv(CommandTrial& command);
+
 // A context value as the archive carries it (case.yaml, REPORT.md): a value
 // that is a user or host name in full becomes "<user>" / "<host>", even a
 // common one (root, localhost); anything else goes through scrubText; control
