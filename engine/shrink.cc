@@ -11,7 +11,6 @@
 #include "engine/archive/output_guard.h"
 #include "engine/archive/report_html.h"
 #include "engine/archive/reproducer.h"
-#include "engine/archive/sample_panels.h"
 #include "engine/case_check.h"
 #include "engine/diagnostics.h"
 #include "engine/executors/fork_server.h"
@@ -256,31 +255,15 @@ void search(Run& r, bool forks) {
 
 // REPORT.md's account of the run, beside the archive's files.
 ReductionSummary summaryOf(Run& r, const fs::path& minimal_batch, const NeighbourPlan& neighbours) {
-  ReductionSummary summary = summarize(r.environment.get(), r.config, *r.batch, *r.oracle, r.best, minimal_batch);
+  ReductionSummary summary =
+      summarize(r.environment.get(), r.config, *r.batch, *r.oracle, r.best, minimal_batch, neighbours, r.log);
   summary.warnings = logTorchMismatches(r.config, summary.environment, r.log);
-  for (const auto& n : neighbours.cases)
-    summary.neighbours.push_back("`" + n.file + "`: sample ids " + formatList(n.ids, 16) +
-                                 (n.processed ? ", a correct run processes " + std::to_string(*n.processed) : ""));
-  for (const auto& why : neighbours.skipped) summary.neighbours.push_back("not made: " + why);
   summary.confirmed = r.confirmed;
   summary.diagnostic = r.diagnostic.describe();
   summary.incomplete = r.incomplete;
   summary.processes = r.processes;
-  if (r.config.command)
-    summary.compile_cache = r.config.share_compile_cache
-                                ? "shared between trials (work_dir/compile-cache), as your own runs share "
-                                  "torch.compile's default cache; `trial.compile_cache: fresh` compiles in every "
-                                  "trial anew"
-                                : "fresh in every trial (trial.compile_cache: fresh)";
   summary.fresh_minimality = r.fresh_minimality.describe();
-  summary.size_line = minimalCaseLine(measureSize(r.all, *r.batch), measureSize(r.best, *r.batch), r.best);
   summary.timeline = &r.timeline;
-  try {
-    summary.panels = collectSamplePanels(r.config, *r.batch, minimal_batch, r.best.samples);
-    for (auto& line : outlierLines(summary.panels)) summary.apart.push_back(std::move(line));
-  } catch (const std::exception& e) {  // a picture is not worth the run: REPORT.html then shows none
-    r.log.info("note: REPORT.html shows no samples: " + std::string(e.what()));
-  }
   return summary;
 }
 

@@ -312,9 +312,33 @@ NeighbourPlan writeNeighbours(const CaseConfig& config, const BatchStore& batch,
   return plan;
 }
 
+// The neighbours as REPORT.md lists them, and the samples REPORT.html draws.
+void addNeighboursAndPanels(ReductionSummary& summary, const CaseConfig& config, const BatchStore& batch,
+                            const Selection& minimal, const fs::path& minimal_batch, const NeighbourPlan& neighbours,
+                            Log& log) {
+  for (const auto& n : neighbours.cases)
+    summary.neighbours.push_back("`" + n.file + "`: sample ids " + formatList(n.ids, 16) +
+                                 (n.processed ? ", a correct run processes " + std::to_string(*n.processed) : ""));
+  for (const auto& why : neighbours.skipped) summary.neighbours.push_back("not made: " + why);
+  try {
+    summary.panels = collectSamplePanels(config, batch, minimal_batch, minimal.samples);
+    for (auto& line : outlierLines(summary.panels)) summary.apart.push_back(std::move(line));
+  } catch (const std::exception& e) {  // a picture is not worth the run: REPORT.html then shows none
+    log.info("note: REPORT.html shows no samples: " + std::string(e.what()));
+  }
+}
+
 ReductionSummary summarize(KeyValues environment, const CaseConfig& config, const BatchStore& batch,
-                           const TrialOracle& oracle, const Selection& minimal, const fs::path& minimal_batch) {
+                           const TrialOracle& oracle, const Selection& minimal, const fs::path& minimal_batch,
+                           const NeighbourPlan& neighbours, Log& log) {
   ReductionSummary summary;
+  if (config.command)
+    summary.compile_cache = config.share_compile_cache
+                                ? "shared between trials (work_dir/compile-cache), as your own runs share "
+                                  "torch.compile's default cache; `trial.compile_cache: fresh` compiles in every "
+                                  "trial anew"
+                                : "fresh in every trial (trial.compile_cache: fresh)";
+  summary.size_line = minimalCaseLine(measureSize(fullSelection(batch), batch), measureSize(minimal, batch), minimal);
   summary.signature = oracle.reference();
   summary.exit_description = oracle.firstFailureExit();
   summary.original_samples = batch.sampleCount();
@@ -345,6 +369,7 @@ ReductionSummary summarize(KeyValues environment, const CaseConfig& config, cons
                                    "MINREPRO_SEED=PYTHONHASHSEED=" + std::to_string(config.seed) +
                                        ", MINREPRO_TRIAL=<trial number>, deterministic algorithms " +
                                        (config.deterministic ? "on" : "off"));
+  addNeighboursAndPanels(summary, config, batch, minimal, minimal_batch, neighbours, log);
   return summary;
 }
 

@@ -34,10 +34,12 @@ namespace minrepro {
 NeighbourPlan writeNeighbours(const CaseConfig& config, const BatchStore& batch, const Selection& minimal);
 
 // What REPORT.md says about the run so far: the signature, the kept
-// samples and what sets them apart, the trials, the environment.
+// samples and what sets them apart, the trials, the environment, the
+// neighbours, the minimal case in one line and the samples REPORT.html
+// draws (a picture that cannot be made is logged, never the run's end).
 ReductionSummary summarize(KeyValues environment, const CaseConfig& config, const BatchStore& batch,
                            const TrialOracle& oracle, const Selection& minimal,
-                           const std::filesystem::path& minimal_batch);
+                           const std::filesystem::path& minimal_batch, const NeighbourPlan& neighbours, Log& log);
 
 // The op recorder riding on the file trace's run (engine/op_step/op_recorder.h),
 // as the op step asks: its environment, its own files (not the trial's),
