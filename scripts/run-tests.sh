@@ -26,10 +26,10 @@ if [ "${MINREPRO_SECOND_TORCH:-1}" != 0 ]; then
 fi
 # The LibTorch-free tests under AddressSanitizer and UndefinedBehaviorSanitizer,
 # and the parsers that read what users and strangers write fuzzed under them
-# (tests/fuzz/), bounded: MINREPRO_FUZZ_SECONDS per target (20 by default,
+# (tests/fuzz/), bounded: MINREPRO_FUZZ_SECONDS per target (12 by default,
 # which keeps CI's whole run, both torches included, within its time;
 # scripts/fuzz.sh SECONDS fuzzes longer; 0 skips both).
-fuzz_seconds="${MINREPRO_FUZZ_SECONDS:-20}"
+fuzz_seconds="${MINREPRO_FUZZ_SECONDS:-12}"
 if [ "$fuzz_seconds" -gt 0 ]; then
   scripts/fuzz.sh "$fuzz_seconds"
 fi
