@@ -23,9 +23,8 @@ std::string codeText() {
 std::string secretText(std::size_t lines) {
   std::string text;
   for (std::size_t i = 0; i < lines; ++i)
-    text += "retry " + std::to_string(i) +
-            ": password=Hunter2x" + std::to_string(i) + " https://bob:pw" + std::to_string(i) +
-            "@db.example.com token ghp_abcdefghijklmnopqrstuvwxyz0123456789\n";
+    text += "retry " + std::to_string(i) + ": password=Hunter2x" + std::to_string(i) + " https://bob:pw" +
+            std::to_string(i) + "@db.example.com token ghp_abcdefghijklmnopqrstuvwxyz0123456789\n";
   return text;
 }
 

@@ -49,16 +49,27 @@ if bool((batch["x"] == 7).any()):
                        "key " + key + ", db " + db)
 )PY";
 
+// The batch every case here shrinks: x = 0..11, ids 300..311 (sample 7 is
+// the culprit of each step).
+bool makeBatch(const fs::path& dir, std::string* out) {
+  return runCommand(testing::python() +
+                        " -c \"import torch; torch.save({'x': torch.arange(12), 'sample_id': "
+                        "torch.arange(12) + 300}, '" +
+                        (dir / "batch.pt").string() + "')\"",
+                    out) == 0;
+}
+
+// minrepro shrink on DIR/case.yaml, into DIR/w and DIR/repro.tar.gz.
+int shrinkCase(const fs::path& dir, std::string* out) {
+  return runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (dir / "case.yaml").string() + " --work-dir " +
+                        (dir / "w").string() + " --output " + (dir / "repro.tar.gz").string() + " 2>&1",
+                    out);
+}
+
 TEST(Secrets, NoFileOfTheArchiveCarriesAKeyOrAUrlPassword) {
   testing::TempDir work("minrepro-secrets");
   std::string out;
-  ASSERT_EQ(runCommand(testing::python() +
-                           " -c \"import torch; torch.save({'x': torch.arange(12), 'sample_id': "
-                           "torch.arange(12) + 300}, '" +
-                           (work.path() / "batch.pt").string() + "')\"",
-                       &out),
-            0)
-      << out;
+  ASSERT_TRUE(makeBatch(work.path(), &out)) << out;
   writeFile(work.path() / "step.py", kStep);
   writeFile(work.path() / "case.yaml",
             "batch: batch.pt\nsamples: {tensors: {x: 0}, ids: sample_id}\n"
@@ -71,12 +82,7 @@ TEST(Secrets, NoFileOfTheArchiveCarriesAKeyOrAUrlPassword) {
                 "context:\n  store: 'https://bob:s3cr$t!x@store.example.com/bucket'\n"
                 "  credentials: 'aws_secret_access_key=" +
                 kAwsKey + "'\n  db_password: 'hunter2-x9'\n");
-  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (work.path() / "case.yaml").string() +
-                           " --work-dir " + (work.path() / "w").string() + " --output " +
-                           (work.path() / "repro.tar.gz").string() + " 2>&1",
-                       &out),
-            0)
-      << out;
+  ASSERT_EQ(shrinkCase(work.path(), &out), 0) << out;
   EXPECT_NE(out.find("reduced 12 -> 1 samples (ids [307])"), std::string::npos) << out;
   const fs::path dir = work.path() / "extracted";
   ASSERT_TRUE(testing::extractInto(work.path() / "repro.tar.gz", dir));
@@ -126,13 +132,7 @@ TEST(Secrets, NoFileOfTheArchiveCarriesAKeyOrAUrlPassword) {
 TEST(Secrets, ASwitchsSecretVariableIsGivenToTheSelfCheck) {
   testing::TempDir work("minrepro-secrets-switch");
   std::string out;
-  ASSERT_EQ(runCommand(testing::python() +
-                           " -c \"import torch; torch.save({'x': torch.arange(12), 'sample_id': "
-                           "torch.arange(12) + 300}, '" +
-                           (work.path() / "batch.pt").string() + "')\"",
-                       &out),
-            0)
-      << out;
+  ASSERT_TRUE(makeBatch(work.path(), &out)) << out;
   writeFile(work.path() / "step.py", R"PY(import os, sys
 import torch
 
@@ -147,12 +147,7 @@ if bool((batch["x"] == 7).any()):
                 testing::python() +
                 ", \"{case_dir}/step.py\", \"{batch}\"]\n"
                 "  switches:\n    - {name: registry, env: {REGISTRY_TOKEN: 'Rg7tOk9xQ2'}, off_env: {UNUSED: '1'}}\n");
-  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (work.path() / "case.yaml").string() +
-                           " --work-dir " + (work.path() / "w").string() + " --output " +
-                           (work.path() / "repro.tar.gz").string() + " 2>&1",
-                       &out),
-            0)
-      << out;
+  ASSERT_EQ(shrinkCase(work.path(), &out), 0) << out;
   EXPECT_NE(out.find("self-check: the archive reproduced on its own"), std::string::npos) << out;
   EXPECT_NE(out.find("note: trial.env.REGISTRY_TOKEN looks like a secret"), std::string::npos) << out;
   const fs::path dir = work.path() / "extracted";
@@ -169,13 +164,7 @@ if bool((batch["x"] == 7).any()):
 TEST(Secrets, TheCommandsArgumentsCarryNoSecret) {
   testing::TempDir work("minrepro-secrets-argv");
   std::string out;
-  ASSERT_EQ(runCommand(testing::python() +
-                           " -c \"import torch; torch.save({'x': torch.arange(12), 'sample_id': "
-                           "torch.arange(12) + 300}, '" +
-                           (work.path() / "batch.pt").string() + "')\"",
-                       &out),
-            0)
-      << out;
+  ASSERT_TRUE(makeBatch(work.path(), &out)) << out;
   writeFile(work.path() / "step.py", R"PY(import sys
 import torch
 
@@ -191,12 +180,7 @@ if bool((batch["x"] == 7).any()):
                 testing::python() +
                 ", \"{case_dir}/step.py\", \"{batch}\", --api-key, ApiK3yArg9x, --hf-token=Hf7TokArg2q, --hub, "
                 "HubT0kenVal5]\n  env: {HF_TOKEN: HubT0kenVal5}\n");
-  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (work.path() / "case.yaml").string() +
-                           " --work-dir " + (work.path() / "w").string() + " --output " +
-                           (work.path() / "repro.tar.gz").string() + " 2>&1",
-                       &out),
-            0)
-      << out;
+  ASSERT_EQ(shrinkCase(work.path(), &out), 0) << out;
   EXPECT_NE(out.find("self-check: the archive reproduced on its own"), std::string::npos) << out;
   EXPECT_NE(out.find("note: argument 4 of the trial's command holds a secret"), std::string::npos) << out;
   const fs::path dir = work.path() / "extracted";
