@@ -59,6 +59,23 @@ bool makeBatch(const fs::path& dir, std::string* out) {
                     out) == 0;
 }
 
+// DIR/step.py: `preamble` (what the step needs first), then the batch read
+// and the case's failure, an IndexError whenever sample 7 (id 307) is kept.
+void writeStepFailingOnSeven(const fs::path& dir, const std::string& preamble) {
+  writeFile(dir / "step.py", "import os, sys\nimport torch\n\n" + preamble +
+                                 "batch = torch.load(sys.argv[1], weights_only=True)\n"
+                                 "if bool((batch[\"x\"] == 7).any()):\n"
+                                 "    raise IndexError(\"index 7 is out of bounds for dimension 0 with size 7\")\n");
+}
+
+// DIR/case.yaml running step.py on the batch, with `args` after {batch}
+// and `trial_keys` (more keys of trial:, each line indented by two).
+void writeStepCase(const fs::path& dir, const std::string& args, const std::string& trial_keys) {
+  writeFile(dir / "case.yaml", "batch: batch.pt\nsamples: {tensors: {x: 0}, ids: sample_id}\ntrial:\n  command: [" +
+                                   testing::python() + ", \"{case_dir}/step.py\", \"{batch}\"" + args + "]\n" +
+                                   trial_keys);
+}
+
 // minrepro shrink on DIR/case.yaml, into DIR/w and DIR/repro.tar.gz.
 int shrinkCase(const fs::path& dir, std::string* out) {
   return runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (dir / "case.yaml").string() + " --work-dir " +
@@ -133,19 +150,9 @@ TEST(Secrets, ASwitchsSecretVariableIsGivenToTheSelfCheck) {
   testing::TempDir work("minrepro-secrets-switch");
   std::string out;
   ASSERT_TRUE(makeBatch(work.path(), &out)) << out;
-  writeFile(work.path() / "step.py", R"PY(import os, sys
-import torch
-
-token = os.environ["REGISTRY_TOKEN"]  # a KeyError without the switch's variable
-batch = torch.load(sys.argv[1], weights_only=True)
-if bool((batch["x"] == 7).any()):
-    raise IndexError("index 7 is out of bounds for dimension 0 with size 7")
-)PY");
-  writeFile(work.path() / "case.yaml",
-            "batch: batch.pt\nsamples: {tensors: {x: 0}, ids: sample_id}\n"
-            "trial:\n  command: [" +
-                testing::python() +
-                ", \"{case_dir}/step.py\", \"{batch}\"]\n"
+  writeStepFailingOnSeven(work.path(),
+                          "token = os.environ[\"REGISTRY_TOKEN\"]  # a KeyError without the switch's variable\n");
+  writeStepCase(work.path(), "",
                 "  switches:\n    - {name: registry, env: {REGISTRY_TOKEN: 'Rg7tOk9xQ2'}, off_env: {UNUSED: '1'}}\n");
   ASSERT_EQ(shrinkCase(work.path(), &out), 0) << out;
   EXPECT_NE(out.find("self-check: the archive reproduced on its own"), std::string::npos) << out;
@@ -165,21 +172,11 @@ TEST(Secrets, TheCommandsArgumentsCarryNoSecret) {
   testing::TempDir work("minrepro-secrets-argv");
   std::string out;
   ASSERT_TRUE(makeBatch(work.path(), &out)) << out;
-  writeFile(work.path() / "step.py", R"PY(import sys
-import torch
-
-args = sys.argv[2:]
-assert args == ["--api-key", "ApiK3yArg9x", "--hf-token=Hf7TokArg2q", "--hub", "HubT0kenVal5"], args
-batch = torch.load(sys.argv[1], weights_only=True)
-if bool((batch["x"] == 7).any()):
-    raise IndexError("index 7 is out of bounds for dimension 0 with size 7")
-)PY");
-  writeFile(work.path() / "case.yaml",
-            "batch: batch.pt\nsamples: {tensors: {x: 0}, ids: sample_id}\n"
-            "trial:\n  command: [" +
-                testing::python() +
-                ", \"{case_dir}/step.py\", \"{batch}\", --api-key, ApiK3yArg9x, --hf-token=Hf7TokArg2q, --hub, "
-                "HubT0kenVal5]\n  env: {HF_TOKEN: HubT0kenVal5}\n");
+  writeStepFailingOnSeven(work.path(),
+                          "args = sys.argv[2:]\nassert args == [\"--api-key\", \"ApiK3yArg9x\", "
+                          "\"--hf-token=Hf7TokArg2q\", \"--hub\", \"HubT0kenVal5\"], args\n");
+  writeStepCase(work.path(), ", --api-key, ApiK3yArg9x, --hf-token=Hf7TokArg2q, --hub, HubT0kenVal5",
+                "  env: {HF_TOKEN: HubT0kenVal5}\n");
   ASSERT_EQ(shrinkCase(work.path(), &out), 0) << out;
   EXPECT_NE(out.find("self-check: the archive reproduced on its own"), std::string::npos) << out;
   EXPECT_NE(out.find("note: argument 4 of the trial's command holds a secret"), std::string::npos) << out;

@@ -430,9 +430,9 @@ std::string reproCommand(const CaseConfig& config) {
   for (const auto& [k, v] : c.env) {
     if (!isWithheldEnvPlaceholder(v))
       py << "env[" << text::quoted(k) << "] = " << text::quoted(v) << "\n";
-    else if (k.starts_with("MINREPRO_SECRET_ARG"))  // an argument's secret (engine/archive/scrub.h)
-      py << "# Argument " << k.substr(std::string("MINREPRO_SECRET_ARG").size())
-         << " of the command holds a secret, left out: set " << k << " to it before running this.\n";
+    else if (!argumentOfSecretVariable(k).empty())  // an argument's secret (engine/archive/scrub.h)
+      py << "# Argument " << argumentOfSecretVariable(k) << " of the command holds a secret, left out: set " << k
+         << " to it before running this.\n";
     else  // a secret's value stays out: the variable comes from where this runs
       py << "# trial.env set " << k << "; its value looks like a secret and is left out: set " << k
          << " before running this if the step needs it.\n";

@@ -312,6 +312,8 @@ NeighbourPlan writeNeighbours(const CaseConfig& config, const BatchStore& batch,
   return plan;
 }
 
+namespace {
+
 // The neighbours as REPORT.md lists them, and the samples REPORT.html draws.
 void addNeighboursAndPanels(ReductionSummary& summary, const CaseConfig& config, const BatchStore& batch,
                             const Selection& minimal, const fs::path& minimal_batch, const NeighbourPlan& neighbours,
@@ -327,6 +329,8 @@ void addNeighboursAndPanels(ReductionSummary& summary, const CaseConfig& config,
     log.info("note: REPORT.html shows no samples: " + std::string(e.what()));
   }
 }
+
+}  // namespace
 
 ReductionSummary summarize(KeyValues environment, const CaseConfig& config, const BatchStore& batch,
                            const TrialOracle& oracle, const Selection& minimal, const fs::path& minimal_batch,
@@ -438,15 +442,15 @@ void ArchiveStep::write(ExitStatus status) {
   archived_ = withBundledPaths(bakeBranches(config_, best_.branches_off), bundle_);
   if (archived_.command) {
     for (const std::string& name : moveArgumentSecretsToEnv(*archived_.command))
-      log_.info("note: argument " + name.substr(std::string("MINREPRO_SECRET_ARG").size()) +
+      log_.info("note: argument " + argumentOfSecretVariable(name) +
                 " of the trial's command holds a secret: the archive writes it {env:" + name +
                 "} (repro.py and the self-check take " + name + " from the environment)");
     // Given to the self-check's runs: an archive's own case run again holds
     // placeholders, whose values come from where this runs.
-    withheld_ = withWithheldFromHere(withheldEnv(archived_.command->env));
+    withheld_ = withheldValues(*archived_.command);
   }
   for (const auto& [name, value] : withheld_)
-    if (!name.starts_with("MINREPRO_SECRET_ARG"))
+    if (argumentOfSecretVariable(name).empty())
       log_.info("note: trial.env." + name + " looks like a secret: the archive leaves its value out (case.yaml says " +
                 withheldEnvPlaceholder(name) + "; repro.py takes " + name + " from the environment it runs in)");
   for (const auto& f : bundle_.files) summary_.bundled.push_back(f.archive_name);

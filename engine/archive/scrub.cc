@@ -156,7 +156,7 @@ ScrubContext scrubContextFor(const std::map<std::string, std::string>& case_cont
 ScrubContext scrubContextFor(const CaseConfig& config) {
   ScrubContext c = scrubContextFor(config.context);
   if (!config.command) return c;
-  for (const auto& [name, value] : withWithheldFromHere(withheldEnv(config.command->env)))
+  for (const auto& [name, value] : withheldValues(*config.command))
     if (value.size() >= 4) c.secrets.emplace_back(value, withheldEnvPlaceholder(name));
   return c;
 }
@@ -203,6 +203,8 @@ bool isWithheldEnvPlaceholder(const std::string& value) { return withheldVariabl
 
 namespace {
 
+constexpr std::string_view kArgumentSecretPrefix = "MINREPRO_SECRET_ARG";
+
 std::string replaceAll(std::string text, const std::string& from, const std::string& to) {
   for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
     text.replace(at, from.size(), to);
@@ -223,6 +225,14 @@ std::pair<std::size_t, std::size_t> replacedSpan(const std::string& original, co
 
 }  // namespace
 
+std::string argumentOfSecretVariable(const std::string& name) {
+  return name.starts_with(kArgumentSecretPrefix) ? name.substr(kArgumentSecretPrefix.size()) : "";
+}
+
+std::map<std::string, std::string> withheldValues(const CommandTrial& command) {
+  return withWithheldFromHere(withheldEnv(command.env));
+}
+
 std::vector<std::string> moveArgumentSecretsToEnv(CommandTrial& command) {
   std::vector<std::string> made;
   for (const auto& [name, value] : withheldEnv(command.env))
@@ -233,7 +243,7 @@ std::vector<std::string> moveArgumentSecretsToEnv(CommandTrial& command) {
     const auto [from, to] = replacedSpan(original, scrubSecrets(original));
     if (from >= to || to <= flag.size()) continue;  // nothing, or only the flag (a secret of its own, found next)
     const std::size_t start = std::max(from, flag.size()) - flag.size(), end = to - flag.size();
-    const std::string name = "MINREPRO_SECRET_ARG" + std::to_string(i);
+    const std::string name = std::string(kArgumentSecretPrefix) + std::to_string(i);
     std::string& arg = command.argv[i];
     if (arg.substr(start, end - start).find("{env:") != std::string::npos) continue;  // named above already
     command.env[name] = arg.substr(start, end - start);

@@ -57,6 +57,15 @@ std::map<std::string, std::string> withheldEnv(const std::map<std::string, std::
 // it). Returns the names of the variables it made.
 std::vector<std::string> moveArgumentSecretsToEnv(CommandTrial& command);
 
+// The argument whose secret a variable of moveArgumentSecretsToEnv holds
+// ("4" for MINREPRO_SECRET_ARG4); "" for any other variable.
+std::string argumentOfSecretVariable(const std::string& name);
+
+// The values of `command`'s variables that the archive leaves out, as this
+// run knows them: an archive's own case, run again, holds placeholders,
+// whose values come from where it runs (core/case_config.h).
+std::map<std::string, std::string> withheldValues(const CommandTrial& command);
+
 // A context value as the archive carries it (case.yaml, REPORT.md): a value
 // that is a user or host name in full becomes "<user>" / "<host>", even a
 // common one (root, localhost); anything else goes through scrubText; control

@@ -27,9 +27,14 @@ struct Rule {
 // an error or a name in code ("token: 123456", "password: required",
 // "secret = get_secret()"): six characters or more, a letter among them, and
 // a digit or a symbol other than _ . - /, or twelve characters or more.
+// A value as the rules capture it, without the quotes around it.
+std::string unquoted(const std::string& value) {
+  const bool quoted = value.size() >= 2 && (value.front() == '"' || value.front() == '\'');
+  return quoted ? value.substr(1, value.size() - 2) : value;
+}
+
 bool credentialLike(const std::string& quoted) {
-  std::string value = quoted;
-  if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'')) value = value.substr(1, value.size() - 2);
+  const std::string value = unquoted(quoted);
   bool letter = false, other = false, upper = false, lower = false;
   for (const char c : value) {
     const auto byte = static_cast<unsigned char>(c);
@@ -62,8 +67,7 @@ double entropyBits(const std::string& value) {
 // dot (a module path, "fc.weight"), and random enough (gitleaks' generic
 // rule's test, 3 bits per character).
 bool tokenLike(const std::string& value) {
-  std::string bare = value;
-  if (bare.size() >= 2 && (bare.front() == '"' || bare.front() == '\'')) bare = bare.substr(1, bare.size() - 2);
+  const std::string bare = unquoted(value);
   bool letter = false, digit = false;
   for (const char c : bare) {
     letter = letter || std::isalpha(static_cast<unsigned char>(c));
