@@ -317,6 +317,33 @@ TEST(Scrub, TrialEnvSecretsByNameOrValue) {
     EXPECT_TRUE(withheldEnv({{name, "v4lue-x"}}).empty()) << name;
 }
 
+// A credential of no known shape after a word of the user's own still
+// goes when it reads like a generated one; names of models, layers, runs,
+// CUDA's errors and a commit under a key that names it stay.
+TEST(Scrub, GeneratedLookingTokensOfNoKnownShape) {
+  const ScrubContext c = context();
+  for (const std::string secret :
+       {"9fJ2kQ7xLm3Rt8Vb1Zc4", "klSsarWSU-fZ5mj1YzvnO_guFUpx12JK", "a3f9b2c1d4e5f6a7b8c9d0e1f2a3b4c5",
+        "k3j9d8f7g6h5j4k3l2m1x0q9", "TWlzc2luZ0tleTk4NzY1NDMyMTBhYmNkZWY=", "S21JkFV-irMoF5cHw6M_h9T52Rb9ghX4"}) {
+    const std::string text = "RuntimeError: mykey " + secret + " rejected by the store";
+    EXPECT_EQ(scrubText(text, c), "RuntimeError: mykey <secret:random-token> rejected by the store") << secret;
+  }
+  for (const std::string kept :
+       {"vit_base_patch16_224_augreg2_in21k_ft_in1k", "mobilenetv3_large_100_ra4_e3600_r224_in1k",
+        "conv2d_3x3_bn1_relu2_block4_stage3", "stage2_unit3_conv2_bn3_relu4_x5y6", "Qwen2-VL-7B-Instruct-GPTQ-Int4",
+        "run_2024_05_17_14_33_02_seed42_lr3e4", "cudaErrorIllegalAddress", "CUBLAS_STATUS_NOT_INITIALIZED",
+        "cuda-12.4.1-cudnn9-devel-ubuntu22.04", "NVIDIA-H100-80GB-HBM3", "paraphrase-multilingual-MiniLM-L12-v2",
+        "aten::_scaled_dot_product_flash_attention", "0f8c2a1e-7b3d-4c5e-9a6f-1d2e3f4a5b6c",
+        "invalid hash value (expected \"2d711642b726b04401627ca9fbac32f5c8530fb1\")",
+        "20240517143302123456789"}) {
+    const std::string text = "RuntimeError: in " + kept + " at step 3";
+    EXPECT_EQ(scrubText(text, c), text);
+  }
+  EXPECT_EQ(scrubContextValue("git_commit", "2d711642b726b04401627ca9fbac32f5c8530fb1", c),
+            "2d711642b726b04401627ca9fbac32f5c8530fb1");
+  EXPECT_EQ(scrubContextValue("note", "2d711642b726b04401627ca9fbac32f5c8530fb1", c), "<secret:random-token>");
+}
+
 // A withheld value is a secret wherever it appears (a step that prints its
 // environment), and the report's title is scrubbed before it is cut: a
 // token the cut crossed would have kept its first characters.

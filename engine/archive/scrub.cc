@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -124,7 +125,7 @@ std::string scrubText(const std::string& text, const ScrubContext& c) {
     if (worthReplacing(user)) s = replaceWord(s, user, "<user>");
   for (const auto& host : c.hosts)
     if (worthReplacing(host)) s = replaceWord(s, host, "<host>");
-  return s;
+  return scrubRandomTokens(s);
 }
 
 std::string scrubInterpreterPath(const std::string& path, const ScrubContext& c) {
@@ -261,10 +262,23 @@ std::map<std::string, std::string> withheldEnv(const std::map<std::string, std::
   return withheld;
 }
 
+namespace {
+// A commit's or a file's hash under a key that says so (git_commit, sha256,
+// checksum, revision): the random-token rule would take it for a credential.
+bool namedDigest(const std::string& key, const std::string& value) {
+  const bool hex = value.size() >= 7 && value.size() <= 128 && std::all_of(value.begin(), value.end(), [](char ch) {
+                     return std::isxdigit(static_cast<unsigned char>(ch));
+                   });
+  return hex && namesADigest(key);
+}
+}  // namespace
+
 std::string scrubContextValue(const std::string& key, const std::string& value, const ScrubContext& c) {
   if (namesASecret(key) && !value.empty()) return "<secret:context-" + lowered(key) + ">";
   std::string scrubbed;
-  if (std::find(c.users.begin(), c.users.end(), value) != c.users.end())
+  if (namedDigest(key, value))
+    scrubbed = value;
+  else if (std::find(c.users.begin(), c.users.end(), value) != c.users.end())
     scrubbed = "<user>";
   else if (std::find(c.hosts.begin(), c.hosts.end(), value) != c.hosts.end())
     scrubbed = "<host>";

@@ -72,7 +72,8 @@ std::map<std::string, std::string> withheldValues(const CommandTrial& command);
 // characters are written as \xNN, so a value cannot forge lines. A value
 // whose key names a secret (password, secret, token, api_key, credential,
 // private_key, in any case) is "<secret:context-KEY>" whole: a bare key
-// or password has no shape a rule could find.
+// or password has no shape a rule could find. A hash in hex under a key
+// that names one (git_commit, sha256, checksum, revision) stays as it is.
 std::string scrubContextValue(const std::string& key, const std::string& value, const ScrubContext& context);
 
 // Tokens of known shapes and e-mail addresses become "<secret:RULE>" and
@@ -80,7 +81,9 @@ std::string scrubContextValue(const std::string& key, const std::string& value, 
 // (under a home directory "<home>/NAME", "<home>/.../NAME" when deeper): the
 // file name helps a reader and rarely identifies anyone. Then user and host
 // names, as whole words, become "<user>" and "<host>". URLs and relative
-// paths are left alone.
+// paths are left alone. Last, a run of characters that reads like a
+// generated credential of no known shape becomes "<secret:random-token>"
+// (scrubRandomTokens, engine/archive/secrets.h).
 std::string scrubText(const std::string& text, const ScrubContext& context);
 
 // An interpreter's path (signature.txt's `python:`), which verify looks for

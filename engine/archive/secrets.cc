@@ -462,6 +462,95 @@ bool randomToken(const std::string& value) {
   return value.size() >= 20 && turns >= 6 && entropyBits(value) >= 3.5;
 }
 
+namespace {
+
+// Turns between the classes digit, capital and small letter.
+std::size_t classTurns(std::string_view piece) {
+  const auto kind = [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return std::isdigit(byte) ? 0 : std::isupper(byte) ? 1 : 2;
+  };
+  std::size_t turns = 0;
+  for (std::size_t i = 1; i < piece.size(); ++i) turns += kind(piece[i]) != kind(piece[i - 1]);
+  return turns;
+}
+
+// Turns between a letter and a digit.
+std::size_t digitTurns(std::string_view piece) {
+  std::size_t turns = 0;
+  for (std::size_t i = 1; i < piece.size(); ++i)
+    turns += (std::isdigit(static_cast<unsigned char>(piece[i])) != 0) !=
+             (std::isdigit(static_cast<unsigned char>(piece[i - 1])) != 0);
+  return turns;
+}
+
+bool generatedLooking(std::string_view run) {
+  std::string joined;
+  std::size_t turns = 0;
+  for (std::size_t start = 0; start <= run.size();) {
+    const std::size_t end = std::min(run.find_first_of("+/=_-", start), run.size());
+    const std::string_view piece = run.substr(start, end - start);
+    if (piece.size() >= 16 && classTurns(piece) >= std::max<std::size_t>(5, piece.size() / 4) &&
+        digitTurns(piece) >= 3 && entropyBits(std::string(piece)) >= 3.3)
+      return true;
+    joined += piece;
+    turns += classTurns(piece);
+    start = end + 1;
+  }
+  return joined.size() >= 20 && entropyBits(std::string(run)) >= 3.5 && turns >= 0.4 * joined.size() &&
+         digitTurns(joined) >= 3;
+}
+
+// A version 4 UUID's shape (8-4-4-4-12 hex): a run's, a request's, a
+// device's id, not a credential of its own.
+bool uuidShaped(std::string_view run) {
+  if (run.size() != 36) return false;
+  for (std::size_t i = 0; i < run.size(); ++i)
+    if ((i == 8 || i == 13 || i == 18 || i == 23) ? run[i] != '-' : !std::isxdigit(static_cast<unsigned char>(run[i])))
+      return false;
+  return true;
+}
+
+bool hexOnly(std::string_view run) {
+  return std::all_of(run.begin(), run.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+}
+
+}  // namespace
+
+bool namesADigest(std::string_view words) {
+  static constexpr std::array<std::string_view, 9> kWords{"sha",    "md5",      "commit",   "hash", "checksum",
+                                                          "digest", "revision", "crc",      "etag"};
+  std::string lower(words);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return std::any_of(kWords.begin(), kWords.end(),
+                     [&](std::string_view w) { return lower.find(w) != std::string::npos; }) ||
+         lower == "rev";
+}
+
+std::string scrubRandomTokens(const std::string& text) {
+  const auto inAlphabet = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("+/=_-").find(c) != std::string_view::npos;
+  };
+  std::string out;
+  for (std::size_t i = 0; i < text.size();) {
+    if (!inAlphabet(text[i])) {
+      out += text[i++];
+      continue;
+    }
+    std::size_t end = i;
+    while (end < text.size() && inAlphabet(text[end])) ++end;
+    const std::string_view run(text.data() + i, end - i);
+    // A hash in hex that the words just before name ("sha 3f2c...", "invalid hash value (expected \"...").
+    const std::size_t line = text.rfind('\n', i) == std::string::npos ? 0 : text.rfind('\n', i) + 1;
+    const std::size_t from = std::max(line, i >= 40 ? i - 40 : 0);
+    const bool digest = hexOnly(run) && namesADigest(std::string_view(text).substr(from, i - from));
+    const bool secret = run.size() >= 16 && !digest && !uuidShaped(run) && generatedLooking(run);
+    out += secret ? std::string_view("<secret:random-token>") : run;
+    i = end;
+  }
+  return out;
+}
+
 std::string SecretFinding::describe() const { return file + ":" + std::to_string(line) + ": " + rule; }
 
 std::vector<SecretFinding> findSecrets(const std::string& text, const std::string& file) {

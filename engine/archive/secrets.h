@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace minrepro {
@@ -29,6 +30,27 @@ std::string scrubSecrets(const std::string& text);
 // (a word, a path, a number or a list of options has less or other
 // characters).
 bool randomToken(const std::string& value);
+
+// `text` with every run of a token's alphabet (letters, digits, + / = _ -)
+// that reads like a generated credential of no known shape replaced by
+// "<secret:random-token>": a secret after a word of the user's own ("mykey
+// 9fJ2kQ7xLm3Rt8Vb1Zc4") has nothing else a rule could find. A run reads
+// so when a piece of it between separators is 16 characters or more that
+// turns between digits, capitals and small letters at least every fourth
+// character and three times between letters and digits, at 3.3 bits per
+// character; or when its pieces together do so at 0.4 turns a character
+// (a base64 token cut by its own - and _). Names of models, layers, runs
+// and CUDA's errors do not ("vit_base_patch16_224_augreg2_in21k_ft_in1k",
+// "cudaErrorIllegalAddress"), nor a UUID, nor a hash in hex that the 40
+// characters before it name (namesADigest: "sha 3f2c...", "invalid hash
+// value (expected ..."). Free text only: an argument's file name or a
+// bundled file is never judged by this (see scrub.h).
+std::string scrubRandomTokens(const std::string& text);
+
+// Whether `words` name a hash (sha, md5, commit, hash, checksum, digest,
+// revision, crc, etag, or are "rev"), in any case: a hex value after them
+// is that hash, which a maintainer compares or checks out.
+bool namesADigest(std::string_view words);
 
 // What looks like a secret in one file: its line and the rule.
 struct SecretFinding {
