@@ -518,8 +518,8 @@ bool hexOnly(std::string_view run) {
 }  // namespace
 
 bool namesADigest(std::string_view words) {
-  static constexpr std::array<std::string_view, 9> kWords{"sha",    "md5",      "commit",   "hash", "checksum",
-                                                          "digest", "revision", "crc",      "etag"};
+  static constexpr std::array<std::string_view, 9> kWords{"sha",    "md5",      "commit", "hash", "checksum",
+                                                          "digest", "revision", "crc",    "etag"};
   std::string lower(words);
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return std::any_of(kWords.begin(), kWords.end(),
