@@ -166,8 +166,19 @@ OutputReading readOutput(Lines primary, Lines secondary, bool list_set_aside) {
   return reading;
 }
 
+// "/src/gnn/train.py:63 in <module>" -> "train.py:63 in <module>": the
+// same step runs from the case's directory, a trial's and an archive's.
+std::string placeOf(const std::string& user_frame) {
+  const std::size_t in = user_frame.rfind(" in ");
+  const std::size_t colon = user_frame.rfind(':', in);
+  if (in == npos || colon == npos) return {};
+  const std::size_t slash = user_frame.rfind('/', colon);
+  return printable(user_frame.substr(slash == npos ? 0 : slash + 1));
+}
+
 void fillFromError(FailureSignature& signature, const RawError& error) {
   signature.family = familyOf(error);
+  signature.place = placeOf(error.user_frame);
   signature.message = normalizeMessage(error.message);
   if (signature.message.empty()) signature.message = normalizeMessage(error.type);
   signature.op = opFromMessage(error.message);
@@ -336,6 +347,22 @@ std::optional<std::string> messageMismatch(const FailureSignature& original, con
   if (re == nullptr) return "invalid message pattern /" + pattern + "/";
   if (std::regex_search(candidate.message, *re)) return std::nullopt;
   return "message does not match /" + pattern + "/";
+}
+
+// The same message raised at another line of the user's code is another
+// bug (an index out of range in the message passing, then, once a value
+// pass zeroed the edges, in the pooling: both "index # is out of bounds").
+// Not for the families whose traceback does not say where they happened: a
+// device-side assert is reported wherever the host next waits for the GPU,
+// and which allocation runs out of memory first moves as shapes shrink.
+std::optional<std::string> placeMismatch(const FailureSignature& original, const FailureSignature& candidate,
+                                         const ExpectedFailure& expected) {
+  const bool located = original.family != FailureFamily::DeviceAssert &&
+                       original.family != FailureFamily::OutOfMemory && original.family != FailureFamily::Timeout;
+  if (!expected.require_original_op || !located || original.place.empty() || candidate.place.empty() ||
+      candidate.place == original.place)
+    return std::nullopt;
+  return "raised at " + candidate.place + ", expected " + original.place;
 }
 
 LogReading readLogLines(Lines lines, bool list_set_aside) {
@@ -520,6 +547,7 @@ SignatureMatch matchSignature(const FailureSignature& original, const FailureSig
     if (!op.empty() && candidate.op != op)
       return mismatch("operator " + (candidate.op.empty() ? "unknown" : candidate.op) + ", expected " + op);
   }
+  if (auto why = placeMismatch(original, candidate, expected)) return mismatch(*why);
   if (auto why = messageMismatch(original, candidate, expected.message_regex)) return mismatch(*why);
   return SignatureMatch{true, ""};
 }

@@ -47,6 +47,10 @@ struct FailureSignature {
   std::string op;           // suspect operator, e.g. "nll_loss"; empty when unknown
   std::string message;      // first error message, normalized (no addresses, pids, temp paths)
   std::string signal_name;  // "SIGABRT" when the trial died of a signal
+  // Where the user's code raised it: the innermost frame outside the
+  // libraries, by file name ("train.py:63 in <module>"); empty when the
+  // output names none (a C++ harness, an error printed without a traceback).
+  std::string place;
 
   bool failed() const { return family != FailureFamily::None; }
   // One line for logs and reports: "index-error in nll_loss: Target 4 is out of bounds."
@@ -103,6 +107,8 @@ struct ExpectedFailure {
   std::string message_regex;  // ECMAScript regex searched in the candidate's message
   // The candidate must name the original's operator too (invariants.operator
   // in case.yaml; relaxing it accepts the same family and message elsewhere).
+  // The same place too (FailureSignature::place), where the family says
+  // where it happened: "elsewhere" is what relaxing the operator accepts.
   bool require_original_op = true;
   // failure.ending: any. By default the way the process ended is part of
   // the failure: a process killed by a signal (which one) is not one that
@@ -119,9 +125,10 @@ struct SignatureMatch {
 
 // A candidate counts only when it fails the same way as the original: same
 // family, same ending (the signal it died of, or none), same operator (when
-// the original named one), and a message that matches the user's pattern
-// when given, otherwise the original's message shape. A different failure
-// is a different bug and never matches.
+// the original named one), raised at the same place of the user's code
+// (when both name one; see placeMismatch), and a message that matches the
+// user's pattern when given, otherwise the original's message shape. A
+// different failure is a different bug and never matches.
 SignatureMatch matchSignature(const FailureSignature& original, const FailureSignature& candidate,
                               const ExpectedFailure& expected);
 

@@ -35,8 +35,13 @@ const std::string kFreshPrefix = "fresh:";
 namespace {
 
 // The reference signature as one journal line, and back.
+// The place goes before the message, marked (a journal written before it
+// had none there).
+const std::string kPlaceMark = "at:";
+
 std::string serializeReference(const FailureSignature& s, const std::string& exit) {
-  return familyName(s.family) + "\t" + s.op + "\t" + s.signal_name + "\t" + exit + "\t" + s.message;
+  return familyName(s.family) + "\t" + s.op + "\t" + s.signal_name + "\t" + exit + "\t" + kPlaceMark + s.place +
+         "\t" + s.message;
 }
 
 FailureSignature parseReference(const std::string& line, std::string* exit) {
@@ -51,6 +56,10 @@ FailureSignature parseReference(const std::string& line, std::string* exit) {
   s.op = f[1];
   s.signal_name = f[2];
   *exit = f[3];
+  if (message.starts_with(kPlaceMark) && message.find('\t') != std::string::npos) {
+    s.place = message.substr(kPlaceMark.size(), message.find('\t') - kPlaceMark.size());
+    message.erase(0, message.find('\t') + 1);
+  }
   s.message = message;
   return s;
 }
@@ -326,7 +335,8 @@ TrialRecord TrialOracle::finishTrial(TrialRecord record, const std::string& key)
     record.used = false;
     return record;
   }
-  const bool matched = matches(sig);
+  const SignatureMatch match = matchSignature(reference_, sig, config_.expected);
+  const bool matched = reference_.failed() && match.matches;
   if (matched)
     ++stats_.same_failure;
   else if (!sig.failed())
@@ -334,9 +344,11 @@ TrialRecord TrialOracle::finishTrial(TrialRecord record, const std::string& key)
   else {
     ++stats_.different_failure;
     if (sig.family == FailureFamily::Timeout) ++stats_.timeouts;
-    if (!own_timeout && stats_.other_bugs[sig.summary()]++ == 0)
+    // The same words raised elsewhere are told apart by where.
+    const std::string other = sig.summary() + (match.why_not.starts_with("raised at ") ? " (" + match.why_not + ")" : "");
+    if (!own_timeout && stats_.other_bugs[other]++ == 0)
       log_.info("trial " + std::to_string(record.number) +
-                " found a different failure (kept apart, not accepted): " + sig.summary());
+                " found a different failure (kept apart, not accepted): " + other);
   }
   results_[key].push_back(matched);
   noteForDeterminism(key.substr(key.find_last_of(':') + 1), matched, !sig.failed());

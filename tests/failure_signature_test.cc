@@ -543,6 +543,35 @@ TEST(FailureSignatureMatch, SameBugWithOtherNumbersMatches) {
   EXPECT_EQ(m.why_not, "");
 }
 
+// The same words raised at another line of the user's code are another
+// bug; the same line in another copy of the script (a trial's, an
+// archive's) is not. A device-side assert is reported wherever the host
+// next waits, so its line says nothing; relaxing the operator relaxes it.
+TEST(FailureSignatureMatch, TheSameMessageRaisedElsewhereIsAnotherBug) {
+  const auto raisedAt = [](const std::string& path, int line) {
+    return classify(exited(1, "Traceback (most recent call last):\n  File \"" + path + "\", line " +
+                                  std::to_string(line) + ", in <module>\n    h = x.index_select(0, src)\n  File \"" +
+                                  "/venv/lib/python3.12/site-packages/torch/functional.py\", line 9, in f\n    "
+                                  "return g()\nRuntimeError: index 66039 is out of bounds for dimension 0 with size "
+                                  "1077\n"));
+  };
+  const auto original = raisedAt("/src/gnn/train_gnn.py", 63);
+  EXPECT_EQ(original.place, "train_gnn.py:63 in <module>");
+  EXPECT_TRUE(matchSignature(original, raisedAt("/tmp/trial-7/train_gnn.py", 63), {}).matches);
+  const SignatureMatch m = matchSignature(original, raisedAt("/src/gnn/train_gnn.py", 79), {});
+  EXPECT_FALSE(m.matches);
+  EXPECT_EQ(m.why_not, "raised at train_gnn.py:79 in <module>, expected train_gnn.py:63 in <module>");
+  ExpectedFailure elsewhere;
+  elsewhere.require_original_op = false;
+  EXPECT_TRUE(matchSignature(original, raisedAt("/src/gnn/train_gnn.py", 79), elsewhere).matches);
+  auto assert_original = original, assert_candidate = raisedAt("/src/gnn/train_gnn.py", 79);
+  assert_original.family = assert_candidate.family = F::DeviceAssert;
+  EXPECT_TRUE(matchSignature(assert_original, assert_candidate, {}).matches);
+  auto unplaced = raisedAt("/src/gnn/train_gnn.py", 79);
+  unplaced.place.clear();
+  EXPECT_TRUE(matchSignature(original, unplaced, {}).matches);
+}
+
 TEST(FailureSignatureMatch, OutOfMemoryWithOtherSizesMatches) {
   const auto original = classify(exited(1, readOutputFixture("doc_cuda_oom_expandable.txt")));
   auto candidate = original;

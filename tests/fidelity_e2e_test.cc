@@ -202,5 +202,39 @@ TEST_F(Fidelity, MultiProcessJobIsReducedByItsInnerError) {
   EXPECT_EQ(verify(&repro), 0) << repro;
 }
 
+// The same words raised at another line are another bug: step.py fails
+// first at line 5 for the culprit's index, and at line 6 for every sample
+// (its offset pushes any index out of the table), with the same message.
+// A search that took "index out of range in self" anywhere for the bug
+// would drop the culprit and keep whichever sample came first.
+TEST_F(Fidelity, TheSameMessageRaisedAtAnotherLineIsNotTheBug) {
+  TempDir case_dir("minrepro-fidelity-place");
+  std::string output;
+  ASSERT_EQ(runCommand(python() + " -c \"import torch; idx = torch.arange(16) % 4; idx[5] = 9; torch.save({'idx': "
+                                  "idx, 'offset': torch.full((16,), 4), 'sample_id': torch.arange(16) + 300}, '" +
+                           (case_dir.path() / "batch.pt").string() + "')\"",
+                       &output),
+            0)
+      << output;
+  testing::writeFile(case_dir.path() / "step.py",
+                     "import sys, torch\n"
+                     "b = torch.load(sys.argv[1], weights_only=True)\n"
+                     "table = torch.zeros(4)\n"
+                     "# the culprit's index, then everyone's offset\n"
+                     "table.index_select(0, b['idx'])\n"
+                     "table.index_select(0, b['idx'] + b['offset'])\n");
+  testing::writeFile(case_dir.path() / "case.yaml",
+                     "batch: batch.pt\nsamples: {tensors: {idx: 0, offset: 0}, ids: sample_id}\n"
+                     "trial:\n  command: [" +
+                         python() + ", \"{case_dir}/step.py\", \"{batch}\"]\n");
+  const fs::path dir = shrinkAndExtract(case_dir.path() / "case.yaml", &output);
+  EXPECT_NE(output.find("reduced 16 -> 1 samples (ids [305])"), std::string::npos) << output;
+  const std::string log = readFile(work_.path() / "work" / "minrepro.log");
+  EXPECT_NE(log.find("(raised at step.py:6 in <module>, expected step.py:5 in <module>)"), std::string::npos) << log;
+  std::string repro;
+  EXPECT_EQ(runRepro(dir, &repro), 1) << repro;
+  EXPECT_NE(repro.find("line 5"), std::string::npos) << repro;
+}
+
 }  // namespace
 }  // namespace minrepro
