@@ -101,6 +101,15 @@ std::string wrongCaseMessage(const std::string& what_happened, const FailureSign
          "infers)";
 }
 
+std::string samplesDoNotMatterMessage(const BatchStore& batch) {
+  return "the step fails the same way with none of the " + std::to_string(batch.sampleCount()) +
+         " samples, so what fails is in what the case keeps whole (" + tensorsKeptWhole(batch) +
+         "), and a reduction would keep an arbitrary sample. Name under samples.tensors each tensor that holds "
+         "rows of the samples (e.g. x: 0); when the rows belong to the samples unevenly (a graph batch: the nodes "
+         "and edges of every graph concatenated, with a vector naming each node's graph), save one dict of tensors "
+         "per sample in a list, as your dataset returns them before they are joined, and join them in the step";
+}
+
 void checkHalves(const BatchStore& batch, TrialOracle& oracle, const Selection& all, const Selection& first_query,
                  Log& log) {
   const std::size_t n = all.samples.size();

@@ -40,6 +40,13 @@ std::string tensorsKeptWhole(const BatchStore& batch);
 // why that points at the case, what it keeps whole, and what to write.
 std::string wrongCaseMessage(const std::string& what_happened, const FailureSignature& other, const BatchStore& batch);
 
+// Why a case whose step fails as the original does with none of its
+// samples is wrong: what fails is in a tensor it keeps whole (a graph
+// batch's nodes and edges, with `y` alone under samples.tensors), and a
+// reduction would keep an arbitrary sample. Names those tensors and what
+// to write instead.
+std::string samplesDoNotMatterMessage(const BatchStore& batch);
+
 // A harness key (trial.harness.input, .target) that names no tensor of
 // the batch would fail every trial the same way, and be "reduced" as if it
 // were the bug: BadInputError (exit 2) before the first trial.

@@ -40,8 +40,8 @@ namespace {
 const std::string kPlaceMark = "at:";
 
 std::string serializeReference(const FailureSignature& s, const std::string& exit) {
-  return familyName(s.family) + "\t" + s.op + "\t" + s.signal_name + "\t" + exit + "\t" + kPlaceMark + s.place +
-         "\t" + s.message;
+  return familyName(s.family) + "\t" + s.op + "\t" + s.signal_name + "\t" + exit + "\t" + kPlaceMark + s.place + "\t" +
+         s.message;
 }
 
 FailureSignature parseReference(const std::string& line, std::string* exit) {
@@ -345,7 +345,8 @@ TrialRecord TrialOracle::finishTrial(TrialRecord record, const std::string& key)
     ++stats_.different_failure;
     if (sig.family == FailureFamily::Timeout) ++stats_.timeouts;
     // The same words raised elsewhere are told apart by where.
-    const std::string other = sig.summary() + (match.why_not.starts_with("raised at ") ? " (" + match.why_not + ")" : "");
+    const std::string other =
+        sig.summary() + (match.why_not.starts_with("raised at ") ? " (" + match.why_not + ")" : "");
     if (!own_timeout && stats_.other_bugs[other]++ == 0)
       log_.info("trial " + std::to_string(record.number) +
                 " found a different failure (kept apart, not accepted): " + other);

@@ -2,6 +2,10 @@
 #include "engine/original_check.h"
 
 #include "engine/batch_dependence.h"
+
+#include <filesystem>
+
+#include "engine/case_check.h"
 #include "engine/torch_versions.h"
 
 namespace minrepro {
@@ -40,22 +44,45 @@ ExitStatus originalFailsAsExpected(const CaseConfig& config, const CaseView& vie
   return ExitStatus::Reduced;
 }
 
-ExitStatus checkDependsOnBatch(const CaseConfig& config, const TrialOracle& oracle, Executor& executor,
-                               const Selection& all, Log& log) {
+namespace {
+
+// The original with none of its samples (tensors kept whole as they are),
+// run once as a plain process, as the confirmation runs; whether it fails
+// as the original does.
+bool failsWithoutSamples(const CaseConfig& config, TrialOracle& oracle, const Selection& all) {
+  Selection none = all;
+  none.samples.clear();
+  const std::filesystem::path dir = config.work_dir / "trials" / "no-samples";
+  const TrialOutcome outcome = oracle.runUncounted(none, {}, dir);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  return outcome.end != TrialEnd::Cancelled && oracle.sameFailure(outcome);
+}
+
+}  // namespace
+
+ExitStatus checkDependsOnBatch(const CaseConfig& config, const BatchStore& batch, TrialOracle& oracle,
+                               Executor& executor, const Selection& all, Log& log) {
   if (!config.command || oracle.reference().family == FailureFamily::Timeout) return ExitStatus::Reduced;
   // Every switch off too: a failure that needs one of them depends on the case after all.
   Selection nothing = all;
   for (const auto& s : config.command->switches) nothing.branches_off.insert(s.name);
   const auto why = checkBatchDependence(config, oracle.specFor(nothing, config.work_dir / "trials" / "no-tensors"),
                                         oracle.reference(), executor);
-  if (!why) {
-    log.detail(
-        "the step on a batch with no tensor and every switch off does not fail this way: the failure "
-        "depends on the batch");
-    return ExitStatus::Reduced;
+  if (why) {
+    log.info("error: nothing to reduce: " + *why);
+    return ExitStatus::DoesNotReproduce;
   }
-  log.info("error: nothing to reduce: " + *why);
-  return ExitStatus::DoesNotReproduce;
+  log.detail(
+      "the step on a batch with no tensor and every switch off does not fail this way: the failure depends on the "
+      "batch");
+  if (all.samples.size() < 2 || tensorsKeptWhole(batch).empty()) return ExitStatus::Reduced;
+  if (failsWithoutSamples(config, oracle, all)) {
+    log.info("error: nothing to reduce in the samples: " + samplesDoNotMatterMessage(batch));
+    return ExitStatus::DoesNotReproduce;
+  }
+  log.detail("the step with none of the samples (the tensors kept whole as they are) does not fail this way");
+  return ExitStatus::Reduced;
 }
 
 std::vector<std::string> logTorchMismatches(const CaseConfig& config, const KeyValues& environment, Log& log) {

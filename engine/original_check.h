@@ -27,10 +27,13 @@ ExitStatus originalFailsAsExpected(const CaseConfig& config, const CaseView& vie
 
 // A command that fails the same way on a batch with no tensor and every
 // switch off never reached the data (engine/batch_dependence.h):
-// DoesNotReproduce with what it is. Not for a hang (the probe would cost a
-// whole timeout) nor the built-in harness, which reads the batch first.
-ExitStatus checkDependsOnBatch(const CaseConfig& config, const TrialOracle& oracle, Executor& executor,
-                               const Selection& all, Log& log);
+// DoesNotReproduce with what it is. Then, when the case keeps tensors
+// whole, one with none of its samples: failing the same way, what fails is
+// in those tensors (engine/case_check.h, samplesDoNotMatterMessage), and
+// DoesNotReproduce says so. Not for a hang (the probe would cost a whole
+// timeout) nor the built-in harness, which reads the batch first.
+ExitStatus checkDependsOnBatch(const CaseConfig& config, const BatchStore& batch, TrialOracle& oracle,
+                               Executor& executor, const Selection& all, Log& log);
 
 // The torch versions that differ (engine/torch_versions.h), logged once as
 // warnings; REPORT.md lists them too.

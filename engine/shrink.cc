@@ -195,7 +195,7 @@ ExitStatus checkTheOriginal(Run& r, bool forks) {
   OriginalEstimate original;
   ExitStatus s = originalBesidePlainRun(r, forks, original);
   if (s == ExitStatus::Reduced && !r.options.checked_by_caller)
-    s = checkDependsOnBatch(r.config, *r.oracle, r.executor, r.all, r.log);
+    s = checkDependsOnBatch(r.config, *r.batch, *r.oracle, r.executor, r.all, r.log);
   if (s != ExitStatus::Reduced) {
     if (!logTorchMismatches(r.config, r.environment.get(), r.log).empty())
       r.log.info("note: the torch versions above differ; that may be why");

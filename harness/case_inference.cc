@@ -362,8 +362,10 @@ void refuseRangeLayouts(const NamedTensors& b, const fs::path& file) {
             file.string() + ": '" + b.names[i] + "' assigns " + std::to_string(t.numel()) + " nodes to " +
             std::to_string(t.max().item<std::int64_t>() + 1) +
             " graphs (a graph batch), which minrepro cannot cut into samples: save one dict of tensors per graph in "
-            "a list (e.g. [g.to_dict() for g in batch.to_data_list()]) and rebuild the batch in the step "
-            "(Batch.from_data_list), or write case.yaml by hand");
+            "a list, as your dataset returns them before they are joined (with PyTorch Geometric: "
+            "[g.to_dict() for g in batch.to_data_list()]), and join them in the step (your collate function, or "
+            "Batch.from_data_list). A case.yaml that names only the per-graph tensors (y) under samples.tensors "
+            "keeps the nodes and edges whole, and cannot find the graph that fails");
     }
   }
 }

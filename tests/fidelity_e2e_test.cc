@@ -210,8 +210,9 @@ TEST_F(Fidelity, MultiProcessJobIsReducedByItsInnerError) {
 TEST_F(Fidelity, TheSameMessageRaisedAtAnotherLineIsNotTheBug) {
   TempDir case_dir("minrepro-fidelity-place");
   std::string output;
-  ASSERT_EQ(runCommand(python() + " -c \"import torch; idx = torch.arange(16) % 4; idx[5] = 9; torch.save({'idx': "
-                                  "idx, 'offset': torch.full((16,), 4), 'sample_id': torch.arange(16) + 300}, '" +
+  ASSERT_EQ(runCommand(python() +
+                           " -c \"import torch; idx = torch.arange(16) % 4; idx[5] = 9; torch.save({'idx': "
+                           "idx, 'offset': torch.full((16,), 4), 'sample_id': torch.arange(16) + 300}, '" +
                            (case_dir.path() / "batch.pt").string() + "')\"",
                        &output),
             0)

@@ -125,5 +125,28 @@ TEST_F(LayoutsEndToEnd, ACaseThatKeepsAPerSampleTensorWholeStopsAtOnceAndSaysWhy
   EXPECT_FALSE(fs::exists(dir / "repro.tar.gz"));
 }
 
+// A graph batch's case written by hand with only the per-graph labels under
+// samples.tensors: the nodes and edges stay whole in every candidate, the
+// corrupted edge with them, and any one graph "fails the same way". The
+// run stops before the search, naming what it keeps whole and what to save.
+TEST_F(LayoutsEndToEnd, ACaseWhoseCulpritIsInATensorKeptWholeStopsBeforeTheSearch) {
+  const fs::path dir = work_.path() / "graph_batch";
+  testing::writeFile(dir / "case.yaml", "batch: batch.pt\nsamples:\n  tensors: {y: 0}\ntrial:\n  command: [" +
+                                            testing::python() + ", \"{case_dir}/step.py\", \"{batch}\"]\n");
+  std::string out;
+  EXPECT_EQ(
+      runCommand("cd " + dir.string() + " && " + MINREPRO_BINARY + " shrink --config case.yaml --no-op-repro", &out), 3)
+      << out;
+  EXPECT_TRUE(has(out,
+                  "error: nothing to reduce in the samples: the step fails the same way with none of the 24 "
+                  "samples"))
+      << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex(R"(keeps whole \(x \[\d+, 8\] float32, edge_index \[2, 100\] int64, )"
+                                                R"(batch \[\d+\] int64\))")))
+      << out;
+  EXPECT_TRUE(has(out, "save one dict of tensors per sample in a list")) << out;
+  EXPECT_FALSE(fs::exists(dir / "repro.tar.gz"));
+}
+
 }  // namespace
 }  // namespace minrepro
