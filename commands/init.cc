@@ -8,6 +8,7 @@
 
 #include "core/errors.h"
 #include "engine/archive/output_guard.h"
+#include "engine/work_dir.h"
 #include "harness/case_inference.h"
 
 namespace fs = std::filesystem;
@@ -160,7 +161,7 @@ int runInit(const InitOptions& o, const fs::path& output, bool force, std::ostre
 fs::path writeZeroConfigCase(const InitOptions& o, const fs::path& work_dir, bool quiet, std::ostream& out) {
   std::vector<std::string> notes;
   const std::string text = renderInitCase(o, notes);
-  fs::create_directories(work_dir);
+  claimWorkDir(work_dir);  // a project directory given as --work-dir keeps its own case.yaml
   const fs::path file = work_dir / "case.yaml";
   writeWhole(file, "# The zero-config start's case: its paths are relative to " + o.case_dir.string() +
                        ".\n# Rerun the same minrepro shrink --batch command (with --resume to go on), or write an "

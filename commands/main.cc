@@ -224,6 +224,8 @@ int shrinkCommand(const std::vector<std::string>& all_args) {
       vm.count("executor") ? vm["executor"].as<std::string>() : "",
       vm.count("devices") ? vm["devices"].as<std::string>() : "",
       vm.count("trials-per-device") ? static_cast<std::size_t>(countOption(vm, "trials-per-device", 1)) : 0);
+  // A bad --name or target costs no trial.
+  if (!add_to.empty()) minrepro::checkRegressionTarget(add_to, minrepro::regressionName(config, name));
   const minrepro::ExitStatus status = minrepro::runShrink(options);
   if (status == minrepro::ExitStatus::Reduced && !add_to.empty())
     minrepro::addShrunkCase(config, output, add_to, name, std::cout);

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -97,22 +98,47 @@ void printTable(const std::vector<Row>& rows, std::ostream& out) {
 
 }  // namespace
 
-void addToRegressionSet(const fs::path& archive, const fs::path& dir, const std::string& name) {
+void checkRegressionTarget(const fs::path& dir, const std::string& name) {
   if (!validName(name))
     throw BadInputError("regression case name '" + name +
                         "': use letters, digits, '-', '_' and '.' (e.g. --name class4)");
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw BadInputError(dir.string() + ": the regression set (--add-to) is not a directory; give a directory");
+  for (const char* ending : {".tar.gz", ".expect"}) {
+    const fs::path file = dir / (name + ending);
+    struct stat st {};
+    if (::lstat(file.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      throw BadInputError(file.string() +
+                          ": a case of the regression set is a link, a directory or a device, which minrepro "
+                          "neither follows nor replaces; remove it, or give another --name");
+  }
+}
+
+std::string regressionName(const fs::path& config, const std::string& name) {
+  return name.empty() ? fs::absolute(config).parent_path().filename().string() : name;
+}
+
+void addToRegressionSet(const fs::path& archive, const fs::path& dir, const std::string& name) {
+  checkRegressionTarget(dir, name);
   const std::vector<ArchiveEntry> entries = readTarGz(archive);  // only a readable archive is kept
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw BadInputError("cannot create the regression directory " + dir.string() + ": " + ec.message());
   writeTarGz(dir / (name + ".tar.gz"), entries);
-  std::ofstream(dir / (name + ".expect")) << "fail\n";
+  const fs::path expect = dir / (name + ".expect");
+  std::ofstream file(expect, std::ios::trunc);
+  file << "fail\n";
+  file.close();
+  if (!file)
+    throw Error(ExitStatus::TrialsCannotStart, "cannot write " + expect.string() + " (" + std::strerror(errno) +
+                                                   "): the regression set holds the archive but not what it expects");
 }
 
 void addShrunkCase(const fs::path& config, const std::string& output, const fs::path& dir, std::string name,
                    std::ostream& out) {
   const fs::path archive = output.empty() ? loadCase(config).output : fs::absolute(output);
-  if (name.empty()) name = fs::absolute(config).parent_path().filename().string();
+  name = regressionName(config, name);
   addToRegressionSet(archive, dir, name);
   out << "added '" << name << "' to the regression set " << dir.string() << " (expected: fail; write 'pass' into "
       << (dir / (name + ".expect")).string() << " once fixed)\n";

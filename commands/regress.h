@@ -13,8 +13,20 @@
 
 namespace minrepro {
 
+// Whether the case can go into `dir` under `name`: a name of letters,
+// digits, '-', '_' and '.', and a NAME.tar.gz and NAME.expect that are new
+// or regular files (not links, devices or directories, which the write
+// would follow or could not make). BadInputError (exit 2) otherwise:
+// `shrink --add-to` asks before its first trial.
+void checkRegressionTarget(const std::filesystem::path& dir, const std::string& name);
+
+// The name a shrunk case gets in a regression set: `name`, or the case
+// directory's name.
+std::string regressionName(const std::filesystem::path& config, const std::string& name);
+
 // Copies `archive` into `dir` as NAME.tar.gz with NAME.expect "fail".
-// Throws BadInputError for a bad name or an unreadable archive.
+// Throws BadInputError for a bad name or target (checkRegressionTarget) or
+// an unreadable archive, Error when a file cannot be written.
 void addToRegressionSet(const std::filesystem::path& archive, const std::filesystem::path& dir,
                         const std::string& name);
 

@@ -35,7 +35,50 @@ void checkWorkDirAndModel(const CaseConfig& config) {
     throw BadInputError(config.work_dir.string() +
                         ": the work directory (work_dir or --work-dir) is a file; give a "
                         "directory (made when missing)");
+  const fs::path work = fs::weakly_canonical(config.work_dir, ec);
+  for (const auto& [file, what] : {std::pair{config.batch, "the failing batch"},
+                                   std::pair{config.harness ? config.harness->model : fs::path(), "the model"}}) {
+    if (file.empty()) continue;
+    const fs::path real = fs::weakly_canonical(file, ec);
+    const auto [end, _] = std::mismatch(work.begin(), work.end(), real.begin(), real.end());
+    if (!work.empty() && end == work.end())
+      throw BadInputError(file.string() + ": " + what + " lies inside the work directory " + config.work_dir.string() +
+                          ", whose trials/ and best/ a run clears and rewrites; move it out, or give another "
+                          "--work-dir");
+  }
   if (config.harness) checkModelLoads(config.harness->model);
+}
+
+namespace {
+constexpr const char* kWorkDirMark = ".minrepro-work";
+
+// Whether an earlier run left the directory (before the mark existed):
+// every run takes its lock file first, and the file stays.
+bool leftByARun(const fs::path& dir) {
+  std::error_code ec;
+  return fs::is_regular_file(dir / "lock", ec);
+}
+}  // namespace
+
+void claimWorkDir(const fs::path& work_dir) {
+  const std::string what = work_dir.string() + ": the work directory (work_dir or --work-dir) ";
+  std::error_code ec;
+  fs::create_directories(work_dir, ec);
+  if (ec || !fs::is_directory(work_dir, ec))
+    throw BadInputError(what + "cannot be made (" + (ec ? ec.message() : std::string("not a directory")) +
+                        "); give a directory this user may write");
+  if (fs::exists(work_dir / kWorkDirMark, ec)) return;
+  std::vector<std::string> held;
+  for (fs::directory_iterator it(work_dir, ec), end; !ec && it != end && held.size() < 4; it.increment(ec))
+    held.push_back(it->path().filename().string());
+  if (!held.empty() && !leftByARun(work_dir)) {
+    std::string names;
+    for (std::size_t i = 0; i < std::min<std::size_t>(held.size(), 3); ++i) names += (i ? ", " : "") + held[i];
+    throw BadInputError(what + "holds files minrepro did not write (" + names + (held.size() > 3 ? ", ..." : "") +
+                        "); a run clears and rewrites trials/, best/, case.yaml, its log, journal and reports "
+                        "there: give a new or empty directory");
+  }
+  std::ofstream(work_dir / kWorkDirMark) << "a minrepro work directory: runs clear and rewrite what is here\n";
 }
 
 // The work directory, made when missing, and writable: a symlink loop, a
@@ -43,9 +86,7 @@ void checkWorkDirAndModel(const CaseConfig& config) {
 // internal error in the middle of the run.
 void makeWorkDir(const fs::path& work_dir) {
   const std::string what = work_dir.string() + ": the work directory (work_dir or --work-dir) ";
-  std::error_code ec;
-  fs::create_directories(work_dir, ec);
-  if (ec) throw BadInputError(what + "cannot be made (" + ec.message() + "); give a directory this user may write");
+  claimWorkDir(work_dir);
   const fs::path probe = work_dir / (".minrepro-write-check-" + std::to_string(::getpid()));
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0)

@@ -17,10 +17,20 @@
 namespace minrepro {
 
 // What would otherwise fail only after the whole reduction: a work
-// directory that is a file, a model that does not load (exit 2).
+// directory that is a file, a batch or model inside the work directory
+// (which a run clears), a model that does not load (exit 2).
 void checkWorkDirAndModel(const CaseConfig& config);
 
-// Made when missing, and writable, else BadInputError naming work_dir.
+// The work directory made when missing, or taken when it is one: empty,
+// marked as minrepro's (.minrepro-work, written here), or left by an
+// earlier run (its lock file). A directory that holds
+// anything else (`--work-dir .` in a project) is BadInputError (exit 2),
+// naming what it holds: a run clears and rewrites trials/, best/,
+// case.yaml, its log, journal and reports there. So is one that cannot be
+// made or written (a read-only place, a path under a file).
+void claimWorkDir(const std::filesystem::path& work_dir);
+
+// claimWorkDir, and writable, else BadInputError naming work_dir.
 void makeWorkDir(const std::filesystem::path& work_dir);
 
 // Too little free space where the trials or the archive go: DiskFullError

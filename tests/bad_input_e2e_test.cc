@@ -169,6 +169,94 @@ TEST_F(BadInput, AWorkDirectoryThatIsAFileIsBadInputNotAnInternalError) {
   EXPECT_EQ(output.find("internal error"), std::string::npos) << output;
 }
 
+// A work directory is minrepro's alone (#43.3): one that holds the batch, or
+// the user's own files (`--work-dir .` in a project, with a case.yaml of
+// theirs), is refused before anything is written there, by the zero-config
+// start too; a new one, or one a run left (its lock), is taken.
+TEST_F(BadInput, AWorkDirectoryHoldingTheBatchOrTheUsersFilesIsRefusedAndNothingIsTouched) {
+  const fs::path case_dir = work_.path() / "command";
+  fs::copy(example("command"), case_dir, fs::copy_options::recursive);
+  const std::string batch = testing::readFile(case_dir / "batch.pt");
+  std::string output;
+  EXPECT_EQ(shrinkWith("--work-dir " + case_dir.string() + " --output " + (work_.path() / "r.tar.gz").string(), &output,
+                       case_dir / "case.yaml"),
+            2)
+      << output;
+  EXPECT_NE(output.find("the failing batch lies inside the work directory"), std::string::npos) << output;
+  EXPECT_EQ(testing::readFile(case_dir / "batch.pt"), batch);
+  const fs::path project = work_.path() / "project";
+  fs::create_directories(project / "trials");
+  writeFile(project / "case.yaml", "# mine\n");
+  writeFile(project / "trials" / "mine.txt", "mine\n");
+  EXPECT_EQ(shrinkWith("--work-dir " + project.string() + " --output " + (work_.path() / "r.tar.gz").string(), &output,
+                       case_dir / "case.yaml"),
+            2)
+      << output;
+  EXPECT_NE(output.find("holds files minrepro did not write ("), std::string::npos) << output;
+  EXPECT_EQ(runCommand("cd " + case_dir.string() + " && " + MINREPRO_BINARY + " shrink --batch batch.pt --work-dir " +
+                           project.string() + " -- " + testing::python() + " step.py {batch}",
+                       &output),
+            2)
+      << output;
+  EXPECT_NE(output.find("holds files minrepro did not write"), std::string::npos) << output;
+  EXPECT_EQ(testing::readFile(project / "case.yaml"), "# mine\n");
+  EXPECT_EQ(testing::readFile(project / "trials" / "mine.txt"), "mine\n");
+}
+
+// --add-to's NAME.expect and NAME.tar.gz are never followed when they are
+// links, and a bad --name is found before the first trial.
+TEST_F(BadInput, ARegressionTargetThatIsALinkOrABadNameIsRefusedBeforeAnyTrial) {
+  const fs::path set = work_.path() / "checks", victim = work_.path() / "victim.expect";
+  writeFile(victim, "pass\n");
+  fs::create_directories(set);
+  fs::create_symlink(victim, set / "lnk.expect");
+  const fs::path work = work_.path() / "w";
+  std::string output;
+  for (const std::string& name : {std::string("lnk"), std::string("a/b"), std::string("..")}) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(shrinkWith("--work-dir " + work.string() + " --output " + (work_.path() / "r.tar.gz").string() +
+                             " --add-to " + set.string() + " --name " + name,
+                         &output),
+              2)
+        << output;
+    EXPECT_TRUE(noTrialRan(work)) << output;
+  }
+  EXPECT_EQ(testing::readFile(victim), "pass\n");
+}
+
+// A file the trial reads that only the file trace sees (a config opened by
+// its absolute path) is not the archive's place even with --force: it is
+// bundled, left as it was, and the archive goes to the work directory.
+TEST_F(BadInput, AnOutputTheTrialReadsIsLeftAndTheArchiveGoesToTheWorkDirectory) {
+  const fs::path dir = work_.path() / "reads";
+  fs::create_directories(dir);
+  std::string output;
+  ASSERT_EQ(runCommand(testing::python() +
+                           " -c \"import torch; torch.save({'x': torch.arange(8), 'sample_id': "
+                           "torch.arange(8) + 100}, '" +
+                           (dir / "batch.pt").string() + "')\"",
+                       &output),
+            0)
+      << output;
+  writeFile(dir / "config.json", "{\"bad\": 5}\n");
+  writeFile(dir / "step.py", "import json, sys, torch\nbad = json.load(open('" + (dir / "config.json").string() +
+                                 "'))['bad']\nb = torch.load(sys.argv[1], weights_only=True)\n"
+                                 "if bool((b['x'] == bad).any()):\n    raise IndexError('index 5 is out of bounds')\n");
+  writeFile(dir / "case.yaml", "batch: batch.pt\nsamples: {tensors: {x: 0}, ids: sample_id}\ntrial:\n  command: [" +
+                                   testing::python() + ", \"{case_dir}/step.py\", \"{batch}\"]\n");
+  const fs::path work = work_.path() / "w";
+  EXPECT_EQ(shrinkWith("--work-dir " + work.string() + " --output " + (dir / "config.json").string() +
+                           " --force --no-op-repro",
+                       &output, dir / "case.yaml"),
+            0)
+      << output;
+  EXPECT_EQ(testing::readFile(dir / "config.json"), "{\"bad\": 5}\n");
+  EXPECT_NE(output.find("config.json (--output) is a file the trial reads"), std::string::npos) << output;
+  EXPECT_NE(output.find("archive: " + (work / "repro.tar.gz").string()), std::string::npos) << output;
+  EXPECT_TRUE(testing::extractInto(work / "repro.tar.gz", work_.path() / "x"));
+  EXPECT_TRUE(fs::exists(work_.path() / "x" / "config.json"));
+}
+
 // Counts and durations on the command line are checked as case.yaml checks
 // its own (a count option read as size_t took "-1" for 2^64 - 1 and
 // started trials), each in one line, not the options' whole help.

@@ -158,7 +158,7 @@ TEST_F(DiskFull, WhatAKilledRunLeftHalfWrittenTheNextRunRemoves) {
   const fs::path stale_archive = output.string() + "." + gone + ".123456.partial";
   const fs::path live_archive = output.string() + "." + std::to_string(::getpid()) + ".654321.partial";
   for (const fs::path& file :
-       {stale_archive, live_archive, work / "best" / "batch.pt.partial", work / "REPORT.html.tmp"})
+       {stale_archive, live_archive, work / "best" / "batch.pt.partial", work / "REPORT.html.tmp", work / "lock"})
     writeFile(file, "");
   ASSERT_EQ(runCommand(shrink(work, output) + " 2>&1", &out), 0) << out;
   EXPECT_FALSE(fs::exists(stale_archive));

@@ -104,12 +104,16 @@ std::vector<fs::path> readTrace(const fs::path& trace_file) {
 
 BundlePlan planBundle(const CaseConfig& config, const std::vector<fs::path>& traced) {
   const fs::path base = canonicalOr(config.base_dir), work = canonicalOr(config.work_dir);
-  const std::set<fs::path> own{canonicalOr(config.batch), canonicalOr(config.case_file), canonicalOr(config.output)};
+  BundlePlan plan;
+  const fs::path output = canonicalOr(config.output);
+  plan.output_read =
+      std::any_of(traced.begin(), traced.end(), [&](const fs::path& p) { return canonicalOr(p) == output; });
+  std::set<fs::path> own{canonicalOr(config.batch), canonicalOr(config.case_file)};
+  if (!plan.output_read) own.insert(output);
   std::set<fs::path> argv_paths;
   if (config.command)
     for (const auto& arg : config.command->argv)
       if (fs::path(arg).is_absolute()) argv_paths.insert(canonicalOr(arg));
-  BundlePlan plan;
   std::set<std::string> names;
   auto add = [&](const std::string& name, const fs::path& source) {
     if (names.insert(name).second) plan.files.push_back({name, source});

@@ -43,6 +43,9 @@ struct BundlePlan {
   // seen in the trace but left out, each with why.
   std::vector<std::string> from_outside;
   std::vector<std::string> left_out;
+  // The trial read the file --output names (a config beside the script):
+  // it is bundled like any other, and the archive goes elsewhere.
+  bool output_read = false;
 };
 
 // The variable that names the trace file for libminrepro_filetrace.so.

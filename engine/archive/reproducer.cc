@@ -406,7 +406,7 @@ void addPhase(const ArchiveJob& job, const std::string& name, double from, const
 
 ArchiveStep::ArchiveStep(const CaseConfig& config, TrialOracle& oracle, const Selection& best, const ArchiveJob& job,
                          ReductionSummary& summary, Log& log)
-    : config_(config), oracle_(oracle), best_(best), job_(job), summary_(summary), log_(log) {}
+    : config_(config), oracle_(oracle), best_(best), job_(job), summary_(summary), log_(log), output_(config.output) {}
 
 ArchiveStep::~ArchiveStep() {
   if (checking_.valid()) checking_.wait();
@@ -426,6 +426,14 @@ void ArchiveStep::write(ExitStatus status) {
   addPhase(job_, "file trace", trace_from, log_);
   bundle_ = trace.bundle;
   recorded_ = trace.recorded;
+  if (bundle_.output_read) {
+    // checkArchiveOutput refused the files the command names; this one only the trace saw.
+    output_ = config_.work_dir / "repro.tar.gz";
+    log_.info("warning: " + config_.output.string() +
+              " (--output) is a file the trial reads, which the archive carries: it is left as it is, and the "
+              "archive goes to " +
+              output_.string());
+  }
   if (stopped() && status_ != ExitStatus::Interrupted) {
     status_ = ExitStatus::Interrupted;  // during the file trace: its list may be short
     log_.info("stopping: interrupted while tracing the files the trial reads");
@@ -459,7 +467,7 @@ void ArchiveStep::write(ExitStatus status) {
                                                                      : job_.skip_self_check;
   summary_.seconds = log_.elapsedSeconds();
   summary_.op.why = op_not_run;
-  writeTarGz(config_.output, archiveEntries(archived_, job_.minimal_batch, summary_, job_.neighbours, bundle_));
+  writeTarGz(output_, archiveEntries(archived_, job_.minimal_batch, summary_, job_.neighbours, bundle_));
   addPhase(job_, "archive", archive_from, log_);
   startSelfCheck();
 }
@@ -486,7 +494,7 @@ void ArchiveStep::startSelfCheck() {
             std::string(op_beside ? ", beside the op step" : ""));
   const SelfCheckPlan plan = planSelfCheck(oracle_.rate(), config_.flaky, job_.plain_passes, best_.samples.size());
   checking_ = std::async(std::launch::async, [this, plan] {
-    SelfCheck check = checkArchiveAlone(config_.output, plan, job_.python, config_.timeout, job_.stop,
+    SelfCheck check = checkArchiveAlone(output_, plan, job_.python, config_.timeout, job_.stop,
                                         {bound_.get(), slots_.get()}, withheld_);
     checked_at_ = log_.elapsedSeconds();
     return check;
@@ -495,7 +503,7 @@ void ArchiveStep::startSelfCheck() {
 
 std::optional<OpStart> ArchiveStep::opStart() {
   if (!summary_.op.why.empty()) return std::nullopt;
-  return OpStart{config_.output, recorded_, slots_.get(), withheld_};
+  return OpStart{output_, recorded_, slots_.get(), withheld_};
 }
 
 void ArchiveStep::opStepDone(OpStepResult result) {
@@ -522,8 +530,7 @@ ExitStatus ArchiveStep::finish() {
   log_.info(std::string(summary_.incomplete.empty() ? "reduced " : "stopped at ") +
             std::to_string(summary_.original_samples) + " -> " + std::to_string(best_.samples.size()) +
             " samples (ids " + formatList(summary_.kept_ids) + ") in " +
-            std::to_string(summary_.stats.trials + summary_.stats.replayed) +
-            " trials; archive: " + config_.output.string());
+            std::to_string(summary_.stats.trials + summary_.stats.replayed) + " trials; archive: " + output_.string());
   std::error_code ec;
   log_.info("memory: minrepro's own peak " + formatMegabytes(ownPeakMemoryBytes()) + " for a batch file of " +
             formatMegabytes(fs::file_size(config_.batch, ec)) +
@@ -532,7 +539,7 @@ ExitStatus ArchiveStep::finish() {
   summary_.seconds = log_.elapsedSeconds();
   summary_.stats = oracle_.stats();
   for (const std::string& line : timeAccount(summary_)) log_.info("time: " + line);
-  writeTarGz(config_.output, archiveEntries(archived_, job_.minimal_batch, summary_, job_.neighbours, bundle_));
+  writeTarGz(output_, archiveEntries(archived_, job_.minimal_batch, summary_, job_.neighbours, bundle_));
   if (summary_.self_check.failed() && status_ == ExitStatus::Reduced) status_ = ExitStatus::ArchiveDoesNotReproduce;
   return status_;
 }

@@ -116,6 +116,7 @@ class ArchiveStep {
   std::map<std::string, std::string> withheld_;  // trial.env's values it leaves out (its switches' too)
   BundlePlan bundle_;
   std::filesystem::path recorded_;
+  std::filesystem::path output_;     // config.output, unless the trial reads that file (then the work directory's)
   std::unique_ptr<JobSlots> slots_;  // the --jobs slots of the self-check and the op step
   std::unique_ptr<JobSlots> bound_;  // the self-check's share of them while the op step runs
   double checked_from_ = 0, checked_at_ = 0;
