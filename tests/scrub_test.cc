@@ -48,6 +48,9 @@ TEST(Report, RawHtmlAndBidiControlsFromTheFailureAreInert) {
             "- owner: <user> at <home>/x, token <secret:github-pat>, not &lt;secret:x onerror=y>\n"
             "- Message: ![x]\\(http://evil.example/p.png) and `[ok](kept)`\n");
   EXPECT_EQ(text::printable("evil\xe2\x80\xaegpj.py"), "evil\\xe2\\x80\\xaegpj.py");
+  // A run of backticks no run of as many closes is text: what follows it is not code.
+  EXPECT_EQ(withoutRawHtml("# size mismatch x`` <img src=x onerror=alert(1)> `y and z` <b>bold</b>\n"),
+            "# size mismatch x`` &lt;img src=x onerror=alert(1)> `y and z` &lt;b>bold&lt;/b>\n");
 }
 
 TEST(Scrub, AnInterpreterPathKeepsWhatFindsItAgain) {

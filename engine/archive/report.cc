@@ -287,6 +287,23 @@ bool isPlaceholderAt(const std::string& line, std::size_t i) {
 
 }  // namespace
 
+namespace {
+// Whether a run of exactly `run` backticks starts at or after `from`.
+bool closingRunAfter(const std::string& line, std::size_t from, std::size_t run) {
+  for (std::size_t i = from; i < line.size();) {
+    if (line[i] != '`') {
+      ++i;
+      continue;
+    }
+    std::size_t n = 0;
+    while (i + n < line.size() && line[i + n] == '`') ++n;
+    if (n == run) return true;
+    i += n;
+  }
+  return false;
+}
+}  // namespace
+
 std::string withoutRawHtml(const std::string& markdown) {
   std::string out;
   out.reserve(markdown.size());
@@ -307,7 +324,12 @@ std::string withoutRawHtml(const std::string& markdown) {
       if (line[i] == '`' && !block) {
         std::size_t run = 1;
         while (i + run < line.size() && line[i + run] == '`') ++run;
-        if (fence == 0 || fence == run) fence = fence == 0 ? run : 0;
+        // A run opens a code span only where a run of as many closes it
+        // (CommonMark); unmatched, it is text, and what follows is not code.
+        if (fence == run)
+          fence = 0;
+        else if (fence == 0 && closingRunAfter(line, i + run, run))
+          fence = run;
         out.append(run, '`');
         i += run - 1;
         continue;
