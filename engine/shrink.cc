@@ -415,14 +415,17 @@ ExitStatus runSteps(Run& r) {
   } catch (const RunStopped& e) {
     r.status = e.reason == RunStopped::Reason::Interrupted ? ExitStatus::Interrupted : ExitStatus::BudgetSpent;
     r.incomplete = e.what();
+    if (!r.oracle->reference().failed()) {  // nothing failed yet: nothing to write
+      r.log.info("stopping: " + r.incomplete + " before the original failed: no archive written");
+      r.log.info("to go on from here: " + goOnCommand(config, options.case_dir, options.zero_config_command));
+      return r.status;
+    }
     r.log.info("stopping: " + r.incomplete + "; writing the best case so far (possibly not minimal) to " +
                config.output.string());
-    if (!r.oracle->reference().failed()) return r.status;  // nothing failed yet: nothing to write
   }
   const ExitStatus status = writeResult(r);
   if (status == ExitStatus::Interrupted || status == ExitStatus::BudgetSpent)
-    r.log.info("to go on from here: " + resumeCommand(config, options.case_dir, options.zero_config_command) +
-               " (the trials so far are replayed, not run again)");
+    r.log.info("to go on from here: " + goOnCommand(config, options.case_dir, options.zero_config_command));
   const bool not_confirmed = status == ExitStatus::ArchiveDoesNotReproduce && !r.confirmed;
   if (not_confirmed && r.searched_forked && selfCheckConfirms(options, config)) return searchAgainPlain(r);
   return status;
@@ -440,8 +443,7 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
   } catch (const DiskFullError& e) {
     if (!r.journal) throw;
     throw Error(e.status(), std::string(e.what()) + "; then go on from here: " +
-                                resumeCommand(config, options.case_dir, options.zero_config_command) +
-                                " (the trials so far are replayed, not run again)");
+                                goOnCommand(config, options.case_dir, options.zero_config_command));
   }
 }
 

@@ -190,6 +190,11 @@ fs::path writeBestSoFar(const CaseConfig& config, const BatchStore& batch, const
   return dir / "batch.pt";
 }
 
+std::string goOnCommand(const CaseConfig& config, const fs::path& start_dir,
+                        const std::vector<std::string>& start_command) {
+  return resumeCommand(config, start_dir, start_command) + " (the trials so far are replayed, not run again)";
+}
+
 // --materialize-best: best/ from the journal of a run that is not running
 // (killed with SIGKILL, or ended), without a trial.
 ExitStatus materializeBest(const CaseConfig& config, bool quiet) {

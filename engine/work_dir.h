@@ -60,6 +60,11 @@ std::filesystem::path writeBestSoFar(const CaseConfig& config, const BatchStore&
 std::string resumeCommand(const CaseConfig& config, const std::filesystem::path& start_dir = {},
                           const std::vector<std::string>& start_command = {});
 
+// resumeCommand and what it does: "COMMAND (the trials so far are
+// replayed, not run again)", as a stopped run's last line says it.
+std::string goOnCommand(const CaseConfig& config, const std::filesystem::path& start_dir = {},
+                        const std::vector<std::string>& start_command = {});
+
 // --materialize-best: best/ from the journal of a run that is not running.
 ExitStatus materializeBest(const CaseConfig& config, bool quiet);
 

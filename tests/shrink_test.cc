@@ -215,6 +215,23 @@ TEST_F(ShrinkFixture, InterruptWritesTheBestSoFarAndExitsWithItsOwnStatus) {
   }
 }
 
+// Interrupted while the original is checked, before it failed: no archive
+// is promised or written, and the log says how to go on.
+TEST_F(ShrinkFixture, InterruptBeforeTheOriginalFailedSaysSoAndHowToGoOn) {
+  makeCase(64);
+  IdExecutor exec([](const auto& ids, std::uint64_t trial) { return trial > 2 && has(ids, 7); });
+  exec.on_trial = [](std::uint64_t t) {
+    if (t == 1) ::raise(SIGINT);
+  };
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(runShrink(options, &exec), ExitStatus::Interrupted);
+  ::testing::internal::GetCapturedStderr();
+  const std::string log = testing::readFile(dir.path() / "minrepro-work" / "minrepro.log");
+  EXPECT_NE(log.find("stopping: interrupted before the original failed: no archive written"), std::string::npos) << log;
+  EXPECT_EQ(log.find("writing the best case so far"), std::string::npos) << log;
+  EXPECT_NE(log.find(" --resume (the trials so far are replayed, not run again)"), std::string::npos) << log;
+}
+
 TEST_F(ShrinkFixture, SigpipeDoesNotStopTheRun) {
   // stdout or stderr closed under the run (`| tee` gone): writes fail, the run goes on.
   makeCase(1024);
