@@ -273,6 +273,28 @@ TEST(Scrub, VendorTokensLooserKeysAndOtherSpellings) {
     EXPECT_EQ(scrubText(text, c).find(kept), std::string::npos) << scrubText(text, c);
     EXPECT_NE(scrubText(text, c).find("<secret:"), std::string::npos) << scrubText(text, c);
   }
+  // A fifth probe's forms: every pair of a cookie header, an Oracle connect
+  // string, the word in other languages, quotes escaped inside a string,
+  // an Authorization field's bare value, a flag written with '_'.
+  for (const auto& [text, kept] : std::vector<std::pair<std::string, std::string>>{
+           {"Set-Cookie: session=abc; PHPSESSID=3k9vQ7xLm2; laravel_session=eyJpdiI6Ik1", "3k9vQ7xLm2"},
+           {"oracle scott/Tiger9Pass77@dbhost:1521/ORCL", "Tiger9Pass77"},
+           {"\xe5\xaf\x86\xe7\xa0\x81: Mi4Ma9xQ", "Mi4Ma9xQ"},
+           {"\xd0\xbf\xd0\xb0\xd1\x80\xd0\xbe\xd0\xbb\xd1\x8c=Pa7Rol9x", "Pa7Rol9x"},
+           {"contrase\xc3\xb1a: Con7Tra9x", "Con7Tra9x"},
+           {"Passwort: Pass7Wort9", "Pass7Wort9"},
+           {"\xe3\x83\x91\xe3\x82\xb9\xe3\x83\xaf\xe3\x83\xbc\xe3\x83\x89=Jp7Pass9x", "Jp7Pass9x"},
+           {R"({"data": "{\"auth\": {\"password\": \"Xk9mP2qR7vT4\"}}"})", "Xk9mP2qR7vT4"},
+           {R"({"authorization": "dXNlcjpTM2NyZXRQYXNzd29yZA=="})", "dXNlcjpTM2NyZXRQYXNzd29yZA"},
+           {"run --access_token At5rT8yU1iO4pA7s --x 1", "At5rT8yU1iO4pA7s"},
+           {"run --auth Au3dF6gH9jK2lZ5x", "Au3dF6gH9jK2lZ5x"},
+           {"run --hf_token hf_QwErTyUiOpAsDfGh12", "QwErTyUiOpAsDfGh12"},
+           {"mykey: Zq8fK2pLm9XvR4tBw7Yc", "Zq8fK2pLm9XvR4tBw7Yc"},
+           {"my_token Tq8fK2pLm9XvR4tBw7Yd", "Tq8fK2pLm9XvR4tBw7Yd"}}) {
+    SCOPED_TRACE(text);
+    EXPECT_EQ(scrubText(text, c).find(kept), std::string::npos) << scrubText(text, c);
+    EXPECT_NE(scrubText(text, c).find("<secret:"), std::string::npos) << scrubText(text, c);
+  }
   // A private key quoted inside an error keeps the error's words.
   EXPECT_EQ(scrubText("ssl error: -----BEGIN PRIVATE KEY----- MIIEv\n-----END PRIVATE KEY-----\n", c),
             "ssl error: <secret:private-key>\n");

@@ -188,21 +188,28 @@ const std::vector<Rule>& rules() {
     const char* keys =
         "(?:password|passwd|passphrase|pwd|pass|secret|secret[_-]?key|token|api[_-]?key|apikey|access[_-]?key|"
         "account[_-]?key|auth|auth[_-]?token|client[_-]?secret|session[_-]?id|sessionid|csrf[_-]?token|csrftoken|"
-        "cookie|private[_-]?key|credentials?|creds|[_-]key|key[_-]data)";
+        "cookie|private[_-]?key|credentials?|creds|[_-]key|key[_-]data|authorization|"
+        // The word in other languages, as a message or a config in them writes it.
+        "passwort|kennwort|contrase\xc3\xb1a|contrasena|senha|wachtwoord|has\xc5\x82o|haslo|parola|"
+        "l\xc3\xb6senord|salasana|mot[_ -]de[_ -]passe|"
+        "\xd0\xbf\xd0\xb0\xd1\x80\xd0\xbe\xd0\xbb\xd1\x8c|\xd0\x9f\xd0\xb0\xd1\x80\xd0\xbe\xd0\xbb\xd1\x8c|"
+        "\xe5\xaf\x86\xe7\xa0\x81|\xe5\xaf\x86\xe7\xa2\xbc|\xe5\x8f\xa3\xe4\xbb\xa4|"
+        "\xe3\x83\x91\xe3\x82\xb9\xe3\x83\xaf\xe3\x83\xbc\xe3\x83\x89|"
+        "\xeb\xb9\x84\xeb\xb0\x80\xeb\xb2\x88\xed\x98\xb8)";
     r.push_back({"keyed-secret",
                  icase(std::string(R"(((?:^|[^A-Za-z0-9<])[A-Za-z0-9_-]*)") + keys +
                        R"(["']?\s*(?:=>|[:=])\s*)("[^"\n<]{6,}"|'[^'\n<]{6,}'))"),
                  2, &credentialLike});
     r.push_back({"keyed-secret",
                  icase(std::string(R"(((?:^|[^A-Za-z0-9<])[A-Za-z0-9_-]*)") + keys +
-                       R"(["']?\s*(?:=>|[:=])\s*["']?)([^\s"',;&}<>\[\]()]+))"),
+                       R"(["']?\s*(?:=>|[:=]|\xef\xbc\x9a)\s*["']?)([^\s"',;&}<>\[\]()]+))"),
                  2, &credentialLike});
     // A command line's flag and its value: --password VALUE, --api-key VALUE,
     // mysql's -pVALUE, sshpass -p VALUE; a bare "Bearer VALUE".
     r.push_back(
         {"command-line-secret",
          icase(
-             R"(((?:^|\s)--?(?:[a-z0-9]+-)*(?:password|passwd|passphrase|pass|secret|token|api-?key|key)\s+["']?)([^\s"'<]+))"),
+             R"(((?:^|\s)--?(?:[a-z0-9]+[-_])*(?:password|passwd|passphrase|pass|secret|token|api[-_]?key|key|auth)\s+["']?)([^\s"'<]+))"),
          2, &credentialLike});
     r.push_back(
         {"command-line-secret", re(R"(((?:^|\s)(?:mysql|mysqldump|mysqladmin)\b[^\n]*?\s-p)([^\s"'<]{4,}))"), 2});
@@ -244,7 +251,9 @@ const std::vector<Rule>& rules() {
     r.push_back({"basic-credentials", re(R"((\bBasic\s+)([A-Za-z0-9+/]{12,}={0,2}))"), 2, &credentialLike});
     // A database's connection string: sqlplus scott/V@orcl, jdbc:oracle:thin:scott/V@host, a .pgpass line.
     r.push_back({"connection-string-password",
-                 icase(R"(((?:\bsqlplus\s+|jdbc:oracle:[a-z]+:|\bexp\s+|\bimp\s+)[A-Za-z0-9_$#]+/)([^@\s/]+)(@))"), 2});
+                 icase(R"(((?:\bsqlplus\s+|jdbc:oracle:[a-z]+:|\bexp\s+|\bimp\s+|\boracle\s+|\bconn(?:ect)?\s+)[A-Za-z0-9_$#]+/)([^@\s/]+)(@))"), 2});
+    // A cookie header carries nothing but credentials: every pair after it goes.
+    r.push_back({"cookie-header", icase(R"((\b(?:set-)?cookie\s*:\s*)([^\n]+))"), 2});
     r.push_back({"pgpass-line", re(R"((^[A-Za-z0-9_.*-]+:(?:\d+|\*):[A-Za-z0-9_.*-]+:[A-Za-z0-9_.*-]+:)(\S+)$)"), 2});
     // Tools whose password flag is their own.
     r.push_back(
@@ -328,7 +337,15 @@ bool mayHoldSecret(std::string_view piece) {
                                              "basic",   "sig",       "hooks",    "pw=",     "pw:",   "pw\"", "pw'",
                                              "pat=",    "pat:",      "pat\"",    "pat'",    "pin=",  "pin:", "pin\"",
                                              "pin'",    "jdbc",      "sqlplus",  "-----",   "mysql", "ldap", "redis",
-                                             "plink",   "smbclient", "htpasswd", "docker",  "az ",   "-u",   "--user"};
+                                             "plink",   "smbclient", "htpasswd", "docker",  "az ",   "-u",   "--user",
+                                             "oracle",  "conn ",     "connect ", "wort",    "contrase", "senha",
+                                             "wachtwoord", "has\xc5\x82", "haslo", "parola",  "senord",  "salasana",
+                                             "\xd0\xbf\xd0\xb0\xd1\x80",  // пар(оль)
+                                             "\xd0\x9f\xd0\xb0\xd1\x80",  // Пар(оль)
+                                             "\xe5\xaf\x86",  // 密
+                                             "\xe5\x8f\xa3\xe4\xbb\xa4",  // 口令
+                                             "\xe3\x83\x91\xe3\x82\xb9",  // パス
+                                             "\xeb\xb9\x84\xeb\xb0\x80"};  // 비밀
   std::string lower(piece);
   std::size_t run = 0, colons = 0;
   for (char& c : lower) {
@@ -384,6 +401,8 @@ std::optional<std::pair<char, std::size_t>> escapeAt(std::string_view rest) {
   }
   for (const auto& [entity, c] : kEntities)
     if (rest.starts_with(entity)) return std::pair{c, entity.size()};
+  // A quote escaped inside a JSON or Python string ("{\"password\": \"...\"}").
+  if (rest.starts_with("\\\"") || rest.starts_with("\\'")) return std::pair{rest[1], std::size_t{2}};
   return std::nullopt;
 }
 
