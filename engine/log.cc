@@ -39,7 +39,7 @@ void Log::clearStatus() {
 void Log::info(const std::string& line) {
   if (!quiet_) {
     clearStatus();
-    std::cerr << "minrepro: " << text::printable(line) << std::endl;
+    std::cerr << "minrepro: " << text::printable(onScreen(line)) << std::endl;
   }
   if (file_) file_ << stamp(elapsedSeconds()) << text::printable(line) << std::endl;
 }
@@ -63,14 +63,14 @@ void Log::setProgress(ProgressMode mode, double seconds) {
 void Log::status(const std::string& line) {
   if (quiet_ || progress_ == ProgressMode::Never) return;
   if (terminal_) {
-    std::cerr << "\r\033[K" << text::printable(line) << std::flush;
+    std::cerr << "\r\033[K" << text::printable(onScreen(line)) << std::flush;
     status_shown_ = true;
   }
   const double now = elapsedSeconds();
   if ((terminal_ && progress_ != ProgressMode::Always) || now - last_progress_ < progress_seconds_) return;
   last_progress_ = now;
   clearStatus();
-  std::cerr << "minrepro: progress: " << text::printable(line) << std::endl;
+  std::cerr << "minrepro: progress: " << text::printable(onScreen(line)) << std::endl;
   if (file_) file_ << stamp(now) << "progress: " << text::printable(line) << std::endl;
 }
 

@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
+#include <utility>
 
 namespace minrepro {
 
@@ -31,6 +33,11 @@ class Log {
   // "progress:" line at most every `progress_seconds` (stderr and file).
   void status(const std::string& line);
   void setProgress(ProgressMode mode, double seconds);
+  // What info() and status() show on stderr, from the line the file gets:
+  // a terminal's output ends up in CI logs and pasted issues, so the run
+  // shows it without secrets (engine/archive/scrub.h, scrubSecretsOnly);
+  // the file keeps the original.
+  void setScreenFilter(std::function<std::string(const std::string&)> filter) { screen_ = std::move(filter); }
   double elapsedSeconds() const;
 
  private:
@@ -43,6 +50,8 @@ class Log {
   double last_progress_ = 0;  // elapsed seconds at the last periodic line
   std::chrono::steady_clock::time_point start_;
   std::ofstream file_;
+  std::function<std::string(const std::string&)> screen_;
+  std::string onScreen(const std::string& line) const { return screen_ ? screen_(line) : line; }
 };
 
 }  // namespace minrepro

@@ -1,9 +1,6 @@
 #include "engine/shrink.h"
 
-#include <unistd.h>
-
 #include <future>
-#include <iostream>
 
 #include "core/disk_space.h"
 #include "core/process/containment.h"
@@ -11,6 +8,7 @@
 #include "engine/archive/output_guard.h"
 #include "engine/archive/report_html.h"
 #include "engine/archive/reproducer.h"
+#include "engine/archive/scrub.h"
 #include "engine/case_check.h"
 #include "engine/diagnostics.h"
 #include "engine/executors/fork_server.h"
@@ -109,6 +107,7 @@ void openRun(Run& r) {
   removeStalePartials(r.config);
   checkRoomForTheRun(r.config, r.options.jobs);
   r.log.setProgress(r.options.progress, r.options.progress_seconds);
+  r.log.setScreenFilter(terminalScrubber(r.config));
   r.log.openFile(r.config.work_dir / "minrepro.log");
   r.journal.emplace(r.config.work_dir, runIdentity(r.config), r.options.resume);
   for (const std::string& note : r.config.inference_notes) r.log.info("inferred from the batch: " + note);

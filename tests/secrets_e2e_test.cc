@@ -122,6 +122,12 @@ TEST(Secrets, NoFileOfTheArchiveCarriesAKeyOrAUrlPassword) {
       EXPECT_EQ(text.find(secret), std::string::npos) << file << " carries " << secret;
   }
   EXPECT_GE(files, 6u);
+  // What the terminal showed (it ends up in CI logs) holds none of them
+  // either; the work directory's log keeps the original.
+  for (const std::string& secret : {std::string(kAwsKey), std::string(kUrlPassword), std::string(kWandbKey),
+                                    std::string(kBearer), std::string("qu3ry-pw9"), std::string("Tr0ub4dor")})
+    EXPECT_EQ(out.find(secret), std::string::npos) << "the terminal shows " << secret << "\n" << out;
+  EXPECT_NE(readFile(work.path() / "w" / "minrepro.log").find(kAwsKey), std::string::npos);
   const std::string signature = readFile(dir / "signature.txt");
   EXPECT_NE(signature.find("aws_secret_access_key=<secret:aws-secret-access-key>"), std::string::npos) << signature;
   EXPECT_NE(signature.find("https://alice:<secret:basic-auth-url>@data.example.com"), std::string::npos) << signature;

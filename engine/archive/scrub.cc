@@ -115,12 +115,26 @@ ScrubContext machineScrubContext() {
   return c;
 }
 
-std::string scrubText(const std::string& text, const ScrubContext& c) {
+namespace {
+std::string withoutKnownSecrets(const std::string& text, const ScrubContext& c) {
   std::string known = text;
   for (const auto& [value, placeholder] : c.secrets)
     for (std::size_t at = 0; (at = known.find(value, at)) != std::string::npos; at += placeholder.size())
       known.replace(at, value.size(), placeholder);
-  std::string s = scrubPaths(scrubSecrets(known), c);
+  return known;
+}
+}  // namespace
+
+std::string scrubSecretsOnly(const std::string& text, const ScrubContext& c) {
+  return scrubRandomTokens(scrubSecrets(withoutKnownSecrets(text, c)));
+}
+
+std::function<std::string(const std::string&)> terminalScrubber(const CaseConfig& config) {
+  return [scrub = scrubContextFor(config)](const std::string& line) { return scrubSecretsOnly(line, scrub); };
+}
+
+std::string scrubText(const std::string& text, const ScrubContext& c) {
+  std::string s = scrubPaths(scrubSecrets(withoutKnownSecrets(text, c)), c);
   for (const auto& user : c.users)
     if (worthReplacing(user)) s = replaceWord(s, user, "<user>");
   for (const auto& host : c.hosts)

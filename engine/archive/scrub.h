@@ -3,6 +3,7 @@
 // paths"): the home directory, user and host names, absolute paths.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -85,6 +86,13 @@ std::string scrubContextValue(const std::string& key, const std::string& value, 
 // generated credential of no known shape becomes "<secret:random-token>"
 // (scrubRandomTokens, engine/archive/secrets.h).
 std::string scrubText(const std::string& text, const ScrubContext& context);
+
+// Only the secrets of scrubText: the context's known secret values, tokens
+// of known shapes, keyed values and generated-looking tokens; paths, user
+// and host names stay. For what the user's own terminal shows.
+std::string scrubSecretsOnly(const std::string& text, const ScrubContext& context);
+// scrubSecretsOnly with the case's context, for Log::setScreenFilter.
+std::function<std::string(const std::string&)> terminalScrubber(const CaseConfig& config);
 
 // An interpreter's path (signature.txt's `python:`), which verify looks for
 // again: a home directory becomes "<home>" and the rest of the path stays

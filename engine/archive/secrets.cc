@@ -250,8 +250,11 @@ const std::vector<Rule>& rules() {
     r.push_back({"url-query-credential", re(R"(([?&;]code=)([^&#\s"'<>]+))"), 2, &credentialLike});
     r.push_back({"basic-credentials", re(R"((\bBasic\s+)([A-Za-z0-9+/]{12,}={0,2}))"), 2, &credentialLike});
     // A database's connection string: sqlplus scott/V@orcl, jdbc:oracle:thin:scott/V@host, a .pgpass line.
-    r.push_back({"connection-string-password",
-                 icase(R"(((?:\bsqlplus\s+|jdbc:oracle:[a-z]+:|\bexp\s+|\bimp\s+|\boracle\s+|\bconn(?:ect)?\s+)[A-Za-z0-9_$#]+/)([^@\s/]+)(@))"), 2});
+    r.push_back(
+        {"connection-string-password",
+         icase(
+             R"(((?:\bsqlplus\s+|jdbc:oracle:[a-z]+:|\bexp\s+|\bimp\s+|\boracle\s+|\bconn(?:ect)?\s+)[A-Za-z0-9_$#]+/)([^@\s/]+)(@))"),
+         2});
     // A cookie header carries nothing but credentials: every pair after it goes.
     r.push_back({"cookie-header", icase(R"((\b(?:set-)?cookie\s*:\s*)([^\n]+))"), 2});
     r.push_back({"pgpass-line", re(R"((^[A-Za-z0-9_.*-]+:(?:\d+|\*):[A-Za-z0-9_.*-]+:[A-Za-z0-9_.*-]+:)(\S+)$)"), 2});
@@ -332,19 +335,65 @@ std::string replaceRule(const std::string& text, const Rule& rule) {
 // lines of code and prose have none, and ~90 regular expressions need not
 // run on them (a 2 MiB bundled text file took 18 s without this).
 bool mayHoldSecret(std::string_view piece) {
-  static constexpr std::string_view kWords[]{"pass",    "pwd",       "secret",   "token",   "key",   "auth", "cookie",
-                                             "session", "csrf",      "cred",     "private", "login", "code", "bearer",
-                                             "basic",   "sig",       "hooks",    "pw=",     "pw:",   "pw\"", "pw'",
-                                             "pat=",    "pat:",      "pat\"",    "pat'",    "pin=",  "pin:", "pin\"",
-                                             "pin'",    "jdbc",      "sqlplus",  "-----",   "mysql", "ldap", "redis",
-                                             "plink",   "smbclient", "htpasswd", "docker",  "az ",   "-u",   "--user",
-                                             "oracle",  "conn ",     "connect ", "wort",    "contrase", "senha",
-                                             "wachtwoord", "has\xc5\x82", "haslo", "parola",  "senord",  "salasana",
-                                             "\xd0\xbf\xd0\xb0\xd1\x80",  // пар(оль)
-                                             "\xd0\x9f\xd0\xb0\xd1\x80",  // Пар(оль)
-                                             "\xe5\xaf\x86",  // 密
-                                             "\xe5\x8f\xa3\xe4\xbb\xa4",  // 口令
-                                             "\xe3\x83\x91\xe3\x82\xb9",  // パス
+  static constexpr std::string_view kWords[]{"pass",
+                                             "pwd",
+                                             "secret",
+                                             "token",
+                                             "key",
+                                             "auth",
+                                             "cookie",
+                                             "session",
+                                             "csrf",
+                                             "cred",
+                                             "private",
+                                             "login",
+                                             "code",
+                                             "bearer",
+                                             "basic",
+                                             "sig",
+                                             "hooks",
+                                             "pw=",
+                                             "pw:",
+                                             "pw\"",
+                                             "pw'",
+                                             "pat=",
+                                             "pat:",
+                                             "pat\"",
+                                             "pat'",
+                                             "pin=",
+                                             "pin:",
+                                             "pin\"",
+                                             "pin'",
+                                             "jdbc",
+                                             "sqlplus",
+                                             "-----",
+                                             "mysql",
+                                             "ldap",
+                                             "redis",
+                                             "plink",
+                                             "smbclient",
+                                             "htpasswd",
+                                             "docker",
+                                             "az ",
+                                             "-u",
+                                             "--user",
+                                             "oracle",
+                                             "conn ",
+                                             "connect ",
+                                             "wort",
+                                             "contrase",
+                                             "senha",
+                                             "wachtwoord",
+                                             "has\xc5\x82",
+                                             "haslo",
+                                             "parola",
+                                             "senord",
+                                             "salasana",
+                                             "\xd0\xbf\xd0\xb0\xd1\x80",   // пар(оль)
+                                             "\xd0\x9f\xd0\xb0\xd1\x80",   // Пар(оль)
+                                             "\xe5\xaf\x86",               // 密
+                                             "\xe5\x8f\xa3\xe4\xbb\xa4",   // 口令
+                                             "\xe3\x83\x91\xe3\x82\xb9",   // パス
                                              "\xeb\xb9\x84\xeb\xb0\x80"};  // 비밀
   std::string lower(piece);
   std::size_t run = 0, colons = 0;
