@@ -75,13 +75,16 @@ int parseSubcommand(const std::string& name, const po::options_description& opts
 
 // A count option (--jobs, --runs, ...): a whole number of at least `least`.
 // Read as text: a size_t option would take "-1" as 2^64 - 1.
-std::int64_t countOption(const po::variables_map& vm, const std::string& name, std::int64_t least) {
+// Counts have a ceiling too: `--runs 30000000` reserved memory for every
+// run's record before the first one started (8.6 GB in 25 s).
+std::int64_t countOption(const po::variables_map& vm, const std::string& name, std::int64_t least,
+                         std::int64_t most = std::int64_t{1} << 40) {
   const std::string text = vm[name].as<std::string>();
   std::int64_t value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < least)
-    throw minrepro::BadInputError("--" + name + " must be a whole number of at least " + std::to_string(least) +
-                                  ", found '" + text + "'");
+  if (ec != std::errc() || end != text.data() + text.size() || value < least || value > most)
+    throw minrepro::BadInputError("--" + name + " must be a whole number from " + std::to_string(least) + " to " +
+                                  std::to_string(most) + ", found '" + text + "'");
   return value;
 }
 
@@ -217,7 +220,7 @@ int shrinkCommand(const std::vector<std::string>& all_args) {
   options.progress = minrepro::parseProgressMode(vm["progress"].as<std::string>());
   options.progress_seconds = secondsOption(vm, "progress-every", false);
   options.materialize_best = vm.count("materialize-best") > 0;
-  options.jobs = static_cast<std::size_t>(countOption(vm, "jobs", 1));
+  options.jobs = static_cast<std::size_t>(countOption(vm, "jobs", 1, 1024));
   options.max_trials = static_cast<std::size_t>(countOption(vm, "max-trials", 0));
   options.max_seconds = secondsOption(vm, "max-time", false);
   options.executor = minrepro::parseExecutorOverrides(
@@ -266,8 +269,8 @@ int verifyCommand(const std::vector<std::string>& args) {
   o.archive = archive;
   o.choose_python = true;
   o.python_given = !vm["python"].defaulted();
-  o.runs = static_cast<int>(countOption(vm, "runs", 1));
-  o.jobs = static_cast<std::size_t>(countOption(vm, "jobs", 1));
+  o.runs = static_cast<int>(countOption(vm, "runs", 1, 10000));
+  o.jobs = static_cast<std::size_t>(countOption(vm, "jobs", 1, 1024));
   timeout = secondsOption(vm, "timeout", true);
   o.max_total_bytes = static_cast<std::uint64_t>(countOption(vm, "max-size", 1)) << 20;
   o.expect = expect == "pass" ? minrepro::Expect::Pass : minrepro::Expect::Fail;
@@ -297,7 +300,7 @@ int compareCommand(const std::vector<std::string>& args) {
   if (const int status = parseSubcommand("compare", opts, positional, args, vm); status >= 0) return status;
   o.input = input;
   if (vm.count("python")) o.python = vm["python"].as<std::string>();
-  o.runs = static_cast<int>(countOption(vm, "runs", 1));
+  o.runs = static_cast<int>(countOption(vm, "runs", 1, 10000));
   o.sandbox = minrepro::parseSandboxMode(vm["sandbox"].as<std::string>());
   return minrepro::runCompare(o, std::cout, std::cerr);
 }
@@ -319,7 +322,7 @@ int regressCommand(const std::vector<std::string>& args) {
   positional.add("dir", 1);
   po::variables_map vm;
   if (const int status = parseSubcommand("regress", opts, positional, args, vm); status >= 0) return status;
-  o.runs = static_cast<int>(countOption(vm, "runs", 1));
+  o.runs = static_cast<int>(countOption(vm, "runs", 1, 10000));
   o.choose_python = true;
   o.python_given = !vm["python"].defaulted();
   o.sandbox = minrepro::parseSandboxMode(vm["sandbox"].as<std::string>());

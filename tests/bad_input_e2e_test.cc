@@ -273,7 +273,11 @@ TEST_F(BadInput, NumericOptionsOutOfRangeAreOneLineBeforeAnyTrial) {
   }
   std::string output;
   EXPECT_EQ(shrinkWith("--jobs -1", &output), 2) << output;
-  EXPECT_NE(output.find("--jobs must be a whole number of at least 1, found '-1'"), std::string::npos) << output;
+  EXPECT_NE(output.find("--jobs must be a whole number from 1 to 1024, found '-1'"), std::string::npos) << output;
+  // A count past its ceiling is refused before anything is reserved for it.
+  EXPECT_EQ(runCommand(std::string(MINREPRO_BINARY) + " verify nothing.tar.gz --runs 30000000", &output), 2) << output;
+  EXPECT_NE(output.find("--runs must be a whole number from 1 to 10000, found '30000000'"), std::string::npos)
+      << output;
   EXPECT_EQ(runCommand(std::string(MINREPRO_BINARY) + " verify nothing.tar.gz --timeout 0", &output), 2) << output;
   EXPECT_NE(output.find("--timeout must be a number of seconds above 0, found '0'"), std::string::npos) << output;
 }
