@@ -67,6 +67,34 @@ TEST_F(Capture, DecoratorFormTakesBatchAndStepFromTheCall) {
   EXPECT_EQ(pyBatch("b['sample_id'].tolist()[9], b['target'].tolist()[9]"), "9137 4\n");
 }
 
+// A capture directory that holds the user's own files (a case.yaml, a
+// batch, a link planted under a capture's file name) is not written into:
+// the capture goes to crash-case-2 and says so, nothing is replaced and no
+// link is followed. Its own directory, a later capture replaces.
+TEST_F(Capture, ADirectoryOfTheUsersIsNeitherReplacedNorWrittenThrough) {
+  fs::create_directories(case_dir_);
+  testing::writeFile(case_dir_ / "case.yaml", "# mine\n");
+  testing::writeFile(case_dir_ / "batch.pt", "MY BATCH");
+  testing::writeFile(work_.path() / "victim.txt", "victim\n");
+  fs::create_symlink(work_.path() / "victim.txt", case_dir_ / "step.json");
+  std::string output;
+  ASSERT_EQ(train("decorator", &output), 1) << output;
+  const fs::path second = work_.path() / "crash-case-2";
+  EXPECT_TRUE(has(output, "holds files that are not a capture's; writing " + second.string() + " instead")) << output;
+  EXPECT_EQ(readFile(case_dir_ / "case.yaml"), "# mine\n");
+  EXPECT_EQ(readFile(case_dir_ / "batch.pt"), "MY BATCH");
+  EXPECT_EQ(readFile(work_.path() / "victim.txt"), "victim\n");
+  EXPECT_TRUE(has(readFile(second / "case.yaml"), "  step: \"4\"")) << readFile(second / "case.yaml");
+  // Its own directory (marked), with a link planted in it: replaced, not followed.
+  fs::create_symlink(work_.path() / "victim.txt", second / "case.yaml.draft");
+  fs::remove(second / "step.json");
+  fs::create_symlink(work_.path() / "victim.txt", second / "step.json");
+  ASSERT_EQ(train("decorator", &output), 1) << output;
+  EXPECT_FALSE(has(output, "crash-case-3")) << output;
+  EXPECT_EQ(readFile(work_.path() / "victim.txt"), "victim\n");
+  EXPECT_FALSE(fs::is_symlink(second / "step.json"));
+}
+
 TEST_F(Capture, DeviceSideAssertWritesTheCaseAndStopsTheProcess) {
   std::string output;
   EXPECT_EQ(train("device-assert", &output), 87) << output;

@@ -82,6 +82,39 @@ class CaptureInfo:
 last_capture = None
 
 
+# Marks a directory a capture wrote: the next capture may replace its files.
+_MARK = ".minrepro-capture"
+
+# What a capture writes in its directory (a link planted under one of these
+# names in a capture's own directory is removed, not written through).
+_WRITTEN = ("batch.pt", "case.yaml", "case.yaml.draft", "CAPTURE-ERROR.txt", "model.pt", "model.pt2",
+            "exported_step.py") + _step.STEP_FILES
+
+
+def _claim_directory(out_dir):
+    """The directory this capture writes: out_dir when it is new, empty or
+    an earlier capture's (its mark), else the first such out_dir-2, -3, ...:
+    a capture at a crash must neither fail nor replace the user's files
+    (their own case.yaml, batch.pt, notes) nor write through a link."""
+    for i in range(1, 1000):
+        d = out_dir if i == 1 else "%s-%d" % (out_dir, i)
+        if os.path.islink(d) or (os.path.exists(d) and not os.path.isdir(d)):
+            continue
+        if os.path.isdir(d) and os.listdir(d) and not os.path.isfile(os.path.join(d, _MARK)):
+            continue
+        os.makedirs(d, exist_ok=True)
+        for name in _WRITTEN:
+            if os.path.islink(os.path.join(d, name)):
+                os.unlink(os.path.join(d, name))
+        with open(os.path.join(d, _MARK), "w") as f:
+            f.write("written by minrepro_capture; a later capture replaces what it wrote here\n")
+        if d != out_dir:
+            sys.stderr.write("minrepro_capture: %s holds files that are not a capture's; writing %s instead\n"
+                             % (out_dir, d))
+        return d
+    raise OSError("no free directory for the capture beside %s" % out_dir)
+
+
 def _reset_for_tests():
     _state["captured"] = False
     _state["last_completed_step"] = None
@@ -317,8 +350,7 @@ class capture:
         global last_capture
         if self.batch is None:
             raise ValueError("no batch was given to capture()")
-        os.makedirs(self.out_dir, exist_ok=True)
-        out_dir = os.path.abspath(self.out_dir)
+        out_dir = _claim_directory(os.path.abspath(self.out_dir))
         problems = []
         batch = _Batch(self.batch, self.input_key, self.target_key, self.sample_ids, problems)
         trial = self._trial(out_dir, batch, tb, entry, problems)
