@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <pwd.h>
 #include <unistd.h>
+#include <algorithm>
 #include <map>
 
 #include <regex>
@@ -366,6 +367,29 @@ TEST(Scrub, GeneratedLookingTokensOfNoKnownShape) {
   EXPECT_EQ(scrubContextValue("git_commit", "2d711642b726b04401627ca9fbac32f5c8530fb1", c),
             "2d711642b726b04401627ca9fbac32f5c8530fb1");
   EXPECT_EQ(scrubContextValue("note", "2d711642b726b04401627ca9fbac32f5c8530fb1", c), "<secret:random-token>");
+}
+
+// A captured step's state is a pickle (torch.save's zip stores it
+// uncompressed): the strings it holds are read for secrets too, a dict's
+// key beside its value.
+TEST(Scrub, SecretsInsideABundledPickleAreFound) {
+  testing::TempDir dir("minrepro-pickle-secrets");
+  const fs::path file = dir.path() / "step_state.pt";
+  std::string out;
+  ASSERT_EQ(testing::runCommand(testing::python() +
+                                    " -c \"import torch; torch.save({'cfg': {'password': "
+                                    "'8As1Df5Gh9Jk3Mn7Pv2H', 'db': 'postgresql://u:PgPw77x@h/db', "
+                                    "'w': torch.randn(1000)}, 'name': 'layer1.0.weight'}, '" +
+                                    file.string() + "')\"",
+                                &out),
+            0)
+      << out;
+  std::vector<std::string> rules;
+  for (const SecretFinding& f : findSecretsInPickles(testing::readFile(file), "step_state.pt"))
+    rules.push_back(f.describe());
+  std::sort(rules.begin(), rules.end());
+  EXPECT_EQ(rules, (std::vector<std::string>{"step_state.pt (a string in its pickle): basic-auth-url",
+                                             "step_state.pt (a string in its pickle): keyed-secret"}));
 }
 
 // A withheld value is a secret wherever it appears (a step that prints its

@@ -380,15 +380,19 @@ ReductionSummary summarize(KeyValues environment, const CaseConfig& config, cons
 // What looks like a secret in the bundled files (text files up to 2 MiB;
 // engine/archive/secrets.h), at most 20 lines of it.
 std::vector<std::string> secretsIn(const BundlePlan& bundle) {
-  constexpr std::uintmax_t kMaxBytes = std::uintmax_t{2} << 20;
+  constexpr std::uintmax_t kMaxTextBytes = std::uintmax_t{2} << 20, kMaxBinaryBytes = std::uintmax_t{64} << 20;
   constexpr std::size_t kListed = 20;
   std::vector<SecretFinding> found;
   for (const auto& f : bundle.files) {
     std::error_code ec;
-    if (!fs::is_regular_file(f.source, ec) || fs::file_size(f.source, ec) > kMaxBytes || ec) continue;
+    const std::uintmax_t size = fs::file_size(f.source, ec);
+    if (!fs::is_regular_file(f.source, ec) || ec || size > kMaxBinaryBytes) continue;
     const std::string text = readFileBytes(f.source);
-    if (text.find('\0') != std::string::npos) continue;  // binary: a model, a batch
-    for (SecretFinding& s : findSecrets(text, f.archive_name)) found.push_back(std::move(s));
+    // Binary (a captured step's state, a model, a batch): the strings its pickles hold.
+    const bool binary = text.find('\0') != std::string::npos;
+    if (!binary && size > kMaxTextBytes) continue;
+    for (SecretFinding& s : binary ? findSecretsInPickles(text, f.archive_name) : findSecrets(text, f.archive_name))
+      found.push_back(std::move(s));
   }
   std::vector<std::string> lines;
   for (std::size_t i = 0; i < found.size() && i < kListed; ++i) lines.push_back(found[i].describe());

@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <regex>
+#include <set>
 #include <string_view>
 
 namespace minrepro {
@@ -619,7 +620,53 @@ std::string scrubRandomTokens(const std::string& text) {
   return out;
 }
 
-std::string SecretFinding::describe() const { return file + ":" + std::to_string(line) + ": " + rule; }
+std::string SecretFinding::describe() const {
+  return file + (line == 0 ? " (a string in its pickle)" : ":" + std::to_string(line)) + ": " + rule;
+}
+
+namespace {
+
+// The strings a pickle's SHORT_BINUNICODE (0x8c, 1-byte length) and
+// BINUNICODE ('X', 4-byte length) opcodes hold, where all their bytes are
+// printable (a tensor's bytes that look like an opcode rarely are).
+std::vector<std::string> pickledStrings(const std::string& bytes) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i + 2 < bytes.size(); ++i) {
+    const auto op = static_cast<unsigned char>(bytes[i]);
+    std::size_t length = 0, start = 0;
+    if (op == 0x8c) {
+      length = static_cast<unsigned char>(bytes[i + 1]);
+      start = i + 2;
+    } else if (op == 'X' && i + 5 < bytes.size()) {
+      for (int k = 3; k >= 0; --k) length = (length << 8) | static_cast<unsigned char>(bytes[i + 1 + k]);
+      start = i + 5;
+    } else {
+      continue;
+    }
+    if (length < 4 || length > 4096 || start + length > bytes.size()) continue;
+    const std::string_view text(bytes.data() + start, length);
+    if (!std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c < 0x7f; })) continue;
+    out.emplace_back(text);
+    i = start + length - 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<SecretFinding> findSecretsInPickles(const std::string& bytes, const std::string& file) {
+  const std::vector<std::string> strings = pickledStrings(bytes);
+  std::string text;
+  for (std::size_t i = 0; i < strings.size(); ++i) {
+    text += strings[i] + "\n";
+    if (i + 1 < strings.size()) text += strings[i] + ": " + strings[i + 1] + "\n";
+  }
+  std::vector<SecretFinding> found;
+  std::set<std::string> rules;
+  for (SecretFinding& f : findSecrets(text, file))
+    if (rules.insert(f.rule).second) found.push_back({file, 0, f.rule});
+  return found;
+}
 
 std::vector<SecretFinding> findSecrets(const std::string& text, const std::string& file) {
   std::vector<SecretFinding> found;

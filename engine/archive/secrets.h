@@ -64,4 +64,11 @@ struct SecretFinding {
 // left out (a script's author line is not a secret).
 std::vector<SecretFinding> findSecrets(const std::string& text, const std::string& file);
 
+// The same for a binary file the archive bundles (a captured step's
+// state, a batch: torch.save's zip stores its pickles uncompressed): the
+// strings its pickles hold (protocol 2+ SHORT_BINUNICODE and BINUNICODE),
+// each alone and each beside the next (a dict's key and its value:
+// "password: ..."). Findings name the file, line 0.
+std::vector<SecretFinding> findSecretsInPickles(const std::string& bytes, const std::string& file);
+
 }  // namespace minrepro
