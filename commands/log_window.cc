@@ -160,6 +160,7 @@ LogLines readLogBounded(std::istream& in, std::size_t exact_bytes, std::size_t h
   std::vector<char> buffer(1 << 16);
   const auto endLine = [&] {
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    text::removeColor(line);
     keeper.add(std::move(line));
     line.clear();
     cutting = false;

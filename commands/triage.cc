@@ -206,6 +206,9 @@ std::string renderTriage(const Triage& t, const std::string& source) {
   if (!t.signature.failed()) {
     out << source << ": no error found (no traceback, uncaught exception, kernel assertion, fatal-signal report "
         << "or error line)\n";
+    if (t.cut_lines > 0)  // an error past a line's first bytes is not read
+      out << "note: " << t.cut_lines << " line(s) longer than " << text::kMaxLine << " bytes were read in their first "
+          << text::kMaxLine << " bytes only\n";
     return out.str();
   }
   const auto [check, avoid] = adviceFor(t.signature);

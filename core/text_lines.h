@@ -20,7 +20,26 @@ using Lines = std::vector<std::string>;
 // per character matched by a '*': a 100 KB line overflows an 8 MB stack.
 constexpr std::size_t kMaxLine = 2048;
 
-// Lines without their '\n' (and '\r'), each cut at kMaxLine.
+// `line` without its terminal colour and cursor sequences (CSI: ESC '['
+// parameters, a final byte from '@' to '~'): a coloured traceback (rich,
+// loguru, Python 3.13 on a terminal, FORCE_COLOR) reads as a plain one.
+inline void removeColor(std::string& line) {
+  std::size_t at = line.find('\x1b');
+  if (at == std::string::npos) return;
+  std::string out = line.substr(0, at);
+  for (std::size_t i = at; i < line.size(); ++i) {
+    if (line[i] == '\x1b' && i + 1 < line.size() && line[i + 1] == '[') {
+      std::size_t end = i + 2;
+      while (end < line.size() && !(line[end] >= '@' && line[end] <= '~')) ++end;
+      i = end;  // past the final byte (or the line's end, a sequence cut off)
+      continue;
+    }
+    out += line[i];
+  }
+  line = std::move(out);
+}
+
+// Lines without their '\n' (and '\r') and colours, each cut at kMaxLine.
 inline Lines splitLines(const std::string& text) {
   Lines lines;
   std::size_t start = 0;
@@ -29,6 +48,7 @@ inline Lines splitLines(const std::string& text) {
     if (end == std::string::npos) end = text.size();
     std::string line = text.substr(start, std::min(end - start, kMaxLine));
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    removeColor(line);
     lines.push_back(std::move(line));
     start = end + 1;
   }

@@ -132,6 +132,25 @@ TEST(Triage, CompileErrorsNameTheStage) {
   EXPECT_NE(inductor.find("compiler stage:      inductor\n"), std::string::npos) << inductor;
 }
 
+// A coloured traceback (rich, loguru, Python 3.13 on a terminal) reads as a
+// plain one; an error past the first bytes of a very long line is not read,
+// and "no error found" says lines were cut.
+TEST(Triage, ColouredTracebacksReadAndCutLinesAreSaidWhenNothingIsFound) {
+  const std::string esc = "\x1b[";
+  const Triage coloured =
+      triageText("step 1\n" + esc + "1;31mTraceback (most recent call last):" + esc + "0m\n" + esc +
+                 "35m  File \"/src/train.py\", line 9, in <module>" + esc + "0m\n    step()\n" + esc +
+                 "1;35mRuntimeError" + esc + "0m: " + esc + "35mshape mismatch" + esc + "0m\n");
+  EXPECT_EQ(coloured.signature.family, F::RuntimeError);
+  EXPECT_EQ(coloured.signature.message, "shape mismatch");
+  EXPECT_EQ(coloured.user_frame, "/src/train.py:9 in <module>");
+  const Triage cut = triageText("progress " + std::string(5000, '.') + " RuntimeError: late\n");
+  EXPECT_FALSE(cut.signature.failed());
+  EXPECT_NE(renderTriage(cut, "x.log").find("note: 1 line(s) longer than 2048 bytes were read in their first"),
+            std::string::npos)
+      << renderTriage(cut, "x.log");
+}
+
 TEST(Triage, CleanLogHasNoError) {
   const Triage t = triageText(preamble(20));
   EXPECT_FALSE(t.signature.failed());
