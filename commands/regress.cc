@@ -108,10 +108,16 @@ void checkRegressionTarget(const fs::path& dir, const std::string& name) {
   for (const char* ending : {".tar.gz", ".expect"}) {
     const fs::path file = dir / (name + ending);
     struct stat st {};
-    if (::lstat(file.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    if (::lstat(file.c_str(), &st) != 0) continue;
+    if (!S_ISREG(st.st_mode))
       throw BadInputError(file.string() +
                           ": a case of the regression set is a link, a directory or a device, which minrepro "
                           "neither follows nor replaces; remove it, or give another --name");
+    const std::string word = std::string(ending) == ".expect" ? readExpect(file) : "";
+    const bool ours = std::string(ending) == ".tar.gz" ? madeByMinrepro(file) : (word == "fail" || word == "pass");
+    if (!ours)
+      throw BadInputError(file.string() +
+                          ": exists and is not a case minrepro wrote; remove it, or give another --name");
   }
 }
 
@@ -126,11 +132,14 @@ void addToRegressionSet(const fs::path& archive, const fs::path& dir, const std:
   fs::create_directories(dir, ec);
   if (ec) throw BadInputError("cannot create the regression directory " + dir.string() + ": " + ec.message());
   writeTarGz(dir / (name + ".tar.gz"), entries);
-  const fs::path expect = dir / (name + ".expect");
-  std::ofstream file(expect, std::ios::trunc);
+  // A new file renamed over the name: a hard link to it keeps its own content.
+  const fs::path expect = dir / (name + ".expect"), partial = dir / (name + ".expect.partial");
+  std::ofstream file(partial, std::ios::trunc);
   file << "fail\n";
   file.close();
-  if (!file)
+  std::error_code renamed;
+  if (file) fs::rename(partial, expect, renamed);
+  if (!file || renamed)
     throw Error(ExitStatus::TrialsCannotStart, "cannot write " + expect.string() + " (" + std::strerror(errno) +
                                                    "): the regression set holds the archive but not what it expects");
 }

@@ -236,27 +236,53 @@ std::optional<Frame> parseFrame(const std::string& text) {
   return Frame{m[1].str(), m[2].str(), m[3].str()};
 }
 
+// Code nobody wrote by hand in the user's project: minrepro's own Python
+// (the op recorder's dispatch mode sits innermost in a recorded run's
+// traceback, the fork server outermost, capture's step runner between) and
+// code generated at run time (Inductor's kernels in its cache, named by a
+// content hash; FX's "<eval_with_key>.3", exec's "<string>"). A notebook's
+// cell ("<ipython-input-3-...>") is the user's own.
+bool isMinreprosOrGenerated(const std::string& path) {
+  return startsWith(path, "<frozen") || startsWith(path, "<eval_with_key") || path == "<string>" ||
+         contains(path, "torchinductor") || contains(path, "/op_recorder/") || endsWith(path, "/minrepro_op.py") ||
+         endsWith(path, "/py_fork_server.py") || contains(path, "/minrepro_capture/");
+}
+
 // Code the user wrote, as opposed to the interpreter's standard library and
 // installed packages (torch among them): the frame a user opens first.
 bool isUserPath(const std::string& path) {
   static const std::regex stdlib(R"(/lib/python\d[\d.]*/)");
-  return !contains(path, "/site-packages/") && !contains(path, "/dist-packages/") && !startsWith(path, "<frozen") &&
+  return !contains(path, "/site-packages/") && !contains(path, "/dist-packages/") && !isMinreprosOrGenerated(path) &&
          !std::regex_search(path, stdlib);
 }
 
 std::string describeFrame(const Frame& frame) { return frame.path + ":" + frame.line + " in " + frame.function; }
 
-// The innermost user frame of lines [from, to): the last one of a traceback
-// (most recent call last) or the first one of a faulthandler dump.
-std::string innermostUserFrame(const Lines& lines, std::size_t from, std::size_t to, bool most_recent_first) {
+// Code outside torch's own packages and the standard library: the user's
+// and the packages they installed, their own among them.
+bool isPackageOrUserPath(const std::string& path) {
+  static const std::regex torch_or_stdlib(
+      R"(/lib/python\d[\d.]*/(?!site-packages/|dist-packages/)|/(?:site|dist)-packages/(?:torch|torchvision|torchaudio|functorch|triton)/)");
+  return !isMinreprosOrGenerated(path) && !std::regex_search(path, torch_or_stdlib);
+}
+
+// The innermost frame of lines [from, to) whose path `wanted` takes: the
+// last one of a traceback (most recent call last) or the first one of a
+// faulthandler dump.
+std::string innermostFrame(const Lines& lines, std::size_t from, std::size_t to, bool most_recent_first,
+                           bool (*wanted)(const std::string&)) {
   std::string found;
   for (std::size_t i = from; i < to; ++i) {
     const auto frame = parseFrame(lines[i]);
-    if (!frame || !isUserPath(frame->path)) continue;
+    if (!frame || !wanted(frame->path)) continue;
     found = describeFrame(*frame);
     if (most_recent_first) break;
   }
   return found;
+}
+
+std::string innermostUserFrame(const Lines& lines, std::size_t from, std::size_t to, bool most_recent_first) {
+  return innermostFrame(lines, from, to, most_recent_first, &isUserPath);
 }
 
 // ---------------------------------------------------------------- signals
@@ -392,6 +418,7 @@ void readLauncherSummary(RawError& error, const Lines& lines, std::size_t from, 
   if (!endsWith(error.type, "ChildFailedError")) return;
   error.role = ErrorRole::DeathReport;
   error.user_frame.clear();  // the launcher's own frames (torchrun's main), not the job's
+  error.package_frame.clear();
   std::size_t i = from;
   while (i < to && !startsWith(trim(lines[i]), "Root Cause")) ++i;
   static const std::regex rank(R"(^\s*rank\s*: (\d+))"), exitcode(R"(^\s*exitcode\s*: (-?\d+))");
@@ -471,6 +498,7 @@ RawError readPythonTraceback(const Lines& lines, std::size_t at) {
        ++line)
     if (auto op = functionalFrameOp(lines[line]); !op.empty()) error.op = op;
   error.user_frame = innermostUserFrame(lines, at + 1, line, false);
+  error.package_frame = innermostFrame(lines, at + 1, line, false, &isPackageOrUserPath);
   error.end = line;
   if (line == lines.size()) return error;  // cut off before the exception line
   splitTracebackExceptionLine(lines[line], error);
@@ -518,6 +546,7 @@ RawError readFaultDump(const Lines& lines, std::size_t at) {
   }
   error.end = end;
   error.user_frame = innermostUserFrame(lines, at + 1, current_thread_end, true);
+  error.package_frame = innermostFrame(lines, at + 1, current_thread_end, true, &isPackageOrUserPath);
   for (std::size_t i = at + 1; i < current_thread_end && error.op.empty(); ++i) error.op = functionalFrameOp(lines[i]);
   return error;
 }
@@ -612,7 +641,11 @@ std::optional<RawError> readBareLine(const std::string& line) {
     error.message = trim(std::string_view(rest).substr(7));
     return error;
   }
-  static const std::regex runtime_name(R"(\b(?:hip|cuda)Error[A-Z]\w*)");
+  // The name as an error reports it: first on the line, or after "error",
+  // "failed with", "returned" or "status"; a line that only mentions one
+  // ("watchdog armed for cudaErrorIllegalAddress") is not an error.
+  static const std::regex runtime_name(
+      R"(^\s*["'(]?(?:hip|cuda)Error[A-Z]\w*|\b(?:[Ee]rror|ERROR|failed with|returned|status)\s*[:=]?\s*["'(]?(?:hip|cuda)Error[A-Z]\w*)");
   if ((!contains(rest, "hipError") && !contains(rest, "cudaError")) || !std::regex_search(rest, runtime_name))
     return std::nullopt;
   error.message = trim(rest);
@@ -672,6 +705,7 @@ void markRole(RawError& error) {
   }
   error.role = ErrorRole::DeathReport;
   error.user_frame.clear();  // the frame that waited for the process (mp.spawn, subprocess.run), not the crash's
+  error.package_frame.clear();
 }
 
 // The error whose form begins at line i, if one does. Readers of one line

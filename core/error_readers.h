@@ -39,6 +39,9 @@ struct RawError {
   std::string signal_name;  // "SIGSEGV" when the error reports a fatal signal
   std::string process;      // "process 1", "DataLoader worker process 0", "rank 1": named by a wrapper
   std::string user_frame;   // innermost frame outside the libraries: "/src/train.py:42 in step"
+  // Innermost frame outside torch's own packages and the standard library:
+  // a package of the user's, installed (site-packages/mylib.py:4 in check).
+  std::string package_frame;
   ErrorRole role = ErrorRole::Raised;
   std::size_t line = 0;  // first line of the error in its stream
   std::size_t end = 0;   // one past its last line

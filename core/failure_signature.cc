@@ -178,7 +178,12 @@ std::string placeOf(const std::string& user_frame) {
 
 void fillFromError(FailureSignature& signature, const RawError& error) {
   signature.family = familyOf(error);
+  // Where the user's code called in, and, when an installed package of
+  // theirs raised it deeper down, where in that package.
   signature.place = placeOf(error.user_frame);
+  if (const std::string deeper = placeOf(error.package_frame);
+      !deeper.empty() && error.package_frame != error.user_frame)
+    signature.place += (signature.place.empty() ? "" : " < ") + deeper;
   signature.message = normalizeMessage(error.message);
   if (signature.message.empty()) signature.message = normalizeMessage(error.type);
   signature.op = opFromMessage(error.message);
@@ -469,6 +474,23 @@ FailureSignature classify(const TrialOutcome& outcome) {
     signature.message = "exit status " + std::to_string(outcome.exit_code);
   }
   if (!reading.harness_op.empty()) signature.op = reading.harness_op;
+  return signature;
+}
+
+FailureSignature classifyAs(const TrialOutcome& outcome, const ExpectedFailure& expected) {
+  FailureSignature signature = classify(outcome);
+  const bool pinned = expected.family.has_value() || !expected.message_regex.empty();
+  if (!pinned || !signature.failed() || matchSignature(signature, signature, expected).matches ||
+      outcome.end == TrialEnd::TimedOut)
+    return signature;
+  OutputReading reading = readOutput(splitLines(outcome.stderr_text), splitLines(outcome.stdout_text), true);
+  for (const LoggedError& other : reading.choice.set_aside) {
+    FailureSignature candidate = signature;
+    candidate.op.clear();
+    fillFromError(candidate, other.error);
+    if (!reading.harness_op.empty()) candidate.op = reading.harness_op;
+    if (matchSignature(candidate, candidate, expected).matches) return candidate;
+  }
   return signature;
 }
 

@@ -63,6 +63,14 @@ struct FailureSignature {
 // Classifies a trial's outcome from its exit and the first error in its output.
 FailureSignature classify(const TrialOutcome& outcome);
 
+// classify, for a case whose failure section pins the failure (a family,
+// a message pattern): when the output's first error is not that one, the
+// first later error that is. A step that prints a handled error's
+// traceback (traceback.print_exc() for a skipped sample) and then dies of
+// another fails as its failure section says, not as the handled one.
+struct ExpectedFailure;
+FailureSignature classifyAs(const TrialOutcome& outcome, const ExpectedFailure& expected);
+
 // An error of a log that is not the first one, and why it was set aside.
 struct SetAside {
   std::size_t line = 0;  // 1-based line of the log where it begins

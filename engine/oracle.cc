@@ -313,7 +313,7 @@ TrialRecord TrialOracle::finishTrial(TrialRecord record, const std::string& key)
   ++stats_.trials;
   stats_.last_trial_seconds = std::chrono::duration<double>(record.outcome.duration).count();
   stats_.trial_seconds += stats_.last_trial_seconds;
-  record.signature = classify(record.outcome);
+  record.signature = classifyAs(record.outcome, config_.expected);
   const FailureSignature& sig = record.signature;
   if (sig.failed()) failIfDiskFull(record);  // before it can become the reference or count as another bug
   const bool of_original = key.starts_with(kOriginalPrefix) || key.starts_with(kSinglePrefix);

@@ -164,7 +164,7 @@ class TrialOracle {
 
   // Whether `outcome` is the failure the original showed (the reference),
   // as a trial is judged: for a run outside the search (the file trace's).
-  bool sameFailure(const TrialOutcome& outcome) const { return matches(classify(outcome)); }
+  bool sameFailure(const TrialOutcome& outcome) const { return matches(classifyAs(outcome, config_.expected)); }
 
   // The signature of the selection's last trial when it failed another way.
   std::optional<FailureSignature> otherFailureOf(const Selection& selection) const;

@@ -70,7 +70,8 @@ void claimWorkDir(const fs::path& work_dir) {
   if (fs::exists(work_dir / kWorkDirMark, ec)) return;
   std::vector<std::string> held;
   for (fs::directory_iterator it(work_dir, ec), end; !ec && it != end && held.size() < 4; it.increment(ec))
-    held.push_back(it->path().filename().string());
+    if (it->path().filename() != "slurm-preflight")  // the Slurm executor's probe, made before the run opens
+      held.push_back(it->path().filename().string());
   if (!held.empty() && !leftByARun(work_dir)) {
     std::string names;
     for (std::size_t i = 0; i < std::min<std::size_t>(held.size(), 3); ++i) names += (i ? ", " : "") + held[i];

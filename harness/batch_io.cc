@@ -276,6 +276,14 @@ NamedTensors readBatchFile(const fs::path& file) {
   if (const std::string overrun = storageOverrun(batch); !overrun.empty())
     throw BadInputError(file.string() + ": damaged: " + overrun +
                         " (torch.load refuses it too); save the batch again with torch.save");
+  // A quantized tensor's values are integers under a scale: cutting, trivial
+  // values and the reports' summaries would each need their own path.
+  for (std::size_t i = 0; i < batch.tensors.size(); ++i)
+    if (batch.tensors[i].defined() && batch.tensors[i].is_quantized())
+      throw BadInputError(file.string() + ": '" + batch.names[i] + "' is a quantized tensor (" +
+                          std::string(c10::toString(batch.tensors[i].scalar_type())) +
+                          "), which minrepro does not reduce: save it dequantized (t.dequantize(), with its scale "
+                          "and zero point beside it) and quantize it again in the step");
   return batch;
 }
 

@@ -222,6 +222,22 @@ TEST_F(BadInput, ARegressionTargetThatIsALinkOrABadNameIsRefusedBeforeAnyTrial) 
     EXPECT_TRUE(noTrialRan(work)) << output;
   }
   EXPECT_EQ(testing::readFile(victim), "pass\n");
+  // A file of the user's under a case's name, or a hard link to one: refused before any trial, untouched.
+  fs::remove(set / "lnk.expect");
+  const fs::path precious = work_.path() / "precious.txt";
+  writeFile(precious, "precious\n");
+  fs::create_hard_link(precious, set / "hard.expect");
+  writeFile(set / "mine.tar.gz", "x");
+  for (const std::string& name : {std::string("hard"), std::string("mine")}) {
+    EXPECT_EQ(shrinkWith("--work-dir " + work.string() + " --output " + (work_.path() / "r.tar.gz").string() +
+                             " --add-to " + set.string() + " --name " + name,
+                         &output),
+              2)
+        << output;
+    EXPECT_NE(output.find("exists and is not a case minrepro wrote"), std::string::npos) << output;
+  }
+  EXPECT_EQ(testing::readFile(precious), "precious\n");
+  EXPECT_EQ(testing::readFile(set / "mine.tar.gz"), "x");
 }
 
 // A file the trial reads that only the file trace sees (a config opened by

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/errors.h"
 #include "harness/batch_io.h"
 #include "tests/test_util.h"
 
@@ -106,6 +107,26 @@ TEST_F(BatchFixture, PythonReadsTheSubsetWithItsLayout) {
       &output);
   ASSERT_EQ(status, 0) << output;
   EXPECT_EQ(output, "(1, 3) True [0, 2, 4] torch.float64\n");
+}
+
+// A quantized tensor is refused by name with what to save instead, not an
+// internal error from the first operator that has no quantized kernel.
+TEST_F(BatchFixture, AQuantizedTensorIsBadInputNamingIt) {
+  const fs::path file = dir.path() / "quant.pt";
+  std::string output;
+  ASSERT_EQ(testing::runCommand(testing::python() +
+                                    " -c \"import torch; torch.save((torch.quantize_per_tensor("
+                                    "torch.randn(8, 4), 0.1, 0, torch.qint8), torch.arange(8)), '" +
+                                    file.string() + "')\"",
+                                &output),
+            0)
+      << output;
+  try {
+    readBatchFile(file);
+    ADD_FAILURE() << "read";
+  } catch (const BadInputError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a quantized tensor (QInt8)"), std::string::npos) << e.what();
+  }
 }
 
 // A cut keeps the stride pattern of what it was cut from: a stride-3 view

@@ -85,10 +85,13 @@ TEST_F(Capture, ADirectoryOfTheUsersIsNeitherReplacedNorWrittenThrough) {
   EXPECT_EQ(readFile(case_dir_ / "batch.pt"), "MY BATCH");
   EXPECT_EQ(readFile(work_.path() / "victim.txt"), "victim\n");
   EXPECT_TRUE(has(readFile(second / "case.yaml"), "  step: \"4\"")) << readFile(second / "case.yaml");
-  // Its own directory (marked), with a link planted in it: replaced, not followed.
+  // Its own directory (marked), with links planted in it, symbolic and
+  // hard: replaced, not followed.
   fs::create_symlink(work_.path() / "victim.txt", second / "case.yaml.draft");
   fs::remove(second / "step.json");
   fs::create_symlink(work_.path() / "victim.txt", second / "step.json");
+  fs::remove(second / "captured_step.py");
+  fs::create_hard_link(work_.path() / "victim.txt", second / "captured_step.py");
   ASSERT_EQ(train("decorator", &output), 1) << output;
   EXPECT_FALSE(has(output, "crash-case-3")) << output;
   EXPECT_EQ(readFile(work_.path() / "victim.txt"), "victim\n");

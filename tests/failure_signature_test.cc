@@ -258,6 +258,22 @@ TEST(FailureSignatureFirstError, EarlierBareErrorBeatsLaterTraceback) {
   EXPECT_EQ(s.message, "bad sample 17");
 }
 
+// A line that only mentions a CUDA runtime error's name is no error: the
+// traceback after it is the first (a probe's watchdog line was taken for
+// the failure, and the wrong sample kept).
+TEST(FailureSignatureFirstError, AMentionOfACudaErrorNameIsNotAnError) {
+  const auto sig = classify(exited(1,
+                                   "health: watchdog armed for cudaErrorIllegalAddress / cudaErrorLaunchFailure\n"
+                                   "Traceback (most recent call last):\n  File \"/src/step.py\", line 5, in <module>\n"
+                                   "    check(y)\nValueError: label out of range\n"));
+  EXPECT_EQ(sig.family, F::ValueError);
+  EXPECT_EQ(sig.message, "label out of range");
+  EXPECT_EQ(classify(exited(1, "cudaErrorIllegalAddress: an illegal memory access was encountered\n")).message,
+            "cudaErrorIllegalAddress: an illegal memory access was encountered");
+  EXPECT_EQ(classify(exited(1, "kernel launch failed with cudaErrorLaunchFailure\n")).message,
+            "kernel launch failed with cudaErrorLaunchFailure");
+}
+
 TEST(FailureSignatureFirstError, StderrIsReadBeforeStdout) {
   FailureSignature s = classify(exited(1, "RuntimeError: from stderr\n", "IndexError: from stdout\n"));
   EXPECT_EQ(s.message, "from stderr");
@@ -567,9 +583,44 @@ TEST(FailureSignatureMatch, TheSameMessageRaisedElsewhereIsAnotherBug) {
   auto assert_original = original, assert_candidate = raisedAt("/src/gnn/train_gnn.py", 79);
   assert_original.family = assert_candidate.family = F::DeviceAssert;
   EXPECT_TRUE(matchSignature(assert_original, assert_candidate, {}).matches);
+  // An installed package of the user's that raises deeper down: its line counts too.
+  const auto inPackage = [](int line) {
+    return classify(exited(1,
+                           "Traceback (most recent call last):\n  File \"/src/step.py\", line 9, in <module>\n"
+                           "    mylib.check(b)\n  File \"/venv/lib/python3.11/site-packages/mylib.py\", line " +
+                               std::to_string(line) +
+                               ", in check\n    raise ValueError(v)\n"
+                               "ValueError: bad value 7 in batch\n"));
+  };
+  EXPECT_EQ(inPackage(4).place, "step.py:9 in <module> < mylib.py:4 in check");
+  EXPECT_FALSE(matchSignature(inPackage(4), inPackage(6), {}).matches);
+  EXPECT_TRUE(matchSignature(inPackage(4), inPackage(4), {}).matches);
   auto unplaced = raisedAt("/src/gnn/train_gnn.py", 79);
   unplaced.place.clear();
   EXPECT_TRUE(matchSignature(original, unplaced, {}).matches);
+}
+
+// A handled error's traceback (printed by traceback.print_exc(), the step
+// going on) before the one the process died of: the first error is the
+// signature, unless the case's failure section pins the other.
+TEST(FailureSignatureMatch, AFailureSectionPicksItsErrorAfterAHandledOnesTraceback) {
+  const TrialOutcome outcome =
+      exited(1,
+             "Traceback (most recent call last):\n  File \"/src/step.py\", line 8, in <module>\n    check(x)\n"
+             "ValueError: sample has NaN features; skipping it\n"
+             "Traceback (most recent call last):\n  File \"/src/step.py\", line 12, in <module>\n    loss(y)\n"
+             "IndexError: Target 7 is out of bounds.\n");
+  EXPECT_EQ(classify(outcome).family, F::ValueError);
+  ExpectedFailure index;
+  index.family = F::IndexError;
+  const FailureSignature pinned = classifyAs(outcome, index);
+  EXPECT_EQ(pinned.family, F::IndexError);
+  EXPECT_EQ(pinned.message, "Target 7 is out of bounds.");
+  EXPECT_EQ(pinned.place, "step.py:12 in <module>");
+  ExpectedFailure by_message;
+  by_message.message_regex = "Target \\d+";
+  EXPECT_EQ(classifyAs(outcome, by_message).family, F::IndexError);
+  EXPECT_EQ(classifyAs(outcome, ExpectedFailure{}).family, F::ValueError);  // nothing pinned: the first
 }
 
 TEST(FailureSignatureMatch, OutOfMemoryWithOtherSizesMatches) {

@@ -125,7 +125,7 @@ TEST(Scrub, KnownTokenShapesAndEmailAddressesGo) {
   EXPECT_EQ(scrubText("aws_secret_access_key = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY'", c),
             "aws_secret_access_key = '<secret:aws-secret-access-key>'");
   EXPECT_EQ(scrubText("push to https://bot:ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/x", c),
-            "push to https://bot:<secret:github-pat>@github.com/x");
+            "push to https://bot:<secret:basic-auth-url>@github.com/x");
   EXPECT_EQ(scrubText("could not connect to postgres://admin:hunter2secret@db:5432/runs", c),
             "could not connect to postgres://admin:<secret:basic-auth-url>@db:5432/runs");
   EXPECT_EQ(scrubText("could not connect to postgres://admin:p@ss@word@db:5432/runs", c),

@@ -384,6 +384,8 @@ std::vector<std::string> secretsIn(const BundlePlan& bundle) {
   constexpr std::size_t kListed = 20;
   std::vector<SecretFinding> found;
   for (const auto& f : bundle.files) {
+    if (scrubRandomTokens(scrubSecrets(f.archive_name)) != f.archive_name)
+      found.push_back({f.archive_name, 0, kSecretInFileName});
     std::error_code ec;
     const std::uintmax_t size = fs::file_size(f.source, ec);
     if (!fs::is_regular_file(f.source, ec) || ec || size > kMaxBinaryBytes) continue;

@@ -13,6 +13,8 @@
 
 #include "engine/archive/secrets.h"
 
+extern char** environ;
+
 namespace minrepro {
 namespace {
 
@@ -111,6 +113,20 @@ ScrubContext machineScrubContext() {
   if (::gethostname(host, sizeof host - 1) == 0) {
     addName(c.hosts, host);
     addName(c.hosts, std::string(host).substr(0, std::string(host).find('.')).c_str());
+  }
+  // The trials inherit this environment: a variable that names a secret
+  // (PGPASSWORD, AWS_SECRET_ACCESS_KEY) may be quoted by the step's error.
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string pair(*entry);
+    const std::size_t eq = pair.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string name = pair.substr(0, eq), value = pair.substr(eq + 1);
+    // The desktop's and the agent's sessions (XDG_SESSION_CLASS=user, SSH_AUTH_SOCK=/tmp/...) are none.
+    const bool desktop = name.starts_with("XDG_") || name.starts_with("DBUS_") || name == "SSH_AUTH_SOCK";
+    const bool letters_and_digits =
+        std::any_of(value.begin(), value.end(), ::isalpha) && std::any_of(value.begin(), value.end(), ::isdigit);
+    if (namesASecret(name) && !desktop && value.size() >= 8 && value.front() != '/' && letters_and_digits)
+      c.secrets.emplace_back(value, "<secret:env-" + name + ">");
   }
   return c;
 }

@@ -145,6 +145,11 @@ const std::vector<Rule>& rules() {
       return std::regex(pattern, std::regex::ECMAScript | std::regex::icase | std::regex::optimize);
     };
     std::vector<Rule> r;
+    // The password may hold any sub-delimiter ($, !, &, ...) and ':' unencoded (RFC 3986's userinfo),
+    // and an '@' that should have been encoded: the host begins after the last '@' before the path.
+    // First: a user part that is a token of its own (s3://AKIA...:password@bucket) would otherwise be
+    // replaced first, and its placeholder's '<' and '>' end the password's match.
+    r.push_back({"basic-auth-url", re(R"((://[^:/?#\[\]@\s]*:)([^/?#\[\]\s<>]+)(@))"), 2});
     r.push_back({"huggingface-access-token", re(R"(\bhf_[a-zA-Z]{34}\b)")});
     r.push_back({"huggingface-organization-api-token", re(R"(\bapi_org_[a-zA-Z]{34}\b)")});
     r.push_back(
@@ -166,9 +171,6 @@ const std::vector<Rule>& rules() {
     r.push_back({"slack-token", re(R"(\bxox[baprs]-[0-9a-zA-Z-]{10,}\b)")});
     r.push_back({"stripe-access-token", re(R"(\b(?:sk|rk)_(?:test|live|prod)_[a-zA-Z0-9]{10,99}\b)")});
     r.push_back({"jwt", re(R"(\bey[a-zA-Z0-9]{17,}\.ey[a-zA-Z0-9/\\_-]{17,}\.(?:[a-zA-Z0-9/\\_-]{10,}={0,2})?)")});
-    // The password may hold any sub-delimiter ($, !, &, ...) and ':' unencoded (RFC 3986's userinfo),
-    // and an '@' that should have been encoded: the host begins after the last '@' before the path.
-    r.push_back({"basic-auth-url", re(R"((://[^:/?#\[\]@\s]*:)([^/?#\[\]\s<>]+)(@))"), 2});
     r.push_back({"slack-webhook-url",
                  re(R"((?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/]{43,56})")});
     // An HTTP header as a client library prints it in an error ("Authorization: Bearer ..."):
@@ -621,6 +623,7 @@ std::string scrubRandomTokens(const std::string& text) {
 }
 
 std::string SecretFinding::describe() const {
+  if (rule == kSecretInFileName) return file + ": its name";
   return file + (line == 0 ? " (a string in its pickle)" : ":" + std::to_string(line)) + ": " + rule;
 }
 

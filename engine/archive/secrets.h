@@ -52,6 +52,10 @@ std::string scrubRandomTokens(const std::string& text);
 // is that hash, which a maintainer compares or checks out.
 bool namesADigest(std::string_view words);
 
+// The rule of a finding in a bundled file's name (the archive carries the
+// file by that name: the step opens it so).
+inline constexpr const char* kSecretInFileName = "file-name";
+
 // What looks like a secret in one file: its line and the rule.
 struct SecretFinding {
   std::string file;  // as the archive names it

@@ -85,8 +85,8 @@ last_capture = None
 # Marks a directory a capture wrote: the next capture may replace its files.
 _MARK = ".minrepro-capture"
 
-# What a capture writes in its directory (a link planted under one of these
-# names in a capture's own directory is removed, not written through).
+# What a capture writes in its directory (removed from a capture's own
+# directory before it writes again).
 _WRITTEN = ("batch.pt", "case.yaml", "case.yaml.draft", "CAPTURE-ERROR.txt", "model.pt", "model.pt2",
             "exported_step.py") + _step.STEP_FILES
 
@@ -103,9 +103,13 @@ def _claim_directory(out_dir):
         if os.path.isdir(d) and os.listdir(d) and not os.path.isfile(os.path.join(d, _MARK)):
             continue
         os.makedirs(d, exist_ok=True)
-        for name in _WRITTEN:
-            if os.path.islink(os.path.join(d, name)):
-                os.unlink(os.path.join(d, name))
+        # The earlier capture's files go first, by name: a hard or symbolic
+        # link put under one of them is removed, never written through, and
+        # an earlier CAPTURE-ERROR.txt does not stay beside the new case.
+        for name in _WRITTEN + (_MARK,):
+            path = os.path.join(d, name)
+            if os.path.lexists(path) and not os.path.isdir(path):
+                os.unlink(path)
         with open(os.path.join(d, _MARK), "w") as f:
             f.write("written by minrepro_capture; a later capture replaces what it wrote here\n")
         if d != out_dir:
