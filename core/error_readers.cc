@@ -243,9 +243,11 @@ std::optional<Frame> parseFrame(const std::string& text) {
 // content hash; FX's "<eval_with_key>.3", exec's "<string>"). A notebook's
 // cell ("<ipython-input-3-...>") is the user's own.
 bool isMinreprosOrGenerated(const std::string& path) {
+  static const std::regex hash_named(R"(/[a-z0-9]{32,}\.py$)");  // Inductor's output_code, wherever its cache is
   return startsWith(path, "<frozen") || startsWith(path, "<eval_with_key") || path == "<string>" ||
-         contains(path, "torchinductor") || contains(path, "/op_recorder/") || endsWith(path, "/minrepro_op.py") ||
-         endsWith(path, "/py_fork_server.py") || contains(path, "/minrepro_capture/");
+         contains(path, "torchinductor") || std::regex_search(path, hash_named) || contains(path, "/op_recorder/") ||
+         endsWith(path, "/minrepro_op.py") || endsWith(path, "/py_fork_server.py") ||
+         contains(path, "/minrepro_capture/");
 }
 
 // Code the user wrote, as opposed to the interpreter's standard library and
