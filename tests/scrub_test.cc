@@ -282,7 +282,9 @@ TEST(Scrub, VendorTokensLooserKeysAndOtherSpellings) {
            {"oracle scott/Tiger9Pass77@dbhost:1521/ORCL", "Tiger9Pass77"},
            {"\xe5\xaf\x86\xe7\xa0\x81: Mi4Ma9xQ", "Mi4Ma9xQ"},
            {"\xd0\xbf\xd0\xb0\xd1\x80\xd0\xbe\xd0\xbb\xd1\x8c=Pa7Rol9x", "Pa7Rol9x"},
-           {"contrase\xc3\xb1a: Con7Tra9x", "Con7Tra9x"},
+           {"contrase\xc3\xb1"
+            "a: Con7Tra9x",
+            "Con7Tra9x"},
            {"Passwort: Pass7Wort9", "Pass7Wort9"},
            {"\xe3\x83\x91\xe3\x82\xb9\xe3\x83\xaf\xe3\x83\xbc\xe3\x83\x89=Jp7Pass9x", "Jp7Pass9x"},
            {R"({"data": "{\"auth\": {\"password\": \"Xk9mP2qR7vT4\"}}"})", "Xk9mP2qR7vT4"},

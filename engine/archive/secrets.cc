@@ -193,7 +193,8 @@ const std::vector<Rule>& rules() {
         "account[_-]?key|auth|auth[_-]?token|client[_-]?secret|session[_-]?id|sessionid|csrf[_-]?token|csrftoken|"
         "cookie|private[_-]?key|credentials?|creds|[_-]key|key[_-]data|authorization|"
         // The word in other languages, as a message or a config in them writes it.
-        "passwort|kennwort|contrase\xc3\xb1a|contrasena|senha|wachtwoord|has\xc5\x82o|haslo|parola|"
+        "passwort|kennwort|contrase\xc3\xb1"
+        "a|contrasena|senha|wachtwoord|has\xc5\x82o|haslo|parola|"
         "l\xc3\xb6senord|salasana|mot[_ -]de[_ -]passe|"
         "\xd0\xbf\xd0\xb0\xd1\x80\xd0\xbe\xd0\xbb\xd1\x8c|\xd0\x9f\xd0\xb0\xd1\x80\xd0\xbe\xd0\xbb\xd1\x8c|"
         "\xe5\xaf\x86\xe7\xa0\x81|\xe5\xaf\x86\xe7\xa2\xbc|\xe5\x8f\xa3\xe4\xbb\xa4|"
@@ -338,6 +339,7 @@ std::string replaceRule(const std::string& text, const Rule& rule) {
 // lines of code and prose have none, and ~90 regular expressions need not
 // run on them (a 2 MiB bundled text file took 18 s without this).
 bool mayHoldSecret(std::string_view piece) {
+  // Other languages' words by their first letters: пар(оль), Пар(оль), 密, 口令, パス, 비밀.
   static constexpr std::string_view kWords[]{"pass",
                                              "pwd",
                                              "secret",
@@ -392,11 +394,11 @@ bool mayHoldSecret(std::string_view piece) {
                                              "parola",
                                              "senord",
                                              "salasana",
-                                             "\xd0\xbf\xd0\xb0\xd1\x80",   // пар(оль)
-                                             "\xd0\x9f\xd0\xb0\xd1\x80",   // Пар(оль)
-                                             "\xe5\xaf\x86",               // 密
-                                             "\xe5\x8f\xa3\xe4\xbb\xa4",   // 口令
-                                             "\xe3\x83\x91\xe3\x82\xb9",   // パス
+                                             "\xd0\xbf\xd0\xb0\xd1\x80",
+                                             "\xd0\x9f\xd0\xb0\xd1\x80",
+                                             "\xe5\xaf\x86",
+                                             "\xe5\x8f\xa3\xe4\xbb\xa4",
+                                             "\xe3\x83\x91\xe3\x82\xb9",
                                              "\xeb\xb9\x84\xeb\xb0\x80"};  // 비밀
   std::string lower(piece);
   std::size_t run = 0, colons = 0;
@@ -603,8 +605,10 @@ std::string scrubRandomTokens(const std::string& text) {
     return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("+/=_-").find(c) != std::string_view::npos;
   };
   std::string out;
+  std::size_t line = 0;  // where the line being read starts
   for (std::size_t i = 0; i < text.size();) {
     if (!inAlphabet(text[i])) {
+      if (text[i] == '\n') line = i + 1;
       out += text[i++];
       continue;
     }
@@ -612,7 +616,6 @@ std::string scrubRandomTokens(const std::string& text) {
     while (end < text.size() && inAlphabet(text[end])) ++end;
     const std::string_view run(text.data() + i, end - i);
     // A hash in hex that the words just before name ("sha 3f2c...", "invalid hash value (expected \"...").
-    const std::size_t line = text.rfind('\n', i) == std::string::npos ? 0 : text.rfind('\n', i) + 1;
     const std::size_t from = std::max(line, i >= 40 ? i - 40 : 0);
     const bool digest = hexOnly(run) && namesADigest(std::string_view(text).substr(from, i - from));
     const bool secret = run.size() >= 16 && !digest && !uuidShaped(run) && generatedLooking(run);
