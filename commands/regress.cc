@@ -113,8 +113,8 @@ void checkRegressionTarget(const fs::path& dir, const std::string& name) {
       throw BadInputError(file.string() +
                           ": a case of the regression set is a link, a directory or a device, which minrepro "
                           "neither follows nor replaces; remove it, or give another --name");
-    const std::string word = std::string(ending) == ".expect" ? readExpect(file) : "";
-    const bool ours = std::string(ending) == ".tar.gz" ? madeByMinrepro(file) : (word == "fail" || word == "pass");
+    const std::string word = std::string_view(ending) == ".expect" ? readExpect(file) : "";
+    const bool ours = word.empty() ? madeByMinrepro(file) : word == "fail" || word == "pass";
     if (!ours)
       throw BadInputError(file.string() +
                           ": exists and is not a case minrepro wrote; remove it, or give another --name");
@@ -138,10 +138,15 @@ void addToRegressionSet(const fs::path& archive, const fs::path& dir, const std:
   file << "fail\n";
   file.close();
   std::error_code renamed;
+  const std::string written = file ? "" : std::strerror(errno);
   if (file) fs::rename(partial, expect, renamed);
-  if (!file || renamed)
-    throw Error(ExitStatus::TrialsCannotStart, "cannot write " + expect.string() + " (" + std::strerror(errno) +
+  if (!file || renamed) {
+    std::error_code ignored;
+    fs::remove(partial, ignored);
+    throw Error(ExitStatus::TrialsCannotStart, "cannot write " + expect.string() + " (" +
+                                                   (renamed ? renamed.message() : written) +
                                                    "): the regression set holds the archive but not what it expects");
+  }
 }
 
 void addShrunkCase(const fs::path& config, const std::string& output, const fs::path& dir, std::string name,

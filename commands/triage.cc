@@ -201,14 +201,21 @@ Triage triageText(const std::string& text) {
   return t;
 }
 
+namespace {
+// What triage read of lines longer than kMaxLine; "" when none was.
+std::string cutLinesNote(const Triage& t) {
+  if (t.cut_lines == 0) return "";
+  return "note: " + std::to_string(t.cut_lines) + " line(s) longer than " + std::to_string(text::kMaxLine) +
+         " bytes were read in their first " + std::to_string(text::kMaxLine) + " bytes only\n";
+}
+}  // namespace
+
 std::string renderTriage(const Triage& t, const std::string& source) {
   std::ostringstream out;
   if (!t.signature.failed()) {
     out << source << ": no error found (no traceback, uncaught exception, kernel assertion, fatal-signal report "
         << "or error line)\n";
-    if (t.cut_lines > 0)  // an error past a line's first bytes is not read
-      out << "note: " << t.cut_lines << " line(s) longer than " << text::kMaxLine << " bytes were read in their first "
-          << text::kMaxLine << " bytes only\n";
+    out << cutLinesNote(t);  // an error past a line's first bytes is not read
     return out.str();
   }
   const auto [check, avoid] = adviceFor(t.signature);
@@ -235,9 +242,7 @@ std::string renderTriage(const Triage& t, const std::string& source) {
         << " MiB): " << t.not_read << " of them, lines " << t.first_not_read << " to " << t.last_not_read
         << ", were not read; the first " << (kHeadBytes >> 20) << " MiB, where the first error is, and the last "
         << (kTailBytes >> 20) << " MiB were\n";
-  if (t.cut_lines > 0)
-    out << "note: " << t.cut_lines << " line(s) longer than " << text::kMaxLine << " bytes were read in their first "
-        << text::kMaxLine << " bytes only\n";
+  out << cutLinesNote(t);
   return out.str();
 }
 

@@ -123,8 +123,10 @@ ScrubContext machineScrubContext() {
     const std::string name = pair.substr(0, eq), value = pair.substr(eq + 1);
     // The desktop's and the agent's sessions (XDG_SESSION_CLASS=user, SSH_AUTH_SOCK=/tmp/...) are none.
     const bool desktop = name.starts_with("XDG_") || name.starts_with("DBUS_") || name == "SSH_AUTH_SOCK";
-    const bool letters_and_digits =
-        std::any_of(value.begin(), value.end(), ::isalpha) && std::any_of(value.begin(), value.end(), ::isdigit);
+    const auto has = [&](int (*is)(int)) {
+      return std::any_of(value.begin(), value.end(), [&](char ch) { return is(static_cast<unsigned char>(ch)) != 0; });
+    };
+    const bool letters_and_digits = has(::isalpha) && has(::isdigit);
     if (namesASecret(name) && !desktop && value.size() >= 8 && value.front() != '/' && letters_and_digits)
       c.secrets.emplace_back(value, "<secret:env-" + name + ">");
   }
