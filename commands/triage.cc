@@ -9,6 +9,8 @@
 #include <optional>
 #include <sstream>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "commands/log_window.h"
@@ -112,27 +114,37 @@ std::string shorten(const std::string& line) {
   return line.size() > kShown ? line.substr(0, kShown) + "..." : line;
 }
 
-// "2 collective timeout (rank 0), 1 launcher summary": the kinds set aside,
-// in the order first met, with the processes they came from.
+// "2 collective timeouts (rank 1, rank 2), 1 launcher summary": the kinds set
+// aside, in the order first met, with the processes they came from. A log of
+// 80 000 ranks names the first few places of each kind and counts the rest,
+// so the line stays readable and the count stays linear in the log.
 std::string countKinds(const std::vector<SetAside>& set_aside) {
-  std::vector<std::pair<std::string, std::vector<std::string>>> kinds;  // kind, distinct places
-  std::vector<std::size_t> counts;
+  constexpr std::size_t kPlacesNamed = 8;
+  struct Kind {
+    std::string name;
+    std::size_t count = 0;
+    std::vector<std::string> named_places;
+    std::unordered_set<std::string> places;
+  };
+  std::vector<Kind> kinds;
+  std::unordered_map<std::string, std::size_t> index_of;
   for (const SetAside& other : set_aside) {
-    auto kind = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == other.kind; });
-    if (kind == kinds.end()) {
-      kinds.push_back({other.kind, {}});
-      counts.push_back(0);
-      kind = kinds.end() - 1;
-    }
-    ++counts[static_cast<std::size_t>(kind - kinds.begin())];
-    if (!other.where.empty() && std::find(kind->second.begin(), kind->second.end(), other.where) == kind->second.end())
-      kind->second.push_back(other.where);
+    auto [at, is_new] = index_of.try_emplace(other.kind, kinds.size());
+    if (is_new) kinds.emplace_back().name = other.kind;
+    Kind& kind = kinds[at->second];
+    ++kind.count;
+    if (other.where.empty() || !kind.places.insert(other.where).second) continue;
+    if (kind.named_places.size() < kPlacesNamed) kind.named_places.push_back(other.where);
   }
   std::string text;
-  for (std::size_t i = 0; i < kinds.size(); ++i) {
-    text += (i ? ", " : "") + std::to_string(counts[i]) + " " + kinds[i].first + (counts[i] > 1 ? "s" : "");
-    for (std::size_t j = 0; j < kinds[i].second.size(); ++j)
-      text += (j ? ", " : " (") + kinds[i].second[j] + (j + 1 == kinds[i].second.size() ? ")" : "");
+  for (const Kind& kind : kinds) {
+    text += (text.empty() ? "" : ", ") + std::to_string(kind.count) + " " + kind.name + (kind.count > 1 ? "s" : "");
+    if (kind.named_places.empty()) continue;
+    text += " (";
+    for (std::size_t j = 0; j < kind.named_places.size(); ++j) text += (j ? ", " : "") + kind.named_places[j];
+    if (kind.places.size() > kind.named_places.size())
+      text += " and " + std::to_string(kind.places.size() - kind.named_places.size()) + " more";
+    text += ")";
   }
   return text;
 }

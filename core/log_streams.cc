@@ -4,6 +4,7 @@
 #include <cctype>
 #include <regex>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 
 namespace minrepro {
@@ -93,11 +94,12 @@ std::size_t loggingPrefix(std::string_view line) {
 std::vector<Stream> splitStreams(Lines lines) {
   const bool srun_labels = hasSrunLabels(lines);
   std::vector<Stream> streams;
+  std::unordered_map<std::string, std::size_t> stream_of;  // a job of 80 000 ranks has as many streams
   for (std::size_t i = 0; i < lines.size(); ++i) {
     const auto prefix = linePrefix(lines[i], srun_labels);  // (stream name, where the text starts)
-    const std::string& name = prefix.first;
-    auto stream = std::find_if(streams.begin(), streams.end(), [&](const Stream& s) { return s.name == name; });
-    if (stream == streams.end()) stream = streams.insert(streams.end(), Stream{name, {}, {}});
+    const auto [at, is_new] = stream_of.try_emplace(prefix.first, streams.size());
+    if (is_new) streams.push_back(Stream{prefix.first, {}, {}});
+    Stream* stream = &streams[at->second];
     lines[i].erase(0, prefix.second);
     lines[i].erase(0, loggingPrefix(lines[i]));
     stream->lines.push_back(std::move(lines[i]));

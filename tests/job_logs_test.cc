@@ -307,6 +307,27 @@ TEST(JobLogTriage, RenderShowsTheRankTheFrameAndWhyTheRootCauseIsNotIt) {
   EXPECT_NE(out.find("next: fix the error of rank 1 first"), std::string::npos) << out;
 }
 
+// A job of thousands of ranks, each raising after rank 0: the set-aside line
+// names the first eight ranks and counts the rest (it named all 3000), and
+// every rank is still its own stream (rank 2999's error is read as its own).
+TEST(JobLogTriage, ThousandsOfRanksAreCountedNotListed) {
+  std::string log;
+  for (int r = 0; r < 3000; ++r) log += "[rank" + std::to_string(r) + "]: step 10 loss 0.5\n";
+  for (int r = 0; r < 3000; ++r) {
+    const std::string p = "[rank" + std::to_string(r) + "]: ";
+    log += p + "Traceback (most recent call last):\n" + p + "  File \"/src/train.py\", line 42, in <module>\n" + p +
+           "IndexError: index " + std::to_string(r) + " is out of bounds\n";
+  }
+  const std::string out = renderTriage(triageText(log), "train.log");
+  EXPECT_NE(out.find("in:                  rank 0\n"), std::string::npos) << out.substr(0, 2000);
+  EXPECT_NE(out.find("set aside:           2999 read as consequences of the first error: 2999 later errors (rank 1, "
+                     "rank 2, rank 3, rank 4, rank 5, rank 6, rank 7, rank 8 and 2991 more)\n"),
+            std::string::npos)
+      << out.substr(0, 2000);
+  EXPECT_EQ(out.find("rank 2999,"), std::string::npos);
+  EXPECT_LT(out.size(), 4000u);
+}
+
 TEST(JobLogTriage, ASignalInAWorkerPointsAtTheDataset) {
   const std::string out = renderTriage(triageText(readLogFixture("torch113/loader_worker_segv.txt")), "x.log");
   EXPECT_NE(out.find("signal:              SIGSEGV\n"), std::string::npos) << out;
