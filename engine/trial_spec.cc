@@ -23,6 +23,13 @@ std::string substitutePlaceholders(std::string arg, const fs::path& batch, const
 
 namespace {
 
+std::string withCaseDir(std::string value, const fs::path& case_dir) {
+  constexpr std::string_view kKey = "{case_dir}";
+  for (auto pos = value.find(kKey); pos != std::string::npos; pos = value.find(kKey, pos + case_dir.string().size()))
+    value.replace(pos, kKey.size(), case_dir.string());
+  return value;
+}
+
 // torch.compile's caches live under TMPDIR by default, which is each
 // trial's own: every trial compiled from scratch (16-54 s a trial where a
 // warm cache takes 6-10 s). They are keyed by the graph, its shapes and the
@@ -49,7 +56,8 @@ TrialSpec trialSpecFor(const CaseConfig& config, const std::string& trial_binary
     for (const auto& arg : command.argv)
       spec.argv.push_back(
           substituteEnvPlaceholders(substitutePlaceholders(arg, input.batch, input.dir, config.base_dir), env));
-    spec.env_set = env;
+    // A value may name the case's directory (the archive's PYTHONPATH: {case_dir}/external/...).
+    for (const auto& [name, value] : env) spec.env_set[name] = withCaseDir(value, config.base_dir);
   }
   // Determinism switches, recorded in the report: the case's seed, and the
   // trial's own number for trials that want a fresh seed each time.

@@ -109,6 +109,64 @@ TEST_F(Fidelity, ScriptOutsideTheCaseDirectoryIsBundledAndItsPathRewritten) {
   EXPECT_NE(repro.find("IndexError: Target 4 is out of bounds."), std::string::npos) << repro;
 }
 
+// trial.py imports its loss from a package found through PYTHONPATH, in a
+// directory outside the case. The archive carries the package and sets
+// PYTHONPATH to its copy; the self-check runs without the shell's
+// PYTHONPATH, as a maintainer would. (Before, the package was bundled where
+// nothing looked for it, and the self-check passed only because it
+// inherited the reporter's PYTHONPATH: repro.py failed elsewhere with
+// "No module named 'mrlosses'".)
+TEST_F(Fidelity, APackageFoundThroughPythonPathTravelsAndIsFoundAgain) {
+  TempDir outside("minrepro-fidelity-lib");
+  const fs::path lib = outside.path() / "shared-code";
+  fs::create_directories(lib / "mrlosses");
+  testing::writeFile(lib / "mrlosses" / "__init__.py", "from torch.nn.functional import cross_entropy as loss\n");
+  const fs::path case_dir = work_.path() / "case";
+  fs::copy(cases_->path() / "sibling_files", case_dir);
+  std::string trial = readFile(case_dir / "trial.py");
+  trial.replace(trial.find("import json\n"), 12, "import json\nimport mrlosses\nassert mrlosses.loss\n");
+  testing::writeFile(case_dir / "trial.py", trial);
+  std::string output;
+  const fs::path archive = work_.path() / "repro.tar.gz";
+  ASSERT_EQ(runCommand("PYTHONPATH=" + lib.string() + " HF_TOKEN=hf_probe0000token1111 " + MINREPRO_BINARY +
+                           " shrink --config " + (case_dir / "case.yaml").string() + " --output " + archive.string() +
+                           " --work-dir " + (work_.path() / "work").string(),
+                       &output),
+            0)
+      << output;
+  EXPECT_NE(output.find("self-check: the archive reproduced on its own in 3 of 3 runs"), std::string::npos) << output;
+  const fs::path dir = elsewhere_.path() / "repro";
+  ASSERT_TRUE(testing::extractInto(archive, dir));
+  EXPECT_TRUE(fs::exists(dir / "external" / "shared-code" / "mrlosses" / "__init__.py")) << output;
+  EXPECT_NE(readFile(dir / "case.yaml").find("PYTHONPATH: \"{case_dir}/external/shared-code\""), std::string::npos)
+      << readFile(dir / "case.yaml");
+  fs::remove_all(lib);
+  std::string repro;
+  EXPECT_EQ(runRepro(dir, &repro), 1) << repro;
+  EXPECT_NE(repro.find("IndexError: Target 4 is out of bounds."), std::string::npos) << repro;
+}
+
+// A step that needs a variable of the reporter's shell whose name says it
+// holds a secret: the archive does not carry it, so the self-check's runs do
+// not get it either, and shrink says which (exit 6). Before, the runs
+// inherited it and the archive passed its self-check.
+TEST_F(Fidelity, AShellSecretTheArchiveDoesNotCarryIsNotGivenToTheSelfCheck) {
+  const fs::path case_dir = work_.path() / "case";
+  fs::copy(cases_->path() / "sibling_files", case_dir);
+  std::string trial = readFile(case_dir / "trial.py");
+  trial.replace(trial.find("import json\n"), 12, "import json\nimport os\nos.environ[\"MR_PROBE_TOKEN\"]\n");
+  testing::writeFile(case_dir / "trial.py", trial);
+  std::string output;
+  ASSERT_EQ(runCommand("MR_PROBE_TOKEN=abc123def456ghi789 " + std::string(MINREPRO_BINARY) + " shrink --config " +
+                           (case_dir / "case.yaml").string() + " --output " + (work_.path() / "repro.tar.gz").string() +
+                           " --work-dir " + (work_.path() / "work").string(),
+                       &output),
+            6)
+      << output;
+  EXPECT_NE(output.find("the runs did not get what the archive does not carry: MR_PROBE_TOKEN"), std::string::npos)
+      << output;
+}
+
 // trial.exclude_files keeps model.pt out: the archive cannot reproduce, and
 // shrink says so (exit 6, the missing file by name) instead of "done".
 TEST_F(Fidelity, ArchiveThatDoesNotReproduceAloneIsReportedWithItsOwnStatus) {

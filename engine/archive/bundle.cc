@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 
 #include "core/process/process.h"
+#include "engine/archive/scrub.h"
 
 namespace fs = std::filesystem;
 
@@ -80,13 +82,59 @@ std::vector<fs::path> globbed(const CaseConfig& config, const fs::path& base, co
   return out;
 }
 
-// The deepest directory that holds every file ("/" when only the root does).
-fs::path commonDirectory(const std::vector<fs::path>& files) {
-  if (files.empty()) return "/";
-  fs::path common = files.front().parent_path();
+// The deepest directory that holds every file and every one of `dirs` ("/"
+// when only the root does).
+fs::path commonDirectory(const std::vector<fs::path>& files, const std::vector<fs::path>& dirs) {
+  if (files.empty() && dirs.empty()) return "/";
+  fs::path common = files.empty() ? dirs.front() : files.front().parent_path();
+  const auto holds = [&](const fs::path& dir) { return dir == common || inside(dir, common) != std::nullopt; };
   for (const fs::path& f : files)
     while (common != common.root_path() && inside(f, common) == std::nullopt) common = common.parent_path();
+  for (const fs::path& d : dirs)
+    while (common != common.root_path() && !holds(d)) common = common.parent_path();
   return common;
+}
+
+// A path from outside the case directory (a file or a PYTHONPATH directory)
+// as the archive names it: under external/, its path below the common
+// directory, led by that directory's own name (code/step.py). When the
+// common directory is the root or a home directory, its name is left out
+// and a path part that is a login name becomes "user": the archive carries
+// neither the home directory nor the user's name.
+fs::path externalName(const fs::path& path, const fs::path& common, const ScrubContext& machine) {
+  const fs::path below = path == common ? fs::path() : path.lexically_relative(common);
+  const bool home = std::any_of(machine.homes.begin(), machine.homes.end(),
+                                [&](const std::string& h) { return canonicalOr(h) == common; });
+  if (common.has_filename() && !home)
+    return below.empty() ? "external" / common.filename() : "external" / common.filename() / below;
+  fs::path name = "external";
+  for (const fs::path& part : below) {
+    const bool user = std::find(machine.users.begin(), machine.users.end(), part.string()) != machine.users.end();
+    name /= user ? fs::path("user") : part;
+  }
+  return name;
+}
+
+// The directories of `python_path` that hold a file the archive carries, as
+// the archive names them ("." for the case directory itself).
+std::vector<std::string> bundledPythonPath(const std::vector<fs::path>& python_path, const fs::path& base,
+                                           const std::vector<fs::path>& outside, const fs::path& common,
+                                           const std::vector<BundledFile>& files, const ScrubContext& machine) {
+  std::vector<std::string> out;
+  const auto holdsAny = [](const fs::path& dir, const auto& paths, auto path_of) {
+    return std::any_of(paths.begin(), paths.end(), [&](const auto& p) { return inside(path_of(p), dir).has_value(); });
+  };
+  for (const fs::path& dir : python_path) {
+    std::string name;
+    if (dir == base || inside(dir, base)) {
+      if (holdsAny(dir, files, [](const BundledFile& f) { return f.source; }))
+        name = dir == base ? "." : inside(dir, base)->string();
+    } else if (holdsAny(dir, outside, [](const fs::path& p) { return p; })) {
+      name = externalName(dir, common, machine).lexically_normal().string();
+    }
+    if (!name.empty() && std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  }
+  return out;
 }
 
 }  // namespace
@@ -102,7 +150,24 @@ std::vector<fs::path> readTrace(const fs::path& trace_file) {
   return out;
 }
 
-BundlePlan planBundle(const CaseConfig& config, const std::vector<fs::path>& traced) {
+std::vector<fs::path> trialPythonPath(const CaseConfig& config) {
+  std::string value;
+  if (config.command && config.command->env.contains("PYTHONPATH"))
+    value = config.command->env.at("PYTHONPATH");
+  else if (const char* inherited = std::getenv("PYTHONPATH"))
+    value = inherited;
+  std::vector<fs::path> dirs;
+  for (std::size_t from = 0; from <= value.size();) {
+    const std::size_t colon = std::min(value.find(':', from), value.size());
+    const fs::path dir = value.substr(from, colon - from);
+    if (dir.is_absolute()) dirs.push_back(canonicalOr(dir));
+    from = colon + 1;
+  }
+  return dirs;
+}
+
+BundlePlan planBundle(const CaseConfig& config, const std::vector<fs::path>& traced,
+                      const std::vector<fs::path>& python_path) {
   const fs::path base = canonicalOr(config.base_dir), work = canonicalOr(config.work_dir);
   BundlePlan plan;
   const fs::path output = canonicalOr(config.output);
@@ -141,29 +206,42 @@ BundlePlan planBundle(const CaseConfig& config, const std::vector<fs::path>& tra
   }
   // Files from outside keep their layout relative to one another (a script's
   // siblings stay its siblings) under external/, named from their nearest
-  // common directory: the archive does not carry the home directory or the
-  // user's name in its paths.
-  const fs::path common = commonDirectory(outside);
+  // common directory, which holds the PYTHONPATH directories they came from
+  // too (a package keeps its name below the directory Python found it in).
+  std::vector<fs::path> path_dirs;
+  for (const fs::path& dir : python_path)
+    if (std::any_of(outside.begin(), outside.end(), [&](const fs::path& p) { return inside(p, dir).has_value(); }))
+      path_dirs.push_back(dir);
+  const fs::path common = commonDirectory(outside, path_dirs);
+  const ScrubContext machine = machineScrubContext();
   for (const fs::path& path : outside) {
-    const fs::path rel =
-        common.has_filename() ? common.filename() / path.lexically_relative(common) : path.relative_path();
-    const std::string name = (fs::path("external") / rel).string();
+    const std::string name = externalName(path, common, machine).string();
     add(name, path);
     if (argv_paths.count(path)) {
       plan.argv_rewrites[path.string()] = "{case_dir}/" + name;
       plan.from_outside.push_back(path.string() + " -> " + name +
                                   " (named by the command, which the archive runs from there)");
+    } else if (std::any_of(path_dirs.begin(), path_dirs.end(),
+                           [&](const fs::path& dir) { return inside(path, dir).has_value(); })) {
+      plan.from_outside.push_back(path.string() + " -> " + name +
+                                  " (found through PYTHONPATH, which the archive sets to its copies)");
     } else {
       plan.from_outside.push_back(path.string() + " -> " + name +
                                   " (found by the reproducer only when read relative to a script the command names; "
                                   "code that opens it by this absolute path does not see the bundled copy)");
     }
   }
+  plan.python_path = bundledPythonPath(python_path, base, outside, common, plan.files, machine);
   return plan;
 }
 
 CaseConfig withBundledPaths(CaseConfig config, const BundlePlan& plan) {
   if (!config.command) return config;
+  if (!plan.python_path.empty()) {
+    std::string value;
+    for (const std::string& dir : plan.python_path) value += (value.empty() ? "" : ":") + ("{case_dir}/" + dir);
+    config.command->env["PYTHONPATH"] = value;
+  }
   for (auto& arg : config.command->argv) {
     if (!fs::path(arg).is_absolute()) continue;
     if (auto it = plan.argv_rewrites.find(canonicalOr(arg).string()); it != plan.argv_rewrites.end()) arg = it->second;

@@ -16,7 +16,11 @@
 // (its name, then their paths below it: no home directory or user name in
 // the archive); a command argument naming one (a script outside the case
 // directory) is rewritten to {case_dir}/external/..., so that its own
-// siblings resolve too. A file the
+// siblings resolve too. A module the trial imported through PYTHONPATH is
+// found the same way: the PYTHONPATH directories whose files travel are
+// named from that common directory too, and the archived case sets
+// PYTHONPATH to their copies ({case_dir}/external/...), so the archive does
+// not need the reporter's shell. A file the
 // code opens by an absolute path cannot be redirected: it is bundled all the
 // same and REPORT.md says so.
 #pragma once
@@ -39,6 +43,9 @@ struct BundlePlan {
   std::vector<BundledFile> files;
   // Command arguments to rewrite in the archive: absolute path -> "{case_dir}/external/...".
   std::map<std::string, std::string> argv_rewrites;
+  // The trial's PYTHONPATH directories whose files the archive carries, as
+  // archive-relative directories, in PYTHONPATH's order.
+  std::vector<std::string> python_path;
   // For REPORT.md: files bundled from outside the case directory, and files
   // seen in the trace but left out, each with why.
   std::vector<std::string> from_outside;
@@ -58,12 +65,19 @@ std::string fileTraceLibrary();
 // The absolute paths a trace file lists, each once, in first-seen order.
 std::vector<std::filesystem::path> readTrace(const std::filesystem::path& trace_file);
 
-// Which of the traced files, of those trial.files matches and of those the
-// command names, the archive carries, and under which names. Never throws
-// for a file that vanished.
-BundlePlan planBundle(const CaseConfig& config, const std::vector<std::filesystem::path>& traced);
+// The directories on the trial's PYTHONPATH: trial.env's when the case sets
+// it, else the one the trials inherit from this process; absolute ones only.
+std::vector<std::filesystem::path> trialPythonPath(const CaseConfig& config);
 
-// The case as the archive holds it: command arguments rewritten by `plan`.
+// Which of the traced files, of those trial.files matches and of those the
+// command names, the archive carries, and under which names. `python_path`:
+// the trial's PYTHONPATH directories (trialPythonPath). Never throws for a
+// file that vanished.
+BundlePlan planBundle(const CaseConfig& config, const std::vector<std::filesystem::path>& traced,
+                      const std::vector<std::filesystem::path>& python_path = {});
+
+// The case as the archive holds it: command arguments rewritten by `plan`,
+// and PYTHONPATH set to the bundled copies of its directories.
 CaseConfig withBundledPaths(CaseConfig config, const BundlePlan& plan);
 
 }  // namespace minrepro

@@ -445,13 +445,27 @@ std::string reproCommand(const CaseConfig& config) {
   if (python_program)
     py << "# The trials ran " << text::quoted(fs::path(c.argv.front()).filename().string())
        << "; this script runs the command with the Python that runs it.\n";
-  py << "env = dict(os.environ)\n";
+  py << "env = dict(os.environ)\n"
+     << "def fill(arg):\n"
+     << "    arg = (arg.replace(\"{batch}\", BATCH)\n"
+     << "              .replace(\"{case_dir}\", HERE).replace(\"{workdir}\", HERE))\n"
+     << "    while \"{env:\" in arg and \"}\" in arg[arg.index(\"{env:\"):]:\n"
+     << "        start = arg.index(\"{env:\")\n"
+     << "        end = arg.index(\"}\", start)\n"
+     << "        arg = arg[:start] + env.get(arg[start + 5:end], \"\") + arg[end + 1:]\n"
+     << "    return arg\n";
   // In the order a trial gets them: the case's variables, then the
   // determinism variables over them. Each trial had a number of its own (a
   // trial that wants a fresh seed per run reads it): so does each run here.
   for (const auto& [k, v] : c.env) {
-    if (!isWithheldEnvPlaceholder(v))
-      py << "env[" << text::quoted(k) << "] = " << text::quoted(v) << "\n";
+    if (k == "PYTHONPATH" && v.find("{case_dir}") != std::string::npos)  // the bundled copies (engine/archive/bundle.h)
+      py << "# The trials imported modules from these directories (PYTHONPATH); the archive carries them.\n"
+         << "env[\"PYTHONPATH\"] = os.pathsep.join([fill(p) for p in " << text::quoted(v)
+         << ".split(\":\")] + [p for p in [os.environ.get(\"PYTHONPATH\")] if p])\n";
+    else if (!isWithheldEnvPlaceholder(v))
+      py << "env[" << text::quoted(k)
+         << "] = " << (v.find("{case_dir}") != std::string::npos ? "fill(" + text::quoted(v) + ")" : text::quoted(v))
+         << "\n";
     else if (!argumentOfSecretVariable(k).empty())  // an argument's secret (engine/archive/scrub.h)
       py << "# Argument " << argumentOfSecretVariable(k) << " of the command holds a secret, left out: set " << k
          << " to it before running this.\n";
@@ -459,15 +473,7 @@ std::string reproCommand(const CaseConfig& config) {
       py << "# trial.env set " << k << "; its value looks like a secret and is left out: set " << k
          << " before running this if the step needs it.\n";
   }
-  py << "def fill(arg):\n"
-     << "    arg = (arg.replace(\"{batch}\", BATCH)\n"
-     << "              .replace(\"{case_dir}\", HERE).replace(\"{workdir}\", HERE))\n"
-     << "    while \"{env:\" in arg and \"}\" in arg[arg.index(\"{env:\"):]:\n"
-     << "        start = arg.index(\"{env:\")\n"
-     << "        end = arg.index(\"}\", start)\n"
-     << "        arg = arg[:start] + env.get(arg[start + 5:end], \"\") + arg[end + 1:]\n"
-     << "    return arg\n"
-     << "argv = [fill(a) for a in [";
+  py << "argv = [fill(a) for a in [";
   // A file of the case is the archive's copy, never the user's original.
   for (std::size_t i = 0; i < c.argv.size(); ++i)
     py << (i ? ", " : "")

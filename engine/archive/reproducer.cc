@@ -260,7 +260,7 @@ TraceResult traceBundleOrThrow(const CaseConfig& config, TrialOracle& oracle, co
     log.detail("file trace of the minimal case (" + describe(outcome) + "): " + std::to_string(traced.size()) +
                " file(s) read" + (record ? std::string("; the op recorder rode along") : ""));
   }
-  result.bundle = planBundle(config, traced);
+  result.bundle = planBundle(config, traced, trialPythonPath(config));
   std::string names;
   for (const auto& f : result.bundle.files) names += (names.empty() ? "" : ", ") + f.archive_name;
   if (!result.bundle.files.empty()) log.info("bundled with the archive, read by the trial: " + names);
@@ -275,7 +275,7 @@ TraceResult traceBundle(const CaseConfig& config, TrialOracle& oracle, const Sel
     // The trace is a help, not the run's result: without it the command's own files still travel.
     log.info(std::string("warning: the files the trial reads could not be traced (") + e.what() +
              "); only trial.files and the command's own files are bundled");
-    return {planBundle(config, {}), {}};
+    return {planBundle(config, {}, trialPythonPath(config)), {}};
   }
 }
 
@@ -427,7 +427,7 @@ void ArchiveStep::write(ExitStatus status) {
   const std::string op_not_run = opStepNotRun(job_, status, summary_);
   const bool record = op_not_run.empty() && !job_.recorder.env.empty();
   const TraceResult trace = status == ExitStatus::Interrupted
-                                ? TraceResult{planBundle(config_, {}), {}}
+                                ? TraceResult{planBundle(config_, {}, trialPythonPath(config_)), {}}
                                 : traceBundle(config_, oracle_, best_, record ? &job_.recorder : nullptr, log_);
   addPhase(job_, "file trace", trace_from, log_);
   bundle_ = trace.bundle;

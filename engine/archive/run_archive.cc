@@ -209,6 +209,7 @@ TrialOutcome runScript(const VerifyOptions& o, Executor& executor, std::vector<s
   spec.argv = {o.python};
   for (auto& a : script_and_args) spec.argv.push_back(std::move(a));
   spec.env_unset = diagnosticVariables();
+  spec.env_unset.insert(spec.env_unset.end(), o.env_unset.begin(), o.env_unset.end());
   spec.env_set = o.env;
   spec.work_dir = work_dir;
   spec.timeout = o.timeout;

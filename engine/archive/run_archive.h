@@ -42,6 +42,9 @@ struct VerifyOptions {
   // neighbours. Empty: the archive as it is.
   std::filesystem::path code_dir;
   std::string python = kDefaultPython;
+  // Variables the runs do not inherit, beyond the diagnostic ones (the
+  // self-check's: what the archive does not carry).
+  std::vector<std::string> env_unset;
   // verify, regress and compare: run with the torch the archive was made
   // with when this machine has it (engine/torch_versions.h), `python` then
   // being --python only when `python_given`, else the build's Python to fall

@@ -1,9 +1,14 @@
 #include "engine/archive/self_check.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <regex>
 
 #include "engine/archive/run_archive.h"
+#include "engine/archive/scrub.h"
+
+extern char** environ;
 
 namespace minrepro {
 
@@ -34,6 +39,13 @@ std::string SelfCheck::describe() const {
   if (other_failures > 0) text += "; " + std::to_string(other_failures) + " run(s) failed another way";
   if (!first_difference.empty()) text += "; first run that did not: " + first_difference;
   if (!missing_file.empty()) text += "; it could not find " + missing_file + " (add it with trial.files)";
+  if (!passed() && !not_given.empty()) {
+    text += "; the runs did not get what the archive does not carry: ";
+    for (std::size_t i = 0; i < not_given.size(); ++i) text += (i ? ", " : "") + not_given[i];
+    text +=
+        " (a step that needs a variable: set it in trial.env; code outside the case directory: import it "
+        "from a directory on PYTHONPATH, or name it with trial.files)";
+  }
   return text;
 }
 
@@ -69,6 +81,50 @@ std::string missingFileIn(const std::string& output) {
   return "";
 }
 
+namespace {
+
+// A PYTHONPATH directory of the environment rather than the user's code:
+// installed packages, or a torch found there (a source build's).
+bool environmentDirectory(const std::filesystem::path& dir) {
+  const std::string text = dir.string();
+  std::error_code ec;
+  return text.find("site-packages") != std::string::npos || text.find("dist-packages") != std::string::npos ||
+         std::filesystem::exists(dir / "torch" / "__init__.py", ec);
+}
+
+// What the self-check's runs do not inherit from this process (see
+// checkArchiveAlone), recorded in `check.not_given`; sets or unsets
+// PYTHONPATH in `options`.
+void leaveOutWhatTheArchiveDoesNotCarry(VerifyOptions& options, SelfCheck& check) {
+  if (const char* inherited = std::getenv("PYTHONPATH"); inherited != nullptr && options.env.count("PYTHONPATH") == 0) {
+    std::string kept, value = inherited;
+    for (std::size_t from = 0; from <= value.size();) {
+      const std::size_t colon = std::min(value.find(':', from), value.size());
+      const std::string dir = value.substr(from, colon - from);
+      from = colon + 1;
+      if (dir.empty()) continue;
+      if (environmentDirectory(dir))
+        kept += (kept.empty() ? "" : ":") + dir;
+      else
+        check.not_given.push_back("PYTHONPATH's " + dir);
+    }
+    if (kept.empty())
+      options.env_unset.push_back("PYTHONPATH");
+    else
+      options.env["PYTHONPATH"] = kept;
+  }
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string pair(*entry);
+    const std::string name = pair.substr(0, pair.find('='));
+    if (namesASecret(name) && options.env.count(name) == 0) {
+      options.env_unset.push_back(name);
+      check.not_given.push_back(name);
+    }
+  }
+}
+
+}  // namespace
+
 SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfCheckPlan& plan, const std::string& python,
                             std::chrono::milliseconds timeout, const std::atomic<bool>* cancel, SelfCheckSlots slots,
                             const std::map<std::string, std::string>& env) {
@@ -84,6 +140,7 @@ SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfChec
   options.slots = slots.slots;
   options.python = python;
   options.env = env;
+  leaveOutWhatTheArchiveDoesNotCarry(options, check);
   // The archive this run just wrote, from the user's own case: plain, as the trials ran.
   options.sandbox = SandboxMode::Off;
   options.timeout = timeout;

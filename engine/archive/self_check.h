@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/flaky.h"
 #include "core/process/job_slots.h"
@@ -35,6 +36,9 @@ struct SelfCheck {
   std::string first_difference;  // the first run that did not reproduce, in one line
   std::string missing_file;      // a file that run's output says it could not find
   std::string error;             // the check itself could not run (bad archive, no Python, no torch)
+  // What of this shell the runs did not get, as a maintainer would not have
+  // it: "PYTHONPATH's /home/u/lib", "HF_TOKEN". Named when a run did not reproduce.
+  std::vector<std::string> not_given;
   // false: a failure so rare that the runs allowed (30) could miss it on a
   // faithful archive; none failing is then no verdict.
   bool conclusive = true;
@@ -73,7 +77,11 @@ struct SelfCheckSlots {
 // `plan.runs` times with `python`, stopping when `cancel` is set; never
 // throws. op/repro_op.py is not run: the op step, beside it, runs it alone.
 // `env`: variables the runs get, as the maintainer would set them (the
-// values of trial.env that the archive leaves out as secrets).
+// values of trial.env that the archive leaves out as secrets). What the
+// archive does not carry they do not get from this process: the user's own
+// PYTHONPATH directories (repro.py sets PYTHONPATH to the archive's copies;
+// directories of installed packages and of torch stay) and variables whose
+// name says they hold a secret (HF_TOKEN, PGPASSWORD) unless `env` has them.
 SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfCheckPlan& plan, const std::string& python,
                             std::chrono::milliseconds timeout, const std::atomic<bool>* cancel = nullptr,
                             SelfCheckSlots slots = {}, const std::map<std::string, std::string>& env = {});
