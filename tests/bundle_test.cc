@@ -73,6 +73,29 @@ TEST_F(BundleFixture, TracedFilesOfTheUserAreBundledAndTheRestIsNot) {
   EXPECT_EQ(archived.command->argv[0], "/usr/bin/python3");
 }
 
+// Files from two projects of one home directory: their common directory is
+// the home, whose name (the user's) is left out. Before, they became
+// external/alice/proj/... A PYTHONPATH directory among them is named alike.
+TEST_F(BundleFixture, FilesFromAcrossTheHomeDirectoryDoNotCarryTheUsersName) {
+  const fs::path home = fs::canonical(root.path()) / "alice";
+  for (const char* f : {"proj/step.py", "shared/mylib/__init__.py"}) {
+    fs::create_directories((home / f).parent_path());
+    writeFile(home / f, "x");
+  }
+  config.command = CommandTrial{{"/usr/bin/python3", (home / "proj" / "step.py").string(), "{batch}"}, {}, {}};
+  const char* old_home = std::getenv("HOME");
+  const std::string saved = old_home ? old_home : "";
+  ::setenv("HOME", home.c_str(), 1);
+  const BundlePlan plan = planBundle(config, {home / "shared" / "mylib" / "__init__.py"}, {home / "shared"});
+  if (old_home)
+    ::setenv("HOME", saved.c_str(), 1);
+  else
+    ::unsetenv("HOME");
+  EXPECT_EQ(names(plan), (std::vector<std::string>{"external/shared/mylib/__init__.py", "external/proj/step.py"}));
+  EXPECT_EQ(plan.python_path, (std::vector<std::string>{"external/shared"}));
+  EXPECT_EQ(withBundledPaths(config, plan).command->env.at("PYTHONPATH"), "{case_dir}/external/shared");
+}
+
 TEST_F(BundleFixture, TrialFilesAddWhatTheTraceCannotSeeAndExcludeFilesWins) {
   config.files = {"weights/*.pt", "notes.txt"};
   config.exclude_files = {"weights/b.pt"};
