@@ -30,11 +30,13 @@ std::optional<std::string> insideCase(const fs::path& file, const fs::path& case
   return rel.generic_string();
 }
 
-// A path the command names relative to the case directory, as the trial
-// must see it: {case_dir}/NAME (a trial's own directory is its cwd).
-std::string caseArgument(const std::string& arg, const fs::path& case_dir) {
+// A path the command names (relative to the directory it was typed in), as
+// the trial must see it: {case_dir}/NAME inside the case directory (a
+// trial's own directory is its cwd), else absolute.
+std::string caseArgument(const std::string& arg, const InitOptions& o) {
   if (arg.empty() || arg.find('{') != std::string::npos || arg.front() == '-') return arg;
-  const fs::path p = fs::path(arg).is_absolute() ? fs::path(arg) : case_dir / arg;
+  const fs::path& case_dir = o.case_dir;
+  const fs::path p = fs::path(arg).is_absolute() ? fs::path(arg) : o.commandDir() / arg;
   std::error_code ec;
   if (!fs::is_regular_file(p, ec)) return arg;
   const auto rel = insideCase(p, case_dir);
@@ -63,13 +65,13 @@ std::vector<std::string> caseCommand(const InitOptions& o) {
   std::vector<std::string> argv;
   for (std::size_t i = 0; i < o.argv.size(); ++i) {
     const std::string& a = o.argv[i];
-    if (!has_batch && i > 0 && sameFile(fs::path(a).is_absolute() ? fs::path(a) : o.case_dir / a, o.batch)) {
+    if (!has_batch && i > 0 && sameFile(fs::path(a).is_absolute() ? fs::path(a) : o.commandDir() / a, o.batch)) {
       argv.push_back("{batch}");
       has_batch = true;
       continue;
     }
     // The program keeps its name (looked up on PATH at each trial, as the shell did) unless it is a path.
-    argv.push_back(i == 0 && a.find('/') == std::string::npos ? a : caseArgument(a, o.case_dir));
+    argv.push_back(i == 0 && a.find('/') == std::string::npos ? a : caseArgument(a, o));
   }
   if (!has_batch)
     throw BadInputError(
@@ -140,7 +142,7 @@ std::vector<std::pair<fs::path, std::string>> filesInitReads(const InitOptions& 
   for (const std::string& given : o.argv) {
     const std::string arg = argumentPath(given);
     if (arg.empty() || arg.find('{') != std::string::npos || arg.front() == '-') continue;
-    const fs::path p = fs::path(arg).is_absolute() ? fs::path(arg) : o.case_dir / arg;
+    const fs::path p = fs::path(arg).is_absolute() ? fs::path(arg) : o.commandDir() / arg;
     if (fs::exists(p, ec)) files.push_back({p, "a file the trial command names"});
   }
   return files;

@@ -22,7 +22,11 @@ namespace minrepro {
 struct InitOptions {
   std::filesystem::path batch;     // the failing batch, as given
   std::vector<std::string> argv;   // the trial command, as typed after --
-  std::filesystem::path case_dir;  // where relative paths in the case resolve (the current directory)
+  std::filesystem::path case_dir;  // where relative paths in the case resolve: the case file's directory
+  // Where the command's relative paths resolve, as the shell did: the current
+  // directory (empty: case_dir; init --output elsewhere makes them differ).
+  std::filesystem::path command_dir;
+  const std::filesystem::path& commandDir() const { return command_dir.empty() ? case_dir : command_dir; }
 };
 
 // The case.yaml text for the batch and command, with the inference as

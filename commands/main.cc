@@ -143,7 +143,11 @@ int initCommand(const std::vector<std::string>& all_args) {
       "force", "replace the case file when it exists");
   po::variables_map vm;
   if (const int status = parseSubcommand("init", opts, {}, args, vm); status >= 0) return status;
-  return minrepro::runInit(initOptions(batch, command), output, vm.count("force") > 0, std::cout);
+  minrepro::InitOptions options = initOptions(batch, command);
+  // The case's paths resolve from its own directory; the command's, typed here, from here.
+  options.command_dir = options.case_dir;
+  options.case_dir = std::filesystem::absolute(output).lexically_normal().parent_path();
+  return minrepro::runInit(options, output, vm.count("force") > 0, std::cout);
 }
 
 int shrinkCommand(const std::vector<std::string>& all_args) {

@@ -343,6 +343,19 @@ void findWindow(const NamedTensors& b, InferredCase& c) {
 
 // ---------------------------------------------------------------- refusals
 
+// Whether the integer vector b.tensors[i] starts at 0, never goes down and
+// ends within another 1-D tensor of the batch of another length: where each
+// sample's values start in that flat tensor.
+bool startsEachSampleOfAnother(const NamedTensors& b, std::size_t i) {
+  const at::Tensor& t = b.tensors[i];
+  if (t[0].item<std::int64_t>() != 0 || !t.diff().ge(0).all().item<bool>()) return false;
+  const std::int64_t last = t[-1].item<std::int64_t>();
+  for (std::size_t j = 0; j < b.tensors.size(); ++j)
+    if (j != i && b.tensors[j].dim() == 1 && b.tensors[j].size(0) != t.size(0) && b.tensors[j].size(0) >= last)
+      return true;
+  return false;
+}
+
 // Layouts whose samples are ranges of one axis: no sample axis to cut.
 void refuseRangeLayouts(const NamedTensors& b, const fs::path& file) {
   for (std::size_t i = 0; i < b.names.size(); ++i) {
@@ -355,6 +368,14 @@ void refuseRangeLayouts(const NamedTensors& b, const fs::path& file) {
           "' marks packed sequences (sample i is positions cu_seqlens[i] to cu_seqlens[i+1] of one axis), which "
           "minrepro cannot cut into samples: save the batch padded, one row per sample with a lengths tensor, or "
           "write case.yaml by hand with samples.tensors naming only tensors that have a sample axis");
+    if (leaf.find("offset") != std::string::npos && startsEachSampleOfAnother(b, i))
+      throw BadInputError(
+          file.string() + ": '" + b.names[i] + "' gives where each sample's values start in one flat tensor (" +
+          "EmbeddingBag's offsets: sample i is flat[offsets[i]:offsets[i+1]]), which minrepro cannot cut into "
+          "samples: save each sample's values padded into one [samples, length] tensor with a lengths tensor "
+          "beside it (or a list of one tensor per sample), and pack them in the step (torch.cat, and the offsets "
+          "from the lengths). A case.yaml that names only the other tensors under samples.tensors keeps the flat "
+          "values whole, and the offsets cut with the samples stop pointing at their values");
     if (leaf == "batch" || leaf == "batch_vector" || leaf == "node_graph") {
       const at::Tensor sorted = t.diff().ge(0).all();
       if (sorted.item<bool>() && t[0].item<std::int64_t>() == 0)

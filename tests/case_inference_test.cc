@@ -3,7 +3,7 @@
 // saved by real PyTorch), each with the case it should get written here by
 // hand: sample tensors and their axes, per-sample lists, ids, the lengths
 // tensor or mask, the sequence axes with their padding, what is kept whole.
-// Two layouts whose samples are ranges of one axis are refused with what to
+// Three layouts whose samples are ranges of one axis are refused with what to
 // save instead. init's summary and the case it writes come from one
 // structure: the summary's first line names exactly the file's samples.
 #include "harness/case_inference.h"
@@ -142,6 +142,10 @@ TEST_F(Layouts, RangeLayoutsAndObjectsAreRefusedWithWhatToSave) {
   const std::string graph = refusal("graph_batch");
   EXPECT_NE(graph.find("'batch' assigns"), std::string::npos) << graph;
   EXPECT_NE(graph.find("to_data_list"), std::string::npos) << graph;
+  const std::string offsets = refusal("packed_offsets");
+  EXPECT_NE(offsets.find("'user.history_offsets' gives where each sample's values start"), std::string::npos)
+      << offsets;
+  EXPECT_NE(offsets.find("padded into one [samples, length] tensor"), std::string::npos) << offsets;
   const std::string named = refusal("named_tuple");
   EXPECT_NE(named.find("such as a named tuple"), std::string::npos) << named;
   EXPECT_NE(named.find("tuple(batch)"), std::string::npos) << named;
@@ -178,6 +182,30 @@ TEST_F(Layouts, InitsSummaryAndFileComeFromOneStructure) {
       EXPECT_NE(text.find("lists: "), std::string::npos) << text;
     }
   }
+}
+
+// init --output in another directory than the one the command was typed
+// in: the case's paths are written relative to the case file's own
+// directory (where they resolve), the command's as the shell resolved them.
+// Before, both were written relative to the current directory: the batch
+// was "not found" and the step was {case_dir}/step.py of the wrong directory.
+TEST_F(Layouts, InitWritesPathsRelativeToTheCaseFileNotTheCurrentDirectory) {
+  const fs::path project = batch("tokenizer_cls").parent_path();
+  testing::writeFile(project / "step.py", "x");
+  InitOptions options;
+  options.batch = batch("tokenizer_cls");
+  options.command_dir = project.parent_path();  // typed one directory up: python proj/step.py proj/batch.pt
+  options.case_dir = project;                   // --output proj/case.yaml
+  const std::string proj = project.filename().string();
+  options.argv = {"python", proj + "/step.py", proj + "/batch.pt"};
+  std::vector<std::string> notes;
+  std::string text = renderInitCase(options, notes);
+  EXPECT_NE(text.find("\nbatch: batch.pt\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("command: [\"python\", \"{case_dir}/step.py\", \"{batch}\"]"), std::string::npos) << text;
+  options.case_dir = project.parent_path() / "cases";  // --output elsewhere: absolute paths
+  text = renderInitCase(options, notes);
+  EXPECT_NE(text.find("\nbatch: " + batch("tokenizer_cls").string() + "\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"" + (project / "step.py").string() + "\""), std::string::npos) << text;
 }
 
 }  // namespace
