@@ -33,6 +33,25 @@ bool isUsageError(const TrialOutcome& outcome) {
   return outcome.end == TrialEnd::Exited && outcome.exit_code == 2 && std::regex_search(outcome.stderr_text, kUsage);
 }
 
+// What to do about a file not found: a relative name resolves from the
+// directory the step runs in, and each trial runs in a directory of its own
+// (the user's shell ran it from the project, where the file is).
+std::string relativePathAdvice(const std::string& line, const CaseConfig& config) {
+  static const std::regex kQuoted(R"(: '([^'/][^']*)'$)");
+  std::smatch m;
+  if (!std::regex_search(line, m, kQuoted))
+    return "A relative path in trial.command is relative to the trial's own directory: name your files as "
+           "{case_dir}/NAME";
+  const std::string name = m[1].str();
+  std::error_code ec;
+  const bool in_case = fs::exists(config.base_dir / name, ec);
+  return "The step opened '" + name + "' by a relative path, which resolves from the directory it runs in, and " +
+         "each trial runs in a directory of its own" +
+         (in_case ? " ('" + name + "' is in " + config.base_dir.string() + ", where your shell ran it)" : "") +
+         ": open it relative to the script, os.path.join(os.path.dirname(os.path.abspath(__file__)), '" + name +
+         "'), or by an absolute path; when the command names it, write {case_dir}/" + name;
+}
+
 }  // namespace
 
 std::string batchIndependentAdvice(const TrialOutcome& outcome, const CaseConfig& config) {
@@ -54,9 +73,8 @@ std::string batchIndependentAdvice(const TrialOutcome& outcome, const CaseConfig
   if (t == "SyntaxError" || t == "IndentationError" || t == "TabError" || t == "NameError")
     return "an error in the trial's script (" + error->line + "): " + general + ". Fix the script and run again";
   if (t == "FileNotFoundError" || t == "PermissionError" || t == "IsADirectoryError" || t == "NotADirectoryError")
-    return "a file the trial needs cannot be opened (" + error->line + "): " + general +
-           ". A relative path in "
-           "trial.command is relative to the trial's own directory: name your files as {case_dir}/NAME";
+    return "a file the trial needs cannot be opened (" + error->line + "): " + general + ". " +
+           relativePathAdvice(error->line, config);
   if (t == "TypeError" && error->line.find("argument") != std::string::npos)
     return "the trial's code calls a function with the wrong arguments (" + error->line + "): " + general +
            ". Fix the call and run again";

@@ -509,6 +509,12 @@ TEST(BatchDependence, AdviceFollowsTheCause) {
   EXPECT_TRUE(has(batchIndependentAdvice(o, config), "Python the trial runs (/venv/bin/python)"));
   o.stderr_text = "TypeError: forward() missing 1 required positional argument: 'lengths'\n";
   EXPECT_TRUE(has(batchIndependentAdvice(o, config), "calls a function with the wrong arguments"));
+  // A relative name opened by the step: how to open it from the script (the
+  // advice named only trial.command, which held no such path).
+  o.stderr_text = "FileNotFoundError: [Errno 2] No such file or directory: 'config.json'\n";
+  EXPECT_TRUE(has(batchIndependentAdvice(o, config),
+                  "The step opened 'config.json' by a relative path, which resolves from the directory it runs in"));
+  EXPECT_TRUE(has(batchIndependentAdvice(o, config), "os.path.dirname(os.path.abspath(__file__)), 'config.json')"));
   o.stderr_text = "Segmentation fault\n";
   EXPECT_TRUE(has(batchIndependentAdvice(o, config), "the failure does not depend on the batch: "));
 }
