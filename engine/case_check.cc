@@ -101,6 +101,19 @@ std::string wrongCaseMessage(const std::string& what_happened, const FailureSign
          "infers)";
 }
 
+std::string perSampleLookingKeptWhole(const BatchStore& batch) {
+  const std::int64_t n = batch.sampleCount();
+  std::string names;
+  for (const TensorInfo& t : keptWhole(batch))
+    if (n > 1 && !t.shape.empty() && t.shape.front() == n)
+      names += (names.empty() ? "" : ", ") + t.name + " " + shapeText(t.shape) + " " + t.dtype;
+  if (names.empty()) return "";
+  return names + ": the batch's " + std::to_string(n) +
+         " along the first dimension, but the case keeps it whole, so every candidate carries all " +
+         std::to_string(n) + " rows. If a tensor holds one row per sample, name it under samples.tensors " +
+         "(NAME: 0) so that it is cut with the samples; leave the samples section out and minrepro infers it";
+}
+
 std::string samplesDoNotMatterMessage(const BatchStore& batch) {
   return "the step fails the same way with none of the " + std::to_string(batch.sampleCount()) +
          " samples, so what fails is in what the case keeps whole (" + tensorsKeptWhole(batch) +

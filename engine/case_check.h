@@ -35,6 +35,11 @@ class Log;
 // whole, with no sample axis and in no per-sample list), those with a
 // dimension as long as the batch first; "" when there are none.
 std::string tensorsKeptWhole(const BatchStore& batch);
+// The tensors the case keeps whole whose first dimension is the batch's
+// sample count, with what to do ("" when none): a hand-written case that
+// forgot a per-sample tensor under samples.tensors carries all its rows in
+// every candidate, and the search can still end "reduced".
+std::string perSampleLookingKeptWhole(const BatchStore& batch);
 
 // The message a wrong case stops with: what the candidates failed with,
 // why that points at the case, what it keeps whole, and what to write.

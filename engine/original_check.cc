@@ -63,6 +63,7 @@ bool failsWithoutSamples(const CaseConfig& config, TrialOracle& oracle, const Se
 
 ExitStatus checkDependsOnBatch(const CaseConfig& config, const BatchStore& batch, TrialOracle& oracle,
                                Executor& executor, const Selection& all, Log& log) {
+  if (const std::string warning = perSampleLookingKeptWhole(batch); !warning.empty()) log.info("warning: " + warning);
   if (!config.command || oracle.reference().family == FailureFamily::Timeout) return ExitStatus::Reduced;
   // Every switch off too: a failure that needs one of them depends on the case after all.
   Selection nothing = all;
