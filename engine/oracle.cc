@@ -345,8 +345,13 @@ TrialRecord TrialOracle::finishTrial(TrialRecord record, const std::string& key)
     ++stats_.different_failure;
     if (sig.family == FailureFamily::Timeout) ++stats_.timeouts;
     // The same words raised elsewhere are told apart by where.
-    const std::string other =
-        sig.summary() + (match.why_not.starts_with("raised at ") ? " (" + match.why_not + ")" : "");
+    const std::string where = match.why_not.starts_with("raised at ") ? " (" + match.why_not + ")" : "";
+    FailureSignature shape = sig;
+    shape.message = messageShape(sig.message);
+    auto& [other, messages] =
+        other_bug_shapes_.try_emplace(shape.summary() + where, sig.summary() + where, std::set<std::string>{})
+            .first->second;
+    if (!own_timeout && messages.insert(sig.message).second) stats_.other_bug_variants[other] = messages.size();
     if (!own_timeout && stats_.other_bugs[other]++ == 0)
       log_.info("trial " + std::to_string(record.number) +
                 " found a different failure (kept apart, not accepted): " + other);

@@ -19,6 +19,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -49,7 +50,11 @@ struct OracleStats {
   std::size_t slipped = 0;     // candidates that failed the recorded way and another way too: rejected
   std::size_t candidates = 0;  // decisions
   std::size_t rejected_by_invariant = 0;
-  std::map<std::string, std::size_t> other_bugs;  // signature summary -> count
+  // Signature summary -> count. Failures whose messages differ only in
+  // their numbers are one entry, named by the first seen (they are one bug
+  // to matchSignature too); `other_bug_variants` counts their messages.
+  std::map<std::string, std::size_t> other_bugs;
+  std::map<std::string, std::size_t> other_bug_variants;
   // Candidate files written for the trials (the original's are links to one copy).
   std::uint64_t bytes_written = 0;
   double write_seconds = 0;
@@ -264,6 +269,8 @@ class TrialOracle {
   // candidate key -> the signature of its last trial that failed another way
   // (cleared by one that did not): what a wrong case's candidates fail with.
   std::map<std::string, FailureSignature> last_other_;
+  // A different failure's shape (its numbers masked) -> the summary it is counted under, and its messages.
+  std::map<std::string, std::pair<std::string, std::set<std::string>>> other_bug_shapes_;
   OtherFailureWatch other_watch_;  // stops a search that shows nothing but other failures
   std::vector<TensorInfo> original_tensors_;
   std::map<std::string, std::optional<std::string>> invariant_checks_;  // candidate key -> broken invariant

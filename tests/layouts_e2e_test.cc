@@ -121,8 +121,9 @@ TEST_F(LayoutsEndToEnd, ACaseThatKeepsAPerSampleTensorWholeStopsAtOnceAndSaysWhy
       << out;
   EXPECT_TRUE(has(out, "both halves of the batch fail another way")) << out;
   EXPECT_TRUE(has(out, "The case keeps these whole in every candidate: camera [24] int64")) << out;
-  EXPECT_TRUE(has(out, "warning: camera [24] int64: the batch's 24 along the first dimension, but the case keeps it "
-                       "whole"))
+  EXPECT_TRUE(has(out,
+                  "warning: camera [24] int64: the batch's 24 along the first dimension, but the case keeps it "
+                  "whole"))
       << out;
   EXPECT_TRUE(has(out, "name it under samples.tensors (e.g. camera: 0)")) << out;
   EXPECT_FALSE(fs::exists(dir / "repro.tar.gz"));

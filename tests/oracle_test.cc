@@ -101,6 +101,28 @@ TEST_F(OracleFixture, DifferentFailureIsNeverAccepted) {
   EXPECT_NE(oracle.stats().other_bugs.begin()->first.find("out-of-memory"), std::string::npos);
 }
 
+// Candidates failing another way with messages that differ only in their
+// numbers (a cat of the sizes each candidate has) are one other bug, counted
+// under the first message, with how many messages it had. Before, each size
+// was its own "1x" line in the log and REPORT.md.
+TEST_F(OracleFixture, OtherFailuresThatDifferOnlyInNumbersAreOneEntry) {
+  FakeBatchStore batch(8, config.batch);
+  FakeExecutor exec([](const std::vector<std::int64_t>& kept) {
+    if (has(kept, 5)) return indexError(4);
+    return testing::exitedWith(1, "RuntimeError: Sizes of tensors must match except in dimension 1. Expected size " +
+                                      std::to_string(16 * kept.size()) + " but got size 128\n");
+  });
+  TrialOracle oracle(config, batch, exec, "unused", log);
+  ASSERT_EQ(oracle.estimateOriginal(all(8)).failures, 1u);
+  EXPECT_FALSE(oracle.interesting(keeping({0, 1})));
+  EXPECT_FALSE(oracle.interesting(keeping({0, 1, 2})));
+  EXPECT_FALSE(oracle.interesting(keeping({3})));
+  ASSERT_EQ(oracle.stats().other_bugs.size(), 1u);
+  EXPECT_NE(oracle.stats().other_bugs.begin()->first.find("Expected size 32 but got size 128"), std::string::npos);
+  EXPECT_EQ(oracle.stats().other_bugs.begin()->second, 3u);
+  EXPECT_EQ(oracle.stats().other_bug_variants.at(oracle.stats().other_bugs.begin()->first), 3u);
+}
+
 // A flaky case whose smaller candidate fails two ways: the recorded
 // failure in some runs and a second error (reached only once the case is
 // cut) in others. That candidate has slipped to a second bug and is

@@ -235,7 +235,14 @@ void writeReduction(std::ostream& out, const ReductionSummary& s) {
   for (std::size_t i = 1; i < account.size(); ++i) out << "- " << account[i] << "\n";
   if (!s.stats.other_bugs.empty()) {
     out << "- Different failures seen on the way (other bugs, never accepted):\n";
-    for (const auto& [summary, count] : s.stats.other_bugs) out << "  - " << count << "x " << summary << "\n";
+    for (const auto& [summary, count] : s.stats.other_bugs) {
+      const auto variants = s.stats.other_bug_variants.find(summary);
+      out << "  - " << count << "x " << summary
+          << (variants != s.stats.other_bug_variants.end() && variants->second > 1
+                  ? " (" + std::to_string(variants->second) + " messages that differ only in their numbers)"
+                  : "")
+          << "\n";
+    }
   }
 }
 
