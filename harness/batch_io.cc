@@ -87,12 +87,36 @@ std::string classNamed(const std::string& what) {
   return name.empty() ? "" : " (" + name + ")";
 }
 
+// A tensor LibTorch's reader does not rebuild, by the function torch.save
+// names for it: what it is and how to save it instead ("" for none of them).
+std::string tensorKindNamed(const std::string& what) {
+  const auto names = [&](const char* function) { return what.find(function) != std::string::npos; };
+  if (names("_rebuild_tensor_v3"))
+    return "the batch holds a tensor of a dtype that torch.save writes in its newer form (uint16, uint32, uint64 or "
+           "a float8 type), which minrepro's reader cannot load: save it converted (t.to(torch.int32), "
+           "t.to(torch.float16)) and convert it back in the step";
+  if (names("_get_layout") || names("_rebuild_sparse"))
+    return "the batch holds a sparse tensor, which minrepro cannot cut into samples: save it dense (t.to_dense()) "
+           "and make it sparse again in the step (t.to_sparse())";
+  if (names("_rebuild_meta_tensor"))
+    return "the batch holds a tensor on the meta device, which has shapes but no values: save the tensors the "
+           "step is given, with their values";
+  if (names("_rebuild_nested_tensor"))
+    return "the batch holds a nested tensor: save the list of its tensors (list(t.unbind())) and nest them again "
+           "in the step (torch.nested.nested_tensor(...))";
+  if (names("_rebuild_wrapper_subclass") || names("_rebuild_from_type"))
+    return "the batch holds a tensor subclass (a DTensor, a Parameter or a class of your own): save the plain "
+           "tensor (t.detach().clone() as a torch.Tensor, or t.full_tensor() for a DTensor)";
+  return "";
+}
+
 // LibTorch 1.13's unpickler cannot read a dict with exactly one entry, which
 // Python writes with a different opcode; say so instead of "Unknown opcode".
 std::string explainUnpickleError(const std::string& what) {
   if (what.find("Unknown opcode") != std::string::npos)
     return " (LibTorch 1.13 cannot read a dict with exactly one entry, nor numpy arrays, "
            "torch.Size or nn.Parameter values: save a dict of two or more plain tensors)";
+  if (const std::string kind = tensorKindNamed(what); !kind.empty()) return " (" + kind + ")";
   if (what.find("Unknown pickler class") != std::string::npos || what.find("unknown type") != std::string::npos)
     return " (the batch holds an object of a class of your own" + classNamed(what) +
            ", such as a named tuple, which minrepro cannot "
@@ -337,6 +361,13 @@ StridePattern stridePatternFor(at::IntArrayRef sizes, const at::Tensor& layout_o
   StridePattern p;
   p.strides.assign(static_cast<std::size_t>(dims), 0);
   int64_t dense_original = 1, dense_new = 1;  // extent of the dimensions inside the current one
+  // A non-contiguous tensor stays non-contiguous: a dimension cut to one
+  // element keeps the room of two, so that the dimensions outside it keep a
+  // stride past theirs (a transposed [16, 3] cut to one sample is [1, 3]
+  // with strides (1, 2), not a contiguous row, which takes other kernels and
+  // which the layout invariant rejects, keeping two samples).
+  const bool keep_apart =
+      !layout_of.is_contiguous() && !(dims == 4 && layout_of.is_contiguous(at::MemoryFormat::ChannelsLast));
   for (int64_t d : order) {
     const int64_t stride = layout_of.stride(d);
     if (stride == 0 && layout_of.size(d) > 1 && stays_broadcast(d)) continue;
@@ -344,7 +375,8 @@ StridePattern stridePatternFor(at::IntArrayRef sizes, const at::Tensor& layout_o
     const int64_t gap = layout_of.size(d) > 1 ? std::max<int64_t>(stride - dense_original, 0) : 0;
     p.strides[static_cast<std::size_t>(d)] = dense_new + gap;
     if (layout_of.size(d) > 1 && stride > 0) dense_original = stride * layout_of.size(d);
-    dense_new = p.strides[static_cast<std::size_t>(d)] * std::max<int64_t>(sizes[d], 1);
+    const int64_t room = keep_apart && sizes[d] == 1 && layout_of.size(d) > 1 ? 2 : 1;
+    dense_new = p.strides[static_cast<std::size_t>(d)] * std::max<int64_t>(sizes[d], room);
     // Every dimension's stride covers all those inside it: the last one
     // with more than one element holds each of its slices in a block.
     if (sizes[d] > 1) p.outer = static_cast<int>(d);

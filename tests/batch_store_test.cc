@@ -129,6 +129,38 @@ TEST_F(BatchFixture, AQuantizedTensorIsBadInputNamingIt) {
   }
 }
 
+// Tensors LibTorch's reader does not rebuild are named for what they are,
+// with how to save them instead. Before, each was "an object of a class of
+// your own, such as a named tuple". (The python() of a torch without the
+// newer dtypes skips those.)
+TEST_F(BatchFixture, TensorsTheReaderCannotRebuildAreNamedForWhatTheyAre) {
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"torch.arange(8).to(torch.uint16) if hasattr(torch, 'uint16') else None", "uint16, uint32, uint64 or"},
+      {"torch.eye(8).to_sparse()", "holds a sparse tensor"},
+      {"torch.empty(8, 2, device='meta')", "on the meta device"},
+  };
+  for (const auto& [make, says] : cases) {
+    SCOPED_TRACE(make);
+    const fs::path file = dir.path() / "odd.pt";
+    std::string output;
+    const int status = testing::runCommand(testing::python() + " -c \"import sys, torch; t = " + make +
+                                               "; t is None and sys.exit(3); torch.save({'x': torch.randn(8, 3), "
+                                               "'odd': t}, '" +
+                                               file.string() + "')\"",
+                                           &output);
+    if (status == 3) continue;  // this torch has no such dtype
+    ASSERT_EQ(status, 0) << output;
+    try {
+      readBatchFile(file);
+      ADD_FAILURE() << "read";
+    } catch (const BadInputError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find("class of your own"), std::string::npos) << e.what();
+    }
+    fs::remove(file);
+  }
+}
+
 // A cut keeps the stride pattern of what it was cut from: a stride-3 view
 // stays stride 3, a column slice keeps its row stride, a broadcast dimension
 // stays broadcast (and becomes the outermost when its values differ), and
@@ -167,6 +199,24 @@ TEST_F(BatchFixture, CutKeepsTheStridePatternOffsetAndBroadcastOfItsTensor) {
 // into one storage stay views into one storage (as torch.load sees them),
 // with their offsets and strides, however the tensors with a sample axis
 // were cut.
+// A transposed tensor (a column slice of a [3, B] matrix, .t()) cut to one
+// sample stays non-contiguous: [1, 3] with strides (1, 2). Before, it became
+// a contiguous row, the layout invariant rejected every one-sample
+// candidate, and the run kept two samples.
+TEST_F(BatchFixture, ATransposedTensorCutToOneSampleStaysNonContiguous) {
+  NamedTensors b;
+  b.names = {"x", "y"};
+  b.tensors = {at::arange(48, at::kFloat).view({3, 16}).t(), at::arange(16, at::kLong)};
+  write(b);
+  for (const auto& name : b.names) config.sample_axes.push_back({name, 0});
+  const fs::path out = dir.path() / "one.pt";
+  BatchStore::open(config)->writeSubset({5}, out);
+  const NamedTensors subset = readBatchFile(out);
+  EXPECT_FALSE(subset.tensors[0].is_contiguous());
+  EXPECT_EQ(subset.tensors[0].strides().vec(), (std::vector<int64_t>{1, 2}));
+  EXPECT_TRUE(at::equal(subset.tensors[0], b.tensors[0].narrow(0, 5, 1)));
+}
+
 TEST_F(BatchFixture, UnchangedViewsIntoOneStorageStaySharedInEveryCandidate) {
   const at::Tensor base = at::arange(24, at::kFloat);
   NamedTensors b;
