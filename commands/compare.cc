@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "engine/archive/manifest.h"
+#include "engine/archive/run_archive.h"
 #include "engine/archive/seal.h"
 #include "engine/archive/tar_gz.h"
 #include "engine/diagnostics.h"
@@ -280,6 +281,14 @@ TorchChoice chooseTorch(const Manifest& m, const CompareOptions& options, CaseCo
 
 }  // namespace
 
+// What the report says when the case as is fails otherwise than recorded.
+static std::string otherwiseThanRecorded(const CompareResult& result) {
+  return "the case as it is now fails otherwise (" + result.reference.summary() + ") than the archive records (" +
+         result.recorded +
+         "): it was changed since it was made, or fails otherwise on this machine; \"failed the same way\" below "
+         "means as the case as is, not as recorded (minrepro verify checks the recorded failure)";
+}
+
 CompareResult compareVariants(const CompareOptions& options, std::ostream* progress, Executor* executor) {
   if (options.runs < 1) throw BadInputError("--runs must be at least 1, found " + std::to_string(options.runs));
   const auto scratch = std::make_unique<ScratchDir>("minrepro-compare");
@@ -312,6 +321,10 @@ CompareResult compareVariants(const CompareOptions& options, std::ostream* progr
     result.results.push_back(v.applies() ? runner.runVariant(v) : skipped);
     printProgress(progress, result.results.back());
     if (v.name == "as-is" && !result.reproduces()) break;  // nothing to compare with
+    if (v.name == "as-is" && manifest && !matchRecorded(*manifest, result.reference).matches) {
+      result.fails_otherwise_than_recorded = true;
+      if (progress) *progress << "  warning: " << otherwiseThanRecorded(result) << "\n";
+    }
   }
   const fs::path op_case =
       result.reproduces() && !result.recorded.empty()
@@ -373,6 +386,7 @@ std::string renderComparison(const CompareResult& result) {
   std::ostringstream out;
   out << "\nReference, the case as is: " << (result.reproduces() ? result.reference.summary() : "no failure") << "\n";
   if (!result.recorded.empty()) out << "Recorded in the archive: " << result.recorded << "\n";
+  if (result.fails_otherwise_than_recorded) out << "Warning: " << otherwiseThanRecorded(result) << "\n";
   if (result.torch.checked && !result.torch.matches) out << "Runs under another torch: " << result.torch.line << "\n";
   out << "\n";
   writeTable(out, result);

@@ -55,7 +55,11 @@ struct VariantResult {
 
 struct CompareResult {
   std::filesystem::path input;
-  std::string recorded;        // an archive's signature.txt failure, "" for a case.yaml
+  std::string recorded;  // an archive's signature.txt failure, "" for a case.yaml
+  // An archive's case as it is now fails otherwise than recorded, by
+  // verify's rule (changed since, or failing otherwise here): "the same way" in the table
+  // is then the same way as the case as is, which the report says.
+  bool fails_otherwise_than_recorded = false;
   TorchChoice torch;           // an archive's trial command: which Python runs it, and its torch
   FailureSignature reference;  // the first failure of the case as is
   std::vector<VariantResult> results;

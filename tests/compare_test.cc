@@ -186,6 +186,29 @@ TEST(CompareBinary, Class4ArchiveFailsTheSameWayUnderEveryApplicableVariant) {
   EXPECT_EQ(output.find("A CPU success"), output.rfind("A CPU success")) << "said once\n" << output;
 }
 
+// The command example's archive with its step.py changed to raise another
+// IndexError (its case pins only the family): the table's "failed the same
+// way" is the changed case's own failure, and compare says so. Before, it
+// showed "1 failed the same way" beside the recorded error and said nothing.
+TEST(CompareBinary, AChangedArchiveThatFailsAnotherWayIsSaidToFailOtherwiseThanRecorded) {
+  const testing::ShrunkExample run = testing::shrunkExample("command");
+  ASSERT_EQ(run.status, 0) << run.output;
+  testing::TempDir dir("minrepro-compare-changed");
+  ASSERT_TRUE(testing::extractInto(run.archive, dir.path() / "x"));
+  std::string step = testing::readFile(dir.path() / "x" / "step.py");
+  step.replace(step.find("import sys\n"), 11, "import sys\nraise IndexError('changed since')\n");
+  testing::writeFile(dir.path() / "x" / "step.py", step);
+  const fs::path changed = dir.path() / "changed.tar.gz";
+  ASSERT_EQ(runCommand("cd " + (dir.path() / "x").string() + " && tar czf " + changed.string() + " ."), 0);
+  int status = -1;
+  const std::string output = compare(changed.string() + " --runs 1 --sandbox off", &status);
+  ASSERT_EQ(status, 0) << output;
+  EXPECT_NE(output.find("Warning: the case as it is now fails otherwise (index-error: changed since) than the "
+                        "archive records (index-error in cross_entropy: Target 4 is out of bounds.)"),
+            std::string::npos)
+      << output;
+}
+
 class CompareHalf : public ::testing::Test {
  protected:
   // A float16 whitening layer on a float16 batch: LibTorch on the CPU (1.13

@@ -161,41 +161,48 @@ void judgePass(RunResult& r, std::optional<std::int64_t> known) {
 // message names as withheld (<secret:env-NAME>): given to the runs (the
 // self-check) or set where verify runs (the maintainer), a run that prints
 // one prints what the record says in its place.
-ScrubContext runScrubContext(const Manifest& m, const VerifyOptions& o) {
+ScrubContext runScrubContext(const Manifest& m, const std::map<std::string, std::string>& env) {
   ScrubContext scrub = machineScrubContext();
   static const std::regex kWithheld(R"(<secret:env-([A-Za-z_][A-Za-z0-9_]*)>)");
   for (std::sregex_iterator it(m.signature.message.begin(), m.signature.message.end(), kWithheld), end; it != end;
        ++it) {
     const std::string name = (*it)[1].str();
-    const auto given = o.env.find(name);
+    const auto given = env.find(name);
     const char* set = std::getenv(name.c_str());
-    const std::string value = given != o.env.end() ? given->second : set ? set : "";
+    const std::string value = given != env.end() ? given->second : set ? set : "";
     if (value.size() >= 4) scrub.secrets.emplace_back(value, withheldEnvPlaceholder(name));
   }
   return scrub;
 }
 
-void judgeFail(RunResult& r, const Manifest& m, const VerifyOptions& o) {
+}  // namespace
+
+SignatureMatch matchRecorded(const Manifest& m, FailureSignature run, const std::map<std::string, std::string>& env) {
   // The archive quotes the message scrubbed of names, paths and secrets:
   // both are scrubbed alike before they are compared (an archive made
   // before the scrubbing quotes it raw). A user's pattern matched the raw
   // message in the trials, and still does.
-  const ScrubContext scrub = runScrubContext(m, o);
-  if (m.message_pattern.empty()) r.signature.message = scrubText(r.signature.message, scrub);
+  const ScrubContext scrub = runScrubContext(m, env);
+  if (m.message_pattern.empty()) run.message = scrubText(run.message, scrub);
   FailureSignature recorded = m.signature;
   if (m.message_pattern.empty()) recorded.message = scrubText(recorded.message, scrub);
   if (!m.compare_operator) recorded.op.clear();
   // An archive made before signal names were recorded: any fatal signal.
-  if (recorded.family == FailureFamily::Signal && recorded.signal_name.empty())
-    recorded.signal_name = r.signature.signal_name;
+  if (recorded.family == FailureFamily::Signal && recorded.signal_name.empty()) recorded.signal_name = run.signal_name;
+  ExpectedFailure expected;
+  expected.message_regex = m.message_pattern;
+  expected.any_ending = !m.compare_ending;
+  return matchSignature(recorded, run, expected);
+}
+
+namespace {
+
+void judgeFail(RunResult& r, const Manifest& m, const VerifyOptions& o) {
   if (!r.signature.failed()) {
     r.detail = "did not reproduce: the run passed (" + describe(r.outcome) + ")";
     return;
   }
-  ExpectedFailure expected;
-  expected.message_regex = m.message_pattern;
-  expected.any_ending = !m.compare_ending;
-  const SignatureMatch match = matchSignature(recorded, r.signature, expected);
+  const SignatureMatch match = matchRecorded(m, r.signature, o.env);
   r.as_expected = match.matches;
   r.detail = (match.matches ? "reproduced: " : "did not reproduce (" + match.why_not + "): ") + r.signature.summary() +
              " (" + describe(r.outcome) + ")";

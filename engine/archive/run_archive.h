@@ -119,4 +119,11 @@ FlakyJudgement judgeFlakyRuns(const std::vector<RunResult>& runs, double rate, d
 // Throws BadInputError for bad input. `executor` null: a LocalExecutor.
 VerifyResult verifyArchive(const VerifyOptions& options, std::ostream* progress, Executor* executor = nullptr);
 
+// Whether a run's failure is the one the archive records, by verify's rule:
+// both messages scrubbed alike (names, paths, the secrets `env` gives for
+// the archive's withheld variables), its pattern and operator and ending
+// rules as recorded.
+SignatureMatch matchRecorded(const Manifest& m, FailureSignature run,
+                             const std::map<std::string, std::string>& env = {});
+
 }  // namespace minrepro
