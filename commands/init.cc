@@ -8,6 +8,7 @@
 
 #include "core/errors.h"
 #include "engine/archive/output_guard.h"
+#include "engine/archive/scrub.h"
 #include "engine/work_dir.h"
 #include "harness/case_inference.h"
 
@@ -42,6 +43,10 @@ std::string caseArgument(const std::string& arg, const InitOptions& o) {
   const auto rel = insideCase(p, case_dir);
   return rel ? "{case_dir}/" + *rel : fs::absolute(p).lexically_normal().string();
 }
+
+// A line for the terminal, whose text ends up in CI logs: without secrets
+// (a token in a tensor's or the batch file's name), as the run's log lines.
+std::string onScreen(const std::string& line) { return scrubSecretsOnly(line, machineScrubContext()); }
 
 // Written to a temp file beside it, then renamed: never half a case file.
 void writeWhole(const fs::path& file, const std::string& text) {
@@ -154,8 +159,8 @@ int runInit(const InitOptions& o, const fs::path& output, bool force, std::ostre
   checkOutputPath(output, "the case (--output)", filesInitReads(o), force, false);
   std::vector<std::string> notes;
   writeWhole(output, renderInitCase(o, notes));
-  out << "minrepro: wrote " << output.string() << ", inferred from " << o.batch.string() << ":\n";
-  for (const auto& n : notes) out << "  " << n << "\n";
+  out << onScreen("minrepro: wrote " + output.string() + ", inferred from " + o.batch.string() + ":") << "\n";
+  for (const auto& n : notes) out << "  " << onScreen(n) << "\n";
   out << "Check it, then: minrepro shrink --config " << output.string() << "\n";
   return 0;
 }
@@ -170,8 +175,8 @@ fs::path writeZeroConfigCase(const InitOptions& o, const fs::path& work_dir, boo
                        "editable case.yaml with minrepro init.\n" +
                        text);
   if (!quiet) {
-    out << "minrepro: no case.yaml: inferred from " << o.batch.string() << " (" << file.string() << "):\n";
-    for (const auto& n : notes) out << "  " << n << "\n";
+    out << onScreen("minrepro: no case.yaml: inferred from " + o.batch.string() + " (" + file.string() + "):") << "\n";
+    for (const auto& n : notes) out << "  " << onScreen(n) << "\n";
     out.flush();
   }
   return file;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,7 +21,16 @@ constexpr const char* kMagic = "minrepro-journal 1";
 
 WorkDirLock::WorkDirLock(const fs::path& dir) {
   const fs::path file = dir / "lock";
-  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // The lock's pid is written into it: never through a link planted there
+  // (a symbolic link, or a second name of a user's file), which minrepro
+  // never makes; that name is replaced by a file of its own.
+  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  struct stat st {};
+  if ((fd_ < 0 && errno == ELOOP) || (fd_ >= 0 && ::fstat(fd_, &st) == 0 && st.st_nlink > 1)) {
+    if (fd_ >= 0) ::close(fd_);
+    ::unlink(file.c_str());
+    fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  }
   if (fd_ < 0)
     throw BadInputError("cannot open " + file.string() + ": " + std::strerror(errno) +
                         " (is the work directory writable?)");

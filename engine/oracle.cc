@@ -188,6 +188,8 @@ std::string fileStamp(const fs::path& file) {
 fs::path TrialOracle::linkOriginal(const fs::path& batch_file) {
   const fs::path copy = config_.work_dir / "original-batch.pt";
   if (!original_stamp_ || fileStamp(copy) != *original_stamp_) {
+    std::error_code gone;
+    fs::remove(copy, gone);  // a fresh file: the trials' links to the old one are not written through
     fs::copy_file(config_.batch, copy, fs::copy_options::overwrite_existing);
     original_stamp_ = fileStamp(copy);
   }

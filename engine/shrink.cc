@@ -104,6 +104,7 @@ void openRun(Run& r) {
   checkArchiveOutput(r.config, r.options.force);  // after the work directory is made: the archive may go into it
   r.lock.emplace(r.config.work_dir);              // before the journal and the log are touched
   const std::size_t leftovers = cleanUpAfterKilledRun(r.config.work_dir);
+  removePlantedLinks(r.config.work_dir);
   removeStalePartials(r.config);
   checkRoomForTheRun(r.config, r.options.jobs);
   r.log.setProgress(r.options.progress, r.options.progress_seconds);

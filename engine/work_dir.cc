@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -155,6 +156,30 @@ std::size_t cleanUpAfterKilledRun(const fs::path& work_dir) {
     removeTrialTemp(it->path());  // a short temporary directory under /tmp, linked from the trial's
   fs::remove_all(work_dir / "trials", ec);
   return killed;
+}
+
+namespace {
+
+// A symbolic link, or a regular file with another name elsewhere: minrepro
+// makes neither in its work directory, and writing there would write
+// through it into what it points at.
+bool plantedLink(const fs::path& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return false;
+  return S_ISLNK(st.st_mode) || (S_ISREG(st.st_mode) && st.st_nlink > 1);
+}
+
+}  // namespace
+
+std::size_t removePlantedLinks(const fs::path& work_dir) {
+  std::size_t removed = 0;
+  std::error_code ec;
+  for (const fs::path& dir : {work_dir, work_dir / "best"}) {
+    if (plantedLink(dir)) continue;  // best/ itself: removed with the top level's entries
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+      if (it->path().filename() != "lock" && plantedLink(it->path()) && ::unlink(it->path().c_str()) == 0) ++removed;
+  }
+  return removed;
 }
 
 // What identifies a run for --resume: the case file, the batch and the

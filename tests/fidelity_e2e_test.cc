@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <regex>
 
 #include "tests/e2e_fixture.h"
 #include "tests/test_util.h"
@@ -165,6 +166,56 @@ TEST_F(Fidelity, AShellSecretTheArchiveDoesNotCarryIsNotGivenToTheSelfCheck) {
       << output;
   EXPECT_NE(output.find("the runs did not get what the archive does not carry: MR_PROBE_TOKEN"), std::string::npos)
       << output;
+}
+
+// A step that needs a variable of the reporter's shell (no secret in its
+// name): the archive does not carry it, so the self-check's runs, which keep
+// only what any machine's environment has, do not get it (exit 6, naming
+// it). Before, they inherited the whole shell and passed; a maintainer's
+// clean run of repro.py printed "ok".
+TEST_F(Fidelity, AVariableOfTheShellTheArchiveDoesNotCarryIsNotGivenToTheSelfCheck) {
+  const fs::path case_dir = work_.path() / "case";
+  fs::copy(cases_->path() / "sibling_files", case_dir);
+  std::string trial = readFile(case_dir / "trial.py");
+  trial.replace(trial.find("import json\n"), 12, "import json\nimport os\nos.environ[\"MR_PROBE_FLAG\"]\n");
+  testing::writeFile(case_dir / "trial.py", trial);
+  std::string output;
+  ASSERT_EQ(runCommand("MR_PROBE_FLAG=4 " + std::string(MINREPRO_BINARY) + " shrink --config " +
+                           (case_dir / "case.yaml").string() + " --no-op-repro --output " +
+                           (work_.path() / "repro.tar.gz").string() + " --work-dir " + (work_.path() / "work").string(),
+                       &output),
+            6)
+      << output;
+  EXPECT_NE(output.find("the runs did not get what the archive does not carry: MR_PROBE_FLAG"), std::string::npos)
+      << output;
+}
+
+// The step opens its labels by an absolute path outside the case: the
+// archive carries a copy the step never looks at, and on this machine the
+// original is still there. The self-check watches what its runs read and
+// fails (exit 6) naming the file. Before, it passed 3 of 3 and a
+// maintainer got FileNotFoundError.
+TEST_F(Fidelity, AFileReadByItsAbsolutePathFailsTheSelfCheck) {
+  TempDir outside("minrepro-fidelity-abs");
+  const fs::path case_dir = work_.path() / "case";
+  fs::copy(cases_->path() / "sibling_files", case_dir);
+  const fs::path labels = fs::canonical(outside.path()) / "labels.json";
+  fs::rename(case_dir / "labels.json", labels);
+  std::string trial = readFile(case_dir / "trial.py");
+  const std::string from = "os.path.join(HERE, \"labels.json\")";
+  ASSERT_NE(trial.find(from), std::string::npos) << trial;
+  trial.replace(trial.find(from), from.size(), "\"" + labels.string() + "\"");
+  testing::writeFile(case_dir / "trial.py", trial);
+  std::string output;
+  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (case_dir / "case.yaml").string() +
+                           " --no-op-repro --output " + (work_.path() / "repro.tar.gz").string() + " --work-dir " +
+                           (work_.path() / "work").string(),
+                       &output),
+            6)
+      << output;
+  EXPECT_NE(output.find("the runs read 1 file(s) of the case at their place on this machine"), std::string::npos)
+      << output;
+  EXPECT_NE(output.find("labels.json (open them relative to the script"), std::string::npos) << output;
 }
 
 // trial.exclude_files keeps model.pt out: the archive cannot reproduce, and

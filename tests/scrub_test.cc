@@ -52,6 +52,12 @@ TEST(Report, RawHtmlAndBidiControlsFromTheFailureAreInert) {
   // A run of backticks no run of as many closes is text: what follows it is not code.
   EXPECT_EQ(withoutRawHtml("# size mismatch x`` <img src=x onerror=alert(1)> `y and z` <b>bold</b>\n"),
             "# size mismatch x`` &lt;img src=x onerror=alert(1)> `y and z` &lt;b>bold&lt;/b>\n");
+  // "\`" outside a code span is a backtick (CommonMark), not a span's start:
+  // what follows it stays outside code. Before, <b onmouseover> was kept raw.
+  EXPECT_EQ(withoutRawHtml("- First error: `x ` <img src=x> y \\` <b onmouseover=alert(8)>z</b>`\n"),
+            "- First error: `x ` &lt;img src=x> y \\` &lt;b onmouseover=alert(8)>z&lt;/b>`\n");
+  // Inside a code span a backslash escapes nothing: "\`" closes it.
+  EXPECT_EQ(withoutRawHtml("`a \\` <i>b</i>\n"), "`a \\` &lt;i>b&lt;/i>\n");
 }
 
 TEST(Scrub, AnInterpreterPathKeepsWhatFindsItAgain) {

@@ -309,6 +309,12 @@ bool closingRunAfter(const std::string& line, std::size_t from, std::size_t run)
   }
   return false;
 }
+// Whether the character at `i` follows an odd number of backslashes.
+bool escapedAt(const std::string& line, std::size_t i) {
+  std::size_t slashes = 0;
+  while (slashes < i && line[i - 1 - slashes] == '\\') ++slashes;
+  return slashes % 2 == 1;
+}
 }  // namespace
 
 std::string withoutRawHtml(const std::string& markdown) {
@@ -326,6 +332,10 @@ std::string withoutRawHtml(const std::string& markdown) {
         std::snprintf(buffer, sizeof buffer, "[U+%04X]", code);
         out += buffer;
         i += bidi - 1;
+        continue;
+      }
+      if (line[i] == '`' && !block && fence == 0 && escapedAt(line, i)) {
+        out += '`';  // "\`" outside a code span is a backtick, not a span's start (CommonMark)
         continue;
       }
       if (line[i] == '`' && !block) {

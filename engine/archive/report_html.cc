@@ -373,15 +373,25 @@ void writePanel(std::ostream& out, const SamplePanel& p) {
   out << "</div>";
 }
 
-void writeSamples(std::ostream& out, const HtmlReportInput& in) {
+// The names a panel shows (its tensor's, those sharing its storage, its
+// rows'), scrubbed as REPORT.md's are: a tensor's name may hold a token.
+SamplePanel scrubbed(SamplePanel p, const ScrubContext& scrub) {
+  p.tensor = scrubText(p.tensor, scrub);
+  for (auto& other : p.info.shares_storage_with) other = scrubText(other, scrub);
+  p.range = scrubText(p.range, scrub);
+  for (auto& row : p.rows) row.label = scrubText(row.label, scrub);
+  return p;
+}
+
+void writeSamples(std::ostream& out, const HtmlReportInput& in, const ScrubContext& scrub) {
   if (in.panels.empty()) return;
   out << "<section id=\"samples\"><h2>The kept samples</h2><p class=\"meta\">The minimal case's samples as its "
          "batch holds them, beside samples of the original batch that the reduction cut.</p>";
-  for (const auto& p : in.panels) writePanel(out, p);
+  for (const auto& p : in.panels) writePanel(out, scrubbed(p, scrub));
   if (in.summary && !in.summary->apart.empty()) {
     out << "<h3>What sets the minimal batch apart</h3><p class=\"meta\">The kept samples as the original batch "
            "held them, against the samples that were cut.</p><ul>";
-    for (const auto& line : in.summary->apart) out << "<li>" << escWithCode(line) << "</li>";
+    for (const auto& line : in.summary->apart) out << "<li>" << escWithCode(scrubText(line, scrub)) << "</li>";
     out << "</ul>";
   }
   out << "</section>";
@@ -429,7 +439,7 @@ std::string renderReportHtml(const CaseConfig& config, const HtmlReportInput& in
   writeVerdict(out, config, in, scrub);
   // The rates drawn only where the original failed some of the time.
   if (in.timeline) writeReduction(out, *in.timeline, in.summary && in.summary->rate.passes() > 0);
-  writeSamples(out, in);
+  writeSamples(out, in, scrub);
   if (in.timeline) writeCollapsed(out, config, in, scrub);
   out << "<p class=\"meta\">Made by minrepro " << MINREPRO_VERSION
       << ". REPORT.md says the same in text, with the tensors' tables and the run's details.</p></body></html>\n";

@@ -499,9 +499,13 @@ void ArchiveStep::startSelfCheck() {
   log_.info("checking the archive on its own: repro.py in plain processes, extracted into an empty directory" +
             std::string(op_beside ? ", beside the op step" : ""));
   const SelfCheckPlan plan = planSelfCheck(oracle_.rate(), config_.flaky, job_.plain_passes, best_.samples.size());
-  checking_ = std::async(std::launch::async, [this, plan] {
+  // Watched for reading the case's files where they lie here: the bundled
+  // files' sources and the user's batch, which a maintainer does not have.
+  SelfCheckWatch watch{config_.command ? fileTraceLibrary() : std::string(), {config_.batch}};
+  for (const auto& f : bundle_.files) watch.originals.push_back(f.source);
+  checking_ = std::async(std::launch::async, [this, plan, watch] {
     SelfCheck check = checkArchiveAlone(output_, plan, job_.python, config_.timeout, job_.stop,
-                                        {bound_.get(), slots_.get()}, withheld_);
+                                        {bound_.get(), slots_.get()}, withheld_, watch);
     checked_at_ = log_.elapsedSeconds();
     return check;
   });

@@ -1,26 +1,32 @@
 #include "engine/archive/self_check.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <memory>
 #include <regex>
+#include <set>
 
+#include "engine/archive/bundle.h"
 #include "engine/archive/run_archive.h"
 #include "engine/archive/scrub.h"
+#include "engine/archive/tar_gz.h"
 
 extern char** environ;
 
 namespace minrepro {
 
 bool SelfCheck::passed() const {
-  if (!ran || !error.empty() || runs == 0) return false;
+  if (!ran || !error.empty() || runs == 0 || !originals_read.empty()) return false;
   const bool op_ok = require_every_run ? op_reproduced == op_runs : op_runs == 0 || op_reproduced > 0;
   // A flaky archive by the rule verify applies too (judgeFlakyRuns): one run failing as recorded, none otherwise.
   return op_ok && other_failures == 0 && (require_every_run ? reproduced == runs : reproduced > 0);
 }
 
 bool SelfCheck::failed() const {
-  return ran && error.empty() && runs > 0 && !passed() && (require_every_run || conclusive || other_failures > 0);
+  return ran && error.empty() && runs > 0 && !passed() &&
+         (require_every_run || conclusive || other_failures > 0 || !originals_read.empty());
 }
 
 std::string SelfCheck::describe() const {
@@ -39,9 +45,20 @@ std::string SelfCheck::describe() const {
   if (other_failures > 0) text += "; " + std::to_string(other_failures) + " run(s) failed another way";
   if (!first_difference.empty()) text += "; first run that did not: " + first_difference;
   if (!missing_file.empty()) text += "; it could not find " + missing_file + " (add it with trial.files)";
+  if (!originals_read.empty()) {
+    text += "; the runs read " + std::to_string(originals_read.size()) +
+            " file(s) of the case at their place on this machine, by a path the archive cannot redirect, which a "
+            "maintainer does not have: ";
+    for (std::size_t i = 0; i < originals_read.size() && i < 5; ++i) text += (i ? ", " : "") + originals_read[i];
+    text +=
+        " (open them relative to the script, os.path.dirname(os.path.abspath(__file__)), or name them in the "
+        "command as {case_dir}/NAME)";
+  }
   if (!passed() && !not_given.empty()) {
+    constexpr std::size_t kNamed = 12;
     text += "; the runs did not get what the archive does not carry: ";
-    for (std::size_t i = 0; i < not_given.size(); ++i) text += (i ? ", " : "") + not_given[i];
+    for (std::size_t i = 0; i < not_given.size() && i < kNamed; ++i) text += (i ? ", " : "") + not_given[i];
+    if (not_given.size() > kNamed) text += " and " + std::to_string(not_given.size() - kNamed) + " more";
     text +=
         " (a step that needs a variable: set it in trial.env; code outside the case directory: import it "
         "from a directory on PYTHONPATH, or name it with trial.files)";
@@ -92,6 +109,56 @@ bool environmentDirectory(const std::filesystem::path& dir) {
          std::filesystem::exists(dir / "torch" / "__init__.py", ec);
 }
 
+// Whether `word` stands in `text` as a whole word (not inside a longer name).
+bool namesWord(const std::string& text, const std::string& word) {
+  const auto part = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; };
+  for (std::size_t at = text.find(word); !word.empty() && at != std::string::npos; at = text.find(word, at + 1))
+    if ((at == 0 || !part(text[at - 1])) && (at + word.size() == text.size() || !part(text[at + word.size()])))
+      return true;
+  return false;
+}
+
+// What any machine's environment has, which the self-check's runs keep:
+// the system's and the user's basics, the locale, temporary directories,
+// the GPU's and the math libraries' settings, the Python environment in
+// use. A variable of the user's own (MY_FLAG=4 in the shell) is not among
+// them: a maintainer does not have it either.
+bool machineVariable(const std::string& name) {
+  static const std::set<std::string> kNames{"PATH",
+                                            "HOME",
+                                            "USER",
+                                            "LOGNAME",
+                                            "SHELL",
+                                            "LANG",
+                                            "LANGUAGE",
+                                            "TERM",
+                                            "TZ",
+                                            "TMPDIR",
+                                            "TMP",
+                                            "TEMP",
+                                            "PWD",
+                                            "LD_LIBRARY_PATH",
+                                            "LD_PRELOAD",
+                                            "VIRTUAL_ENV",
+                                            "PYTHONHOME",
+                                            "PYTHONNOUSERSITE",
+                                            "PYTHONIOENCODING",
+                                            "PYTHONUTF8",
+                                            "PYTHONDONTWRITEBYTECODE",
+                                            "PYTHONUNBUFFERED",
+                                            "SSL_CERT_FILE",
+                                            "SSL_CERT_DIR",
+                                            "XDG_CACHE_HOME",
+                                            "XDG_RUNTIME_DIR",
+                                            "_",
+                                            "SHLVL",
+                                            "OLDPWD"};
+  static const std::vector<std::string> kPrefixes{"LC_",  "CUDA_", "NVIDIA_", "HIP_", "ROCR_",     "ROCM_",
+                                                  "HSA_", "OMP_",  "MKL_",    "KMP_", "OPENBLAS_", "CONDA_"};
+  if (kNames.contains(name)) return true;
+  return std::any_of(kPrefixes.begin(), kPrefixes.end(), [&](const std::string& p) { return name.starts_with(p); });
+}
+
 // What the self-check's runs do not inherit from this process (see
 // checkArchiveAlone), recorded in `check.not_given`; sets or unsets
 // PYTHONPATH in `options`.
@@ -116,18 +183,40 @@ void leaveOutWhatTheArchiveDoesNotCarry(VerifyOptions& options, SelfCheck& check
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     const std::string pair(*entry);
     const std::string name = pair.substr(0, pair.find('='));
-    if (namesASecret(name) && options.env.count(name) == 0) {
+    if (name == "PYTHONPATH" || options.env.count(name) != 0) continue;
+    if (!machineVariable(name) || namesASecret(name)) {
       options.env_unset.push_back(name);
       check.not_given.push_back(name);
     }
   }
 }
 
+// The runs traced (bundle.h's tracer, beside any LD_PRELOAD of the machine's)
+// into `trace`.
+void watchWhatTheRunsRead(VerifyOptions& options, const SelfCheckWatch& watch, const std::filesystem::path& trace) {
+  if (watch.trace_library.empty()) return;
+  const char* inherited = std::getenv("LD_PRELOAD");
+  options.env["LD_PRELOAD"] =
+      std::string(inherited && *inherited ? std::string(inherited) + ":" : "") + watch.trace_library;
+  options.env[kFileTraceVariable] = trace.string();
+}
+
+std::vector<std::string> originalsIn(const std::filesystem::path& trace, const SelfCheckWatch& watch) {
+  std::vector<std::string> read;
+  if (watch.trace_library.empty()) return read;
+  std::set<std::string> originals;
+  std::error_code ec;
+  for (const auto& p : watch.originals) originals.insert(std::filesystem::weakly_canonical(p, ec).string());
+  for (const auto& p : readTrace(trace))
+    if (originals.contains(p.string())) read.push_back(p.string());
+  return read;
+}
+
 }  // namespace
 
 SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfCheckPlan& plan, const std::string& python,
                             std::chrono::milliseconds timeout, const std::atomic<bool>* cancel, SelfCheckSlots slots,
-                            const std::map<std::string, std::string>& env) {
+                            const std::map<std::string, std::string>& env, const SelfCheckWatch& watch) {
   SelfCheck check;
   check.ran = true;
   check.require_every_run = plan.require_every_run;
@@ -141,6 +230,9 @@ SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfChec
   options.python = python;
   options.env = env;
   leaveOutWhatTheArchiveDoesNotCarry(options, check);
+  const auto trace_dir = std::make_unique<ScratchDir>("minrepro-self-check-trace");
+  const std::filesystem::path trace = trace_dir->path() / "read.txt";
+  watchWhatTheRunsRead(options, watch, trace);
   // The archive this run just wrote, from the user's own case: plain, as the trials ran.
   options.sandbox = SandboxMode::Off;
   options.timeout = timeout;
@@ -152,6 +244,7 @@ SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfChec
       return check;  // "the run was interrupted"
     }
     check.runs = static_cast<int>(result.runs.size());
+    check.originals_read = originalsIn(trace, watch);
     check.reproduced = result.asExpected();
     check.op_runs = static_cast<int>(result.op_runs.size());
     check.op_reproduced = result.opAsExpected();
@@ -166,7 +259,13 @@ SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfChec
         break;
       }
       check.first_difference = run.detail;
-      check.missing_file = missingFileIn(run.outcome.stderr_text + "\n" + run.outcome.stdout_text);
+      const std::string output = run.outcome.stderr_text + "\n" + run.outcome.stdout_text;
+      check.missing_file = missingFileIn(output);
+      // What the run's own output names first ('MR_FLAG' of a KeyError), then the rest.
+      std::stable_partition(check.not_given.begin(), check.not_given.end(), [&](const std::string& name) {
+        const std::string bare = name.starts_with("PYTHONPATH's ") ? name.substr(13) : name;
+        return namesWord(output, bare);
+      });
       break;
     }
   } catch (const std::exception& e) {

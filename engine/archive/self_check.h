@@ -37,8 +37,12 @@ struct SelfCheck {
   std::string missing_file;      // a file that run's output says it could not find
   std::string error;             // the check itself could not run (bad archive, no Python, no torch)
   // What of this shell the runs did not get, as a maintainer would not have
-  // it: "PYTHONPATH's /home/u/lib", "HF_TOKEN". Named when a run did not reproduce.
+  // it: "PYTHONPATH's /home/u/lib", "MY_FLAG". Named when a run did not reproduce.
   std::vector<std::string> not_given;
+  // Files of the case (a bundled file's original, the user's batch) that a
+  // run read at their place on this machine, by an absolute path the
+  // archive cannot redirect: a maintainer has none of them. Any fails the check.
+  std::vector<std::string> originals_read;
   // false: a failure so rare that the runs allowed (30) could miss it on a
   // faithful archive; none failing is then no verdict.
   bool conclusive = true;
@@ -73,18 +77,29 @@ struct SelfCheckSlots {
   JobSlots* slots = nullptr;
 };
 
+// What the self-check watches its runs read: with the file tracer
+// (engine/archive/bundle.h), whether they open any of `originals` (the
+// bundled files' sources, the user's batch) where they lie on this machine.
+struct SelfCheckWatch {
+  std::string trace_library;  // "": not watched
+  std::vector<std::filesystem::path> originals;
+};
+
 // Extracts `archive` into a fresh temporary directory and runs its repro.py
 // `plan.runs` times with `python`, stopping when `cancel` is set; never
 // throws. op/repro_op.py is not run: the op step, beside it, runs it alone.
 // `env`: variables the runs get, as the maintainer would set them (the
 // values of trial.env that the archive leaves out as secrets). What the
-// archive does not carry they do not get from this process: the user's own
-// PYTHONPATH directories (repro.py sets PYTHONPATH to the archive's copies;
-// directories of installed packages and of torch stay) and variables whose
-// name says they hold a secret (HF_TOKEN, PGPASSWORD) unless `env` has them.
+// archive does not carry they do not get from this process: of its
+// environment only what any machine's has (PATH, HOME, locale, temporary
+// directory, the GPU's and the math libraries' settings, the Python
+// environment in use), without the user's own PYTHONPATH directories
+// (repro.py sets PYTHONPATH to the archive's copies; directories of
+// installed packages and of torch stay). `watch`: see SelfCheckWatch.
 SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfCheckPlan& plan, const std::string& python,
                             std::chrono::milliseconds timeout, const std::atomic<bool>* cancel = nullptr,
-                            SelfCheckSlots slots = {}, const std::map<std::string, std::string>& env = {});
+                            SelfCheckSlots slots = {}, const std::map<std::string, std::string>& env = {},
+                            const SelfCheckWatch& watch = {});
 
 // The path a run's output says it could not open ("" when none): Python's
 // FileNotFoundError, torch.jit.load's and torch.load's messages.
