@@ -460,6 +460,8 @@ TEST(ScrubReport, ReportOfACaseUnderAUsersHomeNamesNoOne) {
 // captured context in case.yaml (a user name in full, even root; another
 // machine's host name; control characters escaped); and the scrubbed
 // archive still verifies.
+const std::string kTokenTensor = "tok_ghp_Zq8rT2mK9vL4nB7xC1dF6gH3jW5pS0aE2uY8";
+
 TEST(ScrubReport, EveryTextTheArchiveCarriesIsScrubbedAndItStillVerifies) {
   testing::TempDir dir("minrepro-scrub");
   const fs::path case_dir = dir.path() / "case";
@@ -478,18 +480,20 @@ TEST(ScrubReport, EveryTextTheArchiveCarriesIsScrubbedAndItStillVerifies) {
                          "# the token the job used: " +
                          kHfToken + "\n");
   std::string out;
-  ASSERT_EQ(testing::runCommand(testing::python() +
-                                    " -c \"import torch; x = torch.arange(8) + 10; x[5] = 4; "
-                                    "torch.save({'x': x, 'id': torch.arange(8)}, '" +
-                                    (case_dir / "batch.pt").string() + "')\"",
-                                &out),
-            0)
+  ASSERT_EQ(
+      testing::runCommand(testing::python() +
+                              " -c \"import torch; x = torch.arange(8) + 10; x[5] = 4; "
+                              "torch.save({'x': x, 'id': torch.arange(8), '" +
+                              kTokenTensor + "': torch.rand(8, 3)}, '" + (case_dir / "batch.pt").string() + "')\"",
+                          &out),
+      0)
       << out;
   testing::writeFile(case_dir / "case.yaml",
-                     "batch: batch.pt\nsamples:\n  tensors: {x: 0, id: 0}\n"
-                     "trial:\n  command: [\"/usr/bin/python3\", \"{case_dir}/trial.py\", \"{batch}\"]\n"
-                     "flaky:\n  enabled: false\nreducers: [samples]\n"
-                     "context:\n  user: " +
+                     "batch: batch.pt\nsamples:\n  tensors: {x: 0, id: 0, " + kTokenTensor +
+                         ": 0}\n"
+                         "trial:\n  command: [\"/usr/bin/python3\", \"{case_dir}/trial.py\", \"{batch}\"]\n"
+                         "flaky:\n  enabled: false\nreducers: [samples]\n"
+                         "context:\n  user: " +
                          user +
                          "\n  host: trainbox-7\n  workdir_at_capture: /home/alice/proj\n"
                          "  note: \"first line\\nFORGED: second line\"\n  api: " +
@@ -515,6 +519,11 @@ TEST(ScrubReport, EveryTextTheArchiveCarriesIsScrubbedAndItStillVerifies) {
     EXPECT_EQ(text.find("\nFORGED"), std::string::npos) << name << ":\n" << text;
     for (const std::string& secret : {kHfToken, kAwsKeyId, kOpenAiKey, std::string("jane.doe@corp.example")})
       EXPECT_EQ(text.find(secret), std::string::npos) << name << ":\n" << text;
+  }
+  // A tensor named with a token: case.yaml must name it as the batch does;
+  // the reports do not show it. Before, REPORT.html showed it in its panels.
+  for (const auto& [name, text] : texts) {
+    if (name != "case.yaml") EXPECT_EQ(text.find(kTokenTensor), std::string::npos) << name << ":\n" << text;
   }
   // The step script is bundled verbatim: the report says what in it looks like a secret.
   EXPECT_NE(texts["REPORT.md"].find("**Looks like a secret, copied verbatim**: trial.py:5: huggingface-access-token"),

@@ -123,6 +123,39 @@ TEST_F(ShrinkFixture, DeterministicModeUsesOneTrialPerCandidate) {
   EXPECT_EQ(exec.trials(), 14u);
 }
 
+// Links planted in a work directory an earlier run left (best/ a symbolic
+// link to a user's directory, original-batch.pt a second name of a user's
+// file, lock a symbolic link to another): the next run writes none of the
+// user's files through them. Before, best/batch.pt and best/case.yaml
+// replaced the user's, and the batch was copied into the user's file.
+TEST_F(ShrinkFixture, LinksPlantedInTheWorkDirectoryAreNotWrittenThrough) {
+  makeCase(64, "flaky: {enabled: false}\n");
+  IdExecutor first([](const auto& ids, std::uint64_t) { return has(ids, 37); });
+  ASSERT_EQ(runShrink(options, &first), ExitStatus::Reduced);
+  const fs::path work = dir.path() / "minrepro-work", victim = dir.path() / "victim";
+  ASSERT_TRUE(fs::exists(work / "best")) << "the work directory is not where the test looks";
+  fs::create_directories(victim / "best");
+  testing::writeFile(victim / "best" / "batch.pt", "USERDATA");
+  testing::writeFile(victim / "best" / "case.yaml", "USERCASE");
+  testing::writeFile(victim / "orig.txt", "ORIG");
+  testing::writeFile(victim / "lock.txt", "LOCK");
+  fs::remove_all(work / "best");
+  fs::create_directory_symlink(victim / "best", work / "best");
+  fs::remove(work / "original-batch.pt");
+  fs::create_hard_link(victim / "orig.txt", work / "original-batch.pt");
+  fs::remove(work / "lock");
+  fs::create_symlink(victim / "lock.txt", work / "lock");
+  IdExecutor second([](const auto& ids, std::uint64_t) { return has(ids, 37); });
+  ASSERT_EQ(runShrink(options, &second), ExitStatus::Reduced);
+  EXPECT_EQ(testing::readFile(victim / "best" / "batch.pt"), "USERDATA");
+  EXPECT_EQ(testing::readFile(victim / "best" / "case.yaml"), "USERCASE");
+  EXPECT_EQ(testing::readFile(victim / "orig.txt"), "ORIG");
+  EXPECT_EQ(testing::readFile(victim / "lock.txt"), "LOCK");
+  EXPECT_FALSE(fs::is_symlink(work / "best"));
+  EXPECT_TRUE(fs::exists(work / "best" / "batch.pt"));
+  EXPECT_EQ(archivedIds(), (std::vector<std::int64_t>{37}));
+}
+
 TEST_F(ShrinkFixture, ParallelTrialsGiveTheSameResult) {
   makeCase(512);
   auto rule = [](const auto& ids, std::uint64_t) { return has(ids, 100) && has(ids, 400); };
