@@ -73,6 +73,19 @@ int parseSubcommand(const std::string& name, const po::options_description& opts
   return -1;
 }
 
+// shrink's options as typed, less those the go-on line writes itself (the
+// case, the places, --resume) and the budgets a stopped run spent: a resumed
+// run repeats them (--no-op-repro, --jobs 4, --python PY).
+std::vector<std::string> optionsToRepeat(const po::options_description& opts, const std::vector<std::string>& args) {
+  static const std::set<std::string> kNotRepeated{"config",     "batch",    "work-dir",         "output", "resume",
+                                                  "max-trials", "max-time", "materialize-best", "help"};
+  std::vector<std::string> repeated;
+  for (const auto& option : po::command_line_parser(args).options(opts).run().options)
+    if (!kNotRepeated.contains(option.string_key))
+      repeated.insert(repeated.end(), option.original_tokens.begin(), option.original_tokens.end());
+  return repeated;
+}
+
 // A count option (--jobs, --runs, ...): a whole number of at least `least`.
 // Read as text: a size_t option would take "-1" as 2^64 - 1.
 // Counts have a ceiling too: `--runs 30000000` reserved memory for every
@@ -202,6 +215,7 @@ int shrinkCommand(const std::vector<std::string>& all_args) {
     throw minrepro::BadInputError("a command after -- goes with --batch; with --config the command is case.yaml's");
   minrepro::ShrinkOptions options;
   options.config = config;
+  options.repeated_options = optionsToRepeat(opts, args);
   if (!batch.empty()) {
     const minrepro::InitOptions init = initOptions(batch, command);
     const std::filesystem::path dir = std::filesystem::absolute(work_dir.empty() ? "minrepro-work" : work_dir);

@@ -417,7 +417,7 @@ ExitStatus runSteps(Run& r) {
     r.incomplete = e.what();
     if (!r.oracle->reference().failed()) {  // nothing failed yet: nothing to write
       r.log.info("stopping: " + r.incomplete + " before the original failed: no archive written");
-      r.log.info("to go on from here: " + goOnCommand(config, options.case_dir, options.zero_config_command));
+      r.log.info(goOnLine(config, options.case_dir, options.zero_config_command, options.repeated_options));
       return r.status;
     }
     r.log.info("stopping: " + r.incomplete + "; writing the best case so far (possibly not minimal) to " +
@@ -425,7 +425,7 @@ ExitStatus runSteps(Run& r) {
   }
   const ExitStatus status = writeResult(r);
   if (status == ExitStatus::Interrupted || status == ExitStatus::BudgetSpent)
-    r.log.info("to go on from here: " + goOnCommand(config, options.case_dir, options.zero_config_command));
+    r.log.info(goOnLine(config, options.case_dir, options.zero_config_command, options.repeated_options));
   const bool not_confirmed = status == ExitStatus::ArchiveDoesNotReproduce && !r.confirmed;
   if (not_confirmed && r.searched_forked && selfCheckConfirms(options, config)) return searchAgainPlain(r);
   return status;
@@ -442,8 +442,9 @@ ExitStatus runShrinkLoaded(const ShrinkOptions& options, CaseConfig& config, Exe
     return runSteps(r);
   } catch (const DiskFullError& e) {
     if (!r.journal) throw;
-    throw Error(e.status(), std::string(e.what()) + "; then go on from here: " +
-                                goOnCommand(config, options.case_dir, options.zero_config_command));
+    throw Error(e.status(),
+                std::string(e.what()) + "; then " +
+                    goOnLine(config, options.case_dir, options.zero_config_command, options.repeated_options));
   }
 }
 

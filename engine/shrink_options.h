@@ -25,8 +25,11 @@ struct ShrinkTally {
 
 struct ShrinkOptions {
   std::filesystem::path config;
-  std::filesystem::path case_dir;                 // the case directory when not config's own (zero-config start)
-  std::vector<std::string> zero_config_command;   // a zero-config start's command after --, as typed
+  std::filesystem::path case_dir;                // the case directory when not config's own (zero-config start)
+  std::vector<std::string> zero_config_command;  // a zero-config start's command after --, as typed
+  // The command line's options that a resumed run repeats, as typed
+  // (--no-op-repro, --jobs 4; not the case, places, --resume or budgets).
+  std::vector<std::string> repeated_options;
   std::optional<std::filesystem::path> output;    // overrides case.yaml's output
   std::optional<std::filesystem::path> work_dir;  // overrides case.yaml's work_dir
   std::string trial_binary;                       // minrepro-trial; default beside minrepro

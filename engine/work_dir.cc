@@ -216,9 +216,10 @@ fs::path writeBestSoFar(const CaseConfig& config, const BatchStore& batch, const
   return dir / "batch.pt";
 }
 
-std::string goOnCommand(const CaseConfig& config, const fs::path& start_dir,
-                        const std::vector<std::string>& start_command) {
-  return resumeCommand(config, start_dir, start_command) + " (the trials so far are replayed, not run again)";
+std::string goOnLine(const CaseConfig& config, const fs::path& start_dir, const std::vector<std::string>& start_command,
+                     const std::vector<std::string>& options) {
+  return "to go on from here (the trials so far are replayed, not run again): " +
+         resumeCommand(config, start_dir, start_command, options);
 }
 
 // --materialize-best: best/ from the journal of a run that is not running
@@ -265,9 +266,10 @@ std::string minreproCommand() {
 }  // namespace
 
 std::string resumeCommand(const CaseConfig& config, const fs::path& start_dir,
-                          const std::vector<std::string>& start_command) {
-  const std::string places = " --work-dir " + text::shellWord(config.work_dir.string()) + " --output " +
-                             text::shellWord(config.output.string()) + " --resume";
+                          const std::vector<std::string>& start_command, const std::vector<std::string>& options) {
+  std::string places = " --work-dir " + text::shellWord(config.work_dir.string()) + " --output " +
+                       text::shellWord(config.output.string()) + " --resume";
+  for (const std::string& option : options) places += " " + text::shellWord(option);
   if (start_command.empty())
     return minreproCommand() + " shrink --config " + text::shellWord(config.case_file.string()) + places;
   // The zero-config start's case.yaml lies in the work directory with paths

@@ -62,14 +62,17 @@ std::filesystem::path writeBestSoFar(const CaseConfig& config, const BatchStore&
 // same case and work directory with --resume (its trials replayed from
 // the journal, not run again).
 // A zero-config start (the directory it was typed in and its command after
-// --) repeats its --batch command.
+// --) repeats its --batch command. `options`: the run's other options as
+// typed (--no-op-repro, --jobs 4), which the resumed run repeats.
 std::string resumeCommand(const CaseConfig& config, const std::filesystem::path& start_dir = {},
-                          const std::vector<std::string>& start_command = {});
+                          const std::vector<std::string>& start_command = {},
+                          const std::vector<std::string>& options = {});
 
-// resumeCommand and what it does: "COMMAND (the trials so far are
-// replayed, not run again)", as a stopped run's last line says it.
-std::string goOnCommand(const CaseConfig& config, const std::filesystem::path& start_dir = {},
-                        const std::vector<std::string>& start_command = {});
+// resumeCommand and what it does, as a stopped run's last line says it:
+// "to go on from here (the trials so far are replayed, not run again):
+// COMMAND", the command last, so that the line's end is what to paste.
+std::string goOnLine(const CaseConfig& config, const std::filesystem::path& start_dir = {},
+                     const std::vector<std::string>& start_command = {}, const std::vector<std::string>& options = {});
 
 // --materialize-best: best/ from the journal of a run that is not running.
 ExitStatus materializeBest(const CaseConfig& config, bool quiet);

@@ -111,7 +111,8 @@ TEST_F(DiskFull, AFileSystemThatFillsWhileTheTrialsRunEndsTheRunWithTheCommandTh
   EXPECT_NE(out.find("status=4"), std::string::npos) << out;
   EXPECT_NE(out.find("error: no space left on the file system of " + work.string() + " ("), std::string::npos) << out;
   EXPECT_NE(out.find("KB free) when trial 1 failed ("), std::string::npos) << out;
-  EXPECT_NE(out.find("; then go on from here: "), std::string::npos) << out;
+  EXPECT_NE(out.find("; then to go on from here (the trials so far are replayed, not run again): "), std::string::npos)
+      << out;
   EXPECT_NE(out.find(" shrink --config " + (dir_.path() / "case.yaml").string()), std::string::npos) << out;
   EXPECT_NE(out.find("--resume"), std::string::npos) << out;
   EXPECT_EQ(out.find("failure section"), std::string::npos) << out;
@@ -132,7 +133,8 @@ TEST_F(DiskFull, AnArchiveThatCannotBeWrittenLeavesNothingAndTheCommandItGivesWr
   EXPECT_NE(out.find("error: no space left on the file system of " + mount.string() + " ("), std::string::npos) << out;
   EXPECT_NE(out.find("writing repro.tar.gz: free some space there, or write the archive elsewhere"), std::string::npos)
       << out;
-  EXPECT_NE(out.find("; then go on from here: "), std::string::npos) << out;
+  EXPECT_NE(out.find("; then to go on from here (the trials so far are replayed, not run again): "), std::string::npos)
+      << out;
   EXPECT_NE(out.find(" shrink --config " + (dir_.path() / "case.yaml").string()), std::string::npos) << out;
   EXPECT_EQ(out.find(".partial"), std::string::npos) << "a half-written archive was left: " << out;
   EXPECT_EQ(out.find("Write error"), std::string::npos) << out;

@@ -215,12 +215,16 @@ TEST_F(OwnLoop, ShrinkWithoutCaseYamlAndTheArchiveRunsUnderAnotherPython) {
 TEST_F(OwnLoop, TheZeroConfigStartsGoOnCommandResumesTheRun) {
   std::string out;
   const std::string start = "cd " + user_.string() + " && " + MINREPRO_BINARY +
-                            " shrink --batch saved.pt --max-trials 3 -- " + testing::python() + " step.py {batch} 2>&1";
+                            " shrink --batch saved.pt --max-trials 3 --no-op-repro -- " + testing::python() +
+                            " step.py {batch} 2>&1";
   ASSERT_EQ(runCommand(start, &out), 5) << out;
-  const std::string marker = "to go on from here: ";
+  const std::string marker = "to go on from here (the trials so far are replayed, not run again): ";
   const auto at = out.find(marker);
   ASSERT_NE(at, std::string::npos) << out;
-  std::string line = out.substr(at + marker.size(), out.find(" (the trials so far", at) - at - marker.size());
+  // The command ends the line (copied whole into a shell), with the options typed but the spent budget.
+  std::string line = out.substr(at + marker.size(), out.find('\n', at) - at - marker.size());
+  EXPECT_NE(line.find(" --no-op-repro"), std::string::npos) << line;
+  EXPECT_EQ(line.find("--max-trials"), std::string::npos) << line;
   // "minrepro" when one is on PATH, else the binary that ran.
   EXPECT_EQ(line.rfind("cd " + user_.string() + " && ", 0), 0u) << line;
   EXPECT_NE(line.find(" shrink --batch "), std::string::npos) << line;
