@@ -124,6 +124,10 @@ std::string renderInitCase(const InitOptions& o, std::vector<std::string>& notes
     << insideCase(o.batch, o.case_dir).value_or(fs::absolute(o.batch).lexically_normal().string());
   emitSamples(y, c);
   emitSequence(y, c);
+  if (!c.values_kept.empty()) {  // other per-sample lengths: their values stay the samples' own
+    y << YAML::Key << "values" << YAML::Value << YAML::BeginMap << YAML::Key << "exclude" << YAML::Value << YAML::Flow
+      << c.values_kept << YAML::EndMap;
+  }
   y << YAML::Key << "trial" << YAML::Value << YAML::BeginMap;
   y << YAML::Key << "command" << YAML::Value << YAML::Flow << YAML::BeginSeq;
   for (const auto& a : argv) y << YAML::DoubleQuoted << a;

@@ -174,13 +174,19 @@ const at::Tensor* perSampleTensor(const NamedTensors& b, const InferredCase& c, 
 
 bool perSampleInteger(const at::Tensor& t, std::int64_t n) { return t.dim() == 1 && t.size(0) == n && isInteger(t); }
 
+// Sample ids: a per-sample integer tensor named like them, one unique value
+// per sample; the usual names first, then any "*_id" ("utt_id", "image_id").
 void findIds(const NamedTensors& b, InferredCase& c) {
   static const std::vector<std::string> kNames = {
-      "sample_id", "sample_ids", "ids", "id", "index", "indices", "idx", "sample_index", "dataset_index", "uid"};
+      "sample_id",    "sample_ids",    "ids", "id",  "index", "indices", "idx",
+      "sample_index", "dataset_index", "uid", "_id", "_ids",  "_idx",    "_index"};
   for (const auto& wanted : kNames)
     for (const SampleAxis& a : c.sample_axes) {
       const at::Tensor* t = perSampleTensor(b, c, a.tensor);
-      if (!t || lower(leafName(a.tensor)) != wanted || !perSampleInteger(*t, c.samples)) continue;
+      const std::string leaf = lower(leafName(a.tensor));
+      const bool name_fits =
+          wanted.front() == '_' ? leaf.size() > wanted.size() && leaf.ends_with(wanted) : leaf == wanted;
+      if (!t || !name_fits || !perSampleInteger(*t, c.samples)) continue;
       if (std::get<0>(at::_unique(*t)).numel() != c.samples) {
         c.doubts.push_back("'" + a.tensor + "' is named like sample ids but repeats values: not taken as ids");
         continue;
@@ -280,7 +286,10 @@ bool findLengths(const NamedTensors& b, InferredCase& c) {
   c.sequence = best_padded;
   joinSameLengthTensors(b, *b.find(best), b.find(best)->max().item<std::int64_t>(), c);
   fits.erase(std::remove(fits.begin(), fits.end(), best), fits.end());
-  if (!fits.empty()) c.doubts.push_back("lengths: also possible: " + joined(fits) + " (edit sequence.lengths)");
+  if (!fits.empty())
+    c.doubts.push_back("lengths: also possible: " + joined(fits) +
+                       " (edit sequence.lengths); the values pass leaves their values as they are");
+  c.values_kept = fits;
   return true;
 }
 
@@ -356,6 +365,22 @@ bool startsEachSampleOfAnother(const NamedTensors& b, std::size_t i) {
   return false;
 }
 
+// The name of a 1-D tensor whose length is the sum of b.tensors[i] (a
+// per-sample integer vector named as lengths), when that is not the
+// batch's size: the samples' values joined end to end.
+std::optional<std::string> valuesJoinedBy(const NamedTensors& b, std::size_t i) {
+  const at::Tensor& t = b.tensors[i];
+  const std::string leaf = lower(leafName(b.names[i]));
+  if (leaf.find("len") == std::string::npos && leaf.find("count") == std::string::npos) return std::nullopt;
+  if (t.min().item<std::int64_t>() < 0) return std::nullopt;
+  const std::int64_t total = t.sum().item<std::int64_t>();
+  for (std::size_t j = 0; j < b.tensors.size(); ++j) {
+    const at::Tensor& other = b.tensors[j];
+    if (j != i && other.dim() == 1 && other.size(0) == total && total != t.size(0)) return b.names[j];
+  }
+  return std::nullopt;
+}
+
 // Layouts whose samples are ranges of one axis: no sample axis to cut.
 void refuseRangeLayouts(const NamedTensors& b, const fs::path& file) {
   for (std::size_t i = 0; i < b.names.size(); ++i) {
@@ -368,6 +393,14 @@ void refuseRangeLayouts(const NamedTensors& b, const fs::path& file) {
           "' marks packed sequences (sample i is positions cu_seqlens[i] to cu_seqlens[i+1] of one axis), which "
           "minrepro cannot cut into samples: save the batch padded, one row per sample with a lengths tensor, or "
           "write case.yaml by hand with samples.tensors naming only tensors that have a sample axis");
+    if (const auto joined_values = valuesJoinedBy(b, i))
+      throw BadInputError(
+          file.string() + ": '" + *joined_values + "' holds the samples' values joined end to end, sample i's " +
+          "being the next " + b.names[i] + "[i] of them (CTC's concatenated targets), which minrepro cannot cut " +
+          "into samples: save them as a list of one tensor per sample (list(" + *joined_values + ".split(" +
+          b.names[i] + ".tolist()))), or padded into one [samples, length] tensor beside " + b.names[i] +
+          ", and join them in the step (torch.cat). A case.yaml that names only the other tensors under " +
+          "samples.tensors keeps every sample's values in every candidate");
     if (leaf.find("offset") != std::string::npos && startsEachSampleOfAnother(b, i))
       throw BadInputError(
           file.string() + ": '" + b.names[i] + "' gives where each sample's values start in one flat tensor (" +
@@ -477,8 +510,9 @@ std::vector<std::string> describeInference(const InferredCase& c) {
   if (!whole.empty()) lines.push_back("kept whole in every candidate: " + joined(whole));
   for (const InferredTensor& t : c.tensors)
     if (t.role == "sample" && !t.reason.empty()) lines.push_back("'" + t.name + "': " + t.reason);
-  lines.push_back(c.ids.empty() ? "no sample ids found (a 1-D integer tensor named sample_id or ids with one unique "
-                                  "value per sample): kept samples are numbered by their position in the batch"
+  lines.push_back(c.ids.empty() ? "no sample ids found (a 1-D integer tensor named sample_id, ids, idx or NAME_id "
+                                  "with one unique value per sample): kept samples are numbered by their position "
+                                  "in the batch"
                                 : "sample ids: '" + c.ids + "' (the report names kept samples by them)");
   lines.push_back(sequenceLine(c));
   if (!c.kept_values.empty()) lines.push_back("kept as they are (not tensors): " + joined(c.kept_values));
@@ -490,6 +524,9 @@ void applyInference(const InferredCase& inferred, CaseConfig& config) {
   config.sample_axes = inferred.sample_axes;
   config.sample_lists = inferred.sample_lists;
   config.sample_ids = inferred.ids;
+  for (const std::string& name : inferred.values_kept)
+    if (std::find(config.values.exclude.begin(), config.values.exclude.end(), name) == config.values.exclude.end())
+      config.values.exclude.push_back(name);
   if (!config.sequence.tensors.empty()) return;
   config.sequence.tensors = inferred.sequence;
   config.sequence.lengths = inferred.lengths;

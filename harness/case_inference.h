@@ -58,6 +58,10 @@ struct InferredCase {
   std::vector<SequenceTensor> sequence;   // axis and padding of each
   std::vector<std::string> kept_values;   // non-tensor leaves kept as they are
   std::vector<std::string> doubts;        // what else a choice could have been
+  // Per-sample lengths the sequence is not cut by (a CTC batch's target
+  // lengths beside its frame lengths): the values pass leaves them as they
+  // are, so a kept sample's length still matches its values.
+  std::vector<std::string> values_kept;
 };
 
 // Throws BadInputError when the file cannot be read, holds no tensor with a

@@ -146,6 +146,10 @@ TEST_F(Layouts, RangeLayoutsAndObjectsAreRefusedWithWhatToSave) {
   EXPECT_NE(offsets.find("'user.history_offsets' gives where each sample's values start"), std::string::npos)
       << offsets;
   EXPECT_NE(offsets.find("padded into one [samples, length] tensor"), std::string::npos) << offsets;
+  // CTC's targets joined end to end, with their lengths (helper-17's speech batch).
+  const std::string joined = refusal("ctc_joined");
+  EXPECT_NE(joined.find("'targets' holds the samples' values joined end to end"), std::string::npos) << joined;
+  EXPECT_NE(joined.find("list(targets.split(target_lens.tolist()))"), std::string::npos) << joined;
   const std::string named = refusal("named_tuple");
   EXPECT_NE(named.find("such as a named tuple"), std::string::npos) << named;
   EXPECT_NE(named.find("tuple(batch)"), std::string::npos) << named;
@@ -182,6 +186,24 @@ TEST_F(Layouts, InitsSummaryAndFileComeFromOneStructure) {
       EXPECT_NE(text.find("lists: "), std::string::npos) << text;
     }
   }
+}
+
+// A padded CTC batch: one of the two per-sample lengths cuts the sequence,
+// the other keeps its values (the values pass set a kept utterance's target
+// length to the batch's median, past its labels), and utt_id names the
+// samples (it was rewritten to another utterance's id).
+TEST_F(Layouts, ASecondLengthsTensorKeepsItsValuesAndUttIdNamesTheSamples) {
+  const InferredCase c = inferCase(batch("ctc_padded"));
+  EXPECT_EQ(c.ids, "utt_id");
+  ASSERT_TRUE(c.lengths == "feat_lens" || c.lengths == "target_lens") << c.lengths;
+  EXPECT_EQ(c.values_kept, (std::vector<std::string>{c.lengths == "feat_lens" ? "target_lens" : "feat_lens"}));
+  InitOptions options;
+  options.batch = batch("ctc_padded");
+  options.case_dir = batch("ctc_padded").parent_path();
+  options.argv = {"python", "step.py", "{batch}"};
+  std::vector<std::string> notes;
+  const std::string text = renderInitCase(options, notes);
+  EXPECT_NE(text.find("values:\n  exclude: [" + c.values_kept.front() + "]"), std::string::npos) << text;
 }
 
 // init --output in another directory than the one the command was typed

@@ -563,10 +563,12 @@ TEST(VerifyHostile, AVenvUnderTmpRunsInTheSandbox) {
   ASSERT_EQ(runCommand(venv.string() + "/bin/python -c 'import site; print(site.getsitepackages()[0])'", &out), 0)
       << out;
   // The torch the .pth names lies under /tmp too (the path of a link to it):
-  // the directories a .pth adds are bound like the prefix.
+  // the directories a .pth adds are bound like the prefix, whether it names
+  // them as a line or its code adds them (an editable install's finder).
+  // Before, the second form gave "No module named 'torch'" in the sandbox.
   const fs::path torch_link = dir.path() / "torch-site";
   fs::create_directory_symlink(torch_site, torch_link);
-  testing::writeFile(fs::path(out.substr(0, out.find('\n'))) / "torch-of-the-tests.pth", torch_link.string() + "\n");
+  const fs::path pth = fs::path(out.substr(0, out.find('\n'))) / "torch-of-the-tests.pth";
   // Nor can it read this user's archive key (an archive that did could seal forgeries).
   ASSERT_TRUE(userArchiveKey());
   const std::string repro = "import torch\ntry:\n    open('" + userArchiveKeyFile().string() +
@@ -575,12 +577,16 @@ TEST(VerifyHostile, AVenvUnderTmpRunsInTheSandbox) {
   const fs::path archive = dir.path() / "elsewhere.tar.gz";
   writeTarGz(archive, {{"repro.py", repro, true},
                        {"signature.txt", "family: index-error\nmessage: Target 4 is out of bounds.\n"}});
-  EXPECT_EQ(runCommand(minrepro() + " verify --runs 1 --sandbox on --python " + venv.string() + "/bin/python " +
-                           archive.string() + " 2>&1",
-                       &out),
-            0)
-      << out;
-  EXPECT_NE(out.find("reproduced in 1 of 1"), std::string::npos) << out;
+  for (const std::string& line : {torch_link.string(), "import sys; sys.path.append('" + torch_link.string() + "')"}) {
+    SCOPED_TRACE(line);
+    testing::writeFile(pth, line + "\n");
+    EXPECT_EQ(runCommand(minrepro() + " verify --runs 1 --sandbox on --python " + venv.string() + "/bin/python " +
+                             archive.string() + " 2>&1",
+                         &out),
+              0)
+        << out;
+    EXPECT_NE(out.find("reproduced in 1 of 1"), std::string::npos) << out;
+  }
 }
 
 // The sandbox decision trusts nothing an archive says: a published

@@ -7,6 +7,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <mutex>
+#include <sstream>
 
 #include "core/errors.h"
 
@@ -78,11 +81,39 @@ std::vector<fs::path> pthDirectories(const fs::path& prefix) {
   return dirs;
 }
 
+// The directories a Python puts on its path as it starts, asked of it once
+// per interpreter (outside the sandbox: it is the user's own Python, whose
+// .pth files run at every start anyway). A .pth file's "import" line (an
+// editable install's finder, a sys.path.append) names its directory only
+// when it runs.
+std::vector<fs::path> startupPathOf(const fs::path& program) {
+  static std::mutex mutex;
+  static std::map<std::string, std::vector<fs::path>> asked;
+  std::lock_guard lock(mutex);
+  if (const auto known = asked.find(program.string()); known != asked.end()) return known->second;
+  std::vector<fs::path>& dirs = asked[program.string()];
+  if (program.filename().string().rfind("python", 0) != 0) return dirs;
+  char scratch[] = "/tmp/minrepro-sys-path-XXXXXX";
+  if (::mkdtemp(scratch) == nullptr) return dirs;
+  TrialSpec spec;
+  spec.argv = {program.string(), "-c", "import sys; print(chr(10).join(p for p in sys.path if p))"};
+  spec.work_dir = fs::path(scratch) / "run";
+  spec.timeout = std::chrono::seconds(30);
+  const TrialOutcome out = LocalExecutor().run(spec);
+  std::istringstream lines(out.stdout_text);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty() && line.front() == '/') dirs.emplace_back(line);
+  std::error_code ec;
+  fs::remove_all(scratch, ec);
+  return dirs;
+}
+
 // What a trial needs from under /tmp, bound read-only over the sandbox's
 // empty /tmp: the program's prefix (its path and its real path: a venv's
 // python is a link to its base), the venv's base, minrepro's own
 // directory (minrepro-trial, the op recorder), the directories the
-// prefix's .pth files add to Python's path, and the directories that
+// prefix's .pth files add to Python's path (those their code adds too,
+// asked of the Python), and the directories that
 // PYTHONPATH, LD_PRELOAD and LD_LIBRARY_PATH name, set by the trial or
 // inherited. Everything else under /tmp stays hidden.
 std::vector<fs::path> tmpPathsToBind(const TrialSpec& spec) {
@@ -102,6 +133,7 @@ std::vector<fs::path> tmpPathsToBind(const TrialSpec& spec) {
       if (const auto home = venvHome(prefixOf(p))) add(home->filename() == "bin" ? home->parent_path() : *home);
       for (const fs::path& dir : pthDirectories(prefixOf(p))) add(dir);
     }
+    for (const fs::path& dir : startupPathOf(program)) add(dir);
   };
   if (!spec.argv.empty()) addProgram(resolveProgram(spec.argv.front()));
   std::error_code ec;
