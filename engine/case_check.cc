@@ -98,7 +98,8 @@ std::string wrongCaseMessage(const std::string& what_happened, const FailureSign
   }
   return text +
          "; or leave the samples section out and minrepro infers it from the batch (minrepro init shows what it "
-         "infers)";
+         "infers). When it was inferred already (no case.yaml), save what it keeps whole with one entry per sample: "
+         "a list of one tensor per sample, or padded into one [samples, ...] tensor with a lengths tensor beside it";
 }
 
 std::string perSampleLookingKeptWhole(const BatchStore& batch) {

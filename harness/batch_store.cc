@@ -177,20 +177,13 @@ class TorchBatchStore : public BatchStore {
     return found;
   }
 
+  // The samples `keep` with every value as it is: the candidate of that
+  // selection, so that a neighbour is written as the search's files are (a
+  // dropped list entry's bytes in a shared storage are zeros there too).
   void writeSubset(const std::vector<std::int64_t>& keep, const fs::path& out) const override {
-    const at::Tensor index = at::tensor(keep, at::kLong);
-    NamedTensors subset = withTree(keep);
-    for (std::size_t i = 0; i < batch_.names.size(); ++i) {
-      const at::Tensor& t = batch_.tensors[i];
-      auto axis = sampleAxisOf(batch_.names[i]);
-      const bool all = static_cast<std::int64_t>(keep.size()) == samples_;
-      subset.names.push_back(batch_.names[i]);
-      if (!kept(i, keep))
-        subset.tensors.emplace_back();
-      else
-        subset.tensors.push_back(axis && !all ? copyWithStridePattern(t.index_select(*axis, index), t) : t);
-    }
-    writeBatchFile(subset, out);
+    Selection subset;
+    subset.samples = keep;
+    writeCandidate(subset, out);
   }
 
   std::uint64_t writeCandidate(const Selection& selection, const fs::path& out) const override {
@@ -324,7 +317,10 @@ class TorchBatchStore : public BatchStore {
   bool cutAsIs(std::size_t tensor, const Selection& selection) const;
   bool shapeKept(std::size_t tensor, const Selection& selection) const;
   void planAlone(std::size_t tensor, const Selection& selection, CandidatePlan& p) const;
-  bool planShared(const std::vector<std::size_t>& group, const Selection& selection, CandidatePlan& p) const;
+  // `dropped`: the group's tensors the candidate leaves out (entries of
+  // per-sample lists of dropped samples), whose bytes become zeros.
+  bool planShared(const std::vector<std::size_t>& group, const std::vector<std::size_t>& dropped,
+                  const Selection& selection, CandidatePlan& p) const;
   CandidatePlan plan(const Selection& selection) const;
 
  public:
@@ -518,8 +514,8 @@ bool TorchBatchStore::shapeKept(std::size_t i, const Selection& selection) const
 // The tensors of one original storage in one candidate storage
 // (shared_storage.h), their edits written in place; false when the cut
 // cannot keep the storage whole.
-bool TorchBatchStore::planShared(const std::vector<std::size_t>& group, const Selection& selection,
-                                 CandidatePlan& p) const {
+bool TorchBatchStore::planShared(const std::vector<std::size_t>& group, const std::vector<std::size_t>& dropped,
+                                 const Selection& selection, CandidatePlan& p) const {
   std::vector<at::Tensor> views;
   std::vector<ViewCut> cuts;
   for (std::size_t i : group) {
@@ -530,6 +526,21 @@ bool TorchBatchStore::planShared(const std::vector<std::size_t>& group, const Se
   }
   auto cut_views = cutSharedStorage(views, cuts, selection.samples, samples_);
   if (!cut_views) return false;
+  const bool same_layout = std::none_of(cuts.begin(), cuts.end(), [&](const ViewCut& c) {
+    return c.sample_axis && static_cast<std::int64_t>(selection.samples.size()) != samples_;
+  });
+  if (same_layout && !dropped.empty()) {
+    // The storage copied whole: what the views of dropped samples held
+    // (other utterances' labels split from one tensor) becomes zeros, as in
+    // a cut's gaps; then the kept views get their own values back, where
+    // they overlap a dropped one.
+    const c10::Storage& copy = (*cut_views)[0].storage();
+    for (std::size_t d : dropped) {
+      const at::Tensor& t = batch_.tensors[d];
+      at::empty({0}, t.options()).set_(copy, t.storage_offset(), t.sizes(), t.strides()).zero_();
+    }
+    for (std::size_t v = 0; v < group.size(); ++v) (*cut_views)[v].copy_(batch_.tensors[group[v]]);
+  }
   for (std::size_t v = 0; v < group.size(); ++v) {
     const std::size_t i = group[v];
     at::Tensor& view = (*cut_views)[v];
@@ -552,13 +563,16 @@ CandidatePlan TorchBatchStore::plan(const Selection& selection) const {
   p.tensors.names = batch_.names;
   p.tensors.tensors.resize(batch_.tensors.size());  // undefined: left out with its sample
   for (std::vector<std::size_t> group : storage_groups_) {
+    std::vector<std::size_t> dropped;
+    for (std::size_t i : group)
+      if (!kept(i, selection.samples)) dropped.push_back(i);
     group.erase(std::remove_if(group.begin(), group.end(), [&](std::size_t i) { return !kept(i, selection.samples); }),
                 group.end());
     if (group.empty()) continue;
-    const bool changed =
-        std::any_of(group.begin(), group.end(), [&](std::size_t i) { return !unchanged(i, selection); });
+    const bool changed = !dropped.empty() || std::any_of(group.begin(), group.end(),
+                                                         [&](std::size_t i) { return !unchanged(i, selection); });
     const bool shared = group.size() > 1 || shapeKept(group.front(), selection);
-    if (changed && shared && planShared(group, selection, p)) continue;
+    if (changed && shared && planShared(group, dropped, selection, p)) continue;
     for (std::size_t i : group) planAlone(i, selection, p);
   }
   return p;

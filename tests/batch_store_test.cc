@@ -217,6 +217,32 @@ TEST_F(BatchFixture, ATransposedTensorCutToOneSampleStaysNonContiguous) {
   EXPECT_TRUE(at::equal(subset.tensors[0], b.tensors[0].narrow(0, 5, 1)));
 }
 
+// A per-sample list whose entries are views of one storage (CTC labels
+// split from one tensor): a subset keeps its entries' offsets and values,
+// and what the dropped samples' entries held becomes zeros. Before, the
+// kept entry carried the whole storage: every utterance's labels.
+TEST_F(BatchFixture, AListEntrysStorageCarriesNoDroppedSamplesValues) {
+  std::string output;
+  ASSERT_EQ(testing::runCommand(testing::python() +
+                                    " -c \"import torch; t = torch.arange(1, 13); "
+                                    "torch.save({'x': torch.randn(4, 2), 'targets': list(t.split([2, 3, 4, 3]))}, '" +
+                                    config.batch.string() + "')\"",
+                                &output),
+            0)
+      << output;
+  config.sample_axes = {{"x", 0}};
+  config.sample_lists = {"targets"};
+  const fs::path out = dir.path() / "one.pt";
+  BatchStore::open(config)->writeSubset({2}, out);
+  ASSERT_EQ(testing::runCommand(testing::python() + " -c \"import torch; b = torch.load('" + out.string() +
+                                    "'); t = b['targets'][0]; print(t.tolist(), t.storage_offset(), "
+                                    "torch.tensor(t.untyped_storage()).view(torch.int64).tolist())\"",
+                                &output),
+            0)
+      << output;
+  EXPECT_NE(output.find("[6, 7, 8, 9] 5 [0, 0, 0, 0, 0, 6, 7, 8, 9, 0, 0, 0]"), std::string::npos) << output;
+}
+
 TEST_F(BatchFixture, UnchangedViewsIntoOneStorageStaySharedInEveryCandidate) {
   const at::Tensor base = at::arange(24, at::kFloat);
   NamedTensors b;

@@ -32,9 +32,14 @@ std::string tensorTable(const std::vector<TensorInfo>& tensors) {
   std::ostringstream out;
   out << "| tensor | dtype | shape | strides | layout | storage | sample axis |\n|---|---|---|---|---|---|---|\n";
   for (const auto& t : tensors) {
+    // A list's entries split from one tensor share it: a few names and the
+    // count (32 entries named 31 others each, 1000 lines of names).
+    constexpr std::size_t kNamed = 3;
     std::string storage = "offset " + std::to_string(t.storage_offset);
-    for (std::size_t i = 0; i < t.shares_storage_with.size(); ++i)
+    for (std::size_t i = 0; i < t.shares_storage_with.size() && i < kNamed; ++i)
       storage += (i ? ", `" : ", shared with `") + t.shares_storage_with[i] + "`";
+    if (t.shares_storage_with.size() > kNamed)
+      storage += " and " + std::to_string(t.shares_storage_with.size() - kNamed) + " more";
     out << "| `" << t.name << "` | " << t.dtype << " | " << formatList(t.shape) << " | " << formatList(t.strides)
         << " | " << t.layout << " | " << storage << " | " << (t.has_sample_axis ? std::to_string(t.sample_axis) : "-")
         << " |\n";

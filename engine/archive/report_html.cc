@@ -357,7 +357,10 @@ void writeValueTable(std::ostream& out, const SamplePanel& p) {
 
 void writePanel(std::ostream& out, const SamplePanel& p) {
   std::string storage = "offset " + std::to_string(p.info.storage_offset);
-  for (const auto& other : p.info.shares_storage_with) storage += ", shares its storage with " + other;
+  const auto& others = p.info.shares_storage_with;
+  for (std::size_t i = 0; i < others.size() && i < 3; ++i)
+    storage += (i ? ", " : ", shares its storage with ") + others[i];
+  if (others.size() > 3) storage += " and " + std::to_string(others.size() - 3) + " more";
   out << "<div class=\"panel\" data-kind=\"" << sampleKindName(p.kind) << "\"><h3><code>" << esc(p.tensor)
       << "</code> <span class=\"meta\">" << sampleKindName(p.kind) << "; " << esc(p.info.dtype) << ", shape "
       << esc(formatList(p.info.shape)) << ", strides " << esc(formatList(p.info.strides)) << ", " << esc(p.info.layout)
