@@ -413,11 +413,11 @@ FamilyAdvice adviceFor(const FailureSignature& signature) {
   const bool embedding = signature.op.find("embedding") != std::string::npos;
   if (embedding && (signature.family == FailureFamily::IndexError || signature.family == FailureFamily::DeviceAssert)) {
     advice.check_first =
-        "the largest token id against the embedding's num_embeddings (the tokenizer's vocabulary "
-        "and the table's size), and padding_idx";
+        "the largest id against the embedding's num_embeddings (a token id against the tokenizer's "
+        "vocabulary, a category or user id against the count the table was made for), and padding_idx";
     advice.avoid =
-        "clamping or wrapping the ids so that they fit: size the table to the vocabulary (or fix the "
-        "tokenizer) instead";
+        "clamping or wrapping the ids so that they fit: size the table to what the ids can be (or fix what "
+        "makes them: the tokenizer, the category map) instead";
   }
   return advice;
 }

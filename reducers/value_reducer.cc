@@ -22,8 +22,9 @@ class ValueReducer : public SetReducer {
   std::vector<std::string> describe(const Selection& minimal, const std::vector<std::int64_t>&) const override {
     if (minimal.values_kept.empty()) return {};
     return {"Values: " + std::to_string(view_.nonTrivialValueCount(minimal)) +
-            " non-trivial value(s) left; every other value is trivial (floats 0, integers their smallest valid "
-            "value, masks all-ones), dtypes and layouts unchanged"};
+            " non-trivial value(s) left; every other value is its tensor's trivial value (floats 0, integers 0 or "
+            "the value nearest 0 the tensor holds, or its median where only one element held that, masks all-ones; "
+            "configs/README.md, values), dtypes and layouts unchanged: such a value is not the sample's own"};
   }
 
   Selection apply(const Selection& current, const std::vector<std::size_t>& keep) const override {

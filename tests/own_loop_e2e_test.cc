@@ -170,7 +170,7 @@ TEST_F(OwnLoop, ShrinkWithoutCaseYamlAndTheArchiveRunsUnderAnotherPython) {
                   "`tokens` (10 values per sample): the kept samples hold 50, outside the range 0..49 that the "
                   "other 23 samples span"))
       << report;
-  EXPECT_TRUE(has(report, "the largest token id against the embedding's num_embeddings")) << report;
+  EXPECT_TRUE(has(report, "the largest id against the embedding's num_embeddings (a token id")) << report;
   // REPORT.html shows the token ids of the kept sample with the one outside the rest's range marked.
   const std::string html = readFile(empty / "REPORT.html");
   const std::size_t tokens = html.find("<table class=\"values\" data-tensor=\"tokens\">");
