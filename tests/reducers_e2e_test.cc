@@ -45,14 +45,17 @@ TEST_F(ReducerEndToEnd, FailureAtOneExactLengthKeepsThatLength) {
   EXPECT_TRUE(has(readFile(dir / "REPORT.md"), "probability tensor contains either")) << log_;
 }
 
-TEST_F(ReducerEndToEnd, NonContiguousInputStaysNonContiguousAndBrokenLayoutsCostNoTrial) {
+// A transposed input cut along its sequence stays non-contiguous at every
+// length: a cut dimension keeps the room of two (length 1 is [1, 1, 6] with
+// strides (12, 1, 2), not a contiguous row, so no candidate breaks the
+// layout invariant). At length 1 view() works on the one strided row and
+// the case passes, so length 2 is the minimum, found by trials.
+TEST_F(ReducerEndToEnd, NonContiguousInputStaysNonContiguousAtEveryLength) {
   const fs::path dir = shrinkExample("strided");
-  // Length 1 would make the transposed input contiguous: rejected before any trial.
   EXPECT_EQ(pyBatch(dir, "tuple(b['x'].shape), b['x'].stride(), b['x'].is_contiguous()"),
             "(1, 2, 6) (12, 1, 2) False\n");
   const std::string report = readFile(dir / "REPORT.md");
-  EXPECT_TRUE(has(report, "rejected by invariants without a trial")) << report;
-  EXPECT_FALSE(has(report, " 0 rejected by invariants without a trial")) << report;
+  EXPECT_TRUE(has(report, " 0 rejected by invariants without a trial")) << report;
   EXPECT_TRUE(has(report, "view size is not compatible")) << report;
 }
 
