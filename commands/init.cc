@@ -51,6 +51,8 @@ std::string onScreen(const std::string& line) { return scrubSecretsOnly(line, ma
 // Written to a temp file beside it, then renamed: never half a case file.
 void writeWhole(const fs::path& file, const std::string& text) {
   const fs::path tmp = file.string() + ".partial";
+  std::error_code gone;
+  fs::remove(tmp, gone);  // a link left at the name is removed, not written through
   std::ofstream out(tmp);
   out << text;
   out.close();

@@ -174,10 +174,16 @@ bool plantedLink(const fs::path& path) {
 std::size_t removePlantedLinks(const fs::path& work_dir) {
   std::size_t removed = 0;
   std::error_code ec;
-  for (const fs::path& dir : {work_dir, work_dir / "best"}) {
-    if (plantedLink(dir)) continue;  // best/ itself: removed with the top level's entries
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-      if (it->path().filename() != "lock" && plantedLink(it->path()) && ::unlink(it->path().c_str()) == 0) ++removed;
+  // Every directory minrepro writes into (best/, neighbours/, trace/, probe/,
+  // op/...), without following links; the torch.compile caches are the
+  // compilers' own, and trials/ is removed whole before this.
+  for (fs::recursive_directory_iterator it(work_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path& path = it->path();
+    if (it.depth() == 0 && (path.filename() == "compile-cache" || path.filename() == "trials")) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    if ((it.depth() > 0 || path.filename() != "lock") && plantedLink(path) && ::unlink(path.c_str()) == 0) ++removed;
   }
   return removed;
 }
@@ -201,12 +207,16 @@ fs::path writeBestSoFar(const CaseConfig& config, const BatchStore& batch, const
   const fs::path dir = config.work_dir / "best";
   fs::create_directories(dir);
   if (selectionKey(best) == selectionKey(fullSelection(batch))) {
+    std::error_code gone;
+    fs::remove(dir / "batch.pt.partial", gone);
     fs::copy_file(config.batch, dir / "batch.pt.partial", fs::copy_options::overwrite_existing);
     fs::rename(dir / "batch.pt.partial", dir / "batch.pt");
   } else {
     batch.writeCandidate(best, dir / "batch.pt");
   }
   const fs::path tmp = dir / "case.yaml.partial";
+  std::error_code gone;
+  fs::remove(tmp, gone);
   {
     std::ofstream out(tmp);
     out << renderCase(bakeBranches(config, best.branches_off), config.base_dir, "batch.pt",

@@ -47,7 +47,8 @@ std::size_t removeStalePartials(const CaseConfig& config);
 std::size_t cleanUpAfterKilledRun(const std::filesystem::path& work_dir);
 
 // Removes the symbolic links and the second names of other files found in
-// the work directory and its best/ (not the lock, which handles its own):
+// the work directory and the directories in it (not the lock, which handles
+// its own; not the compile caches):
 // minrepro makes none there, and writing its files would write through them
 // into the user's. Run once the lock is held. Returns how many it removed.
 std::size_t removePlantedLinks(const std::filesystem::path& work_dir);

@@ -510,6 +510,8 @@ std::uint64_t writeBatchFile(const NamedTensors& batch, const fs::path& file, co
   pickler.stop();
   const fs::path tmp = file.string() + ".partial";
   std::uint64_t bytes = 0;
+  std::error_code gone;
+  fs::remove(tmp, gone);  // a link left at the name is removed, not written through
   try {
     StoredZipWriter zip(tmp);
     const std::string prefix = "archive/";

@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -228,6 +229,25 @@ TEST_F(Layouts, InitWritesPathsRelativeToTheCaseFileNotTheCurrentDirectory) {
   text = renderInitCase(options, notes);
   EXPECT_NE(text.find("\nbatch: " + batch("tokenizer_cls").string() + "\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\"" + (project / "step.py").string() + "\""), std::string::npos) << text;
+}
+
+// The zero-config start writes its case.yaml in the work directory through
+// a temporary name: a link planted there is removed, not written through.
+TEST_F(Layouts, TheZeroConfigCaseIsNotWrittenThroughALinkAtItsTemporaryName) {
+  testing::TempDir work("minrepro-zero-config-link");
+  const fs::path victim = work.path() / "victim.txt";
+  testing::writeFile(victim, "VICTIM");
+  fs::create_directories(work.path() / "w");
+  testing::writeFile(work.path() / "w" / ".minrepro-work", "an earlier run's\n");
+  fs::create_symlink(victim, work.path() / "w" / "case.yaml.partial");
+  InitOptions options;
+  options.batch = batch("tokenizer_cls");
+  options.case_dir = batch("tokenizer_cls").parent_path();
+  options.argv = {"python", "step.py", "{batch}"};
+  std::ostringstream out;
+  const fs::path written = writeZeroConfigCase(options, work.path() / "w", true, out);
+  EXPECT_EQ(testing::readFile(victim), "VICTIM");
+  EXPECT_NE(testing::readFile(written).find("samples:"), std::string::npos);
 }
 
 }  // namespace

@@ -125,8 +125,8 @@ TEST_F(ShrinkFixture, DeterministicModeUsesOneTrialPerCandidate) {
 
 // Links planted in a work directory an earlier run left (best/ a symbolic
 // link to a user's directory, original-batch.pt a second name of a user's
-// file, lock a symbolic link to another): the next run writes none of the
-// user's files through them. Before, best/batch.pt and best/case.yaml
+// file, lock a symbolic link to another, temporary names in its
+// directories): the next run writes none of the user's files through them. Before, best/batch.pt and best/case.yaml
 // replaced the user's, and the batch was copied into the user's file.
 TEST_F(ShrinkFixture, LinksPlantedInTheWorkDirectoryAreNotWrittenThrough) {
   makeCase(64, "flaky: {enabled: false}\n");
@@ -145,12 +145,23 @@ TEST_F(ShrinkFixture, LinksPlantedInTheWorkDirectoryAreNotWrittenThrough) {
   fs::create_hard_link(victim / "orig.txt", work / "original-batch.pt");
   fs::remove(work / "lock");
   fs::create_symlink(victim / "lock.txt", work / "lock");
+  // Temporary names in the directories the run writes into (probe 18).
+  testing::writeFile(victim / "partial.txt", "PARTIAL");
+  testing::writeFile(victim / "trace.txt", "TRACE");
+  fs::create_directories(work / "neighbours");
+  fs::create_directories(work / "trace");
+  fs::create_symlink(victim / "partial.txt", work / "neighbours" / "plus_one.pt.partial");
+  fs::create_hard_link(victim / "trace.txt", work / "trace" / "batch.pt.partial");
+  fs::create_symlink(victim / "dangling-target", work / "REPORT.html.tmp");
   IdExecutor second([](const auto& ids, std::uint64_t) { return has(ids, 37); });
   ASSERT_EQ(runShrink(options, &second), ExitStatus::Reduced);
   EXPECT_EQ(testing::readFile(victim / "best" / "batch.pt"), "USERDATA");
   EXPECT_EQ(testing::readFile(victim / "best" / "case.yaml"), "USERCASE");
   EXPECT_EQ(testing::readFile(victim / "orig.txt"), "ORIG");
   EXPECT_EQ(testing::readFile(victim / "lock.txt"), "LOCK");
+  EXPECT_EQ(testing::readFile(victim / "partial.txt"), "PARTIAL");
+  EXPECT_EQ(testing::readFile(victim / "trace.txt"), "TRACE");
+  EXPECT_FALSE(fs::exists(victim / "dangling-target"));
   EXPECT_FALSE(fs::is_symlink(work / "best"));
   EXPECT_TRUE(fs::exists(work / "best" / "batch.pt"));
   EXPECT_EQ(archivedIds(), (std::vector<std::int64_t>{37}));

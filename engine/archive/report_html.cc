@@ -452,6 +452,8 @@ std::string renderReportHtml(const CaseConfig& config, const HtmlReportInput& in
 bool writeFileAtomically(const fs::path& path, const std::string& text) {
   const fs::path temporary = path.string() + ".tmp";
   bool written = false;
+  std::error_code gone;
+  fs::remove(temporary, gone);  // a link left at the name is removed, not written through
   {
     std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
     written = file.write(text.data(), static_cast<std::streamsize>(text.size())) && file.flush();
