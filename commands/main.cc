@@ -79,10 +79,22 @@ int parseSubcommand(const std::string& name, const po::options_description& opts
 std::vector<std::string> optionsToRepeat(const po::options_description& opts, const std::vector<std::string>& args) {
   static const std::set<std::string> kNotRepeated{"config",     "batch",    "work-dir",         "output", "resume",
                                                   "max-trials", "max-time", "materialize-best", "help"};
+  // A path given relative to where the run started, made absolute: the line
+  // is pasted anywhere (a bare program name stays, looked up on PATH).
+  static const std::set<std::string> kPaths{"python", "trial-binary", "add-to"};
   std::vector<std::string> repeated;
-  for (const auto& option : po::command_line_parser(args).options(opts).run().options)
-    if (!kNotRepeated.contains(option.string_key))
+  for (const auto& option : po::command_line_parser(args).options(opts).run().options) {
+    if (kNotRepeated.contains(option.string_key)) continue;
+    const bool relative_path = kPaths.contains(option.string_key) && option.value.size() == 1 &&
+                               !option.value[0].empty() && option.value[0].front() != '/' &&
+                               (option.string_key == "add-to" || option.value[0].find('/') != std::string::npos);
+    if (!relative_path) {
       repeated.insert(repeated.end(), option.original_tokens.begin(), option.original_tokens.end());
+      continue;
+    }
+    repeated.push_back("--" + option.string_key);
+    repeated.push_back(std::filesystem::absolute(option.value[0]).lexically_normal().string());
+  }
   return repeated;
 }
 

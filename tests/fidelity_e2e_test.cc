@@ -188,6 +188,9 @@ TEST_F(Fidelity, AVariableOfTheShellTheArchiveDoesNotCarryIsNotGivenToTheSelfChe
       << output;
   EXPECT_NE(output.find("the runs did not get what the archive does not carry: MR_PROBE_FLAG"), std::string::npos)
       << output;
+  // What the runs lacked explains it: no second search in plain processes, no blame on the batch's bytes.
+  EXPECT_EQ(output.find("searching again from the original"), std::string::npos) << output;
+  EXPECT_EQ(output.find("did not fail again in fresh processes"), std::string::npos) << output;
 }
 
 // The step opens its labels by an absolute path outside the case: the
@@ -216,6 +219,7 @@ TEST_F(Fidelity, AFileReadByItsAbsolutePathFailsTheSelfCheck) {
   EXPECT_NE(output.find("the runs read 1 file(s) of the case at their place on this machine"), std::string::npos)
       << output;
   EXPECT_NE(output.find("labels.json (open them relative to the script"), std::string::npos) << output;
+  EXPECT_EQ(output.find("searching again from the original"), std::string::npos) << output;
 }
 
 // trial.exclude_files keeps model.pt out: the archive cannot reproduce, and

@@ -214,9 +214,9 @@ TEST_F(OwnLoop, ShrinkWithoutCaseYamlAndTheArchiveRunsUnderAnotherPython) {
 // paths relative to the project, so --config of it could not).
 TEST_F(OwnLoop, TheZeroConfigStartsGoOnCommandResumesTheRun) {
   std::string out;
-  const std::string start = "cd " + user_.string() + " && " + MINREPRO_BINARY +
-                            " shrink --batch saved.pt --max-trials 3 --no-op-repro -- " + testing::python() +
-                            " step.py {batch} 2>&1";
+  const std::string start = "cd " + user_.string() + " && mkdir -p checks && " + MINREPRO_BINARY +
+                            " shrink --batch saved.pt --max-trials 3 --no-op-repro --add-to checks -- " +
+                            testing::python() + " step.py {batch} 2>&1";
   ASSERT_EQ(runCommand(start, &out), 5) << out;
   const std::string marker = "to go on from here (the trials so far are replayed, not run again): ";
   const auto at = out.find(marker);
@@ -224,6 +224,8 @@ TEST_F(OwnLoop, TheZeroConfigStartsGoOnCommandResumesTheRun) {
   // The command ends the line (copied whole into a shell), with the options typed but the spent budget.
   std::string line = out.substr(at + marker.size(), out.find('\n', at) - at - marker.size());
   EXPECT_NE(line.find(" --no-op-repro"), std::string::npos) << line;
+  // A path typed relative to the start is written absolute (the line is pasted anywhere).
+  EXPECT_NE(line.find(" --add-to " + (user_ / "checks").string()), std::string::npos) << line;
   EXPECT_EQ(line.find("--max-trials"), std::string::npos) << line;
   // "minrepro" when one is on PATH, else the binary that ran.
   EXPECT_EQ(line.rfind("cd " + user_.string() + " && ", 0), 0u) << line;

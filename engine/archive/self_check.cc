@@ -262,10 +262,12 @@ SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfChec
       const std::string output = run.outcome.stderr_text + "\n" + run.outcome.stdout_text;
       check.missing_file = missingFileIn(output);
       // What the run's own output names first ('MR_FLAG' of a KeyError), then the rest.
-      std::stable_partition(check.not_given.begin(), check.not_given.end(), [&](const std::string& name) {
-        const std::string bare = name.starts_with("PYTHONPATH's ") ? name.substr(13) : name;
-        return namesWord(output, bare);
-      });
+      const auto named =
+          std::stable_partition(check.not_given.begin(), check.not_given.end(), [&](const std::string& name) {
+            const std::string bare = name.starts_with("PYTHONPATH's ") ? name.substr(13) : name;
+            return namesWord(output, bare);
+          });
+      check.output_names_not_given = named != check.not_given.begin();
       break;
     }
   } catch (const std::exception& e) {

@@ -43,6 +43,14 @@ struct SelfCheck {
   // run read at their place on this machine, by an absolute path the
   // archive cannot redirect: a maintainer has none of them. Any fails the check.
   std::vector<std::string> originals_read;
+  bool output_names_not_given = false;  // the first differing run's output names one of not_given
+
+  // The runs did not reproduce for want of what the archive does not carry
+  // (a file read where it lies, a missing file, a variable its output
+  // names): no sign that the minimal case itself fails only in the trials.
+  bool lostToWhatTheArchiveLacks() const {
+    return !originals_read.empty() || !missing_file.empty() || output_names_not_given;
+  }
   // false: a failure so rare that the runs allowed (30) could miss it on a
   // faithful archive; none failing is then no verdict.
   bool conclusive = true;
