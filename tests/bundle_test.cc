@@ -96,6 +96,18 @@ TEST_F(BundleFixture, FilesFromAcrossTheHomeDirectoryDoNotCarryTheUsersName) {
   EXPECT_EQ(withBundledPaths(config, plan).command->env.at("PYTHONPATH"), "{case_dir}/external/shared");
 }
 
+// The command names {case_dir}/run.py, a symbolic link to a script outside
+// the case directory: the script is bundled under external/ and the
+// argument rewritten to it. Before, the archive's command named
+// {case_dir}/run.py, which it did not carry (every run: "can't open file").
+TEST_F(BundleFixture, AScriptThatIsALinkOutOfTheCaseIsRunFromItsBundledCopy) {
+  fs::create_symlink(outside / "step.py", base / "run.py");
+  config.command = CommandTrial{{"/usr/bin/python3", "{case_dir}/run.py", "{batch}"}, {}, {}};
+  const BundlePlan plan = planBundle(config, {outside / "step.py", outside / "vocab.json"});
+  EXPECT_EQ(names(plan), (std::vector<std::string>{"external/code/step.py", "external/code/vocab.json"}));
+  EXPECT_EQ(withBundledPaths(config, plan).command->argv[1], "{case_dir}/external/code/step.py");
+}
+
 TEST_F(BundleFixture, TrialFilesAddWhatTheTraceCannotSeeAndExcludeFilesWins) {
   config.files = {"weights/*.pt", "notes.txt"};
   config.exclude_files = {"weights/b.pt"};

@@ -187,7 +187,13 @@ BundlePlan planBundle(const CaseConfig& config, const std::vector<fs::path>& tra
   for (auto& p : globbed(config, base, work)) candidates.push_back(p);
   // The command's own files (a script) are bundled even when nothing was traced.
   for (const auto& p : argv_paths) candidates.push_back(p);
-  for (const auto& rel : commandCaseFiles(config)) candidates.push_back(base / rel);
+  // A file the command names in the case directory that is a link to one
+  // outside it is bundled under external/, and that argument rewritten.
+  std::map<fs::path, std::string> case_args;  // its real path -> the argument as written
+  for (const auto& rel : commandCaseFiles(config)) {
+    candidates.push_back(base / rel);
+    case_args[canonicalOr(base / rel)] = "{case_dir}/" + rel.generic_string();
+  }
   std::set<fs::path> seen;
   std::vector<fs::path> outside;
   for (const fs::path& raw : candidates) {
@@ -217,8 +223,8 @@ BundlePlan planBundle(const CaseConfig& config, const std::vector<fs::path>& tra
   for (const fs::path& path : outside) {
     const std::string name = externalName(path, common, machine).string();
     add(name, path);
-    if (argv_paths.count(path)) {
-      plan.argv_rewrites[path.string()] = "{case_dir}/" + name;
+    if (argv_paths.count(path) || case_args.count(path)) {
+      plan.argv_rewrites[case_args.count(path) ? case_args.at(path) : path.string()] = "{case_dir}/" + name;
       plan.from_outside.push_back(path.string() + " -> " + name +
                                   " (named by the command, which the archive runs from there)");
     } else if (std::any_of(path_dirs.begin(), path_dirs.end(),
@@ -243,6 +249,10 @@ CaseConfig withBundledPaths(CaseConfig config, const BundlePlan& plan) {
     config.command->env["PYTHONPATH"] = value;
   }
   for (auto& arg : config.command->argv) {
+    if (const auto named = plan.argv_rewrites.find(arg); named != plan.argv_rewrites.end()) {
+      arg = named->second;  // "{case_dir}/link.py", a link out of the case directory
+      continue;
+    }
     if (!fs::path(arg).is_absolute()) continue;
     if (auto it = plan.argv_rewrites.find(canonicalOr(arg).string()); it != plan.argv_rewrites.end()) arg = it->second;
   }
