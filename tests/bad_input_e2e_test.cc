@@ -255,9 +255,12 @@ TEST_F(BadInput, AnOutputTheTrialReadsIsLeftAndTheArchiveGoesToTheWorkDirectory)
             0)
       << output;
   writeFile(dir / "config.json", "{\"bad\": 5}\n");
-  writeFile(dir / "step.py", "import json, sys, torch\nbad = json.load(open('" + (dir / "config.json").string() +
-                                 "'))['bad']\nb = torch.load(sys.argv[1], weights_only=True)\n"
-                                 "if bool((b['x'] == bad).any()):\n    raise IndexError('index 5 is out of bounds')\n");
+  // Read beside the script (by an absolute path, the archive would not reproduce alone: exit 6).
+  writeFile(
+      dir / "step.py",
+      "import json, os, sys, torch\nbad = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "
+      "'config.json')))['bad']\nb = torch.load(sys.argv[1], weights_only=True)\n"
+      "if bool((b['x'] == bad).any()):\n    raise IndexError('index 5 is out of bounds')\n");
   writeFile(dir / "case.yaml", "batch: batch.pt\nsamples: {tensors: {x: 0}, ids: sample_id}\ntrial:\n  command: [" +
                                    testing::python() + ", \"{case_dir}/step.py\", \"{batch}\"]\n");
   const fs::path work = work_.path() / "w";

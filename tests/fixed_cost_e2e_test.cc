@@ -38,7 +38,12 @@ loss.backward()
 // Logs "<ns> +1" and "<ns> -1" around every Python it runs but fork servers
 // (alive the whole run, they fork rather than start Pythons), and "trace"
 // once the file trace's run starts: from there on, the runs after the search.
+// Its settings are files beside it, not variables: the self-check's runs
+// get only what any machine's environment has.
 constexpr const char* kLoggingPython = R"(#!/usr/bin/env bash
+here=$(dirname "$0")
+REAL_PYTHON=$(cat "$here/real-python")
+RUNS_LOG=$(cat "$here/runs-log")
 for a in "$@"; do case "$a" in *py_fork_server.py) exec "$REAL_PYTHON" "$@";; esac; done
 [ -n "${MINREPRO_FILE_TRACE:-}" ] && echo trace >> "$RUNS_LOG"
 echo "$(date +%s%N) +1" >> "$RUNS_LOG"
@@ -72,6 +77,7 @@ class FixedCost : public ::testing::Test {
     fs::create_directories(user_ / "bin");
     testing::writeFile(user_ / "step.py", kStep);
     testing::writeFile(user_ / "bin" / "python3", kLoggingPython);
+    testing::writeFile(user_ / "bin" / "real-python", testing::python());
     fs::permissions(user_ / "bin" / "python3", fs::perms::owner_all);
     std::string out;
     ASSERT_EQ(testing::runCommand(
@@ -89,12 +95,13 @@ class FixedCost : public ::testing::Test {
   std::string shrink(int jobs, std::string* output) {
     const fs::path runs = dir_.path() / ("runs-" + std::to_string(jobs) + ".log");
     const std::string work = "w" + std::to_string(jobs);
-    EXPECT_EQ(testing::runCommand("cd " + user_.string() + " && REAL_PYTHON=" + testing::python() + " RUNS_LOG=" +
-                                      runs.string() + " " + MINREPRO_BINARY + " shrink --batch batch.pt --jobs " +
-                                      std::to_string(jobs) + " --work-dir " + work + " --output " + work +
-                                      ".tar.gz -- " + (user_ / "bin" / "python3").string() + " step.py '{batch}'",
-                                  output),
-              0)
+    testing::writeFile(user_ / "bin" / "runs-log", runs.string());
+    EXPECT_EQ(
+        testing::runCommand("cd " + user_.string() + " && " + MINREPRO_BINARY + " shrink --batch batch.pt --jobs " +
+                                std::to_string(jobs) + " --work-dir " + work + " --output " + work + ".tar.gz -- " +
+                                (user_ / "bin" / "python3").string() + " step.py '{batch}'",
+                            output),
+        0)
         << *output;
     return testing::readFile(runs);
   }

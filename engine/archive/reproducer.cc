@@ -501,8 +501,13 @@ void ArchiveStep::startSelfCheck() {
   const SelfCheckPlan plan = planSelfCheck(oracle_.rate(), config_.flaky, job_.plain_passes, best_.samples.size());
   // Watched for reading the case's files where they lie here: the bundled
   // files' sources and the user's batch, which a maintainer does not have.
+  // The Python the runs use is the user's, run where it lies (a wrapper in
+  // the case's bin/ reads what lies beside it): not a case file read there.
   SelfCheckWatch watch{config_.command ? fileTraceLibrary() : std::string(), {config_.batch}};
-  for (const auto& f : bundle_.files) watch.originals.push_back(f.source);
+  std::error_code ec;
+  const fs::path interpreter_dir = fs::weakly_canonical(fs::path(job_.python), ec).parent_path();
+  for (const auto& f : bundle_.files)
+    if (f.source.parent_path() != interpreter_dir) watch.originals.push_back(f.source);
   checking_ = std::async(std::launch::async, [this, plan, watch] {
     SelfCheck check = checkArchiveAlone(output_, plan, job_.python, config_.timeout, job_.stop,
                                         {bound_.get(), slots_.get()}, withheld_, watch);
