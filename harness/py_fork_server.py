@@ -217,8 +217,27 @@ _skip_cpp_stack_traces = None
 def prepare_child():
     """What every child does first, whatever its trial."""
     os.setpgid(0, 0)
+    _die_with_server()
     os.close(SOCK)  # a grandchild holding it would hide the client's exit from the parent
     _reseed()
+
+
+# The server that forks the next child (a clone's own, in a clone): set in _fork.
+_forking_server = None
+
+
+def _die_with_server():
+    """A trial whose server dies under it (the OOM killer, a trial that kills
+    it) dies with it: only the server knew its pid, and the client runs the
+    trial again in a new server. Before, such a trial paused or hanging ran
+    on, reparented to init, after every run had ended."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:
+        return
+    if _forking_server is not None and os.getppid() != _forking_server:
+        os._exit(70)  # it died between the fork and the prctl
 
 
 def _adopt_orphans():
@@ -381,8 +400,10 @@ def reap(pid):
 
 def _fork(run):
     """Forks a child that runs run() and exits with its status."""
+    global _forking_server
     for stream in (sys.stdout, sys.stderr):
         stream.flush()  # nothing buffered may be duplicated into the child
+    _forking_server = os.getpid()
     pid = os.fork()
     if pid == 0:
         status = 70  # only if the server's own code failed in the child

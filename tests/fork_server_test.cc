@@ -503,13 +503,18 @@ TEST_F(ForkServerTest, ServerThatDiesUnderATrialIsReplacedAndTheTrialRerun) {
       "import os, signal, sys\n"
       "marker = sys.argv[1]\n"
       "if not os.path.exists(marker):\n"
-      "    open(marker, 'w').close()\n"
+      "    open(marker, 'w').write(str(os.getpid()))\n"
       "    os.kill(os.getppid(), signal.SIGKILL)\n"
       "    signal.pause()\n"
       "print('second run')\n",
       {(dir_.path() / "killed-once").string()});
   const TrialOutcome outcome = fork->run(spec);
   EXPECT_TRUE(outcome.passed()) << describe(outcome) << outcome.stderr_text;
+  // The first run, paused, died with its server. Before, it ran on under
+  // init after the test, as a trial would after its server was OOM-killed.
+  const pid_t first = std::stoi(testing::readFile(dir_.path() / "killed-once"));
+  for (int i = 0; i < 50 && ::kill(first, 0) == 0; ++i) std::this_thread::sleep_for(100ms);
+  EXPECT_NE(::kill(first, 0), 0) << "the first run outlived its server: pid " << first;
   EXPECT_EQ(outcome.stdout_text, "second run\n");
   EXPECT_EQ(fork->counts().servers_lost, 1u);
   EXPECT_EQ(fork->counts().servers_started, 2u);
