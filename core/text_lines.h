@@ -152,6 +152,27 @@ inline std::string lower(std::string s) {
   return s;
 }
 
+// Whether `word` stands in `text` as a whole word: not inside a longer
+// name of letters, digits and '_'.
+inline bool hasWord(std::string_view text, std::string_view word) {
+  const auto part = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; };
+  for (auto at = text.find(word); !word.empty() && at != std::string_view::npos; at = text.find(word, at + 1))
+    if ((at == 0 || !part(text[at - 1])) && (at + word.size() >= text.size() || !part(text[at + word.size()])))
+      return true;
+  return false;
+}
+
+// The entries of a colon-separated search path (PYTHONPATH), empty ones left out.
+inline std::vector<std::string> searchPathEntries(std::string_view value) {
+  std::vector<std::string> entries;
+  for (std::size_t from = 0; from <= value.size();) {
+    const std::size_t colon = std::min(value.find(':', from), value.size());
+    if (colon > from) entries.emplace_back(value.substr(from, colon - from));
+    from = colon + 1;
+  }
+  return entries;
+}
+
 inline bool isBlank(std::string_view line) { return line.find_first_not_of(" \t") == std::string_view::npos; }
 
 }  // namespace minrepro::text

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "core/text_lines.h"
 #include "engine/log.h"
 #include "engine/oracle.h"
 
@@ -37,16 +38,7 @@ bool namesNumber(const std::string& message, std::int64_t number) {
 // Whether the message names the tensor (its path, or the last part of it) as a word.
 bool namesWord(const std::string& message, const std::string& path) {
   const std::string leaf = path.substr(path.find_last_of(".[]") == std::string::npos ? 0 : path.find_last_of(".]") + 1);
-  for (const std::string& name : {path, leaf}) {
-    if (name.empty()) continue;
-    for (auto at = message.find(name); at != std::string::npos; at = message.find(name, at + 1)) {
-      const auto word = [&](std::size_t i) {
-        return std::isalnum(static_cast<unsigned char>(message[i])) || message[i] == '_';
-      };
-      if ((at == 0 || !word(at - 1)) && (at + name.size() >= message.size() || !word(at + name.size()))) return true;
-    }
-  }
-  return false;
+  return text::hasWord(message, path) || text::hasWord(message, leaf);
 }
 
 std::vector<TensorInfo> keptWhole(const BatchStore& batch) {

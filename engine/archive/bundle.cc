@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/process/process.h"
+#include "core/text_lines.h"
 #include "engine/archive/scrub.h"
 
 namespace fs = std::filesystem;
@@ -157,12 +158,8 @@ std::vector<fs::path> trialPythonPath(const CaseConfig& config) {
   else if (const char* inherited = std::getenv("PYTHONPATH"))
     value = inherited;
   std::vector<fs::path> dirs;
-  for (std::size_t from = 0; from <= value.size();) {
-    const std::size_t colon = std::min(value.find(':', from), value.size());
-    const fs::path dir = value.substr(from, colon - from);
-    if (dir.is_absolute()) dirs.push_back(canonicalOr(dir));
-    from = colon + 1;
-  }
+  for (const std::string& entry : text::searchPathEntries(value))
+    if (fs::path(entry).is_absolute()) dirs.push_back(canonicalOr(entry));
   return dirs;
 }
 

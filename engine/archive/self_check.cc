@@ -8,6 +8,7 @@
 #include <regex>
 #include <set>
 
+#include "core/text_lines.h"
 #include "engine/archive/bundle.h"
 #include "engine/archive/run_archive.h"
 #include "engine/archive/scrub.h"
@@ -109,15 +110,6 @@ bool environmentDirectory(const std::filesystem::path& dir) {
          std::filesystem::exists(dir / "torch" / "__init__.py", ec);
 }
 
-// Whether `word` stands in `text` as a whole word (not inside a longer name).
-bool namesWord(const std::string& text, const std::string& word) {
-  const auto part = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; };
-  for (std::size_t at = text.find(word); !word.empty() && at != std::string::npos; at = text.find(word, at + 1))
-    if ((at == 0 || !part(text[at - 1])) && (at + word.size() == text.size() || !part(text[at + word.size()])))
-      return true;
-  return false;
-}
-
 // What any machine's environment has, which the self-check's runs keep:
 // the system's and the user's basics, the locale, temporary directories,
 // the GPU's and the math libraries' settings, the Python environment in
@@ -164,12 +156,8 @@ bool machineVariable(const std::string& name) {
 // PYTHONPATH in `options`.
 void leaveOutWhatTheArchiveDoesNotCarry(VerifyOptions& options, SelfCheck& check) {
   if (const char* inherited = std::getenv("PYTHONPATH"); inherited != nullptr && options.env.count("PYTHONPATH") == 0) {
-    std::string kept, value = inherited;
-    for (std::size_t from = 0; from <= value.size();) {
-      const std::size_t colon = std::min(value.find(':', from), value.size());
-      const std::string dir = value.substr(from, colon - from);
-      from = colon + 1;
-      if (dir.empty()) continue;
+    std::string kept;
+    for (const std::string& dir : text::searchPathEntries(inherited)) {
       if (environmentDirectory(dir))
         kept += (kept.empty() ? "" : ":") + dir;
       else
@@ -265,7 +253,7 @@ SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfChec
       const auto named =
           std::stable_partition(check.not_given.begin(), check.not_given.end(), [&](const std::string& name) {
             const std::string bare = name.starts_with("PYTHONPATH's ") ? name.substr(13) : name;
-            return namesWord(output, bare);
+            return text::hasWord(output, bare);
           });
       check.output_names_not_given = named != check.not_given.begin();
       break;
