@@ -125,8 +125,19 @@ def build_by_value(step, user_file):
         names[name] = ast.literal_eval(text)
     for d in by_value["definitions"]:
         source = "\n" * (d["line"] - 1) + d["source"]
-        exec(compile(source, d["file"], "exec"), names)
+        exec(compile(source, _script_named(d["file"], user_file), "exec"), names)
     return module
+
+
+def _script_named(captured_file, user_file):
+    """The file a definition's code names: the script as this run has it
+    (an archive's bundled copy) where the definition came from the script,
+    not where the capture found it. A traceback reads its lines from the
+    file its code names, and the archive must not read the user's copy on
+    this machine nor miss it on a maintainer's."""
+    if os.path.isabs(captured_file) and os.path.basename(captured_file) == os.path.basename(user_file):
+        return os.path.abspath(user_file)
+    return captured_file
 
 
 def _device(name):
