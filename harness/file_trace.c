@@ -46,12 +46,24 @@
 //     libraries, which is as well: they belong to the environment);
 //   - files opened before this library is loaded, and descriptors inherited
 //     from the parent that started the trial;
-//   - files only stat'ed, or read through a descriptor opened elsewhere
-//     (passed over a socket, or by a process without this library);
+//   - files read through a descriptor opened elsewhere (passed over a
+//     socket, or by a process without this library);
 //   - opens with O_RDWR or O_WRONLY, even if the program then only reads:
 //     such files are the trial's output, or are read and written alike.
+//
+// Looks, for the self-check only: while MINREPRO_FILE_TRACE_WATCH names
+// places (absolute paths separated by ':'), a successful stat, lstat,
+// fstatat, access, faccessat or opendir of a path at or under one of them,
+// and an open of a directory there, is listed too, with the path as the
+// program named it (made absolute from the working directory or the
+// directory descriptor). A step that only asks whether the user's file
+// exists, or lists the user's directory, depends on it as much as one that
+// reads it, and a maintainer has neither. Not seen: the __xstat family of
+// binaries built against a glibc before 2.33, statx, and a path that
+// reaches a place through a symbolic link or "..".
 #undef _FORTIFY_SOURCE  // its inline open() wrappers would clash with ours
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -65,6 +77,7 @@
 #include <unistd.h>
 
 #define TRACE_ENV "MINREPRO_FILE_TRACE"
+#define WATCH_ENV "MINREPRO_FILE_TRACE_WATCH"
 
 // The fortified entry points the compiler calls for open() under
 // _FORTIFY_SOURCE; glibc declares them only in that mode.
@@ -79,6 +92,13 @@ typedef int (*open2_fn)(const char*, int);
 typedef int (*openat2_fn)(int, const char*, int);
 typedef FILE* (*fopen_fn)(const char*, const char*);
 typedef FILE* (*freopen_fn)(const char*, const char*, FILE*);
+typedef int (*stat_fn)(const char*, struct stat*);
+typedef int (*fstatat_fn)(int, const char*, struct stat*, int);
+typedef int (*stat64_fn)(const char*, struct stat64*);
+typedef int (*fstatat64_fn)(int, const char*, struct stat64*, int);
+typedef int (*access_fn)(const char*, int);
+typedef int (*faccessat_fn)(int, const char*, int, int);
+typedef DIR* (*opendir_fn)(const char*);
 
 // ------------------------------------------------------------ real functions
 
@@ -112,11 +132,22 @@ REAL(fopen_fn, fopen)
 REAL(fopen_fn, fopen64)
 REAL(freopen_fn, freopen)
 REAL(freopen_fn, freopen64)
+REAL(stat_fn, stat)
+REAL(stat64_fn, stat64)
+REAL(stat_fn, lstat)
+REAL(stat64_fn, lstat64)
+REAL(fstatat_fn, fstatat)
+REAL(fstatat64_fn, fstatat64)
+REAL(access_fn, access)
+REAL(faccessat_fn, faccessat)
+REAL(opendir_fn, opendir)
 
 __attribute__((constructor)) static void resolveAll(void) {
   real_open(), real_open64(), real_openat(), real_openat64();
   real___open_2(), real___open64_2(), real___openat_2(), real___openat64_2();
   real_fopen(), real_fopen64(), real_freopen(), real_freopen64();
+  real_stat(), real_stat64(), real_lstat(), real_lstat64(), real_fstatat(), real_fstatat64();
+  real_access(), real_faccessat(), real_opendir();
 }
 
 // The open family when the real function is not known (yet): the system call.
@@ -141,37 +172,86 @@ static int openTrace(const char* trace) {
   return real ? real(trace, flags, 0644) : sysOpenat(AT_FDCWD, trace, flags, 0644);
 }
 
-// Appends fd's path to the trace file when fd is a regular file worth listing.
-static void record(int fd) {
-  const char* trace = getenv(TRACE_ENV);
-  if (!trace || !*trace || fd < 0) return;
-  int saved_errno = errno;
+// Appends `line` (n bytes, a path) to the trace file, unless the trace file
+// is the file `listed` itself (NULL: a look, nothing to compare).
+static void append(const char* trace, char* line, size_t n, const struct stat* listed) {
+  int out_fd = openTrace(trace);
+  if (out_fd < 0) return;
+  struct stat out_stat;
+  if (fstat(out_fd, &out_stat) == 0 &&
+      !(listed && out_stat.st_dev == listed->st_dev && out_stat.st_ino == listed->st_ino)) {
+    line[n] = '\n';
+    ssize_t written = write(out_fd, line, n + 1);
+    (void)written;  // a lost line costs a file in the archive, not the trial
+  }
+  close(out_fd);
+}
 
-  struct stat file;
-  if (fstat(fd, &file) != 0 || !S_ISREG(file.st_mode) || file.st_nlink == 0) goto out;
+// Whether `path` is at or under one of the watched places.
+static int watched(const char* path) {
+  const char* places = getenv(WATCH_ENV);
+  if (!places || path[0] != '/') return 0;
+  while (*places) {
+    const char* end = strchr(places, ':');
+    size_t n = end ? (size_t)(end - places) : strlen(places);
+    if (n > 1 && strncmp(path, places, n) == 0 && (path[n] == '/' || path[n] == '\0')) return 1;
+    if (!end) break;
+    places = end + 1;
+  }
+  return 0;
+}
 
+// The path /proc/self/fd/<fd> names (its length, 0 when none).
+static size_t fdPath(int fd, char* out) {
   char proc_link[sizeof "/proc/self/fd/" + 3 * sizeof(int)] = "/proc/self/fd/";
   char digits[3 * sizeof(int)];
   size_t nd = 0, at = strlen(proc_link);
   for (unsigned v = (unsigned)fd; nd == 0 || v; v /= 10) digits[nd++] = (char)('0' + v % 10);
   while (nd) proc_link[at++] = digits[--nd];
   proc_link[at] = '\0';
+  ssize_t n = readlink(proc_link, out, PATH_MAX);
+  if (n <= 0 || n >= PATH_MAX || out[0] != '/') return 0;  // failed, truncated or not a path
+  out[n] = '\0';
+  return (size_t)n;
+}
 
+// Appends fd's path to the trace file when fd is a regular file worth
+// listing, or a directory at a watched place.
+static void record(int fd) {
+  const char* trace = getenv(TRACE_ENV);
+  if (!trace || !*trace || fd < 0) return;
+  int saved_errno = errno;
+  struct stat file;
   char line[PATH_MAX + 1];
-  ssize_t n = readlink(proc_link, line, PATH_MAX);
-  if (n <= 0 || n >= PATH_MAX || line[0] != '/') goto out;  // failed, truncated or not a path
-  line[n] = '\0';
+  size_t n;
+  if (fstat(fd, &file) != 0 || file.st_nlink == 0 || !(S_ISREG(file.st_mode) || S_ISDIR(file.st_mode))) goto out;
+  if ((n = fdPath(fd, line)) == 0) goto out;
   if (strchr(line, '\n') || under(line, "/proc") || under(line, "/sys") || under(line, "/dev")) goto out;
+  if (S_ISDIR(file.st_mode) && !watched(line)) goto out;
+  append(trace, line, n, &file);
+out:
+  errno = saved_errno;
+}
 
-  int out_fd = openTrace(trace);
-  if (out_fd < 0) goto out;
-  struct stat out_stat;
-  if (fstat(out_fd, &out_stat) == 0 && !(out_stat.st_dev == file.st_dev && out_stat.st_ino == file.st_ino)) {
-    line[n] = '\n';
-    ssize_t written = write(out_fd, line, (size_t)n + 1);
-    (void)written;  // a lost line costs a file in the archive, not the trial
+// Appends `path` (relative to dirfd) to the trace file when a look at it
+// succeeded (`ok`) and it is at a watched place.
+static void recordLook(int ok, int dirfd, const char* path) {
+  const char* trace = getenv(TRACE_ENV);
+  if (!ok || !path || !*path || !trace || !*trace || !getenv(WATCH_ENV)) return;
+  int saved_errno = errno;
+  char line[PATH_MAX + 1];
+  size_t n = 0;
+  if (path[0] != '/') {
+    if (dirfd == AT_FDCWD ? !getcwd(line, PATH_MAX) : (n = fdPath(dirfd, line)) == 0) goto out;
+    n = strlen(line);
+    if (n + 1 >= PATH_MAX) goto out;
+    line[n++] = '/';
   }
-  close(out_fd);
+  size_t len = strlen(path);
+  if (n + len >= PATH_MAX || strchr(path, '\n')) goto out;
+  memcpy(line + n, path, len + 1);
+  n += len;
+  if (watched(line)) append(trace, line, n, NULL);
 out:
   errno = saved_errno;
 }
@@ -274,4 +354,68 @@ FILE* freopen64(const char* path, const char* mode, FILE* stream) {
   if (!real) return errno = ENOSYS, NULL;
   FILE* f = real(path, mode, stream);
   return path ? recordedStream(f, mode) : f;
+}
+
+// Looks (see the header): the stat family, access, opendir.
+int stat(const char* path, struct stat* buf) {
+  stat_fn real = real_stat();
+  if (!real) return errno = ENOSYS, -1;
+  int rc = real(path, buf);
+  return recordLook(rc == 0, AT_FDCWD, path), rc;
+}
+
+int stat64(const char* path, struct stat64* buf) {
+  stat64_fn real = real_stat64();
+  if (!real) return errno = ENOSYS, -1;
+  int rc = real(path, buf);
+  return recordLook(rc == 0, AT_FDCWD, path), rc;
+}
+
+int lstat(const char* path, struct stat* buf) {
+  stat_fn real = real_lstat();
+  if (!real) return errno = ENOSYS, -1;
+  int rc = real(path, buf);
+  return recordLook(rc == 0, AT_FDCWD, path), rc;
+}
+
+int lstat64(const char* path, struct stat64* buf) {
+  stat64_fn real = real_lstat64();
+  if (!real) return errno = ENOSYS, -1;
+  int rc = real(path, buf);
+  return recordLook(rc == 0, AT_FDCWD, path), rc;
+}
+
+int fstatat(int dirfd, const char* path, struct stat* buf, int flags) {
+  fstatat_fn real = real_fstatat();
+  if (!real) return errno = ENOSYS, -1;
+  int rc = real(dirfd, path, buf, flags);
+  return recordLook(rc == 0 && !(flags & AT_EMPTY_PATH && !*path), dirfd, path), rc;
+}
+
+int fstatat64(int dirfd, const char* path, struct stat64* buf, int flags) {
+  fstatat64_fn real = real_fstatat64();
+  if (!real) return errno = ENOSYS, -1;
+  int rc = real(dirfd, path, buf, flags);
+  return recordLook(rc == 0 && !(flags & AT_EMPTY_PATH && !*path), dirfd, path), rc;
+}
+
+int access(const char* path, int mode) {
+  access_fn real = real_access();
+  if (!real) return errno = ENOSYS, -1;
+  int rc = real(path, mode);
+  return recordLook(rc == 0, AT_FDCWD, path), rc;
+}
+
+int faccessat(int dirfd, const char* path, int mode, int flags) {
+  faccessat_fn real = real_faccessat();
+  if (!real) return errno = ENOSYS, -1;
+  int rc = real(dirfd, path, mode, flags);
+  return recordLook(rc == 0, dirfd, path), rc;
+}
+
+DIR* opendir(const char* path) {
+  opendir_fn real = real_opendir();
+  if (!real) return errno = ENOSYS, NULL;
+  DIR* dir = real(path);
+  return recordLook(dir != NULL, AT_FDCWD, path), dir;
 }

@@ -130,8 +130,8 @@ TEST_F(Fidelity, APackageFoundThroughPythonPathTravelsAndIsFoundAgain) {
   std::string output;
   const fs::path archive = work_.path() / "repro.tar.gz";
   ASSERT_EQ(runCommand("PYTHONPATH=" + lib.string() + " HF_TOKEN=hf_probe0000token1111 " + MINREPRO_BINARY +
-                           " shrink --config " + (case_dir / "case.yaml").string() + " --output " + archive.string() +
-                           " --work-dir " + (work_.path() / "work").string(),
+                           " shrink --no-op-repro --config " + (case_dir / "case.yaml").string() + " --output " +
+                           archive.string() + " --work-dir " + (work_.path() / "work").string(),
                        &output),
             0)
       << output;
@@ -158,9 +158,9 @@ TEST_F(Fidelity, AShellSecretTheArchiveDoesNotCarryIsNotGivenToTheSelfCheck) {
   trial.replace(trial.find("import json\n"), 12, "import json\nimport os\nos.environ[\"MR_PROBE_TOKEN\"]\n");
   testing::writeFile(case_dir / "trial.py", trial);
   std::string output;
-  ASSERT_EQ(runCommand("MR_PROBE_TOKEN=abc123def456ghi789 " + std::string(MINREPRO_BINARY) + " shrink --config " +
-                           (case_dir / "case.yaml").string() + " --output " + (work_.path() / "repro.tar.gz").string() +
-                           " --work-dir " + (work_.path() / "work").string(),
+  ASSERT_EQ(runCommand("MR_PROBE_TOKEN=abc123def456ghi789 " + std::string(MINREPRO_BINARY) +
+                           " shrink --no-op-repro --config " + (case_dir / "case.yaml").string() + " --output " +
+                           (work_.path() / "repro.tar.gz").string() + " --work-dir " + (work_.path() / "work").string(),
                        &output),
             6)
       << output;
@@ -219,6 +219,42 @@ TEST_F(Fidelity, AFileReadByItsAbsolutePathFailsTheSelfCheck) {
   EXPECT_NE(output.find("the runs read 1 file(s) of the case at their place on this machine"), std::string::npos)
       << output;
   EXPECT_NE(output.find("labels.json (open them relative to the script"), std::string::npos) << output;
+  EXPECT_EQ(output.find("searching again from the original"), std::string::npos) << output;
+}
+
+// The step only asks whether a flag file of the case exists and lists a
+// directory of it, by absolute paths, and passes (exit 0) without them: a
+// maintainer's run of the archive, which carries neither, passes. The
+// self-check sees the looks (the tracer's watch) and fails (exit 6) naming
+// both. Before, it read nothing of the case's, passed 3 of 3, and said the
+// archive reproduces.
+TEST_F(Fidelity, AFileOnlyStatedAndADirectoryOnlyListedFailTheSelfCheck) {
+  const fs::path case_dir = work_.path() / "case";
+  fs::copy(cases_->path() / "sibling_files", case_dir);
+  const fs::path here = fs::canonical(case_dir);
+  testing::writeFile(here / "enabled", "");
+  fs::create_directories(here / "plugins");
+  testing::writeFile(here / "plugins" / "strict.txt", "");
+  std::string trial = readFile(case_dir / "trial.py");
+  const std::string after = "HERE = os.path.dirname(os.path.abspath(__file__))\n";
+  ASSERT_NE(trial.find(after), std::string::npos) << trial;
+  trial.insert(trial.find(after) + after.size(), "if not (os.path.exists(\"" + (here / "enabled").string() +
+                                                     "\") and os.listdir(\"" + (here / "plugins").string() +
+                                                     "\")):\n    sys.exit(0)\n");
+  testing::writeFile(case_dir / "trial.py", trial);
+  std::string output;
+  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (case_dir / "case.yaml").string() +
+                           " --no-op-repro --output " + (work_.path() / "repro.tar.gz").string() + " --work-dir " +
+                           (work_.path() / "work").string(),
+                       &output),
+            6)
+      << output;
+  EXPECT_NE(output.find("the runs looked at 2 path(s) beside the case's files on this machine that the archive does "
+                        "not carry"),
+            std::string::npos)
+      << output;
+  EXPECT_NE(output.find((here / "enabled").string()), std::string::npos) << output;
+  EXPECT_NE(output.find((here / "plugins").string()), std::string::npos) << output;
   EXPECT_EQ(output.find("searching again from the original"), std::string::npos) << output;
 }
 

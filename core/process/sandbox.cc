@@ -160,6 +160,16 @@ std::vector<fs::path> tmpPathsToBind(const TrialSpec& spec) {
 
 }  // namespace
 
+std::vector<fs::path> pythonEnvironmentDirs(const fs::path& named) {
+  std::vector<fs::path> dirs;
+  std::error_code ec;
+  const fs::path program = resolveProgram(named.string());
+  for (const fs::path& p : {fs::absolute(program, ec), fs::canonical(program, ec)})
+    if (!p.empty()) dirs.push_back(prefixOf(p).lexically_normal());
+  for (const fs::path& dir : startupPathOf(program)) dirs.push_back(dir.lexically_normal());
+  return dirs;
+}
+
 SandboxChoice chooseSandbox(SandboxMode mode, bool made_here) {
   const auto bwrap = findBubblewrap();
   const std::string runs = "runs code from the archive (repro.py, op/repro_op.py, its bundled scripts) ";

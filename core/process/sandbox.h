@@ -38,6 +38,13 @@ struct SandboxChoice {
 };
 SandboxChoice chooseSandbox(SandboxMode mode, bool made_here);
 
+// A Python's own directories: its prefix as named and as resolved (a venv's
+// python is a link to its base) and what it puts on sys.path as it starts
+// (site-packages, the directories its .pth files add), asked of it once.
+// The sandbox binds those under /tmp; the self-check does not count what a
+// run reads there as the case's.
+std::vector<std::filesystem::path> pythonEnvironmentDirs(const std::filesystem::path& program);
+
 // Runs each trial of `inner` inside bwrap, with `writable` (the scratch
 // directory) the only directory it may write. /tmp is an empty tmpfs but
 // for what the trial's own programs need from it, bound read-only: a

@@ -57,6 +57,9 @@ struct BundlePlan {
 
 // The variable that names the trace file for libminrepro_filetrace.so.
 inline constexpr const char* kFileTraceVariable = "MINREPRO_FILE_TRACE";
+// Places (':'-separated absolute paths) where the tracer also lists what is
+// only looked at (stat'ed, listed): the self-check's watch (self_check.h).
+inline constexpr const char* kFileTraceWatchVariable = "MINREPRO_FILE_TRACE_WATCH";
 
 // libminrepro_filetrace.so beside the running executable (else the build
 // tree's); "" when neither exists.

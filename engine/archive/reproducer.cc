@@ -354,6 +354,10 @@ ReductionSummary summarize(KeyValues environment, const CaseConfig& config, cons
   summary.small_values = smallValues(*reduced, summary.minimal_tensors);
   const auto ids = batch.sampleIds();
   for (auto i : minimal.samples) summary.kept_ids.push_back(ids[static_cast<std::size_t>(i)]);
+  constexpr std::size_t kEntryChars = 240, kEntriesShown = 8;
+  for (std::size_t k = 0; k < minimal.samples.size() && summary.kept_entries.size() < kEntriesShown; ++k)
+    for (auto& [list, text] : batch.sampleEntries(minimal.samples[k], kEntryChars))
+      summary.kept_entries.push_back({summary.kept_ids[k], std::move(list), std::move(text)});
   summary.apart = describeApart(batch.sampleCount(), minimal.samples, summary.kept_ids,
                                 perSampleIntegers(config, batch, summary.original_tensors));
   for (auto& line : describeReduction(batch, minimal, ids)) summary.apart.push_back(std::move(line));
@@ -503,11 +507,13 @@ void ArchiveStep::startSelfCheck() {
   // files' sources and the user's batch, which a maintainer does not have.
   // The Python the runs use is the user's, run where it lies (a wrapper in
   // the case's bin/ reads what lies beside it): not a case file read there.
-  SelfCheckWatch watch{config_.command ? fileTraceLibrary() : std::string(), {config_.batch}};
+  std::vector<fs::path> originals = {config_.batch};
   std::error_code ec;
   const fs::path interpreter_dir = fs::weakly_canonical(fs::path(job_.python), ec).parent_path();
   for (const auto& f : bundle_.files)
-    if (f.source.parent_path() != interpreter_dir) watch.originals.push_back(f.source);
+    if (f.source.parent_path() != interpreter_dir) originals.push_back(f.source);
+  const SelfCheckWatch watch =
+      watchTheCase(config_.command ? fileTraceLibrary() : std::string(), originals, job_.python);
   checking_ = std::async(std::launch::async, [this, plan, watch] {
     SelfCheck check = checkArchiveAlone(output_, plan, job_.python, config_.timeout, job_.stop,
                                         {bound_.get(), slots_.get()}, withheld_, watch);

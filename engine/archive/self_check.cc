@@ -8,6 +8,7 @@
 #include <regex>
 #include <set>
 
+#include "core/process/sandbox.h"
 #include "core/text_lines.h"
 #include "engine/archive/bundle.h"
 #include "engine/archive/run_archive.h"
@@ -19,7 +20,7 @@ extern char** environ;
 namespace minrepro {
 
 bool SelfCheck::passed() const {
-  if (!ran || !error.empty() || runs == 0 || !originals_read.empty()) return false;
+  if (!ran || !error.empty() || runs == 0 || touchedTheCase()) return false;
   const bool op_ok = require_every_run ? op_reproduced == op_runs : op_runs == 0 || op_reproduced > 0;
   // A flaky archive by the rule verify applies too (judgeFlakyRuns): one run failing as recorded, none otherwise.
   return op_ok && other_failures == 0 && (require_every_run ? reproduced == runs : reproduced > 0);
@@ -27,7 +28,7 @@ bool SelfCheck::passed() const {
 
 bool SelfCheck::failed() const {
   return ran && error.empty() && runs > 0 && !passed() &&
-         (require_every_run || conclusive || other_failures > 0 || !originals_read.empty());
+         (require_every_run || conclusive || other_failures > 0 || touchedTheCase());
 }
 
 std::string SelfCheck::describe() const {
@@ -54,6 +55,16 @@ std::string SelfCheck::describe() const {
     text +=
         " (open them relative to the script, os.path.dirname(os.path.abspath(__file__)), or name them in the "
         "command as {case_dir}/NAME)";
+  }
+  if (!places_touched.empty()) {
+    text += "; the runs looked at " + std::to_string(places_touched.size()) +
+            " path(s) beside the case's files on this machine that the archive does not carry (a file whose "
+            "existence was asked, a directory listed), which a maintainer does not have: ";
+    for (std::size_t i = 0; i < places_touched.size() && i < 5; ++i) text += (i ? ", " : "") + places_touched[i];
+    if (places_touched.size() > 5) text += " and " + std::to_string(places_touched.size() - 5) + " more";
+    text +=
+        " (carry a file with trial.files and name it relative to the script, "
+        "os.path.dirname(os.path.abspath(__file__)))";
   }
   if (!passed() && !not_given.empty()) {
     constexpr std::size_t kNamed = 12;
@@ -183,24 +194,68 @@ void leaveOutWhatTheArchiveDoesNotCarry(VerifyOptions& options, SelfCheck& check
 // into `trace`.
 void watchWhatTheRunsRead(VerifyOptions& options, const SelfCheckWatch& watch, const std::filesystem::path& trace) {
   if (watch.trace_library.empty()) return;
+  std::string places;
+  for (const auto& place : watch.places)
+    if (place.string().find_first_of(":\n") == std::string::npos)
+      places += (places.empty() ? "" : ":") + place.string();
+  if (!places.empty()) options.env[kFileTraceWatchVariable] = places;
   const char* inherited = std::getenv("LD_PRELOAD");
   options.env["LD_PRELOAD"] =
       std::string(inherited && *inherited ? std::string(inherited) + ":" : "") + watch.trace_library;
   options.env[kFileTraceVariable] = trace.string();
 }
 
-std::vector<std::string> originalsIn(const std::filesystem::path& trace, const SelfCheckWatch& watch) {
-  std::vector<std::string> read;
-  if (watch.trace_library.empty()) return read;
-  std::set<std::string> originals;
+bool atOrUnder(const std::filesystem::path& path, const std::vector<std::filesystem::path>& dirs) {
+  return std::any_of(dirs.begin(), dirs.end(), [&](const std::filesystem::path& dir) {
+    const std::string d = dir.string(), p = path.string();
+    return p.rfind(d, 0) == 0 && (p.size() == d.size() || p[d.size()] == '/' || d == "/");
+  });
+}
+
+// What the runs read of the originals, and what else they touched at the places.
+void caseFilesIn(const std::filesystem::path& trace, const SelfCheckWatch& watch, SelfCheck& check) {
+  if (watch.trace_library.empty()) return;
+  std::set<std::string> originals, seen;
   std::error_code ec;
   for (const auto& p : watch.originals) originals.insert(std::filesystem::weakly_canonical(p, ec).string());
-  for (const auto& p : readTrace(trace))
-    if (originals.contains(p.string())) read.push_back(p.string());
-  return read;
+  for (const auto& traced : readTrace(trace)) {
+    const std::filesystem::path p = traced.lexically_normal();
+    if (!seen.insert(p.string()).second) continue;
+    if (originals.contains(p.string()))
+      check.originals_read.push_back(p.string());
+    else if (atOrUnder(p, watch.places) && !atOrUnder(p, watch.environment))
+      check.places_touched.push_back(p.string());
+  }
+}
+
+// Directories any run looks at: one of them is no place of the case's.
+bool everyRunsPlace(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> common = {"/", "/tmp", "/var/tmp", "/usr", "/home"};
+  for (const char* name : {"HOME", "TMPDIR"})
+    if (const char* value = std::getenv(name); value && *value == '/') common.emplace_back(value);
+  return std::any_of(common.begin(), common.end(), [&](const std::filesystem::path& c) {
+    return atOrUnder(c.lexically_normal(), {dir});  // the place holds it (or is it)
+  });
 }
 
 }  // namespace
+
+SelfCheckWatch watchTheCase(std::string trace_library, const std::vector<std::filesystem::path>& originals,
+                            const std::string& python) {
+  SelfCheckWatch watch{std::move(trace_library), originals, {}, {}};
+  if (watch.trace_library.empty()) return watch;
+  watch.environment = pythonEnvironmentDirs(python);
+  const auto add = [&](const std::filesystem::path& place) {
+    if (std::find(watch.places.begin(), watch.places.end(), place) == watch.places.end()) watch.places.push_back(place);
+  };
+  std::error_code ec;
+  for (const auto& original : originals) {
+    const std::filesystem::path named = std::filesystem::absolute(original, ec).lexically_normal();
+    for (const std::filesystem::path& file : {named, std::filesystem::weakly_canonical(named, ec)})
+      if (!file.empty()) add(everyRunsPlace(file.parent_path()) ? file : file.parent_path());
+  }
+  return watch;
+}
 
 SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfCheckPlan& plan, const std::string& python,
                             std::chrono::milliseconds timeout, const std::atomic<bool>* cancel, SelfCheckSlots slots,
@@ -232,7 +287,7 @@ SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfChec
       return check;  // "the run was interrupted"
     }
     check.runs = static_cast<int>(result.runs.size());
-    check.originals_read = originalsIn(trace, watch);
+    caseFilesIn(trace, watch, check);
     check.reproduced = result.asExpected();
     check.op_runs = static_cast<int>(result.op_runs.size());
     check.op_reproduced = result.opAsExpected();

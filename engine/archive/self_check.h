@@ -43,14 +43,16 @@ struct SelfCheck {
   // run read at their place on this machine, by an absolute path the
   // archive cannot redirect: a maintainer has none of them. Any fails the check.
   std::vector<std::string> originals_read;
+  // Paths at the case's places (SelfCheckWatch) that a run only looked at
+  // (stat'ed, listed) or read without the archive carrying them.
+  std::vector<std::string> places_touched;
   bool output_names_not_given = false;  // the first differing run's output names one of not_given
 
   // The runs did not reproduce for want of what the archive does not carry
   // (a file read where it lies, a missing file, a variable its output
   // names): no sign that the minimal case itself fails only in the trials.
-  bool lostToWhatTheArchiveLacks() const {
-    return !originals_read.empty() || !missing_file.empty() || output_names_not_given;
-  }
+  bool lostToWhatTheArchiveLacks() const { return touchedTheCase() || !missing_file.empty() || output_names_not_given; }
+  bool touchedTheCase() const { return !originals_read.empty() || !places_touched.empty(); }
   // false: a failure so rare that the runs allowed (30) could miss it on a
   // faithful archive; none failing is then no verdict.
   bool conclusive = true;
@@ -87,11 +89,25 @@ struct SelfCheckSlots {
 
 // What the self-check watches its runs read: with the file tracer
 // (engine/archive/bundle.h), whether they open any of `originals` (the
-// bundled files' sources, the user's batch) where they lie on this machine.
+// bundled files' sources, the user's batch) where they lie on this machine,
+// or open, stat or list anything at `places` (the directories that hold
+// them) but under `environment` (the Python's own directories: a venv in
+// the case's directory). A step that asks whether the user's flag file
+// exists, or lists the user's directory, fails on a maintainer's machine as
+// surely as one that reads a file there.
 struct SelfCheckWatch {
   std::string trace_library;  // "": not watched
   std::vector<std::filesystem::path> originals;
+  std::vector<std::filesystem::path> places;
+  std::vector<std::filesystem::path> environment;
 };
+
+// The watch for an archive made from `originals` and run by `python`:
+// their directories are the places, but one that also holds what any run
+// looks at (the root, the home directory, a temporary directory) is
+// watched only at the originals themselves.
+SelfCheckWatch watchTheCase(std::string trace_library, const std::vector<std::filesystem::path>& originals,
+                            const std::string& python);
 
 // Extracts `archive` into a fresh temporary directory and runs its repro.py
 // `plan.runs` times with `python`, stopping when `cancel` is set; never
