@@ -443,6 +443,19 @@ class CaptureByValue : public OwnLoop {
     EXPECT_TRUE(has(out, "test run of the case: fails the same way (IndexError: index out of range in self)")) << out;
     EXPECT_FALSE(fs::exists(case_dir / "CAPTURE-ERROR.txt")) << readFile(case_dir / "CAPTURE-ERROR.txt");
     EXPECT_TRUE(has(readFile(case_dir / "step.json"), "\"by_value\"")) << readFile(case_dir / "step.json");
+    // The block sets `loss` before it reads it: the previous step's loss
+    // (a tensor and its graph) is not saved with the step's variables.
+    std::string strings;
+    ASSERT_EQ(runCommand(testing::python() +
+                             " -c 'import sys, zipfile, pickletools; z = zipfile.ZipFile(sys.argv[1]); "
+                             "d = z.read([n for n in z.namelist() if n.endswith(\"data.pkl\")][0]); "
+                             "print(sorted(a for _, a, _ in pickletools.genops(d) if isinstance(a, str)))' " +
+                             (case_dir / "step_state.pt").string(),
+                         &strings),
+              0)
+        << strings;
+    EXPECT_TRUE(has(strings, "'variables'")) << strings;
+    EXPECT_FALSE(has(strings, "'loss'")) << strings;
     const fs::path archive = work_.path() / "repro.tar.gz";
     ASSERT_EQ(testing::shrinkCase(case_dir / "case.yaml", archive, work_.path() / "work", &out), 0) << out;
     EXPECT_TRUE(has(out, "reduced 16 -> 1 samples (ids [5])")) << out;
