@@ -154,6 +154,12 @@ class TorchBatchStore : public BatchStore {
             {high.data_ptr<double>(), high.data_ptr<double>() + high.numel()}};
   }
 
+  std::vector<std::pair<std::string, std::string>> sampleEntries(std::int64_t sample,
+                                                                 std::size_t max_chars) const override {
+    if (!batch_.tree) return {};
+    return sampleEntryTexts(*batch_.tree, batch_.tensors, sample, max_chars);
+  }
+
   std::vector<NonFinite> nonFiniteValues(const std::vector<std::int64_t>& samples) const override {
     std::vector<NonFinite> found;
     for (std::size_t i = 0; i < batch_.names.size(); ++i) {

@@ -50,6 +50,11 @@ class BatchStore : public CaseView {
   // of it, as doubles (empty: no such tensor or sample).
   virtual std::vector<double> sampleValues(const std::string& name, std::int64_t sample,
                                            std::size_t max_values) const = 0;
+  // What one sample holds in the per-sample lists besides tensors, as
+  // Python prints it ({"meta", "{'filename': 'scene_00203.png', ...}"}), each
+  // entry cut to `max_chars`; see sampleEntryTexts (batch_tree.h).
+  virtual std::vector<std::pair<std::string, std::string>> sampleEntries(std::int64_t sample,
+                                                                         std::size_t max_chars) const = 0;
   // The smallest and largest values of that tensor over the samples not in
   // `except`: one pair per position of a sample when `per_position`, else
   // one pair; empty when no sample is left or the tensor is too large to

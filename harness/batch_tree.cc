@@ -1,9 +1,13 @@
 #include "harness/batch_tree.h"
 
+#include "harness/batch_io.h"
+
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
+#include <c10/util/StringUtil.h>
 
 #include <cctype>
+#include <sstream>
 #include <stdexcept>
 
 namespace minrepro {
@@ -168,6 +172,77 @@ bool isFlatDictOfTensors(const BatchNode& root) {
   for (std::size_t i = 0; i < root.children.size(); ++i)
     if (!root.keys[i].isString() || root.children[i].kind != BatchNode::Kind::Tensor) return false;
   return true;
+}
+
+namespace {
+
+std::string pythonString(const std::string& text) {
+  std::string out = "'";
+  for (char c : text)
+    out += c == '\'' || c == '\\' ? std::string("\\") + c : c == '\n' ? std::string("\\n") : std::string(1, c);
+  return out + "'";
+}
+
+std::string leafText(const c10::IValue& v) {
+  if (v.isString()) return pythonString(v.toStringRef());
+  if (v.isNone()) return "None";
+  if (v.isBool()) return v.toBool() ? "True" : "False";
+  if (v.isInt()) return std::to_string(v.toInt());
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+// The node as Python prints it, tensors by dtype and shape; `values`: set when a leaf is met.
+std::string nodeText(const BatchNode& node, const std::vector<at::Tensor>& tensors, bool& values) {
+  switch (node.kind) {
+    case BatchNode::Kind::Tensor: {
+      const at::Tensor& t = tensors[node.tensor];
+      return "tensor(" + dtypeName(t.scalar_type()) + " " + c10::str(t.sizes()) + ")";
+    }
+    case BatchNode::Kind::Value:
+      values = true;
+      return leafText(node.value);
+    case BatchNode::Kind::Dict: {
+      std::string out = "{";
+      for (std::size_t i = 0; i < node.children.size(); ++i)
+        out += (i ? ", " : "") + leafText(node.keys[i]) + ": " + nodeText(node.children[i], tensors, values);
+      return out + "}";
+    }
+    case BatchNode::Kind::List:
+    case BatchNode::Kind::Tuple: {
+      const bool list = node.kind == BatchNode::Kind::List;
+      std::string out = list ? "[" : "(";
+      for (std::size_t i = 0; i < node.children.size(); ++i)
+        out += (i ? ", " : "") + nodeText(node.children[i], tensors, values);
+      return out + (!list && node.children.size() == 1 ? ",)" : list ? "]" : ")");
+    }
+  }
+  return "";
+}
+
+void collectEntryTexts(const BatchNode& node, const std::vector<at::Tensor>& tensors, std::int64_t sample,
+                       std::size_t max_chars, std::vector<std::pair<std::string, std::string>>& out) {
+  if (node.per_sample) {
+    if (sample < 0 || static_cast<std::size_t>(sample) >= node.children.size()) return;
+    bool values = false;
+    std::string text = nodeText(node.children[static_cast<std::size_t>(sample)], tensors, values);
+    if (!values) return;
+    if (text.size() > max_chars) text = text.substr(0, max_chars) + "...";
+    out.emplace_back(node.path == kRootPath ? std::string("the batch") : node.path, text);
+    return;
+  }
+  for (const BatchNode& child : node.children) collectEntryTexts(child, tensors, sample, max_chars, out);
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> sampleEntryTexts(const BatchNode& root,
+                                                                  const std::vector<at::Tensor>& tensors,
+                                                                  std::int64_t sample, std::size_t max_chars) {
+  std::vector<std::pair<std::string, std::string>> out;
+  collectEntryTexts(root, tensors, sample, max_chars, out);
+  return out;
 }
 
 }  // namespace minrepro

@@ -59,6 +59,16 @@ BatchNode* findNode(BatchNode& root, const std::string& path);
 // container holds it; -1 for a tensor outside every such container.
 std::vector<std::int64_t> tensorOwners(const BatchNode& root, std::size_t tensor_count);
 
+// The entries that `sample` holds in the per-sample lists (the list's path,
+// the entry as Python would print it), tensors by dtype and shape only ("meta: {'filename':
+// 'scene_00203.png', 'orig_size': (346, 351)}"), each cut to `max_chars`.
+// Entries that hold nothing but tensors are left out: the reports' tables
+// describe those. What names a sample for the user (a file name, a
+// caption) often lies there and nowhere else.
+std::vector<std::pair<std::string, std::string>> sampleEntryTexts(const BatchNode& root,
+                                                                  const std::vector<at::Tensor>& tensors,
+                                                                  std::int64_t sample, std::size_t max_chars);
+
 // Whether the root is a plain dict of tensors by string keys (the layout
 // minrepro has always read and written).
 bool isFlatDictOfTensors(const BatchNode& root);

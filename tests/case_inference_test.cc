@@ -128,7 +128,7 @@ TEST_F(Layouts, TuplesListsAndNestedDictsAreNamedByPath) {
 TEST_F(Layouts, ListsOfOneEntryPerSampleAreCutWithTheSamples) {
   expectInference("detection_targets", {.samples = {{"[0]", 0}}, .lists = {"[1]"}});
   expectInference("detection_lists", {.samples = {{"images", 0}}, .lists = {"boxes", "labels"}});
-  expectInference("file_names", {.samples = {{"image", 0}, {"label", 0}}, .lists = {"path"}});
+  expectInference("file_names", {.samples = {{"image", 0}, {"label", 0}}, .lists = {"path", "meta"}});
 }
 
 TEST_F(Layouts, SequenceFirstAndWindowOnlyLayouts) {

@@ -33,6 +33,9 @@ class FakeBatchStore : public BatchStore {
   std::vector<double> sampleValues(const std::string&, std::int64_t, std::size_t) const override { return {}; }
   ValueRange restRange(const std::string&, const std::vector<std::int64_t>&, bool) const override { return {}; }
   std::vector<NonFinite> nonFiniteValues(const std::vector<std::int64_t>&) const override { return {}; }
+  std::vector<std::pair<std::string, std::string>> sampleEntries(std::int64_t, std::size_t) const override {
+    return {};
+  }
   void writeSubset(const std::vector<std::int64_t>& keep, const std::filesystem::path& out) const override {
     std::ofstream f(out);
     for (auto k : keep) f << k << "\n";

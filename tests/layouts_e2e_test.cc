@@ -106,6 +106,19 @@ TEST_F(LayoutsEndToEnd, DetectionWithOneTargetDictPerImage) {
       "tuple 1 list 1 ['boxes', 'labels']\n");
 }
 
+// A batch whose per-sample lists hold file names, the one thing that tells
+// the user which image to fix: REPORT.md shows the kept sample's entries
+// (a string; a dict with a tuple), not only its position. Before, it said
+// "Kept sample ids: [7]" and nothing else of it.
+TEST_F(LayoutsEndToEnd, TheKeptSamplesFileNamesAreInTheReport) {
+  expectShrunkTo("file_names", "7");
+  EXPECT_EQ(archived("file_names", "b['path'], b['meta'], b['label'].tolist()"),
+            "['img_007.png'] [{'file': 'img_007.png', 'size': (8, 15)}] [2]\n");
+  const std::string report = testing::readFile(work_.path() / "file_names" / "maintainer" / "REPORT.md");
+  EXPECT_TRUE(has(report, "- Kept sample 7 in `path`: `'img_007.png'`\n")) << report;
+  EXPECT_TRUE(has(report, "- Kept sample 7 in `meta`: `{'file': 'img_007.png', 'size': (8, 15)}`\n")) << report;
+}
+
 // A case that keeps a per-sample tensor whole (the camera ids, once taken for
 // lengths): every candidate fails another way. The run stops within a few
 // trials, naming the tensor and what to write.

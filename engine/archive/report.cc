@@ -1,5 +1,6 @@
 #include "engine/archive/report.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
@@ -17,6 +18,18 @@ namespace minrepro {
 namespace {
 
 // How candidates were decided, and why (core/flaky.h).
+// `text` as one Markdown code span: a fence longer than any run of
+// backticks in it, spaced where it starts or ends with one, one line.
+std::string codeSpan(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  std::size_t longest = 0;
+  for (std::size_t i = 0, run = 0; i < text.size(); ++i)
+    longest = std::max(longest, run = text[i] == '`' ? run + 1 : 0);
+  const std::string fence(longest + 1, '`');
+  const bool pad = !text.empty() && (text.front() == '`' || text.back() == '`');
+  return fence + (pad ? " " : "") + text + (pad ? " " : "") + fence;
+}
+
 std::string flakyHandling(const FailureRate& rate, const FlakyOptions& flaky) {
   if (!flaky.enabled) return "flakiness handling off (flaky.enabled: false): one trial decided each candidate";
   std::ostringstream alpha;
@@ -142,6 +155,8 @@ void writeMinimal(std::ostream& out, const ReductionSummary& s) {
   out << "## Minimal case\n\n"
       << "- Samples: " << s.kept_ids.size() << " of " << s.original_samples << "\n"
       << "- Kept sample ids: " << formatList(s.kept_ids) << "\n";
+  for (const auto& entry : s.kept_entries)
+    out << "- Kept sample " << entry.id << " in " << codeSpan(entry.list) << ": " << codeSpan(entry.text) << "\n";
   for (const auto& [name, values] : s.small_values) out << "- `" << name << "` = " << values << "\n";
   if (!s.apart.empty()) {
     out << "\n### What sets the minimal batch apart\n\n"

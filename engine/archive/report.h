@@ -29,7 +29,14 @@ struct ReductionSummary {
   std::int64_t original_samples = 0;
   std::vector<TensorInfo> original_tensors;
   std::vector<TensorInfo> minimal_tensors;
-  std::vector<std::int64_t> kept_ids;   // sample ids of the minimal batch
+  std::vector<std::int64_t> kept_ids;  // sample ids of the minimal batch
+  // What the kept samples hold in per-sample lists besides tensors, which
+  // often names them for the user (a file name): (54, "meta", "{...}").
+  struct KeptEntry {
+    std::int64_t id = 0;
+    std::string list, text;
+  };
+  std::vector<KeptEntry> kept_entries;
   KeyValues small_values;               // "target" -> "[4]" for small integer tensors, "weight" -> "[-1]" for few reals
   std::vector<std::string> apart;       // what sets the minimal batch apart (engine/archive/minimal_batch_contrast.h)
   std::vector<std::string> neighbours;  // one line per neighbour case, or why it was not made
