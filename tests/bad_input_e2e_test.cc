@@ -25,7 +25,7 @@ class BadInput : public testing::ExampleCases {
  protected:
   // shrink class4 with extra options; its status, its output in *output.
   int shrinkWith(const std::string& options, std::string* output, const fs::path& case_file = {}) {
-    return runCommand(std::string(MINREPRO_BINARY) + " shrink --config " +
+    return runCommand(std::string(MINREPRO_BINARY) + " shrink --no-op-repro --config " +
                           (case_file.empty() ? example("class4") / "case.yaml" : case_file).string() + " " + options,
                       output);
   }
@@ -193,8 +193,9 @@ TEST_F(BadInput, AWorkDirectoryHoldingTheBatchOrTheUsersFilesIsRefusedAndNothing
             2)
       << output;
   EXPECT_NE(output.find("holds files minrepro did not write ("), std::string::npos) << output;
-  EXPECT_EQ(runCommand("cd " + case_dir.string() + " && " + MINREPRO_BINARY + " shrink --batch batch.pt --work-dir " +
-                           project.string() + " -- " + testing::python() + " step.py {batch}",
+  EXPECT_EQ(runCommand("cd " + case_dir.string() + " && " + MINREPRO_BINARY +
+                           " shrink --no-op-repro --batch batch.pt --work-dir " + project.string() + " -- " +
+                           testing::python() + " step.py {batch}",
                        &output),
             2)
       << output;

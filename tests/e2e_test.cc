@@ -52,7 +52,7 @@ TEST_F(EndToEnd, Class4ShrinksToTheOneBadSampleAndReproducesWithoutMinrepro) {
 // once (`minrepro shrink ... | true`): the run still ends with its result.
 TEST_F(EndToEnd, ClosedOutputPipeDoesNotStopTheRun) {
   const fs::path archive = work_.path() / "repro.tar.gz", status = work_.path() / "status";
-  const std::string command = std::string(MINREPRO_BINARY) + " shrink --config " +
+  const std::string command = std::string(MINREPRO_BINARY) + " shrink --no-op-repro --config " +
                               (example("class4") / "case.yaml").string() + " --output " + archive.string() +
                               " --work-dir " + (work_.path() / "work").string();
   std::string output;
@@ -274,7 +274,7 @@ TEST_F(EndToEnd, KilledWithSigkillAndResumedEndsAtTheSameResultLosingNoTrial) {
     if (kill_after <= 6) continue;
     EXPECT_FALSE(fs::exists(work / "best" / "batch.pt"));
     std::string written;
-    ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + case_file + " --work-dir " +
+    ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --no-op-repro --config " + case_file + " --work-dir " +
                              work.string() + " --materialize-best",
                          &written),
               0)
@@ -284,7 +284,7 @@ TEST_F(EndToEnd, KilledWithSigkillAndResumedEndsAtTheSameResultLosingNoTrial) {
         "True True\n");
   }
   std::string output;
-  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + case_file + " --output " +
+  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --no-op-repro --config " + case_file + " --output " +
                            archive.string() + " --work-dir " + work.string() + " --resume",
                        &output),
             0)
@@ -368,8 +368,8 @@ TEST_F(EndToEnd, SecondRunOnTheSameWorkDirectoryIsRefusedNamingTheFirst) {
     ::usleep(20'000);
   const std::string journal = readFile(work / "journal.txt");
   std::string output;
-  EXPECT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + case_file.string() + " --work-dir " +
-                           work.string() + " --output " + (work_.path() / "b.tar.gz").string(),
+  EXPECT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --no-op-repro --config " + case_file.string() +
+                           " --work-dir " + work.string() + " --output " + (work_.path() / "b.tar.gz").string(),
                        &output),
             2)
       << output;

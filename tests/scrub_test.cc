@@ -436,7 +436,7 @@ TEST(ScrubReport, ReportOfACaseUnderAUsersHomeNamesNoOne) {
                                                  "\n  data: /data/jdoe-ml/imagenet/train\n");
   const fs::path archive = case_dir / "repro.tar.gz";
   ASSERT_EQ(testing::runCommand("HOME=" + home.string() + " USER=jdoe-ml LOGNAME=jdoe-ml " + MINREPRO_BINARY +
-                                    " shrink -q --config " + (case_dir / "case.yaml").string() + " 2>&1",
+                                    " shrink --no-op-repro -q --config " + (case_dir / "case.yaml").string() + " 2>&1",
                                 &out),
             0)
       << out;
@@ -499,7 +499,7 @@ TEST(ScrubReport, EveryTextTheArchiveCarriesIsScrubbedAndItStillVerifies) {
                          "  note: \"first line\\nFORGED: second line\"\n  api: " +
                          kOpenAiKey + "\n");
   const fs::path archive = dir.path() / "repro.tar.gz";
-  ASSERT_EQ(testing::runCommand("HOME=" + home + " " + MINREPRO_BINARY + " shrink -q --config " +
+  ASSERT_EQ(testing::runCommand("HOME=" + home + " " + MINREPRO_BINARY + " shrink --no-op-repro -q --config " +
                                     (case_dir / "case.yaml").string() + " --output " + archive.string() + " 2>&1",
                                 &out),
             0)

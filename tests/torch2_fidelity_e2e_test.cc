@@ -40,8 +40,8 @@ class Torch2Fidelity : public ::testing::Test {
   }
   // shrink with the case's own work directory.
   int shrink(const fs::path& dir, std::string* out) {
-    return runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (dir / "case.yaml").string() + " --output " +
-                          (work_.path() / "repro.tar.gz").string(),
+    return runCommand(std::string(MINREPRO_BINARY) + " shrink --no-op-repro --config " + (dir / "case.yaml").string() +
+                          " --output " + (work_.path() / "repro.tar.gz").string(),
                       out);
   }
   testing::TempDir work_{"minrepro-torch2"};
@@ -87,10 +87,11 @@ TEST(ForkedResult, ThatFailsOnlyForkedIsSearchedAgainInPlainProcesses) {
                        &out),
             0)
       << out;
-  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (work.path() / "case/case.yaml").string() +
-                           " --output " + (work.path() / "repro.tar.gz").string(),
-                       &out),
-            0)
+  ASSERT_EQ(
+      runCommand(std::string(MINREPRO_BINARY) + " shrink --no-op-repro --config " +
+                     (work.path() / "case/case.yaml").string() + " --output " + (work.path() / "repro.tar.gz").string(),
+                 &out),
+      0)
       << out;
   // The self-check is the confirmation: its plain runs of the forked result passed.
   EXPECT_TRUE(has(out, "the minimal case of the forked trials did not fail again in the self-check's plain processes"))
@@ -119,7 +120,7 @@ TEST(SharedStorage, ViewsOfOneBufferShrinkByWholeRecordsAndStayOneStorage) {
                        &out),
             0)
       << out;
-  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (dir / "case.yaml").string() +
+  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --no-op-repro --config " + (dir / "case.yaml").string() +
                            " --output " + (work.path() / "repro.tar.gz").string(),
                        &out),
             0)
