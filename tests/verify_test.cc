@@ -10,6 +10,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <set>
@@ -537,6 +542,84 @@ TEST(VerifyHostile, AnArchiveFromElsewhereRunsInASandbox) {
   EXPECT_FALSE(fs::exists(marker));
   EXPECT_EQ(runCommand(minrepro() + " verify --sandbox maybe " + here.string() + " 2>&1", &out), 2) << out;
   EXPECT_NE(out.find("--sandbox must be auto, on or off, found 'maybe'"), std::string::npos) << out;
+}
+
+// Ctrl-C (or SIGTERM) during verify: the running repro.py is killed, the
+// command ends through its exit map with 130 and says so, and the scratch
+// copy of the archive is removed. Before, verify died of the signal itself
+// and left the extracted archive in $TMPDIR (probe 20 F4).
+TEST(VerifyHostile, AnInterruptedVerifyEndsWith130AndLeavesNothingExtracted) {
+  testing::TempDir dir;
+  const fs::path tmp = dir.path() / "tmp", archive = dir.path() / "slow.tar.gz", log = dir.path() / "out.txt";
+  fs::create_directories(tmp);
+  writeTarGz(archive, {{"repro.py", "import time\nopen('started', 'w').close()\ntime.sleep(120)\n", true},
+                       {"signature.txt", "family: index-error\nmessage: Target 4 is out of bounds.\n"}});
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::setenv("TMPDIR", tmp.c_str(), 1);
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1), ::dup2(fd, 2);
+    ::execl(MINREPRO_BINARY, MINREPRO_BINARY, "verify", "--runs", "1", "--sandbox", "off", archive.c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const auto started = [&] {
+    std::error_code ec;
+    for (const auto& scratch : fs::directory_iterator(tmp, ec))
+      for (const auto& f : fs::recursive_directory_iterator(scratch.path(), ec))
+        if (f.path().filename() == "started") return true;
+    return false;
+  };
+  for (int i = 0; i < 3000 && !started(); ++i) ::usleep(20'000);
+  ASSERT_TRUE(started()) << testing::readFile(log);
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << status << ": " << testing::readFile(log);
+  EXPECT_NE(testing::readFile(log).find("interrupted: the running repro.py was stopped"), std::string::npos) << testing::readFile(log);
+  EXPECT_TRUE(fs::is_empty(tmp)) << "the extracted archive was left in TMPDIR";
+}
+
+// The trial's environment, which an archive's trial.env sets, is given to
+// the program inside the sandbox (bwrap's --setenv), never to bwrap: with
+// LD_PRELOAD in it, `compare` loaded an archive's own library into bwrap,
+// before the sandbox existed, with this user's rights (probe 20 F1).
+class RecordingExecutor : public Executor {
+ public:
+  TrialSpec seen;
+  TrialOutcome run(const TrialSpec& spec) override {
+    seen = spec;
+    return {};
+  }
+};
+
+TEST(VerifyHostile, TheArchivesEnvironmentIsSetInsideTheSandboxNeverOnBwrap) {
+  testing::TempDir dir;
+  TrialSpec spec;
+  spec.argv = {"/bin/sh", "-c", "echo \"$MR_SEEN\" \"${MR_GONE:-unset}\""};
+  spec.env_set = {{"LD_PRELOAD", (dir.path() / "evil.so").string()}, {"MR_SEEN", "inside"}};
+  spec.env_unset = {"MR_GONE"};
+  spec.work_dir = dir.path();
+  RecordingExecutor recorder;
+  SandboxedExecutor(recorder, dir.path(), "bwrap").run(spec);
+  EXPECT_TRUE(recorder.seen.env_set.empty()) << "bwrap itself would get them";
+  EXPECT_TRUE(recorder.seen.env_unset.empty());
+  const auto& argv = recorder.seen.argv;
+  const auto end = std::find(argv.begin(), argv.end(), "--");
+  const std::vector<std::string> set_inside = {"--setenv", "LD_PRELOAD"};
+  EXPECT_NE(std::search(argv.begin(), end, set_inside.begin(), set_inside.end()), end)
+      << "LD_PRELOAD is set by bwrap for the program inside";
+  if (!findBubblewrap()) {
+    if (std::getenv("CI")) FAIL() << "bwrap missing: scripts/install-deps.sh installs bubblewrap";
+    GTEST_SKIP() << "bwrap is not installed";
+  }
+  spec.env_set.erase("LD_PRELOAD");
+  LocalExecutor local;
+  setenv("MR_GONE", "outside", 1);
+  const TrialOutcome out = SandboxedExecutor(local, dir.path(), *findBubblewrap()).run(spec);
+  unsetenv("MR_GONE");
+  EXPECT_EQ(out.stdout_text, "inside unset\n") << out.stderr_text;
 }
 
 // A Python in a venv under /tmp (which the sandbox replaces with an empty

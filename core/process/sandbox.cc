@@ -215,6 +215,13 @@ TrialOutcome SandboxedExecutor::run(const TrialSpec& spec) {
   }
   for (const fs::path& dir : hidden_)
     if (fs::is_directory(dir, ec)) sandboxed.argv.insert(sandboxed.argv.end(), {"--tmpfs", dir.string()});
+  // The trial's environment is set inside the sandbox, by bwrap, never on
+  // bwrap itself: an archive's trial.env naming LD_PRELOAD would otherwise
+  // load the archive's library into bwrap before the sandbox exists.
+  sandboxed.env_set.clear();
+  sandboxed.env_unset.clear();
+  for (const std::string& name : spec.env_unset) sandboxed.argv.insert(sandboxed.argv.end(), {"--unsetenv", name});
+  for (const auto& [name, value] : spec.env_set) sandboxed.argv.insert(sandboxed.argv.end(), {"--setenv", name, value});
   sandboxed.argv.insert(sandboxed.argv.end(), {"--bind", writable, writable, "--chdir", spec.work_dir.string(), "--"});
   sandboxed.argv.insert(sandboxed.argv.end(), spec.argv.begin(), spec.argv.end());
   // A run that cannot start is the program's failure to start, not bwrap's.
