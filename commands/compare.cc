@@ -1,6 +1,7 @@
 #include "commands/compare.h"
 
 #include "core/build_info.h"
+#include "core/errors.h"
 
 #include <stdlib.h>
 
@@ -197,7 +198,7 @@ struct Runner {
       batch = scratch / "float32-batch.pt";
       r.cast = writeFloat32Batch(config.batch, batch);
     }
-    for (int i = 0; i < options.runs; ++i) record(r, runOnce(v, batch));
+    for (int i = 0; i < options.runs && !options.cancelled(); ++i) record(r, runOnce(v, batch));
     return r;
   }
 
@@ -205,7 +206,9 @@ struct Runner {
     const fs::path dir = scratch / ("run-" + std::to_string(++run_number));
     fs::create_directories(dir);
     const std::string binary = options.trial_binary.empty() ? defaultTrialBinary() : options.trial_binary;
-    TrialOutcome outcome = executor.run(variantSpec(config, v, batch, dir, binary, run_number));
+    TrialSpec spec = variantSpec(config, v, batch, dir, binary, run_number);
+    spec.cancel = options.cancel;
+    TrialOutcome outcome = executor.run(spec);
     if (outcome.end == TrialEnd::FailedToStart)
       throw TrialStartError("variant " + v.name + ": the run could not start: " + outcome.start_error);
     std::error_code ec;
@@ -316,6 +319,7 @@ CompareResult compareVariants(const CompareOptions& options, std::ostream* progr
   Executor& chosen = sandboxed ? static_cast<Executor&>(*sandboxed) : executor ? *executor : plain;
   Runner runner{config, options, chosen, scratch->path(), result};
   for (const Variant& v : variants) {
+    if (options.cancelled()) return result;
     VariantResult skipped;
     skipped.variant = v;
     result.results.push_back(v.applies() ? runner.runVariant(v) : skipped);
@@ -327,7 +331,7 @@ CompareResult compareVariants(const CompareOptions& options, std::ostream* progr
     }
   }
   const fs::path op_case =
-      result.reproduces() && !result.recorded.empty()
+      result.reproduces() && !result.recorded.empty() && !options.cancelled()
           ? opCaseOf(scratch->path() / "case", scratch->path(), result.reference.family,
                      result.torch.python.empty() ? options.python.value_or(kDefaultPython) : result.torch.python)
           : fs::path();
@@ -411,6 +415,10 @@ std::string renderComparison(const CompareResult& result) {
 
 int runCompare(const CompareOptions& options, std::ostream& out, std::ostream&) {
   const CompareResult result = compareVariants(options, &out);
+  if (options.cancelled())
+    throw RunStopped(RunStopped::Reason::Interrupted,
+                     "interrupted: the running variant was stopped and no other started; nothing was compared, and "
+                     "nothing of the archive is left extracted");
   out << renderComparison(result);
   if (!result.reproduces())
     throw DoesNotReproduceError("the case as is did not fail in " + std::to_string(options.runs) +

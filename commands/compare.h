@@ -8,6 +8,7 @@
 // environment; one change per variant keeps them apart.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <iosfwd>
@@ -82,6 +83,9 @@ struct CompareOptions {
   // --python: the Python an archive's trial command runs with; unset, the
   // archive's when its torch is the recorded one, else the build's.
   std::optional<std::string> python;
+  // Set (SIGINT, SIGTERM): the running trial is killed and no other starts.
+  const std::atomic<bool>* cancel = nullptr;
+  bool cancelled() const { return cancel && cancel->load(); }
 };
 
 // Runs every applicable variant `runs` times; `progress` (may be null) gets

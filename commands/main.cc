@@ -20,6 +20,7 @@
 #include "commands/verify.h"
 #include "core/process/containment.h"
 #include "engine/shrink.h"
+#include "engine/stop_signals.h"
 #include "engine/torch_versions.h"
 #include "engine/trial_executors.h"
 #include "harness/batch_store.h"
@@ -306,6 +307,8 @@ int verifyCommand(const std::vector<std::string>& args) {
   o.expect = expect == "pass" ? minrepro::Expect::Pass : minrepro::Expect::Fail;
   o.sandbox = minrepro::parseSandboxMode(vm["sandbox"].as<std::string>());
   o.timeout = std::chrono::milliseconds(static_cast<long long>(std::max(timeout, 0.001) * 1000));
+  const minrepro::StopOnSignals stop;  // Ctrl-C: the running repro.py is killed, the scratch copy removed
+  o.cancel = &minrepro::stopAsked();
   return minrepro::runVerify(o, std::cout, std::cerr);
 }
 
@@ -332,6 +335,8 @@ int compareCommand(const std::vector<std::string>& args) {
   if (vm.count("python")) o.python = vm["python"].as<std::string>();
   o.runs = static_cast<int>(countOption(vm, "runs", 1, 10000));
   o.sandbox = minrepro::parseSandboxMode(vm["sandbox"].as<std::string>());
+  const minrepro::StopOnSignals stop;
+  o.cancel = &minrepro::stopAsked();
   return minrepro::runCompare(o, std::cout, std::cerr);
 }
 
@@ -356,6 +361,8 @@ int regressCommand(const std::vector<std::string>& args) {
   o.choose_python = true;
   o.python_given = !vm["python"].defaulted();
   o.sandbox = minrepro::parseSandboxMode(vm["sandbox"].as<std::string>());
+  const minrepro::StopOnSignals stop;
+  o.cancel = &minrepro::stopAsked();
   return minrepro::runRegress(dir, o, std::cout);
 }
 

@@ -1,6 +1,7 @@
 #include "commands/regress.h"
 
 #include "core/case_config.h"
+#include "core/errors.h"
 #include "core/text_lines.h"
 #include "engine/archive/tar_gz.h"
 
@@ -175,7 +176,14 @@ int runRegress(const fs::path& dir, const VerifyOptions& base, std::ostream& out
                                                             : chooseSandbox(base.sandbox, false).describe;
   out << "regress " << dir.string() << ": each case " << how << "\n";
   std::vector<Row> rows;
-  for (const auto& archive : archives) rows.push_back(rerun(archive, base));
+  for (const auto& archive : archives) {
+    rows.push_back(rerun(archive, base));
+    if (base.cancel && base.cancel->load())  // that case's runs were stopped: no verdict on it
+      throw RunStopped(RunStopped::Reason::Interrupted, "interrupted during " + archive.filename().string() +
+                                                            ", after " + std::to_string(rows.size() - 1) + " of " +
+                                                            std::to_string(archives.size()) +
+                                                            " case(s); nothing of the archives is left extracted");
+  }
   printTable(rows, out);
   const auto differ = std::count_if(rows.begin(), rows.end(), [](const Row& r) { return !r.same; });
   out << rows.size() << " case(s), " << differ << " differ\n";

@@ -2,6 +2,7 @@
 
 #include <ostream>
 
+#include "core/errors.h"
 #include "engine/archive/run_archive.h"
 
 namespace minrepro {
@@ -23,6 +24,10 @@ int judge(const VerifyOptions& o, const VerifyResult& r, std::ostream& out);
 
 int runVerify(const VerifyOptions& o, std::ostream& out, std::ostream&) {
   const VerifyResult r = verifyArchive(o, &out);
+  if (o.cancel && o.cancel->load())  // no verdict on runs that were stopped
+    throw RunStopped(RunStopped::Reason::Interrupted,
+                     "interrupted: the running repro.py was stopped, so there is no verdict; nothing of the archive "
+                     "is left extracted");
   return verdict(o, r, judge(o, r, out), out);
 }
 
