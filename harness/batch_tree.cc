@@ -45,8 +45,30 @@ std::string childPath(const std::string& parent, const c10::IValue& key) {
   return base + "[" + key.tagKind() + "]";
 }
 
+// What a batch's containers may hold: a pickle's shared references (a
+// memo entry used twice) are walked once per use, so a 26 KB file of lists
+// holding each other twice over expanded to gigabytes here (torch.load keeps
+// them shared); and each level costs stack and a longer path.
+constexpr std::size_t kMaxKeyChars = 1024;
+
+struct FlattenBudget {
+  static constexpr int kMaxDepth = 100;
+  static constexpr std::size_t kMaxNodes = 1'000'000;
+  std::size_t nodes = 0;
+};
+
 BatchNode flattenInto(const c10::IValue& value, const std::string& path, std::vector<std::string>& names,
-                      std::vector<at::Tensor>& tensors) {
+                      std::vector<at::Tensor>& tensors, FlattenBudget& budget, int depth) {
+  if (depth > FlattenBudget::kMaxDepth)
+    throw std::invalid_argument("its containers are nested more than " + std::to_string(FlattenBudget::kMaxDepth) +
+                                " levels deep (at " + path.substr(0, 80) +
+                                "...); a training batch is a few levels of dicts, lists and tuples: save the batch "
+                                "the step is given");
+  if (++budget.nodes > FlattenBudget::kMaxNodes)
+    throw std::invalid_argument("its dicts, lists and tuples hold more than " +
+                                std::to_string(FlattenBudget::kMaxNodes) +
+                                " entries in all (an entry held twice counts twice); a training batch holds far "
+                                "fewer: save the batch the step is given, with its values in tensors");
   BatchNode node;
   node.path = path;
   if (value.isTensor()) {
@@ -61,15 +83,23 @@ BatchNode flattenInto(const c10::IValue& value, const std::string& path, std::ve
         throw std::invalid_argument("entry " + (path == kRootPath ? std::string("of the batch") : "'" + path + "'") +
                                     " has a key of type " + entry.key().tagKind() +
                                     "; minrepro reads dicts keyed by strings or integers");
+      // A key is a name that every report, rule and regular expression
+      // reads again: one of 256 KB took init 20 s (a 50 MB one, hours).
+      if (entry.key().isString() && entry.key().toStringRef().size() > kMaxKeyChars)
+        throw std::invalid_argument(
+            "entry " + (path == kRootPath ? std::string("of the batch") : "'" + path.substr(0, 80) + "'") +
+            " has a key of " + std::to_string(entry.key().toStringRef().size()) + " characters (at most " +
+            std::to_string(kMaxKeyChars) + "); a batch's keys are names: keep long text in values");
       node.keys.push_back(entry.key());
-      node.children.push_back(flattenInto(entry.value(), childPath(path, entry.key()), names, tensors));
+      node.children.push_back(
+          flattenInto(entry.value(), childPath(path, entry.key()), names, tensors, budget, depth + 1));
     }
   } else if (value.isList() || value.isTuple()) {
     node.kind = value.isList() ? BatchNode::Kind::List : BatchNode::Kind::Tuple;
     const auto elements = value.isList() ? value.toListRef().vec() : value.toTupleRef().elements().vec();
     for (std::size_t i = 0; i < elements.size(); ++i)
-      node.children.push_back(
-          flattenInto(elements[i], childPath(path, c10::IValue(static_cast<int64_t>(i))), names, tensors));
+      node.children.push_back(flattenInto(elements[i], childPath(path, c10::IValue(static_cast<int64_t>(i))), names,
+                                          tensors, budget, depth + 1));
   } else if (value.isNone() || value.isBool() || value.isInt() || value.isDouble() || value.isString() ||
              value.isComplexDouble()) {
     node.kind = BatchNode::Kind::Value;
@@ -114,7 +144,8 @@ std::string kindName(BatchNode::Kind kind) {
 }
 
 BatchNode flattenBatch(const c10::IValue& value, std::vector<std::string>& names, std::vector<at::Tensor>& tensors) {
-  return flattenInto(value, kRootPath, names, tensors);
+  FlattenBudget budget;
+  return flattenInto(value, kRootPath, names, tensors, budget, 0);
 }
 
 c10::IValue rebuildBatch(const BatchNode& node, const std::vector<at::Tensor>& tensors,

@@ -427,6 +427,43 @@ TEST_F(BatchFixture, AnEmptyOrCutShortBatchSaysSoAndHowToSaveItAgain) {
   EXPECT_EQ(error.find("miniz"), std::string::npos) << error;
 }
 
+// A batch whose pickle nests 20 000 lists (425 KB) killed minrepro with
+// SIGSEGV, and one whose lists hold each other 8 times over, 7 levels
+// deep (a few KB; torch.load keeps the references shared), was walked
+// once per reference (8^7 entries here; 2^22 took 3.4 GB). Both are refused with what
+// to save instead (probe 20 F2, F3), as is a key of 256 KB (F7).
+TEST_F(BatchFixture, ContainersNestedTooDeepOrSharedTooOftenAreRefused) {
+  const std::string craft =
+      "import struct, torch, zipfile; P = '" + config.batch.string() +
+      "'; torch.save({'input': torch.zeros(12, 4), 'target': torch.arange(12)}, P)\n"
+      "z = zipfile.ZipFile(P); items = [(i.filename, z.read(i.filename)) for i in z.infolist()]; z.close()\n"
+      "pkl = [d for n, d in items if n.endswith('data.pkl')][0]; assert pkl.endswith(b'u.')\n"
+      "def key(k): return b'X' + struct.pack('<I', len(k)) + k.encode()\n";
+  const auto write = [&](const std::string& insert) {
+    std::string output;
+    ASSERT_EQ(testing::runCommand(testing::python() + " -c \"" + craft + "ins = " + insert +
+                                      "\nw = zipfile.ZipFile(P, 'w', zipfile.ZIP_STORED)\n"
+                                      "[w.writestr(n, pkl[:-2] + ins + b'u.' if n.endswith('data.pkl') else d) "
+                                      "for n, d in items]; w.close()\"",
+                                  &output),
+              0)
+        << output;
+  };
+  write("key('deep') + b']' * 20000 + b'a' * 19999");
+  std::string error = openError();
+  EXPECT_NE(error.find("its containers are nested more than 100 levels deep"), std::string::npos) << error;
+  write(
+      "key('l0') + b']r' + struct.pack('<I', 1000) + b''.join(key('l%d' % i) + b'(' + (b'j' + "
+      "struct.pack('<I', 999 + i)) * 8 + b'lr' + struct.pack('<I', 1000 + i) for i in range(1, 8))");
+  error = openError();
+  EXPECT_NE(error.find("hold more than 1000000 entries in all (an entry held twice counts twice)"), std::string::npos)
+      << error;
+  // A key of 256 KB took init 20 s; now refused as no name.
+  write("key('k' * (256 << 10)) + b'N'");
+  error = openError();
+  EXPECT_NE(error.find("has a key of 262144 characters (at most 1024)"), std::string::npos) << error;
+}
+
 // What torch.save never writes is refused before anything is read (#43
 // probe): a record that inflates from a small file to 200 MB (LibTorch
 // inflated it: 1.16 GB for a crafted 1 MB batch) and two records of one name.
