@@ -379,11 +379,29 @@ RawError readTerminate(const Lines& lines, std::size_t at) {
 
 RawError readPythonTraceback(const Lines& lines, std::size_t at);
 
+// How many wrapped tracebacks (a spawned process's inside a worker's inside
+// ...) are read inside one another: each is a level of recursion, and a log
+// of 14 000 nested ones overflowed the stack. Deeper ones stay the outer
+// error: no launcher nests that far.
+class UnwrapDepth {
+ public:
+  UnwrapDepth() { ++depth_; }
+  ~UnwrapDepth() { --depth_; }
+  UnwrapDepth(const UnwrapDepth&) = delete;
+  UnwrapDepth& operator=(const UnwrapDepth&) = delete;
+  bool tooDeep() const { return depth_ > 64; }
+
+ private:
+  static inline thread_local int depth_ = 0;
+};
+
 // torch.multiprocessing's ProcessRaisedException carries the child's
 // traceback as its message: "-- Process 1 terminated with the following
 // error:", then that traceback. The child's error is the first error.
 void unwrapSpawnedProcess(RawError& error, const Lines& lines, std::size_t from, std::size_t to) {
   if (!endsWith(error.type, "ProcessRaisedException")) return;
+  const UnwrapDepth depth;
+  if (depth.tooDeep()) return;
   static const std::regex marker(R"(^-- Process (\d+) terminated with the following error:)");
   std::smatch m;
   for (std::size_t i = from; i + 1 < lines.size() && i <= to; ++i) {
@@ -402,6 +420,8 @@ void unwrapDataLoaderWorker(RawError& error, const Lines& lines, std::size_t exc
   static const std::regex caught(R"(^Caught \w+ in (DataLoader worker process \d+)\.)");
   std::smatch m;
   if (!std::regex_search(error.message, m, caught)) return;
+  const UnwrapDepth depth;
+  if (depth.tooDeep()) return;
   const std::string process = m[1].str();
   for (std::size_t i = exception_line + 1; i < to; ++i) {
     if (!startsWith(lines[i], "Original Traceback (most recent call last)")) continue;

@@ -328,6 +328,20 @@ TEST(JobLogTriage, ThousandsOfRanksAreCountedNotListed) {
   EXPECT_LT(out.size(), 4000u);
 }
 
+// 14 000 spawned processes' tracebacks, each the message of the one around
+// it: triage died with SIGSEGV (each level read the next inside itself).
+// Read 64 levels deep, the rest is the innermost error read so far.
+TEST(JobLogTriage, TracebacksWrappedThousandsDeepAreReadWithoutOverflowingTheStack) {
+  std::string log;
+  for (int i = 0; i < 14000; ++i)
+    log +=
+        "Traceback (most recent call last):\ntorch.multiprocessing.spawn.ProcessRaisedException: \n\n"
+        "-- Process 0 terminated with the following error:\n";
+  log += "Traceback (most recent call last):\n  File \"/src/train.py\", line 9, in <module>\nIndexError: deep\n";
+  const std::string out = renderTriage(triageText(log), "train.log");
+  EXPECT_NE(out.find("first error:"), std::string::npos) << out.substr(0, 2000);
+}
+
 TEST(JobLogTriage, ASignalInAWorkerPointsAtTheDataset) {
   const std::string out = renderTriage(triageText(readLogFixture("torch113/loader_worker_segv.txt")), "x.log");
   EXPECT_NE(out.find("signal:              SIGSEGV\n"), std::string::npos) << out;
