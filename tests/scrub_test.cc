@@ -47,7 +47,11 @@ TEST(Report, RawHtmlAndBidiControlsFromTheFailureAreInert) {
             "    x = torch.tensor([1]) < 2  # code block\n"
             "- File: evil[U+202E]gpj.py\n"
             "- owner: <user> at <home>/x, token <secret:github-pat>, not &lt;secret:x onerror=y>\n"
-            "- Message: ![x]\\(http://evil.example/p.png) and `[ok](kept)`\n");
+            "- Message: ![x]\\(`http://evil.example/p.png)` and `[ok](kept)`\n");
+  // A bare URL or www. name is linked by GitHub's viewer: a code span keeps
+  // it text (probe 18 #9).
+  EXPECT_EQ(withoutRawHtml("# Reproducer: see https://evil.example/x?a=1 or www.evil.example now\n"),
+            "# Reproducer: see `https://evil.example/x?a=1` or `www.evil.example` now\n");
   EXPECT_EQ(text::printable("evil\xe2\x80\xaegpj.py"), "evil\\xe2\\x80\\xaegpj.py");
   // A run of backticks no run of as many closes is text: what follows it is not code.
   EXPECT_EQ(withoutRawHtml("# size mismatch x`` <img src=x onerror=alert(1)> `y and z` <b>bold</b>\n"),
@@ -236,8 +240,10 @@ TEST(Scrub, VendorTokensLooserKeysAndOtherSpellings) {
            {"https://hooks.zapier.com/hooks/catch/123456/abcde12/", "abcde12"},
            {"https://acme.webhook.office.com/webhookb2/0a1b2c3d-0a1b-4c2d-8e3f-0a1b2c3d4e5f@x/IncomingWebhook/ab",
             "0a1b2c3d-0a1b-4c2d"},
-           {"401 for https://huggingface.co/api?token=hf_abcdefghijklmnop" + zw + "qrstuvwxyzABCDEFGH",
-            "qrstuvwxyz"}}) {
+           {"401 for https://huggingface.co/api?token=hf_abcdefghijklmnop" + zw + "qrstuvwxyzABCDEFGH", "qrstuvwxyz"},
+           // Probe 20: a Slack app-level token, a fine-grained PAT longer than today's 82.
+           {"c_xapp: xapp-1-A0123456789-1234567890123-" + std::string(64, 'f'), "A0123456789-1234567890123"},
+           {"pat github_pat_" + std::string(86, 'A') + " denied", std::string(40, 'A')}}) {
     SCOPED_TRACE(text);
     EXPECT_EQ(scrubText(text, c).find(kept), std::string::npos) << scrubText(text, c);
     EXPECT_NE(scrubText(text, c).find("<secret:"), std::string::npos) << scrubText(text, c);

@@ -329,6 +329,16 @@ bool closingRunAfter(const std::string& line, std::size_t from, std::size_t run)
   }
   return false;
 }
+// The length of the bare URL (http://, https://, www.) that starts a word
+// at `i`, up to the next space or backtick; 0 when none.
+std::size_t bareUrlAt(const std::string& line, std::size_t i) {
+  if (i > 0 && (std::isalnum(static_cast<unsigned char>(line[i - 1])) || line[i - 1] == '`')) return 0;
+  const auto startsWithAt = [&](const char* p) { return line.compare(i, std::strlen(p), p) == 0; };
+  if (!startsWithAt("http://") && !startsWithAt("https://") && !startsWithAt("www.")) return 0;
+  std::size_t end = i;
+  while (end < line.size() && !std::isspace(static_cast<unsigned char>(line[end])) && line[end] != '`') ++end;
+  return end - i;
+}
 // Whether the character at `i` follows an odd number of backslashes.
 bool escapedAt(const std::string& line, std::size_t i) {
   std::size_t slashes = 0;
@@ -372,6 +382,11 @@ std::string withoutRawHtml(const std::string& markdown) {
         continue;
       }
       const bool code = block || fence > 0;
+      if (const std::size_t url = code ? 0 : bareUrlAt(line, i)) {
+        out += "`" + line.substr(i, url) + "`";  // GitHub's viewer links a bare URL; in a code span it is text
+        i += url - 1;
+        continue;
+      }
       if (!code && line[i] == ']' && i + 1 < line.size() && line[i + 1] == '(') {
         out += "]\\(";  // no link or remote image: `[x](http://...)` shown as text
         ++i;

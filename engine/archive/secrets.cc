@@ -162,13 +162,15 @@ const std::vector<Rule>& rules() {
          re(R"(([Aa][Ww][Ss].{0,20}?(?:[Kk][Ee][Yy]|[Pp][Ww][Dd]?|[Pp][Aa][Ss][Ss](?:[Ww][Oo][Rr][Dd])?|[Tt][Oo][Kk][Ee][Nn]).{0,20}?['"=:\s])([0-9a-zA-Z/+]{40})(?![0-9a-zA-Z/+]))"),
          2});
     r.push_back({"github-pat", re(R"(\bghp_[0-9a-zA-Z]{36}\b)")});
-    r.push_back({"github-fine-grained-pat", re(R"(\bgithub_pat_\w{82}\b)")});
+    // 82 characters after the prefix today; longer ones are no less secret.
+    r.push_back({"github-fine-grained-pat", re(R"(\bgithub_pat_\w{82,}\b)")});
     r.push_back({"github-oauth", re(R"(\bgho_[0-9a-zA-Z]{36}\b)")});
     r.push_back({"github-app-token", re(R"(\b(?:ghu|ghs)_[0-9a-zA-Z]{36}\b)")});
     r.push_back({"github-refresh-token", re(R"(\bghr_[0-9a-zA-Z]{36}\b)")});
     r.push_back({"gitlab-pat", re(R"(\bglpat-[\w-]{20}\b)")});
     r.push_back({"gcp-api-key", re(R"(\bAIza[\w-]{35}\b)")});
     r.push_back({"slack-token", re(R"(\bxox[baprs]-[0-9a-zA-Z-]{10,}\b)")});
+    r.push_back({"slack-app-token", re(R"(\bxapp-\d-[A-Z0-9]+-\d+-[0-9a-f]{32,}\b)")});
     r.push_back({"stripe-access-token", re(R"(\b(?:sk|rk)_(?:test|live|prod)_[a-zA-Z0-9]{10,99}\b)")});
     r.push_back({"jwt", re(R"(\bey[a-zA-Z0-9]{17,}\.ey[a-zA-Z0-9/\\_-]{17,}\.(?:[a-zA-Z0-9/\\_-]{10,}={0,2})?)")});
     r.push_back({"slack-webhook-url",
