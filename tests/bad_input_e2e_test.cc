@@ -25,7 +25,7 @@ class BadInput : public testing::ExampleCases {
  protected:
   // shrink class4 with extra options; its status, its output in *output.
   int shrinkWith(const std::string& options, std::string* output, const fs::path& case_file = {}) {
-    return runCommand(std::string(MINREPRO_BINARY) + " shrink --no-op-repro --config " +
+    return runCommand(std::string(MINREPRO_BINARY) + " shrink --config " +
                           (case_file.empty() ? example("class4") / "case.yaml" : case_file).string() + " " + options,
                       output);
   }

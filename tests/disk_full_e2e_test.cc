@@ -25,16 +25,18 @@ using testing::readFile;
 using testing::runCommand;
 using testing::writeFile;
 
-// Fails on the sample whose x is 7; on its first run (a marker beside
-// $FILL_DIR says it ran) it fills the file system of $FILL_DIR (all but
+// Fails on the sample whose x is 7; on its first run (the marker
+// $FILL_MARK, outside the case's directory, says it ran: a look at a file
+// beside the case's files fails the self-check) it fills the file system of $FILL_DIR (all but
 // 4 KB) and, when that is where the trial's
 // batch lies, fails writing beside it as a real step would.
 constexpr const char* kStep = R"PY(import os, sys
 import torch
 
 fill = os.environ.get("FILL_DIR")
-if fill and not os.path.exists(fill + ".filled"):
-    open(fill + ".filled", "w").close()
+mark = os.environ.get("FILL_MARK", "")
+if fill and not os.path.exists(mark):
+    open(mark, "w").close()
     st = os.statvfs(fill)
     with open(os.path.join(fill, "filler"), "wb") as f:
         f.write(b"\0" * max(st.f_bavail * st.f_frsize - 4096, 0))
@@ -67,7 +69,9 @@ class DiskFull : public ::testing::Test {
               "batch: batch.pt\nsamples: {tensors: {x: 0}, ids: sample_id}\nflaky: {enabled: false}\n"
               "trial:\n  command: [" +
                   testing::python() + ", \"{case_dir}/step.py\", \"{batch}\"]\n" +
-                  (fill_dir.empty() ? "" : "  env: {FILL_DIR: '" + fill_dir + "'}\n") +
+                  (fill_dir.empty() ? ""
+                                    : "  env: {FILL_DIR: '" + fill_dir + "', FILL_MARK: '" +
+                                          (marks_.path() / "filled").string() + "'}\n") +
                   (failure_section ? "failure: {family: index-error}\n" : ""));
   }
   // `script` run by sh inside bwrap with a tmpfs of `bytes` at `mount`.
@@ -82,6 +86,7 @@ class DiskFull : public ::testing::Test {
            work.string() + " --output " + output.string();
   }
   testing::TempDir dir_{"minrepro-disk-full"};
+  testing::TempDir marks_{"minrepro-disk-full-marks"};
 };
 
 TEST_F(DiskFull, AWorkDirectoryWithoutRoomIsNamedBeforeTheFirstTrial) {
