@@ -577,7 +577,8 @@ TEST(VerifyHostile, AnInterruptedVerifyEndsWith130AndLeavesNothingExtracted) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << status << ": " << testing::readFile(log);
-  EXPECT_NE(testing::readFile(log).find("interrupted: the running repro.py was stopped"), std::string::npos) << testing::readFile(log);
+  EXPECT_NE(testing::readFile(log).find("interrupted: the running repro.py was stopped"), std::string::npos)
+      << testing::readFile(log);
   EXPECT_TRUE(fs::is_empty(tmp)) << "the extracted archive was left in TMPDIR";
 }
 
