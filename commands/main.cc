@@ -274,7 +274,7 @@ int verifyCommand(const std::vector<std::string>& args) {
   double timeout = 600;
   po::options_description opts(
       "minrepro verify ARCHIVE options (exit 0 as expected, 1 not, 2 bad input, 3 a flaky archive that K runs cannot "
-      "judge, 4 did not reproduce under a torch other than the archive's)");
+      "judge, 4 did not reproduce under a torch other than the archive's, 130 interrupted)");
   opts.add_options()("help,h", "show this help")("archive", po::value(&archive)->required(),
                                                  "the repro.tar.gz to check")(
       "runs", po::value<std::string>()->default_value("3"), "how many fresh runs")(
@@ -318,7 +318,7 @@ int compareCommand(const std::vector<std::string>& args) {
   std::string input;
   po::options_description opts(
       "minrepro compare ARCHIVE|case.yaml options (exit 0 compared, 2 bad input, 3 the case as is does not fail, "
-      "4 runs cannot start)");
+      "4 runs cannot start, 130 interrupted)");
   opts.add_options()("help,h", "show this help")("input", po::value(&input)->required(),
                                                  "a repro.tar.gz from minrepro shrink, or a case.yaml")(
       "runs", po::value<std::string>()->default_value("3"), "fresh runs per variant")(
@@ -346,7 +346,7 @@ int regressCommand(const std::vector<std::string>& args) {
   std::string dir;
   po::options_description opts(
       "minrepro regress DIR options (exit 0 every case as expected, 1 some differ, 2 bad input, 4 only cases run "
-      "under a torch other than their archive's differ)");
+      "under a torch other than their archive's differ, 130 interrupted)");
   opts.add_options()("help,h", "show this help")("dir", po::value(&dir)->required(),
                                                  "the regression set (NAME.tar.gz and NAME.expect files)")(
       "runs", po::value<std::string>()->default_value("1"), "fresh runs per case")(
