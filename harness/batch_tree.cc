@@ -6,6 +6,7 @@
 #include <ATen/core/List.h>
 #include <c10/util/StringUtil.h>
 
+#include <algorithm>
 #include <cctype>
 #include <sstream>
 #include <stdexcept>
@@ -90,6 +91,13 @@ BatchNode flattenInto(const c10::IValue& value, const std::string& path, std::ve
             "entry " + (path == kRootPath ? std::string("of the batch") : "'" + path.substr(0, 80) + "'") +
             " has a key of " + std::to_string(entry.key().toStringRef().size()) + " characters (at most " +
             std::to_string(kMaxKeyChars) + "); a batch's keys are names: keep long text in values");
+      // A control character (a newline) in a name split REPORT.md's lines and the log's.
+      if (entry.key().isString() &&
+          std::any_of(entry.key().toStringRef().begin(), entry.key().toStringRef().end(),
+                      [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+        throw std::invalid_argument(
+            "entry " + (path == kRootPath ? std::string("of the batch") : "'" + path.substr(0, 80) + "'") +
+            " has a key holding a control character (a newline, a tab); a batch's keys are names: rename it");
       node.keys.push_back(entry.key());
       node.children.push_back(
           flattenInto(entry.value(), childPath(path, entry.key()), names, tensors, budget, depth + 1));

@@ -462,6 +462,10 @@ TEST_F(BatchFixture, ContainersNestedTooDeepOrSharedTooOftenAreRefused) {
   write("key('k' * (256 << 10)) + b'N'");
   error = openError();
   EXPECT_NE(error.find("has a key of 262144 characters (at most 1024)"), std::string::npos) << error;
+  // A newline in a name split REPORT.md's lines (probe 18 #9).
+  write("key('label\\n## forged heading') + b'N'");
+  error = openError();
+  EXPECT_NE(error.find("has a key holding a control character (a newline, a tab)"), std::string::npos) << error;
 }
 
 // What torch.save never writes is refused before anything is read (#43
