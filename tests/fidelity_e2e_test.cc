@@ -45,6 +45,14 @@ class Fidelity : public ::testing::Test {
     EXPECT_TRUE(testing::extractInto(archive, dir));
     return dir;
   }
+  // shrink of the case in `case_dir` without the op step (the self-check's
+  // verdict is the test's subject); its status, its output in *output.
+  int shrinkWithoutOpStep(const fs::path& case_dir, std::string* output) {
+    return runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (case_dir / "case.yaml").string() +
+                          " --no-op-repro --output " + (work_.path() / "repro.tar.gz").string() + " --work-dir " +
+                          (work_.path() / "work").string(),
+                      output);
+  }
   // Plain `python3 repro.py` from another directory; its status as the shell
   // reports it (no core file of a fatal signal left behind).
   int runRepro(const fs::path& dir, std::string* output) {
@@ -210,12 +218,7 @@ TEST_F(Fidelity, AFileReadByItsAbsolutePathFailsTheSelfCheck) {
   trial.replace(trial.find(from), from.size(), "\"" + labels.string() + "\"");
   testing::writeFile(case_dir / "trial.py", trial);
   std::string output;
-  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (case_dir / "case.yaml").string() +
-                           " --no-op-repro --output " + (work_.path() / "repro.tar.gz").string() + " --work-dir " +
-                           (work_.path() / "work").string(),
-                       &output),
-            6)
-      << output;
+  ASSERT_EQ(shrinkWithoutOpStep(case_dir, &output), 6) << output;
   EXPECT_NE(output.find("the runs read 1 file(s) of the case at their place on this machine"), std::string::npos)
       << output;
   EXPECT_NE(output.find("labels.json (open them relative to the script"), std::string::npos) << output;
@@ -243,12 +246,7 @@ TEST_F(Fidelity, AFileOnlyStatedAndADirectoryOnlyListedFailTheSelfCheck) {
                                                      "\")):\n    sys.exit(0)\n");
   testing::writeFile(case_dir / "trial.py", trial);
   std::string output;
-  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (case_dir / "case.yaml").string() +
-                           " --no-op-repro --output " + (work_.path() / "repro.tar.gz").string() + " --work-dir " +
-                           (work_.path() / "work").string(),
-                       &output),
-            6)
-      << output;
+  ASSERT_EQ(shrinkWithoutOpStep(case_dir, &output), 6) << output;
   EXPECT_NE(output.find("the runs looked at 2 path(s) beside the case's files on this machine that the archive does "
                         "not carry"),
             std::string::npos)
