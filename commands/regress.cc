@@ -178,7 +178,7 @@ int runRegress(const fs::path& dir, const VerifyOptions& base, std::ostream& out
   std::vector<Row> rows;
   for (const auto& archive : archives) {
     rows.push_back(rerun(archive, base));
-    if (base.cancel && base.cancel->load())  // that case's runs were stopped: no verdict on it
+    if (base.cancelled())  // that case's runs were stopped: no verdict on it
       throw RunStopped(RunStopped::Reason::Interrupted, "interrupted during " + archive.filename().string() +
                                                             ", after " + std::to_string(rows.size() - 1) + " of " +
                                                             std::to_string(archives.size()) +

@@ -24,7 +24,7 @@ int judge(const VerifyOptions& o, const VerifyResult& r, std::ostream& out);
 
 int runVerify(const VerifyOptions& o, std::ostream& out, std::ostream&) {
   const VerifyResult r = verifyArchive(o, &out);
-  if (o.cancel && o.cancel->load())  // no verdict on runs that were stopped
+  if (o.cancelled())  // no verdict on runs that were stopped
     throw RunStopped(RunStopped::Reason::Interrupted,
                      "interrupted: the running repro.py was stopped, so there is no verdict; nothing of the archive "
                      "is left extracted");

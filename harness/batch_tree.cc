@@ -50,13 +50,37 @@ std::string childPath(const std::string& parent, const c10::IValue& key) {
 // memo entry used twice) are walked once per use, so a 26 KB file of lists
 // holding each other twice over expanded to gigabytes here (torch.load keeps
 // them shared); and each level costs stack and a longer path.
-constexpr std::size_t kMaxKeyChars = 1024;
-
 struct FlattenBudget {
   static constexpr int kMaxDepth = 100;
   static constexpr std::size_t kMaxNodes = 1'000'000;
   std::size_t nodes = 0;
 };
+
+// "entry 'PATH'" (its first 80 characters), "entry of the batch" for the root.
+std::string entryAt(const std::string& path) {
+  return "entry " + (path == kRootPath ? std::string("of the batch") : "'" + path.substr(0, 80) + "'");
+}
+
+// A dict's key is a name: a string or an integer. Every report, rule and
+// regular expression reads a name again (a key of 256 KB took init 20 s, a
+// 50 MB one hours), and a control character in it (a newline) split
+// REPORT.md's lines and the log's.
+void checkKey(const c10::IValue& key, const std::string& path) {
+  constexpr std::size_t kMaxKeyChars = 1024;
+  if (!key.isString() && !key.isInt())
+    throw std::invalid_argument(entryAt(path) + " has a key of type " + key.tagKind() +
+                                "; minrepro reads dicts keyed by strings or integers");
+  if (!key.isString()) return;
+  const std::string& name = key.toStringRef();
+  if (name.size() > kMaxKeyChars)
+    throw std::invalid_argument(entryAt(path) + " has a key of " + std::to_string(name.size()) +
+                                " characters (at most " + std::to_string(kMaxKeyChars) +
+                                "); a batch's keys are names: keep long text in values");
+  if (std::any_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+    throw std::invalid_argument(entryAt(path) +
+                                " has a key holding a control character (a newline, a tab); a batch's keys are "
+                                "names: rename it");
+}
 
 BatchNode flattenInto(const c10::IValue& value, const std::string& path, std::vector<std::string>& names,
                       std::vector<at::Tensor>& tensors, FlattenBudget& budget, int depth) {
@@ -80,24 +104,7 @@ BatchNode flattenInto(const c10::IValue& value, const std::string& path, std::ve
   } else if (value.isGenericDict()) {
     node.kind = BatchNode::Kind::Dict;
     for (const auto& entry : value.toGenericDict()) {
-      if (!entry.key().isString() && !entry.key().isInt())
-        throw std::invalid_argument("entry " + (path == kRootPath ? std::string("of the batch") : "'" + path + "'") +
-                                    " has a key of type " + entry.key().tagKind() +
-                                    "; minrepro reads dicts keyed by strings or integers");
-      // A key is a name that every report, rule and regular expression
-      // reads again: one of 256 KB took init 20 s (a 50 MB one, hours).
-      if (entry.key().isString() && entry.key().toStringRef().size() > kMaxKeyChars)
-        throw std::invalid_argument(
-            "entry " + (path == kRootPath ? std::string("of the batch") : "'" + path.substr(0, 80) + "'") +
-            " has a key of " + std::to_string(entry.key().toStringRef().size()) + " characters (at most " +
-            std::to_string(kMaxKeyChars) + "); a batch's keys are names: keep long text in values");
-      // A control character (a newline) in a name split REPORT.md's lines and the log's.
-      if (entry.key().isString() &&
-          std::any_of(entry.key().toStringRef().begin(), entry.key().toStringRef().end(),
-                      [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
-        throw std::invalid_argument(
-            "entry " + (path == kRootPath ? std::string("of the batch") : "'" + path.substr(0, 80) + "'") +
-            " has a key holding a control character (a newline, a tab); a batch's keys are names: rename it");
+      checkKey(entry.key(), path);
       node.keys.push_back(entry.key());
       node.children.push_back(
           flattenInto(entry.value(), childPath(path, entry.key()), names, tensors, budget, depth + 1));

@@ -161,10 +161,12 @@ static int opensForReading(int flags) { return (flags & O_ACCMODE) == O_RDONLY &
 
 static int modeReads(const char* mode) { return mode && mode[0] == 'r' && !strchr(mode, '+'); }
 
-static int under(const char* path, const char* dir) {
-  size_t n = strlen(dir);
+// Whether `path` is the directory of `n` bytes at `dir`, or lies under it.
+static int underPrefix(const char* path, const char* dir, size_t n) {
   return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
+
+static int under(const char* path, const char* dir) { return underPrefix(path, dir, strlen(dir)); }
 
 static int openTrace(const char* trace) {
   const int flags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC;
@@ -194,7 +196,7 @@ static int watched(const char* path) {
   while (*places) {
     const char* end = strchr(places, ':');
     size_t n = end ? (size_t)(end - places) : strlen(places);
-    if (n > 1 && strncmp(path, places, n) == 0 && (path[n] == '/' || path[n] == '\0')) return 1;
+    if (n > 1 && underPrefix(path, places, n)) return 1;
     if (!end) break;
     places = end + 1;
   }
@@ -356,48 +358,29 @@ FILE* freopen64(const char* path, const char* mode, FILE* stream) {
   return path ? recordedStream(f, mode) : f;
 }
 
-// Looks (see the header): the stat family, access, opendir.
-int stat(const char* path, struct stat* buf) {
-  stat_fn real = real_stat();
-  if (!real) return errno = ENOSYS, -1;
-  int rc = real(path, buf);
-  return recordLook(rc == 0, AT_FDCWD, path), rc;
-}
-
-int stat64(const char* path, struct stat64* buf) {
-  stat64_fn real = real_stat64();
-  if (!real) return errno = ENOSYS, -1;
-  int rc = real(path, buf);
-  return recordLook(rc == 0, AT_FDCWD, path), rc;
-}
-
-int lstat(const char* path, struct stat* buf) {
-  stat_fn real = real_lstat();
-  if (!real) return errno = ENOSYS, -1;
-  int rc = real(path, buf);
-  return recordLook(rc == 0, AT_FDCWD, path), rc;
-}
-
-int lstat64(const char* path, struct stat64* buf) {
-  stat64_fn real = real_lstat64();
-  if (!real) return errno = ENOSYS, -1;
-  int rc = real(path, buf);
-  return recordLook(rc == 0, AT_FDCWD, path), rc;
-}
-
-int fstatat(int dirfd, const char* path, struct stat* buf, int flags) {
-  fstatat_fn real = real_fstatat();
-  if (!real) return errno = ENOSYS, -1;
-  int rc = real(dirfd, path, buf, flags);
-  return recordLook(rc == 0 && !(flags & AT_EMPTY_PATH && !*path), dirfd, path), rc;
-}
-
-int fstatat64(int dirfd, const char* path, struct stat64* buf, int flags) {
-  fstatat64_fn real = real_fstatat64();
-  if (!real) return errno = ENOSYS, -1;
-  int rc = real(dirfd, path, buf, flags);
-  return recordLook(rc == 0 && !(flags & AT_EMPTY_PATH && !*path), dirfd, path), rc;
-}
+// Looks (see the header): the stat family, access, opendir. The four
+// path-only stats and the two at-forms differ in nothing but their names
+// and their struct.
+#define LOOK_STAT(name, fn_type, stat_type)           \
+  int name(const char* path, struct stat_type* buf) { \
+    fn_type real = real_##name();                     \
+    if (!real) return errno = ENOSYS, -1;             \
+    int rc = real(path, buf);                         \
+    return recordLook(rc == 0, AT_FDCWD, path), rc;   \
+  }
+#define LOOK_STATAT(name, fn_type, stat_type)                                          \
+  int name(int dirfd, const char* path, struct stat_type* buf, int flags) {            \
+    fn_type real = real_##name();                                                      \
+    if (!real) return errno = ENOSYS, -1;                                              \
+    int rc = real(dirfd, path, buf, flags);                                            \
+    return recordLook(rc == 0 && !(flags & AT_EMPTY_PATH && !*path), dirfd, path), rc; \
+  }
+LOOK_STAT(stat, stat_fn, stat)
+LOOK_STAT(stat64, stat64_fn, stat64)
+LOOK_STAT(lstat, stat_fn, stat)
+LOOK_STAT(lstat64, stat64_fn, stat64)
+LOOK_STATAT(fstatat, fstatat_fn, stat)
+LOOK_STATAT(fstatat64, fstatat64_fn, stat64)
 
 int access(const char* path, int mode) {
   access_fn real = real_access();

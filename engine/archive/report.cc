@@ -17,7 +17,6 @@ namespace minrepro {
 
 namespace {
 
-// How candidates were decided, and why (core/flaky.h).
 // `text` as one Markdown code span: a fence longer than any run of
 // backticks in it, spaced where it starts or ends with one, one line.
 std::string codeSpan(std::string text) {
@@ -30,6 +29,7 @@ std::string codeSpan(std::string text) {
   return fence + (pad ? " " : "") + text + (pad ? " " : "") + fence;
 }
 
+// How candidates were decided, and why (core/flaky.h).
 std::string flakyHandling(const FailureRate& rate, const FlakyOptions& flaky) {
   if (!flaky.enabled) return "flakiness handling off (flaky.enabled: false): one trial decided each candidate";
   std::ostringstream alpha;

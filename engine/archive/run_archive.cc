@@ -364,7 +364,7 @@ void runAll(const fs::path& dir, const VerifyOptions& o, VerifyResult& result, E
                      std::to_string(o.runs),
                  done[k]);
       },
-      [&] { return o.cancel && o.cancel->load(); }, &ran);
+      [&] { return o.cancelled(); }, &ran);
   for (std::size_t k = 0; k < total; ++k)
     if (ran[k]) (k < static_cast<std::size_t>(o.runs) ? result.runs : result.op_runs).push_back(std::move(done[k]));
 }

@@ -30,6 +30,7 @@ enum class Expect { Fail, Pass };
 struct VerifyOptions {
   std::filesystem::path archive;
   const std::atomic<bool>* cancel = nullptr;  // set: the running repro.py is killed (shrink's SIGINT)
+  bool cancelled() const { return cancel && cancel->load(); }
   int runs = 3;
   // Runs of op/repro_op.py, one beside each of the first `op_runs` runs of
   // repro.py; -1: beside every run. (shrink's self-check runs it none: the
