@@ -155,6 +155,48 @@ TEST_F(Fidelity, APackageFoundThroughPythonPathTravelsAndIsFoundAgain) {
   EXPECT_NE(repro.find("IndexError: Target 4 is out of bounds."), std::string::npos) << repro;
 }
 
+// trial.py imports a package from outside the case by a root it adds to
+// sys.path itself, as an editable install's finder or .pth does (a new
+// user's train.py importing minrepro_capture, installed with pip -e). The
+// archive carries the package under the name Python found it by and puts
+// that root's copy on PYTHONPATH, which comes first: the self-check's runs
+// read no original, and repro.py runs with the originals gone. (Before, the
+// copy lay where nothing looked, and the self-check failed, exit 6, naming
+// the package's files.)
+TEST_F(Fidelity, AnInstalledPackagesSourceTravelsAndIsImportedFromTheCopy) {
+  TempDir outside("minrepro-fidelity-lib");
+  const fs::path lib = outside.path() / "src";
+  fs::create_directories(lib / "mrpkg" / "losses");
+  testing::writeFile(lib / "mrpkg" / "__init__.py", "");
+  testing::writeFile(lib / "mrpkg" / "losses" / "__init__.py",
+                     "from torch.nn.functional import cross_entropy as loss\n");
+  const fs::path case_dir = work_.path() / "case";
+  fs::copy(cases_->path() / "sibling_files", case_dir);
+  std::string trial = readFile(case_dir / "trial.py");
+  trial.replace(trial.find("import json\n"), 12,
+                "import json\nimport sys\nsys.path.append(\"" + lib.string() +
+                    "\")\nimport mrpkg.losses\nassert mrpkg.losses.loss\n");
+  testing::writeFile(case_dir / "trial.py", trial);
+  std::string output;
+  const fs::path archive = work_.path() / "repro.tar.gz";
+  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --no-op-repro --config " +
+                           (case_dir / "case.yaml").string() + " --output " + archive.string() + " --work-dir " +
+                           (work_.path() / "work").string(),
+                       &output),
+            0)
+      << output;
+  EXPECT_NE(output.find("self-check: the archive reproduced on its own in 3 of 3 runs"), std::string::npos) << output;
+  const fs::path dir = elsewhere_.path() / "repro";
+  ASSERT_TRUE(testing::extractInto(archive, dir));
+  EXPECT_TRUE(fs::exists(dir / "external" / "src" / "mrpkg" / "losses" / "__init__.py")) << output;
+  EXPECT_NE(readFile(dir / "case.yaml").find("PYTHONPATH: \"{case_dir}/external/src\""), std::string::npos)
+      << readFile(dir / "case.yaml");
+  fs::remove_all(lib);
+  std::string repro;
+  EXPECT_EQ(runRepro(dir, &repro), 1) << repro;
+  EXPECT_NE(repro.find("IndexError: Target 4 is out of bounds."), std::string::npos) << repro;
+}
+
 // A step that needs a variable of the reporter's shell whose name says it
 // holds a secret: the archive does not carry it, so the self-check's runs do
 // not get it either, and shrink says which (exit 6). Before, the runs

@@ -116,6 +116,27 @@ fs::path externalName(const fs::path& path, const fs::path& common, const ScrubC
   return name;
 }
 
+// The import roots of the packages among `outside`: the directory above a
+// module's topmost package (the last one up with an __init__.py). Python found
+// such a package through a root the case does not set (an editable install's
+// finder or .pth, a script's sys.path.append): the archive puts the root's
+// copy on its PYTHONPATH, which comes before both, so its copy is imported,
+// on a maintainer's machine too.
+std::vector<fs::path> packageRoots(const std::vector<fs::path>& outside) {
+  std::vector<fs::path> roots;
+  std::error_code ec;
+  for (const fs::path& file : outside) {
+    if (file.extension() != ".py") continue;
+    fs::path package = file.parent_path();
+    if (!fs::exists(package / "__init__.py", ec)) continue;
+    while (package.has_relative_path() && fs::exists(package.parent_path() / "__init__.py", ec))
+      package = package.parent_path();
+    const fs::path root = package.parent_path();
+    if (std::find(roots.begin(), roots.end(), root) == roots.end()) roots.push_back(root);
+  }
+  return roots;
+}
+
 // The directories of `python_path` that hold a file the archive carries, as
 // the archive names them ("." for the case directory itself).
 std::vector<std::string> bundledPythonPath(const std::vector<fs::path>& python_path, const fs::path& base,
@@ -211,8 +232,11 @@ BundlePlan planBundle(const CaseConfig& config, const std::vector<fs::path>& tra
   // siblings stay its siblings) under external/, named from their nearest
   // common directory, which holds the PYTHONPATH directories they came from
   // too (a package keeps its name below the directory Python found it in).
+  std::vector<fs::path> roots = python_path;
+  for (const fs::path& root : packageRoots(outside))
+    if (std::find(roots.begin(), roots.end(), root) == roots.end()) roots.push_back(root);
   std::vector<fs::path> path_dirs;
-  for (const fs::path& dir : python_path)
+  for (const fs::path& dir : roots)
     if (std::any_of(outside.begin(), outside.end(), [&](const fs::path& p) { return inside(p, dir).has_value(); }))
       path_dirs.push_back(dir);
   const fs::path common = commonDirectory(outside, path_dirs);
@@ -227,14 +251,15 @@ BundlePlan planBundle(const CaseConfig& config, const std::vector<fs::path>& tra
     } else if (std::any_of(path_dirs.begin(), path_dirs.end(),
                            [&](const fs::path& dir) { return inside(path, dir).has_value(); })) {
       plan.from_outside.push_back(path.string() + " -> " + name +
-                                  " (found through PYTHONPATH, which the archive sets to its copies)");
+                                  " (found through PYTHONPATH or as an installed package's source, which the "
+                                  "archive's PYTHONPATH finds as its copies)");
     } else {
       plan.from_outside.push_back(path.string() + " -> " + name +
                                   " (found by the reproducer only when read relative to a script the command names; "
                                   "code that opens it by this absolute path does not see the bundled copy)");
     }
   }
-  plan.python_path = bundledPythonPath(python_path, base, outside, common, plan.files, machine);
+  plan.python_path = bundledPythonPath(roots, base, outside, common, plan.files, machine);
   return plan;
 }
 
