@@ -27,4 +27,6 @@ fi
 # shellcheck disable=SC2086
 cmake -S . -B "$MINREPRO_BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMINREPRO_PYTHON="$MINREPRO_PYTHON" \
   "${launcher[@]}" ${MINREPRO_CMAKE_ARGS:-} >/dev/null
-cmake --build "$MINREPRO_BUILD_DIR" -j "$(nproc)"
+# MINREPRO_BUILD_TARGETS: only these targets (run-tests.sh's second build: the programs).
+# shellcheck disable=SC2086
+cmake --build "$MINREPRO_BUILD_DIR" -j "$(nproc)" ${MINREPRO_BUILD_TARGETS:+--target $MINREPRO_BUILD_TARGETS}

@@ -3,9 +3,10 @@
 #  1. build/ against PyTorch 2.13 from pip (.venv/, the default; or the torch
 #     MINREPRO_PYTHON names) and the whole suite, the Slurm tests on the
 #     one-node test cluster;
-#  2. build-debian/ against Debian's 1.13 and the end-to-end tests where the
-#     torch's own code decides (ctest label second-torch: the real binary on
-#     real cases, tests/CMakeLists.txt) unless MINREPRO_SECOND_TORCH=0;
+#  2. minrepro's programs in build-debian/ against Debian's 1.13, and the
+#     end-to-end tests where the torch's own code decides (ctest label
+#     second-torch: the real binary on real cases, tests/CMakeLists.txt) run
+#     on them with Debian's Python, unless MINREPRO_SECOND_TORCH=0;
 #  3. the fuzz targets for a bounded time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,10 +20,16 @@ if { [ "${CI:-}" = "true" ] || [ "$(id -u)" -eq 0 ]; } && ! scripts/slurm-up.sh 
   scripts/slurm-up.sh
 fi
 ctest --test-dir "${MINREPRO_BUILD_DIR:-build}" --output-on-failure -j "$(nproc)"
+# The second torch: its programs only, built into build-debian/, run by the
+# first build's test binary with that torch's Python (MINREPRO_TEST_PROGRAMS,
+# tests/test_util.h): the tests are the same code whichever torch the programs
+# are built against, so they are not compiled twice.
 if [ "${MINREPRO_SECOND_TORCH:-1}" != 0 ]; then
   MINREPRO_TORCH=debian MINREPRO_PYTHON="" MINREPRO_BUILD_DIR=build-debian \
-    MINREPRO_CMAKE_ARGS="-DMINREPRO_BUILD_BENCH=OFF" scripts/build.sh
-  ctest --test-dir build-debian --output-on-failure -j "$(nproc)" -L second-torch
+    MINREPRO_CMAKE_ARGS="-DMINREPRO_BUILD_BENCH=OFF" \
+    MINREPRO_BUILD_TARGETS="minrepro minrepro-trial minrepro_capture_train_loop" scripts/build.sh
+  MINREPRO_PYTHON=/usr/bin/python3 MINREPRO_TEST_PROGRAMS="$PWD/build-debian" \
+    ctest --test-dir "${MINREPRO_BUILD_DIR:-build}" --output-on-failure -j "$(nproc)" -L second-torch
 fi
 # The LibTorch-free tests under AddressSanitizer and UndefinedBehaviorSanitizer,
 # and the parsers that read what users and strangers write fuzzed under them

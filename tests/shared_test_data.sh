@@ -3,8 +3,9 @@
 # for each ctest run, holding the cases each generator makes, under the name
 # of the generator's directory (where tests/test_util.cc's makeCases looks).
 #   shared_test_data.sh PYTHON SOURCE_DIR DEST GENERATOR...
+# $MINREPRO_PYTHON, when set, is the Python instead (the second torch's run).
 set -eu
-python=$1 source_dir=$2 dest=$3
+python=${MINREPRO_PYTHON:-$1} source_dir=$2 dest=$3
 shift 3
 rm -rf "$dest"
 mkdir -p "$dest"

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 
@@ -51,7 +53,24 @@ int runCommand(const std::string& command, std::string* output) {
 
 std::string python() {
   const char* p = std::getenv("MINREPRO_PYTHON");
-  return p && *p ? p : "/usr/bin/python3";
+  return p && *p ? p : MINREPRO_TEST_DEFAULT_PYTHON;
+}
+
+bool programsOfAnotherBuild() {
+  const char* other = std::getenv("MINREPRO_TEST_PROGRAMS");
+  return other && *other;
+}
+
+const char* programUnderTest(const char* path_in_this_build) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> programs;  // node-based: c_str() stays valid
+  const std::lock_guard lock(mutex);
+  auto [at, inserted] = programs.try_emplace(path_in_this_build, path_in_this_build);
+  if (inserted && programsOfAnotherBuild()) {
+    const fs::path relative = fs::path(path_in_this_build).lexically_relative(MINREPRO_TEST_BUILD_DIR);
+    at->second = (fs::path(std::getenv("MINREPRO_TEST_PROGRAMS")) / relative).string();
+  }
+  return at->second.c_str();
 }
 
 fs::path sharedTestData() {

@@ -25,8 +25,23 @@ void writeFile(const std::filesystem::path& file, const std::string& text);
 // Runs a command through /bin/sh, returning its exit status; output goes to *output.
 int runCommand(const std::string& command, std::string* output = nullptr);
 
-// The Python with PyTorch: $MINREPRO_PYTHON, default /usr/bin/python3.
+// The Python with PyTorch: $MINREPRO_PYTHON, else the one this build's
+// trials run with.
 std::string python();
+
+// The program a test runs, given its path in this build: that path, or, when
+// $MINREPRO_TEST_PROGRAMS names another build directory of these sources,
+// the same program there. scripts/run-tests.sh checks the programs built
+// against the second torch so, with this one test binary and that torch's
+// Python, instead of compiling every test again against that torch (about
+// four minutes of CI's). The pointer stays valid for the whole run.
+const char* programUnderTest(const char* path_in_this_build);
+#define MINREPRO_BINARY ::minrepro::testing::programUnderTest(MINREPRO_BUILT_BINARY)
+#define MINREPRO_TRIAL_BINARY ::minrepro::testing::programUnderTest(MINREPRO_BUILT_TRIAL_BINARY)
+#define MINREPRO_SLURM_JOB_BINARY ::minrepro::testing::programUnderTest(MINREPRO_BUILT_SLURM_JOB_BINARY)
+#define MINREPRO_TRAIN_LOOP_BINARY ::minrepro::testing::programUnderTest(MINREPRO_BUILT_TRAIN_LOOP_BINARY)
+// Whether the programs are another build's (built against another torch).
+bool programsOfAnotherBuild();
 
 // What the tests of one ctest run share ($MINREPRO_TEST_SHARED, made fresh by
 // the fixture test shared_test_data_setup, tests/CMakeLists.txt): the cases
