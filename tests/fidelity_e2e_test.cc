@@ -179,11 +179,11 @@ TEST_F(Fidelity, AnInstalledPackagesSourceTravelsAndIsImportedFromTheCopy) {
   testing::writeFile(case_dir / "trial.py", trial);
   std::string output;
   const fs::path archive = work_.path() / "repro.tar.gz";
-  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --no-op-repro --config " +
-                           (case_dir / "case.yaml").string() + " --output " + archive.string() + " --work-dir " +
-                           (work_.path() / "work").string(),
-                       &output),
-            0)
+  ASSERT_EQ(
+      runCommand(std::string(MINREPRO_BINARY) + " shrink --no-op-repro --config " + (case_dir / "case.yaml").string() +
+                     " --output " + archive.string() + " --work-dir " + (work_.path() / "work").string(),
+                 &output),
+      0)
       << output;
   EXPECT_NE(output.find("self-check: the archive reproduced on its own in 3 of 3 runs"), std::string::npos) << output;
   const fs::path dir = elsewhere_.path() / "repro";
