@@ -17,13 +17,16 @@ namespace minrepro::testing {
 
 namespace fs = std::filesystem;
 
-// The real minrepro: `shrink --config CASE --output ARCHIVE --work-dir WORK`;
+// The real minrepro: `shrink OPTIONS --config CASE --output ARCHIVE --work-dir WORK`;
 // returns its exit status, its output in *output. (Here, not in test_util:
-// the benches link test_util without the binaries' paths.)
-inline int shrinkCase(const fs::path& case_file, const fs::path& archive, const fs::path& work_dir,
-                      std::string* output) {
-  return runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + case_file.string() + " --output " +
-                        archive.string() + " --work-dir " + work_dir.string(),
+// the benches link test_util without the binaries' paths.) A test that checks
+// nothing of the op step gives kNoOpStep: the step is about half of a small
+// case's shrink.
+inline const std::string kNoOpStep = "--no-op-repro";
+inline int shrinkCase(const fs::path& case_file, const fs::path& archive, const fs::path& work_dir, std::string* output,
+                      const std::string& options = "") {
+  return runCommand(std::string(MINREPRO_BINARY) + " shrink " + options + " --config " + case_file.string() +
+                        " --output " + archive.string() + " --work-dir " + work_dir.string(),
                     output);
 }
 
@@ -59,7 +62,7 @@ inline std::string torchVersion() {
 inline std::string expectCapturedCaseShrinksToTheMislabelledSample(const fs::path& case_file, const fs::path& work) {
   std::string output;
   const fs::path archive = work / "repro.tar.gz";
-  EXPECT_EQ(shrinkCase(case_file, archive, work / "work", &output), 0) << output;
+  EXPECT_EQ(shrinkCase(case_file, archive, work / "work", &output, kNoOpStep), 0) << output;
   EXPECT_NE(output.find("reduced 32 -> 1 samples (ids [9137])"), std::string::npos) << output;
   const fs::path dir = work / "extracted";
   EXPECT_TRUE(extractInto(archive, dir));
@@ -125,8 +128,8 @@ class ExampleCases : public ::testing::Test {
   }
   static fs::path example(const std::string& name) { return examples_->path() / name; }
 
-  int shrink(const fs::path& case_file, const fs::path& archive, std::string* output) {
-    return testing::shrinkCase(case_file, archive, work_.path() / "work", output);
+  int shrink(const fs::path& case_file, const fs::path& archive, std::string* output, const std::string& options = "") {
+    return testing::shrinkCase(case_file, archive, work_.path() / "work", output, options);
   }
   // Extracts with tar into an empty directory.
   fs::path extract(const fs::path& archive) {

@@ -99,7 +99,7 @@ TEST_F(EndToEnd, ExtractedCaseRunsAgainWithMinrepro) {
   ASSERT_EQ(run.status, 0) << run.output;
   const fs::path dir = extract(run.archive);
   std::string output;
-  ASSERT_EQ(shrink(dir / "case.yaml", work_.path() / "again.tar.gz", &output), 0) << output;
+  ASSERT_EQ(shrink(dir / "case.yaml", work_.path() / "again.tar.gz", &output, testing::kNoOpStep), 0) << output;
   EXPECT_NE(output.find("reduced 1 -> 1 samples (ids [10313])"), std::string::npos) << output;
 }
 
@@ -127,7 +127,7 @@ TEST_F(EndToEnd, UserCommandShrinksToo) {
 TEST_F(EndToEnd, FlakyUserCommandShrinksToTheCulpritAndReportsTheRate) {
   const fs::path archive = work_.path() / "repro.tar.gz";
   std::string output;
-  ASSERT_EQ(shrink(example("flaky") / "case.yaml", archive, &output), 0) << output;
+  ASSERT_EQ(shrink(example("flaky") / "case.yaml", archive, &output, testing::kNoOpStep), 0) << output;
   EXPECT_NE(output.find("reduced 64 -> 1 samples (ids [30045])"), std::string::npos) << output;
   const std::string report = readFile(extract(archive) / "REPORT.md");
   // The step fails on the culprit about 3 times in 10.
@@ -219,7 +219,7 @@ TEST_F(EndToEnd, HangingTrialThatForksIsTimedOutAndLeavesNoProcess) {
   EXPECT_FALSE(fs::exists(work_.path() / "repro.tar.gz"));
   // Declared a hang, it is reduced.
   testing::writeFile(dir / "case.yaml", readFile(dir / "case.yaml") + "failure: {family: timeout}\n");
-  ASSERT_EQ(shrink(dir / "case.yaml", work_.path() / "repro.tar.gz", &output), 0) << output;
+  ASSERT_EQ(shrink(dir / "case.yaml", work_.path() / "repro.tar.gz", &output, testing::kNoOpStep), 0) << output;
   EXPECT_NE(output.find("original reproduces: timeout"), std::string::npos) << output;
   // SIGKILL takes effect when the killed process is next scheduled: allow
   // a loaded machine a moment before counting survivors.
@@ -364,8 +364,11 @@ TEST_F(EndToEnd, SecondRunOnTheSameWorkDirectoryIsRefusedNamingTheFirst) {
     ::_exit(127);
   }
   // The journal's first line written: the first run holds the lock and is past its start.
-  while (!fs::exists(work / "journal.txt") || readFile(work / "journal.txt").find('\n') == std::string::npos)
+  // A first run that could not start ends the test, not a wait for ever.
+  while (!fs::exists(work / "journal.txt") || readFile(work / "journal.txt").find('\n') == std::string::npos) {
+    ASSERT_NE(::waitpid(first, nullptr, WNOHANG), first) << "the first run ended before it wrote its journal";
     ::usleep(20'000);
+  }
   const std::string journal = readFile(work / "journal.txt");
   std::string output;
   EXPECT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --no-op-repro --config " + case_file.string() +

@@ -37,10 +37,13 @@ class Fidelity : public ::testing::Test {
   static fs::path caseFile(const std::string& name) { return cases_->path() / name / "case.yaml"; }
 
   // shrink, then the archive extracted into an empty directory that is
-  // neither the case's nor the work directory.
-  fs::path shrinkAndExtract(const fs::path& case_file, std::string* output, int expected_status = 0) {
+  // neither the case's nor the work directory. Without the op step unless
+  // `options` is "": these tests check the archive.
+  fs::path shrinkAndExtract(const fs::path& case_file, std::string* output, int expected_status = 0,
+                            const std::string& options = testing::kNoOpStep) {
     const fs::path archive = work_.path() / "repro.tar.gz";
-    EXPECT_EQ(testing::shrinkCase(case_file, archive, work_.path() / "work", output), expected_status) << *output;
+    EXPECT_EQ(testing::shrinkCase(case_file, archive, work_.path() / "work", output, options), expected_status)
+        << *output;
     const fs::path dir = elsewhere_.path() / "repro";
     EXPECT_TRUE(testing::extractInto(archive, dir));
     return dir;
@@ -373,7 +376,8 @@ TEST_F(Fidelity, ResultOfForkedTrialsIsCheckedForOneMinimalityInPlainProcesses) 
 // slid to the NaN; read by the inner error it is kept apart.
 TEST_F(Fidelity, MultiProcessJobIsReducedByItsInnerError) {
   std::string output;
-  const fs::path dir = shrinkAndExtract(caseFile("spawn_job"), &output);
+  // With the op step: its recorder rides in every process of the job.
+  const fs::path dir = shrinkAndExtract(caseFile("spawn_job"), &output, 0, "");
   EXPECT_NE(output.find("original reproduces: index-error in cross_entropy: Target 4 is out of bounds."),
             std::string::npos)
       << output;

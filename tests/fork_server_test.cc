@@ -629,7 +629,7 @@ TEST_F(ForkServerTest, ShrinkGivesTheSameResultWithAndWithoutForkServer) {
   for (int i = 0; i < 2; ++i) {
     const fs::path work = dir_.path() / ("shrink" + std::to_string(i));
     std::string output;
-    ASSERT_EQ(testing::runCommand(std::string(MINREPRO_BINARY) + " shrink --config " +
+    ASSERT_EQ(testing::runCommand(std::string(MINREPRO_BINARY) + " shrink --no-op-repro --config " +
                                       (case_dir / (i ? "case.yaml" : "case-plain.yaml")).string() + " --output " +
                                       (work / "r.tar.gz").string() + " --work-dir " + work.string(),
                                   &output),

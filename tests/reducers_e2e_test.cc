@@ -15,9 +15,9 @@ using testing::readFile;
 class ReducerEndToEnd : public testing::ExampleCases {
  protected:
   // Shrinks the example; returns the extracted archive's directory.
-  fs::path shrinkExample(const std::string& name) {
+  fs::path shrinkExample(const std::string& name, const std::string& options = testing::kNoOpStep) {
     const fs::path archive = work_.path() / "repro.tar.gz";
-    EXPECT_EQ(shrink(example(name) / "case.yaml", archive, &log_), 0) << log_;
+    EXPECT_EQ(shrink(example(name) / "case.yaml", archive, &log_, options), 0) << log_;
     return extract(archive);
   }
   bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -60,7 +60,7 @@ TEST_F(ReducerEndToEnd, NonContiguousInputStaysNonContiguousAtEveryLength) {
 }
 
 TEST_F(ReducerEndToEnd, HalfPrecisionFailureKeepsItsDtype) {
-  const fs::path dir = shrinkExample("half");
+  const fs::path dir = shrinkExample("half", "");
   EXPECT_EQ(pyBatch(dir, "tuple(b['input'].shape), b['input'].dtype, int(b['input'].count_nonzero())"),
             "(1, 8) torch.float16 0\n");
   EXPECT_TRUE(has(readFile(dir / "REPORT.md"), "# Reproducer: op-unavailable in cholesky")) << log_;
@@ -113,7 +113,7 @@ flaky: {enabled: false}
 reducers: [branches, samples]
 )");
   const fs::path archive = work_.path() / "switches.tar.gz";
-  ASSERT_EQ(shrink(dir / "case.yaml", archive, &log_), 0) << log_;
+  ASSERT_EQ(shrink(dir / "case.yaml", archive, &log_, testing::kNoOpStep), 0) << log_;
   const fs::path out = extract(archive);
   EXPECT_TRUE(
       has(readFile(out / "REPORT.md"), "Branches needed: crop; switched off without losing the failure: noise"));
