@@ -14,6 +14,7 @@
 #include "engine/archive/manifest.h"
 #include "engine/archive/run_archive.h"
 #include "engine/archive/seal.h"
+#include "engine/archive/self_check.h"
 #include "engine/archive/tar_gz.h"
 #include "engine/diagnostics.h"
 #include "engine/op_step/op_case.h"
@@ -314,8 +315,8 @@ CompareResult compareVariants(const CompareOptions& options, std::ostream* progr
   LocalExecutor plain;
   std::optional<SandboxedExecutor> sandboxed;
   if (sandbox.used)
-    sandboxed.emplace(executor ? *executor : plain, scratch->path(), *findBubblewrap(),
-                      std::vector<fs::path>{userArchiveKeyFile().parent_path()});
+    sandboxed.emplace(executor ? *executor : plain, scratch->path() / "case", *findBubblewrap(),
+                      archiveKeyDirectories(), inheritedByArchiveRuns);
   Executor& chosen = sandboxed ? static_cast<Executor&>(*sandboxed) : executor ? *executor : plain;
   Runner runner{config, options, chosen, scratch->path(), result};
   for (const Variant& v : variants) {

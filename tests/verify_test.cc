@@ -5,6 +5,7 @@
 #include "commands/verify.h"
 #include "core/process/sandbox.h"
 #include "engine/archive/seal.h"
+#include "engine/archive/self_check.h"
 #include "engine/archive/tar_gz.h"
 #include "engine/diagnostics.h"
 
@@ -621,6 +622,59 @@ TEST(VerifyHostile, TheArchivesEnvironmentIsSetInsideTheSandboxNeverOnBwrap) {
   const TrialOutcome out = SandboxedExecutor(local, dir.path(), *findBubblewrap()).run(spec);
   unsetenv("MR_GONE");
   EXPECT_EQ(out.stdout_text, "inside unset\n") << out.stderr_text;
+}
+
+// What a stranger's run can reach from the sandbox (probe 21): no
+// capability even as root (root's bwrap kept them, and the run remounted /
+// writable and wrote anywhere); no write to the scratch directory around
+// the extracted archive and its own directory (it planted run-2 as a link
+// to a user's directory, and minrepro wrote the next run's output there);
+// nothing of the host's /run (a daemon's socket ran its command); none of
+// the shell's own variables or tokens; neither directory the archive key
+// may lie in, whichever XDG_CONFIG_HOME names.
+TEST(VerifyHostile, AStrangersRunHasNoCapabilityNoScratchNoHostSocketNoTokenAndNoKey) {
+  if (!findBubblewrap()) {
+    if (std::getenv("CI")) FAIL() << "bwrap missing: scripts/install-deps.sh installs bubblewrap";
+    GTEST_SKIP() << "bwrap is not installed";
+  }
+  testing::TempDir scratch, config;
+  const fs::path extracted = scratch.path() / "case", run = scratch.path() / "run-1";
+  fs::create_directories(extracted);
+  fs::create_directories(run);
+  fs::create_directories(config.path() / "minrepro");
+  testing::writeFile(config.path() / "minrepro" / "archive.key", "k");
+  ASSERT_TRUE(userArchiveKey());  // the key of HOME's directory, made if missing
+  const std::string home_key_dir = (fs::path(std::getenv("HOME")) / ".config" / "minrepro").string();
+  TrialSpec spec;
+  spec.argv = {"/bin/sh", "-c",
+               "grep CapEff /proc/self/status; "
+               "ln -s /var/tmp " +
+                   (scratch.path() / "run-2").string() +
+                   " 2>/dev/null; "
+                   "touch " +
+                   (extracted / "ok").string() +
+                   " ok && echo wrote-own; "
+                   "echo run: $(ls -A /run | wc -l); "
+                   "echo vars: ${MR_PROBE_FLAG:-unset} ${MR_PROBE_API_TOKEN:-unset} ${MR_GIVEN:-unset}; "
+                   "echo keys: $(cat " +
+                   (config.path() / "minrepro").string() + "/* " + home_key_dir + "/* 2>/dev/null | wc -c)"};
+  spec.env_set = {{"MR_GIVEN", "given"}};
+  spec.work_dir = run;
+  setenv("MR_PROBE_FLAG", "4", 1);
+  setenv("MR_PROBE_API_TOKEN", "hf_abcdefghijklmnopqrstuvwxyz012345", 1);
+  setenv("XDG_CONFIG_HOME", config.path().c_str(), 1);
+  LocalExecutor local;
+  const TrialOutcome out =
+      SandboxedExecutor(local, extracted, *findBubblewrap(), archiveKeyDirectories(), inheritedByArchiveRuns).run(spec);
+  unsetenv("MR_PROBE_FLAG");
+  unsetenv("MR_PROBE_API_TOKEN");
+  unsetenv("XDG_CONFIG_HOME");
+  EXPECT_EQ(out.stdout_text, "CapEff:\t0000000000000000\nwrote-own\nrun: 0\nvars: unset unset given\nkeys: 0\n")
+      << out.stderr_text;
+  // Under /tmp the link went to the sandbox's own tmpfs, elsewhere nowhere.
+  EXPECT_FALSE(fs::exists(fs::symlink_status(scratch.path() / "run-2")));
+  EXPECT_TRUE(fs::exists(extracted / "ok"));
+  EXPECT_TRUE(fs::exists(run / "ok"));
 }
 
 // A Python in a venv under /tmp (which the sandbox replaces with an empty

@@ -137,14 +137,16 @@ std::string readHeadAndTail(const fs::path& file, std::size_t cap, std::uint64_t
 
 void boundOutputFile(const fs::path& file, std::uint64_t disk_cap) {
   struct stat st {};
-  if (disk_cap == 0 || ::stat(file.c_str(), &st) != 0) return;
+  // lstat and O_NOFOLLOW: a sandboxed run may swap its stdout.txt for a link
+  // to a file of the user's, whose blocks must not be punched out.
+  if (disk_cap == 0 || ::lstat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
   const std::uint64_t allocated = static_cast<std::uint64_t>(st.st_blocks) * 512;
   if (allocated <= disk_cap) return;
   constexpr std::uint64_t kBlock = 4096;
   const std::uint64_t keep = (disk_cap / 2) / kBlock * kBlock;
   const std::uint64_t end = (static_cast<std::uint64_t>(st.st_size) - keep) / kBlock * kBlock;
   if (keep == 0 || end <= keep) return;
-  const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return;
   ::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(keep), static_cast<off_t>(end - keep));
   ::close(fd);

@@ -200,10 +200,25 @@ SandboxChoice chooseSandbox(SandboxMode mode, bool made_here) {
 TrialOutcome SandboxedExecutor::run(const TrialSpec& spec) {
   TrialSpec sandboxed = spec;
   const std::string writable = writable_.string();
-  sandboxed.argv = {
-      bwrap_,  "--die-with-parent", "--new-session", "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev", "--proc",
-      "/proc", "--tmpfs",           "/tmp"};
+  sandboxed.argv = {bwrap_,
+                    "--die-with-parent",
+                    "--new-session",
+                    "--unshare-all",
+                    "--cap-drop",
+                    "ALL",
+                    "--ro-bind",
+                    "/",
+                    "/",
+                    "--dev",
+                    "/dev",
+                    "--proc",
+                    "/proc",
+                    "--tmpfs",
+                    "/tmp"};
   std::error_code ec;
+  // The host's daemons listen on sockets under /run (docker, D-Bus, the
+  // user's agents): a network namespace does not stop connect() on a file.
+  if (fs::is_directory("/run", ec)) sandboxed.argv.insert(sandboxed.argv.end(), {"--tmpfs", "/run"});
   for (const fs::path& p : tmpPathsToBind(spec)) {
     // A link is made again as the link it is: bound, its target's relative
     // links (a dist-packages' "../../x86_64-linux-gnu/...") would climb
@@ -221,8 +236,15 @@ TrialOutcome SandboxedExecutor::run(const TrialSpec& spec) {
   sandboxed.env_set.clear();
   sandboxed.env_unset.clear();
   for (const std::string& name : spec.env_unset) sandboxed.argv.insert(sandboxed.argv.end(), {"--unsetenv", name});
+  for (char** entry = environ; inherited_ && entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string name = std::string(*entry).substr(0, std::string(*entry).find('='));
+    if (!inherited_(name) && !spec.env_set.contains(name))
+      sandboxed.argv.insert(sandboxed.argv.end(), {"--unsetenv", name});
+  }
   for (const auto& [name, value] : spec.env_set) sandboxed.argv.insert(sandboxed.argv.end(), {"--setenv", name, value});
-  sandboxed.argv.insert(sandboxed.argv.end(), {"--bind", writable, writable, "--chdir", spec.work_dir.string(), "--"});
+  const std::string run_dir = spec.work_dir.string();
+  sandboxed.argv.insert(sandboxed.argv.end(),
+                        {"--bind", writable, writable, "--bind", run_dir, run_dir, "--chdir", run_dir, "--"});
   sandboxed.argv.insert(sandboxed.argv.end(), spec.argv.begin(), spec.argv.end());
   // A run that cannot start is the program's failure to start, not bwrap's.
   TrialOutcome outcome = inner_.run(sandboxed);

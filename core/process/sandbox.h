@@ -5,12 +5,19 @@
 // trapped repro.py wrote a marker file anywhere it liked and the run still
 // said "reproduced"). A SandboxedExecutor runs each trial inside bubblewrap
 // (bwrap, a well-kept tool Debian ships): no network, the whole file system
-// read-only, a private /tmp and /dev, new PID, IPC and UTS namespaces, its
-// own session (no terminal input injection), and one directory writable:
-// the scratch directory the archive was extracted into.
+// read-only, a private /tmp, /run and /dev (no host socket of a daemon to
+// connect to), new PID, IPC and UTS namespaces, its own session (no
+// terminal input injection), no capability even when minrepro runs as root
+// (root's bwrap kept them: the run remounted / writable), only the
+// variables any machine has (no token of the user's shell), and two
+// directories writable: the extracted archive and the run's own directory,
+// never the scratch directory around them, where minrepro makes the next
+// runs' directories (a run planted a link there that minrepro then wrote
+// through).
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,8 +52,9 @@ SandboxChoice chooseSandbox(SandboxMode mode, bool made_here);
 // run reads there as the case's.
 std::vector<std::filesystem::path> pythonEnvironmentDirs(const std::filesystem::path& program);
 
-// Runs each trial of `inner` inside bwrap, with `writable` (the scratch
-// directory) the only directory it may write. /tmp is an empty tmpfs but
+// Runs each trial of `inner` inside bwrap, with `writable` (the extracted
+// archive) and the trial's work directory the only directories it may
+// write. /tmp is an empty tmpfs but
 // for what the trial's own programs need from it, bound read-only: a
 // Python in a venv under /tmp, minrepro itself installed there, the
 // PYTHONPATH it is given.
@@ -54,9 +62,16 @@ class SandboxedExecutor : public Executor {
  public:
   // `hidden`: directories replaced by an empty one inside the sandbox (the
   // archive key's: an archive that read it could seal forgeries).
+  // `inherited`: which of this process's variables the trial gets (the
+  // trial's own env_set aside); empty: all.
   SandboxedExecutor(Executor& inner, std::filesystem::path writable, std::string bwrap,
-                    std::vector<std::filesystem::path> hidden = {})
-      : inner_(inner), writable_(std::move(writable)), bwrap_(std::move(bwrap)), hidden_(std::move(hidden)) {}
+                    std::vector<std::filesystem::path> hidden = {},
+                    std::function<bool(const std::string&)> inherited = {})
+      : inner_(inner),
+        writable_(std::move(writable)),
+        bwrap_(std::move(bwrap)),
+        hidden_(std::move(hidden)),
+        inherited_(std::move(inherited)) {}
   TrialOutcome run(const TrialSpec& spec) override;
 
  private:
@@ -64,6 +79,7 @@ class SandboxedExecutor : public Executor {
   std::filesystem::path writable_;
   std::string bwrap_;
   std::vector<std::filesystem::path> hidden_;
+  std::function<bool(const std::string&)> inherited_;
 };
 
 }  // namespace minrepro

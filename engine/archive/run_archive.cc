@@ -12,6 +12,7 @@
 
 #include "engine/archive/scrub.h"
 #include "engine/archive/seal.h"
+#include "engine/archive/self_check.h"
 #include "engine/archive/tar_gz.h"
 #include "engine/diagnostics.h"
 #include "engine/format_list.h"
@@ -402,8 +403,8 @@ VerifyResult verifyArchive(const VerifyOptions& given, std::ostream* progress, E
   LocalExecutor plain;
   std::optional<SandboxedExecutor> sandboxed;
   if (result.sandbox.used)
-    sandboxed.emplace(executor ? *executor : plain, tree.path(), *findBubblewrap(),
-                      std::vector<fs::path>{userArchiveKeyFile().parent_path()});
+    sandboxed.emplace(executor ? *executor : plain, dir, *findBubblewrap(), archiveKeyDirectories(),
+                      inheritedByArchiveRuns);
   Executor& local = sandboxed ? static_cast<Executor&>(*sandboxed) : plain;
   if (sandboxed) executor = nullptr;  // every run goes through the sandbox
   runAll(dir, o, result, executor ? *executor : local, progress);

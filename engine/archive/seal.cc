@@ -5,6 +5,7 @@
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <pwd.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -140,6 +141,20 @@ fs::path userArchiveKeyFile() {
   if (config && *config == '/') return fs::path(config) / "minrepro" / "archive.key";
   if (home && *home == '/') return fs::path(home) / ".config" / "minrepro" / "archive.key";
   return {};
+}
+
+std::vector<fs::path> archiveKeyDirectories() {
+  std::vector<fs::path> dirs;
+  const char* config = std::getenv("XDG_CONFIG_HOME");
+  const char* home = std::getenv("HOME");
+  if (config && *config == '/') dirs.push_back(fs::path(config) / "minrepro");
+  if (home && *home == '/') dirs.push_back(fs::path(home) / ".config" / "minrepro");
+  // The home the password database names, when HOME names another.
+  if (const passwd* user = ::getpwuid(::getuid()); user && user->pw_dir && *user->pw_dir == '/')
+    dirs.push_back(fs::path(user->pw_dir) / ".config" / "minrepro");
+  std::sort(dirs.begin(), dirs.end());
+  dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
+  return dirs;
 }
 
 std::optional<std::string> userArchiveKey() {

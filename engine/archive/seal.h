@@ -34,6 +34,11 @@ inline constexpr const char* kSealKey = "seal";
 std::optional<std::string> userArchiveKey();
 std::filesystem::path userArchiveKeyFile();
 
+// Every directory the key may lie in, whichever of XDG_CONFIG_HOME and HOME
+// a run names: both are hidden from a sandboxed run (a run that read the
+// key could seal forgeries that later run without a sandbox).
+std::vector<std::filesystem::path> archiveKeyDirectories();
+
 // Appends "seal: hmac-sha256:HEX" to the signature.txt entry, computed over
 // every entry (streamed from `source` where there is one; signature.txt
 // without its seal line). Nothing when there is no key.

@@ -183,7 +183,7 @@ void leaveOutWhatTheArchiveDoesNotCarry(VerifyOptions& options, SelfCheck& check
     const std::string pair(*entry);
     const std::string name = pair.substr(0, pair.find('='));
     if (name == "PYTHONPATH" || options.env.count(name) != 0) continue;
-    if (!machineVariable(name) || namesASecret(name)) {
+    if (!inheritedByArchiveRuns(name)) {
       options.env_unset.push_back(name);
       check.not_given.push_back(name);
     }
@@ -239,6 +239,8 @@ bool everyRunsPlace(const std::filesystem::path& dir) {
 }
 
 }  // namespace
+
+bool inheritedByArchiveRuns(const std::string& name) { return machineVariable(name) && !namesASecret(name); }
 
 SelfCheckWatch watchTheCase(std::string trace_library, const std::vector<std::filesystem::path>& originals,
                             const std::string& python) {

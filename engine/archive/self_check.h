@@ -129,4 +129,11 @@ SelfCheck checkArchiveAlone(const std::filesystem::path& archive, const SelfChec
 // FileNotFoundError, torch.jit.load's and torch.load's messages.
 std::string missingFileIn(const std::string& output);
 
+// Whether a run of an archive gets this variable of minrepro's environment:
+// one any machine has (the locale, PATH, the GPU's settings) that names no
+// secret. The self-check's runs and the sandboxed runs of an archive made
+// elsewhere (verify, compare, regress) get only those: a stranger's code
+// sees no token of the user's shell.
+bool inheritedByArchiveRuns(const std::string& name);
+
 }  // namespace minrepro
