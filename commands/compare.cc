@@ -315,7 +315,7 @@ CompareResult compareVariants(const CompareOptions& options, std::ostream* progr
   LocalExecutor plain;
   std::optional<SandboxedExecutor> sandboxed;
   if (sandbox.used)
-    sandboxed.emplace(executor ? *executor : plain, scratch->path() / "case", *findBubblewrap(),
+    sandboxed.emplace(executor ? *executor : plain, fs::absolute(config.base_dir), *findBubblewrap(),
                       archiveKeyDirectories(), inheritedByArchiveRuns);
   Executor& chosen = sandboxed ? static_cast<Executor&>(*sandboxed) : executor ? *executor : plain;
   Runner runner{config, options, chosen, scratch->path(), result};

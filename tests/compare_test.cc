@@ -9,6 +9,7 @@
 
 #include <sstream>
 
+#include "core/process/sandbox.h"
 #include "harness/batch_io.h"
 #include "harness/precision.h"
 #include "tests/e2e_fixture.h"
@@ -184,6 +185,25 @@ TEST(CompareBinary, Class4ArchiveFailsTheSameWayUnderEveryApplicableVariant) {
                            "Reference, the case as is: index-error: Target 4 is out of bounds."})
     EXPECT_NE(output.find(line), std::string::npos) << line << "\n" << output;
   EXPECT_EQ(output.find("A CPU success"), output.rfind("A CPU success")) << "said once\n" << output;
+}
+
+// In a sandbox, the failing call alone runs too, from its own case beside
+// the extracted archive. Before, that case's directory, under /tmp, was not
+// bound into the sandbox's own /tmp: the call "failed differently" (its
+// script was missing) and its table said nothing of the call.
+TEST(CompareBinary, InASandboxTheCallAloneFailsTheSameWayToo) {
+  if (!findBubblewrap()) {
+    if (std::getenv("CI")) FAIL() << "bwrap missing: scripts/install-deps.sh installs bubblewrap";
+    GTEST_SKIP() << "bwrap is not installed";
+  }
+  const testing::ShrunkExample run = testing::shrunkExample("class4");
+  ASSERT_EQ(run.status, 0) << run.output;
+  int status = -1;
+  const std::string output = compare(run.archive.string() + " --runs 1 --sandbox on", &status);
+  ASSERT_EQ(status, 0) << output;
+  const auto call = output.find("The failing call alone (op/repro_op.py");
+  ASSERT_NE(call, std::string::npos) << output;
+  EXPECT_NE(output.find("| as-is | nothing (the reference) | 1 | 1 | 0 | 0 |", call), std::string::npos) << output;
 }
 
 // The command example's archive with its step.py changed to raise another

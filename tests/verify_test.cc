@@ -522,8 +522,7 @@ TEST(VerifyHostile, AnArchiveFromElsewhereRunsInASandbox) {
       out.find("verify " + elsewhere.string() +
                ": runs code from the archive (repro.py, op/repro_op.py, its "
                "bundled scripts) in a sandbox, as it was made elsewhere or changed since (bubblewrap: no network, "
-               "read-only "
-               "file system, only the scratch directory writable)"),
+               "read-only file system, no capability, only the extracted case and each run's directory writable)"),
       0u)
       << out;
   EXPECT_NE(out.find("reproduced in 1 of 1"), std::string::npos) << out;

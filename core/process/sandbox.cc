@@ -32,7 +32,9 @@ std::optional<std::string> findBubblewrap() {
 
 namespace {
 
-constexpr const char* kWhat = "bubblewrap: no network, read-only file system, only the scratch directory writable";
+constexpr const char* kWhat =
+    "bubblewrap: no network, read-only file system, no capability, only the extracted case and each run's directory "
+    "writable";
 constexpr const char* kInstall = "install bubblewrap (apt-get install bubblewrap)";
 
 // Under /tmp, which the sandbox replaces with an empty tmpfs.
