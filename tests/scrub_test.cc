@@ -357,6 +357,24 @@ TEST(Scrub, TrialEnvSecretsByNameOrValue) {
     EXPECT_TRUE(withheldEnv({{name, "v4lue-x"}}).empty()) << name;
 }
 
+// A variable of the shell whose name says password, token or secret
+// outright: its value leaves no file whatever it looks like (probe 21:
+// DB_PASSWORD=valueAAone, a passphrase of words, MYSQL_PWD reached
+// signature.txt, REPORT.md and repro.py, as they had no digit). A weaker
+// word (MY_KEY) keeps the old rule: "enabled" is not taken out everywhere.
+TEST(Scrub, AShellVariableNamedOutrightAsASecretIsWithheldWhateverItsValue) {
+  const std::map<std::string, std::string> shell{
+      {"MR_DB_PASSWORD", "valueAAone"}, {"MR_PASSPHRASE", "correct horse battery staple"},
+      {"MR_MYSQL_PWD", "hunterxyz"},    {"MR_API_TOKEN", "plainwords"},
+      {"MR_FEATURE_KEY", "enabled"},    {"MR_USE_TOKEN", "true"}};
+  for (const auto& [name, value] : shell) setenv(name.c_str(), value.c_str(), 1);
+  const ScrubContext c = machineScrubContext();
+  for (const auto& [name, value] : shell) unsetenv(name.c_str());
+  EXPECT_EQ(scrubText("login valueAAone / correct horse battery staple / hunterxyz / plainwords; enabled true", c),
+            "login <secret:env-MR_DB_PASSWORD> / <secret:env-MR_PASSPHRASE> / <secret:env-MR_MYSQL_PWD> / "
+            "<secret:env-MR_API_TOKEN>; enabled true");
+}
+
 // A credential of no known shape after a word of the user's own still
 // goes when it reads like a generated one; names of models, layers, runs,
 // CUDA's errors and a commit under a key that names it stay.

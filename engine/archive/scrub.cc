@@ -100,6 +100,14 @@ bool worthReplacing(const std::string& name) {
 
 }  // namespace
 
+namespace {
+std::string lowered(const std::string& text) {
+  std::string lower;
+  for (const char ch : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return lower;
+}
+}  // namespace
+
 ScrubContext machineScrubContext() {
   ScrubContext c;
   addName(c.homes, std::getenv("HOME"));
@@ -127,7 +135,14 @@ ScrubContext machineScrubContext() {
       return std::any_of(value.begin(), value.end(), [&](char ch) { return is(static_cast<unsigned char>(ch)) != 0; });
     };
     const bool letters_and_digits = has(::isalpha) && has(::isdigit);
-    if (namesASecret(name) && !desktop && value.size() >= 8 && value.front() != '/' && letters_and_digits)
+    // A name that says password, token or secret outright withholds its
+    // value whatever it looks like (words, "valueAAone", a passphrase with
+    // spaces); a weaker word (KEY, AUTH, SESSION) only a credential-looking
+    // one, so that MY_KEY=enabled does not take every "enabled" out.
+    static const std::set<std::string> kSwitchWords{"true", "false", "enabled", "disabled", "none", "null", "unset"};
+    const bool outright = namesASecretOutright(name) && value.size() >= 6 && !kSwitchWords.count(lowered(value));
+    if (namesASecret(name) && !desktop && !value.empty() && value.front() != '/' &&
+        (outright || (value.size() >= 8 && letters_and_digits)))
       c.secrets.emplace_back(value, "<secret:env-" + name + ">");
   }
   return c;
@@ -194,19 +209,17 @@ ScrubContext scrubContextFor(const CaseConfig& config) {
   return c;
 }
 
-namespace {
-std::string lowered(const std::string& text) {
-  std::string lower;
-  for (const char ch : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return lower;
-}
-}  // namespace
-
-bool namesASecret(const std::string& name) {
+bool namesASecretOutright(const std::string& name) {
   const std::string lower = lowered(name);
   for (const char* word : {"password", "passwd", "passphrase", "secret", "token", "api_key", "apikey", "access_key",
                            "credential", "private_key", "privatekey", "webhook", "oauth"})
     if (lower.find(word) != std::string::npos) return true;
+  return lower.ends_with("_pwd") || lower == "pgpass";
+}
+
+bool namesASecret(const std::string& name) {
+  const std::string lower = lowered(name);
+  if (namesASecretOutright(name)) return true;
   // Words of the name (DB_PASS, MY_SERVICE_KEY, SESSION_COOKIE), whole:
   // "pass" in NUM_PASSES or "key" in MONKEY is none.
   std::string word;

@@ -36,6 +36,9 @@ ScrubContext scrubContextFor(const CaseConfig& config);
 // a secret: it holds password, passwd, secret, token, api_key, apikey,
 // access_key, credential or private_key, in any case.
 bool namesASecret(const std::string& name);
+// Whether it says so outright (PASSWORD, API_TOKEN, CLIENT_SECRET, MYSQL_PWD):
+// its value is a secret whatever it looks like.
+bool namesASecretOutright(const std::string& name);
 
 // The placeholder a value that stays out of the archive is written as, and
 // whether a value is one: "<secret:env-NAME>" for trial.env's NAME.
