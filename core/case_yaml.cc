@@ -250,12 +250,42 @@ std::string readText(const Loader& l, const fs::path& file) {
   return text.str();
 }
 
+namespace {
+constexpr std::size_t kMaxValues = 100'000;
+constexpr int kMaxDepth = 64;
+
+// Counts the values as every reader of the case walks them, an alias's
+// anchor once per alias: a few lines of anchors whose aliases name each
+// other expand to billions (an 840-byte case.yaml kept shrink busy for
+// 31 s, one more level for minutes, and compare, mid-walk, answered no
+// signal). A case has some hundred values and a few levels.
+void boundTree(const Loader& l, const YAML::Node& node, std::size_t& values, int depth) {
+  if (++values > kMaxValues || depth > kMaxDepth)
+    throw BadInputError(
+        location(l, node.Mark()) + ": the case holds more than " +
+        (depth > kMaxDepth ? std::to_string(kMaxDepth) + " levels" : std::to_string(kMaxValues) + " values") +
+        " once its aliases (*name) are expanded; a case has some hundred: write it out without "
+        "aliases that name one another");
+  if (node.IsSequence())
+    for (const auto& item : node) boundTree(l, item, values, depth + 1);
+  if (node.IsMap())
+    for (const auto& kv : node) {
+      boundTree(l, kv.first, values, depth + 1);
+      boundTree(l, kv.second, values, depth + 1);
+    }
+}
+}  // namespace
+
 YAML::Node parseText(const Loader& l, const std::string& text) {
+  YAML::Node root;
   try {
-    return YAML::Load(text);
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {  // ParserException and its kin carry a mark
     throw BadInputError(location(l, e.mark) + ": invalid YAML: " + e.msg + "; fix the syntax at this line and column");
   }
+  std::size_t values = 0;
+  boundTree(l, root, values, 0);
+  return root;
 }
 
 // A "\0" escape in a quoted string: a path, a name or an environment value

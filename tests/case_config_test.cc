@@ -101,6 +101,25 @@ TEST_F(CaseConfigTest, YamlSyntaxErrorHasLineAndColumn) {
   EXPECT_NE(msg.find(casePath().string() + ":3:"), std::string::npos) << msg;
 }
 
+// An alias bomb (probe 21): nine levels of anchors, each naming the one
+// before nine times, 840 bytes that expand to 387 million values, kept
+// shrink busy for minutes and compare deaf to signals. Refused at once,
+// as is nesting past 64 levels.
+TEST_F(CaseConfigTest, AnAliasBombAndDeepNestingAreRefused) {
+  std::string bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i <= 9; ++i) {
+    const std::string prev = "*a" + std::to_string(i - 1);
+    bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + prev;
+    for (int j = 1; j < 9; ++j) bomb += ", " + prev;
+    bomb += "]\n";
+  }
+  expectHas(errorFor(std::string(kHarnessCase) + bomb), {"more than 100000 values once its aliases", "without"});
+  std::string deep = "deep: ";
+  for (int i = 0; i < 70; ++i) deep += "[";
+  for (int i = 0; i < 70; ++i) deep += "]";
+  expectHas(errorFor(std::string(kHarnessCase) + deep + "\n"), {"more than 64 levels"});
+}
+
 // A "\0" in a quoted string was accepted and cut the value where a system
 // call read it (work_dir "wo\0rk" made "wo"); normalize with std 0 made
 // every input inf.
