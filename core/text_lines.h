@@ -55,13 +55,16 @@ inline Lines splitLines(const std::string& text) {
   return lines;
 }
 
-// The UTF-8 bytes of a bidirectional control at `s[i]` (U+061C, U+200E,
-// U+200F, U+202A..U+202E, U+2066..U+2069), else 0: a right-to-left
-// override in a file name or a message makes a terminal or a viewer show
-// text in another order than it is.
-inline std::size_t bidiControlAt(std::string_view s, std::size_t i) {
+// The UTF-8 bytes of a control at `s[i]` that no byte check sees, else 0:
+// a bidirectional control (U+061C, U+200E, U+200F, U+202A..U+202E,
+// U+2066..U+2069: a right-to-left override in a file name or a message
+// makes a terminal or a viewer show text in another order than it is) or
+// a C1 control (U+0080..U+009F: terminals that honour them take U+009B as
+// ESC [, the start of an escape sequence).
+inline std::size_t hiddenControlAt(std::string_view s, std::size_t i) {
   const auto at = [&](std::size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
   if (at(0) == 0xd8 && at(1) == 0x9c) return 2;
+  if (at(0) == 0xc2 && at(1) >= 0x80 && at(1) <= 0x9f) return 2;
   if (at(0) != 0xe2) return 0;
   if (at(1) == 0x80 && (at(2) == 0x8e || at(2) == 0x8f || (at(2) >= 0xaa && at(2) <= 0xae))) return 3;
   if (at(1) == 0x81 && at(2) >= 0xa6 && at(2) <= 0xa9) return 3;
@@ -70,7 +73,7 @@ inline std::size_t bidiControlAt(std::string_view s, std::size_t i) {
 
 // Text from a file or a process, made safe to print: every control byte
 // but '\n' and '\t' (ESC, BEL, '\r', DEL, ...) as "\xNN", and every
-// bidirectional control as its bytes "\xNN\xNN\xNN". A signature.txt,
+// bidirectional or C1 control as its bytes "\xNN\xNN\xNN". A signature.txt,
 // an error message or a .expect file may carry escape sequences that set a
 // terminal's title or colours, or rewrite the line above.
 inline std::string printable(std::string_view s) {
@@ -83,7 +86,7 @@ inline std::string printable(std::string_view s) {
     out += kHex[byte & 15];
   };
   for (std::size_t i = 0; i < s.size(); ++i) {
-    if (const std::size_t bidi = bidiControlAt(s, i)) {
+    if (const std::size_t bidi = hiddenControlAt(s, i)) {
       for (std::size_t k = 0; k < bidi; ++k) hex(static_cast<unsigned char>(s[i + k]));
       i += bidi - 1;
       continue;

@@ -53,6 +53,14 @@ TEST(Report, RawHtmlAndBidiControlsFromTheFailureAreInert) {
   EXPECT_EQ(withoutRawHtml("# Reproducer: see https://evil.example/x?a=1 or www.evil.example now\n"),
             "# Reproducer: see `https://evil.example/x?a=1` or `www.evil.example` now\n");
   EXPECT_EQ(text::printable("evil\xe2\x80\xaegpj.py"), "evil\\xe2\\x80\\xaegpj.py");
+  // A C1 CSI (U+009B) from a run's message acts as ESC [ on terminals that
+  // honour C1 (probe 21); an accented letter (U+00E9) is text.
+  EXPECT_EQ(text::printable("x\xc2\x9b"
+                            "2Jy \xc3\xa9"),
+            "x\\xc2\\x9b2Jy \xc3\xa9");
+  EXPECT_EQ(withoutRawHtml("x\xc2\x9b"
+                           "2J \xd8\x9c\n"),
+            "x[U+009B]2J [U+061C]\n");
   // A run of backticks no run of as many closes is text: what follows it is not code.
   EXPECT_EQ(withoutRawHtml("# size mismatch x`` <img src=x onerror=alert(1)> `y and z` <b>bold</b>\n"),
             "# size mismatch x`` &lt;img src=x onerror=alert(1)> `y and z` &lt;b>bold&lt;/b>\n");

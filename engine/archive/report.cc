@@ -355,9 +355,10 @@ std::string withoutRawHtml(const std::string& markdown) {
     const bool block = line.rfind("    ", 0) == 0 || line.rfind("\t", 0) == 0;
     std::size_t fence = 0;  // the open code span's backtick count; 0: outside
     for (std::size_t i = 0; i < line.size(); ++i) {
-      if (const std::size_t bidi = text::bidiControlAt(line, i)) {
+      if (const std::size_t bidi = text::hiddenControlAt(line, i)) {
         const auto b = [&](std::size_t k) { return static_cast<unsigned>(static_cast<unsigned char>(line[i + k])); };
-        const unsigned code = bidi == 2 ? 0x061c : ((b(0) & 0x0f) << 12) | ((b(1) & 0x3f) << 6) | (b(2) & 0x3f);
+        const unsigned code = bidi == 2 ? ((b(0) & 0x1f) << 6) | (b(1) & 0x3f)
+                                        : ((b(0) & 0x0f) << 12) | ((b(1) & 0x3f) << 6) | (b(2) & 0x3f);
         char buffer[16];
         std::snprintf(buffer, sizeof buffer, "[U+%04X]", code);
         out += buffer;
