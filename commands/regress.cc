@@ -3,6 +3,7 @@
 #include "core/case_config.h"
 #include "core/errors.h"
 #include "core/text_lines.h"
+#include "engine/archive/manifest.h"
 #include "engine/archive/tar_gz.h"
 
 #include <fcntl.h>
@@ -126,6 +127,38 @@ std::string regressionName(const fs::path& config, const std::string& name) {
   return name.empty() ? fs::absolute(config).parent_path().filename().string() : name;
 }
 
+namespace {
+// The failure an archive records ("" when it has no readable signature.txt).
+std::string recordedFailure(const std::vector<ArchiveEntry>& entries, const fs::path& archive) {
+  for (const ArchiveEntry& e : entries)
+    if (e.name == "signature.txt") try {
+        return parseManifest(e.contents, archive.string() + ":signature.txt").signature.summary();
+      } catch (const std::exception&) {
+        return "";
+      }
+  return "";
+}
+
+std::string recordedFailure(const fs::path& archive) {
+  try {
+    return recordedFailure(readTarGz(archive), archive);
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
+// `name`, unless the set holds a case of that name that records another
+// failure: then the first of NAME-2, NAME-3, ... free or recording this one.
+std::string freeRegressionName(const fs::path& dir, const std::string& name, const std::string& failure) {
+  for (int n = 1;; ++n) {
+    const std::string candidate = n == 1 ? name : name + "-" + std::to_string(n);
+    const fs::path held = dir / (candidate + ".tar.gz");
+    std::error_code ec;
+    if (!fs::exists(fs::symlink_status(held, ec)) || recordedFailure(held) == failure) return candidate;
+  }
+}
+}  // namespace
+
 void addToRegressionSet(const fs::path& archive, const fs::path& dir, const std::string& name) {
   checkRegressionTarget(dir, name);
   const std::vector<ArchiveEntry> entries = readTarGz(archive);  // only a readable archive is kept
@@ -133,6 +166,9 @@ void addToRegressionSet(const fs::path& archive, const fs::path& dir, const std:
   fs::create_directories(dir, ec);
   if (ec) throw BadInputError("cannot create the regression directory " + dir.string() + ": " + ec.message());
   writeTarGz(dir / (name + ".tar.gz"), entries);
+  // The user's word on a case already there (pass: fixed) stays; regress
+  // then says whether the new archive still fails.
+  if (readExpect(dir / (name + ".expect")) == "pass") return;
   // A new file renamed over the name: a hard link to it keeps its own content.
   const fs::path expect = dir / (name + ".expect"), partial = dir / (name + ".expect.partial");
   std::ofstream file(partial, std::ios::trunc);
@@ -153,10 +189,18 @@ void addToRegressionSet(const fs::path& archive, const fs::path& dir, const std:
 void addShrunkCase(const fs::path& config, const std::string& output, const fs::path& dir, std::string name,
                    std::ostream& out) {
   const fs::path archive = output.empty() ? loadCase(config).output : fs::absolute(output);
-  name = regressionName(config, name);
+  // Another bug under the same name (two zero-config runs, both named after
+  // their directory) takes the next free name instead of replacing it.
+  const std::string asked = regressionName(config, name);
+  name = freeRegressionName(dir, asked, recordedFailure(archive));
   addToRegressionSet(archive, dir, name);
-  out << "added '" << name << "' to the regression set " << dir.string() << " (expected: fail; write 'pass' into "
-      << (dir / (name + ".expect")).string() << " once fixed)\n";
+  const std::string expect = readExpect(dir / (name + ".expect"));
+  out << "added '" << name << "' to the regression set " << dir.string();
+  if (name != asked) out << " ('" << asked << "' there records another failure)";
+  out << (expect == "pass"
+              ? " (its expect file says pass, as you wrote: kept; regress tells whether it still fails)"
+              : " (expected: fail; write 'pass' into " + (dir / (name + ".expect")).string() + " once fixed)")
+      << "\n";
 }
 
 int runRegress(const fs::path& dir, const VerifyOptions& base, std::ostream& out) {

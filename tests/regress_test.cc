@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <sstream>
+
 #include "tests/test_util.h"
 
 namespace minrepro {
@@ -118,6 +120,36 @@ TEST(Regress, AddRefusesBadNamesAndUnreadableArchives) {
   addToRegressionSet(tmp.path() / "a.tar.gz", tmp.path() / "set", "bug-1");
   EXPECT_TRUE(fs::exists(tmp.path() / "set" / "bug-1.tar.gz"));
   EXPECT_EQ(testing::readFile(tmp.path() / "set" / "bug-1.expect"), "fail\n");
+}
+
+// Two cases added under one name (two zero-config runs are both named after
+// their work directory): the second bug takes the next free name instead of
+// replacing the first (probe 21); the same bug shrunk again replaces its
+// archive and keeps the "pass" the user wrote. Before, the second replaced
+// the first and reset its expect file to "fail".
+TEST(Regress, AnotherBugUnderATakenNameTakesTheNextAndAUsersPassStays) {
+  testing::TempDir tmp;
+  const fs::path set = tmp.path() / "set", config = tmp.path() / "minrepro-work" / "case.yaml";
+  fs::create_directories(tmp.path() / "new");
+  const std::string other =
+      "family: device-assert\noperator: embedding\ncompare-operator: no\nmessage: index out of range\nprocessed: 1\n";
+  writeTarGz(tmp.path() / "new" / "other.tar.gz", {{"repro.py", kFails, true}, {"signature.txt", other}});
+  writeTarGz(tmp.path() / "new" / "again.tar.gz", {{"repro.py", kPasses, true}, {"signature.txt", kSignature}});
+  addCase(set, "minrepro-work", kFails, "pass");
+  std::ostringstream said;
+  addShrunkCase(config, (tmp.path() / "new" / "other.tar.gz").string(), set, "", said);
+  EXPECT_NE(said.str().find("added 'minrepro-work-2' to the regression set " + set.string() +
+                            " ('minrepro-work' there records another failure)"),
+            std::string::npos)
+      << said.str();
+  EXPECT_EQ(testing::readFile(set / "minrepro-work.expect"), "pass\n");
+  EXPECT_EQ(testing::readFile(set / "minrepro-work-2.expect"), "fail\n");
+  said.str("");
+  addShrunkCase(config, (tmp.path() / "new" / "again.tar.gz").string(), set, "", said);
+  EXPECT_NE(said.str().find("added 'minrepro-work' to the regression set"), std::string::npos) << said.str();
+  EXPECT_NE(said.str().find("says pass, as you wrote: kept"), std::string::npos) << said.str();
+  EXPECT_EQ(testing::readFile(set / "minrepro-work.expect"), "pass\n");
+  EXPECT_EQ(readTarGz(set / "minrepro-work.tar.gz").front().contents, kPasses);
 }
 
 // The whole loop on a real case: shrink it into the set, rerun the set.
