@@ -55,21 +55,37 @@ std::string shapeText(const at::Tensor& t) {
 // ---------------------------------------------------------------- samples
 
 // What the entries of a list or tuple have in common: tensors of one dtype
-// and rank, dicts with the same keys, or strings and numbers.
+// and rank, dicts that all hold one key at least (a record per sample whose
+// other fields are optional: one image's entry with a URL the others lack
+// kept the whole list, every sample's record, in the minimal batch), or
+// strings and numbers.
 enum class Alike { No, Tensors, Dicts, Values };
+
+bool shareAKey(const BatchNode& node) {
+  const auto holds = [](const BatchNode& dict, const c10::IValue& key) {
+    for (const c10::IValue& k : dict.keys)
+      if (k == key) return true;
+    return false;
+  };
+  for (const c10::IValue& key : node.children.front().keys) {
+    bool everywhere = true;
+    for (const BatchNode& c : node.children) everywhere = everywhere && c.kind == Kind::Dict && holds(c, key);
+    if (everywhere) return true;
+  }
+  return false;
+}
 
 Alike entriesAlike(const BatchNode& node, const NamedTensors& b) {
   if ((node.kind != Kind::List && node.kind != Kind::Tuple) || node.children.empty()) return Alike::No;
   const BatchNode& first = node.children.front();
+  if (first.kind == Kind::Dict && !shareAKey(node)) return Alike::No;
   for (const BatchNode& c : node.children) {
     if (c.kind != first.kind) return Alike::No;
     if (c.kind == Kind::Tensor) {
       const at::Tensor &x = b.tensors[c.tensor], &y = b.tensors[first.tensor];
       if (x.scalar_type() != y.scalar_type() || x.dim() != y.dim() || x.dim() == 0) return Alike::No;
     } else if (c.kind == Kind::Dict) {
-      if (c.keys.size() != first.keys.size()) return Alike::No;
-      for (std::size_t k = 0; k < c.keys.size(); ++k)
-        if (!(c.keys[k] == first.keys[k])) return Alike::No;
+      continue;  // a key they all hold: shareAKey
     } else if (c.kind == Kind::Value) {
       if (c.value.isString() != first.value.isString() || c.value.isNone()) return Alike::No;
     } else {

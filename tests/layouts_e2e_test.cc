@@ -112,11 +112,21 @@ TEST_F(LayoutsEndToEnd, DetectionWithOneTargetDictPerImage) {
 // "Kept sample ids: [7]" and nothing else of it.
 TEST_F(LayoutsEndToEnd, TheKeptSamplesFileNamesAreInTheReport) {
   expectShrunkTo("file_names", "7");
-  EXPECT_EQ(archived("file_names", "b['path'], b['meta'], b['label'].tolist()"),
-            "['img_007.png'] [{'file': 'img_007.png', 'size': (8, 15)}] [2]\n");
+  // Image 7's record, with the field only it has: one record per sample
+  // still (before, the whole list of every sample's record was kept).
+  EXPECT_EQ(archived("file_names", "b['path'], len(b['meta']), b['meta'][0]['file'], b['label'].tolist()"),
+            "['img_007.png'] 1 img_007.png [2]\n");
   const std::string report = testing::readFile(work_.path() / "file_names" / "maintainer" / "REPORT.md");
   EXPECT_TRUE(has(report, "- Kept sample 7 in `path`: `'img_007.png'`\n")) << report;
-  EXPECT_TRUE(has(report, "- Kept sample 7 in `meta`: `{'file': 'img_007.png', 'size': (8, 15)}`\n")) << report;
+  EXPECT_TRUE(
+      has(report,
+          "- Kept sample 7 in `meta`: `{'file': 'img_007.png', 'size': (8, 15), 'url': "
+          "'https://cdn.example.com/img_007.png?Expires=1767225600&Signature=<secret:url-query-credential>'}`\n"))
+      << report;
+  // The batch carries the signed URL as the step had it: said, to remove before sending.
+  EXPECT_TRUE(has(
+      report, "- **Looks like a secret, copied verbatim**: batch.pt (a string in its pickle): url-query-credential"))
+      << report;
 }
 
 // A case that keeps a per-sample tensor whole (the camera ids, once taken for

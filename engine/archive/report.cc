@@ -151,12 +151,16 @@ void writeSignature(std::ostream& out, const ReductionSummary& s) {
       << "- Conclusion to avoid: " << avoid << "\n\n";
 }
 
-void writeMinimal(std::ostream& out, const ReductionSummary& s) {
+// `scrub`: the kept entries' texts are scrubbed before they go into a code
+// span; a rule that took a value up to the line's end took the span's
+// closing backtick too, and REPORT.md showed the rest as text.
+void writeMinimal(std::ostream& out, const ReductionSummary& s, const ScrubContext& scrub) {
   out << "## Minimal case\n\n"
       << "- Samples: " << s.kept_ids.size() << " of " << s.original_samples << "\n"
       << "- Kept sample ids: " << formatList(s.kept_ids) << "\n";
   for (const auto& entry : s.kept_entries)
-    out << "- Kept sample " << entry.id << " in " << codeSpan(entry.list) << ": " << codeSpan(entry.text) << "\n";
+    out << "- Kept sample " << entry.id << " in " << codeSpan(entry.list) << ": "
+        << codeSpan(scrubText(entry.text, scrub)) << "\n";
   for (const auto& [name, values] : s.small_values) out << "- `" << name << "` = " << values << "\n";
   if (!s.apart.empty()) {
     out << "\n### What sets the minimal batch apart\n\n"
@@ -417,7 +421,7 @@ std::string renderReport(const CaseConfig& config, const ReductionSummary& s) {
   }
   writeOpRepro(out, s.op);
   writeSignature(out, s);
-  writeMinimal(out, s);
+  writeMinimal(out, s, scrubContextFor(config));
   writeReproduce(out, config, s);
   writeEnvironment(out, s, config);
   writeReduction(out, s);

@@ -381,13 +381,15 @@ ReductionSummary summarize(KeyValues environment, const CaseConfig& config, cons
   return summary;
 }
 
-// What looks like a secret in the bundled files (text files up to 2 MiB;
-// engine/archive/secrets.h), at most 20 lines of it.
-std::vector<std::string> secretsIn(const BundlePlan& bundle) {
+// What looks like a secret in the files the archive carries (text files up
+// to 2 MiB, the strings of pickles up to 64 MiB: the bundled files, the
+// minimal batch and its neighbours, whose per-sample records may hold a
+// signed URL or a token; engine/archive/secrets.h), at most 20 lines of it.
+std::vector<std::string> secretsIn(const std::vector<BundledFile>& files) {
   constexpr std::uintmax_t kMaxTextBytes = std::uintmax_t{2} << 20, kMaxBinaryBytes = std::uintmax_t{64} << 20;
   constexpr std::size_t kListed = 20;
   std::vector<SecretFinding> found;
-  for (const auto& f : bundle.files) {
+  for (const auto& f : files) {
     if (scrubRandomTokens(scrubSecrets(f.archive_name)) != f.archive_name)
       found.push_back({f.archive_name, 0, kSecretInFileName});
     std::error_code ec;
@@ -451,7 +453,10 @@ void ArchiveStep::write(ExitStatus status) {
   const double archive_from = log_.elapsedSeconds();
   summary_.bundled_from_outside = bundle_.from_outside;
   summary_.left_out = bundle_.left_out;
-  summary_.secrets_in_files = secretsIn(bundle_);
+  std::vector<BundledFile> carried = bundle_.files;
+  carried.push_back({"batch.pt", job_.minimal_batch});
+  for (const auto& n : job_.neighbours.cases) carried.push_back({n.file, config_.work_dir / n.file});
+  summary_.secrets_in_files = secretsIn(carried);
   for (const auto& line : summary_.secrets_in_files)
     log_.info("warning: the archive carries " + line +
               " verbatim, which looks like a secret; remove it from the "
