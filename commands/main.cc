@@ -262,7 +262,7 @@ int shrinkCommand(const std::vector<std::string>& all_args) {
   if (!add_to.empty()) minrepro::checkRegressionTarget(add_to, minrepro::regressionName(config, name));
   const minrepro::ExitStatus status = minrepro::runShrink(options);
   if (status == minrepro::ExitStatus::Reduced && !add_to.empty())
-    minrepro::addShrunkCase(config, output, add_to, name, std::cout);
+    minrepro::addShrunkCase(config, output, add_to, name, std::cout, options.case_dir);
   return static_cast<int>(status);
 }
 

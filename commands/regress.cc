@@ -187,8 +187,8 @@ void addToRegressionSet(const fs::path& archive, const fs::path& dir, const std:
 }
 
 void addShrunkCase(const fs::path& config, const std::string& output, const fs::path& dir, std::string name,
-                   std::ostream& out) {
-  const fs::path archive = output.empty() ? loadCase(config).output : fs::absolute(output);
+                   std::ostream& out, const fs::path& case_dir) {
+  const fs::path archive = output.empty() ? loadCase(config, case_dir).output : fs::absolute(output);
   // Another bug under the same name (two zero-config runs, both named after
   // their directory) takes the next free name instead of replacing it.
   const std::string asked = regressionName(config, name);

@@ -32,9 +32,11 @@ void addToRegressionSet(const std::filesystem::path& archive, const std::filesys
 
 // After a successful shrink: the archive written for `config` (or `output`
 // when given) goes into `dir` under `name` (default: the case directory's
-// name). Throws BadInputError when it cannot.
+// name). `case_dir`: the directory the case's paths are relative to, when
+// not the case file's (a shrink --batch run's case lies in its work
+// directory). Throws BadInputError when it cannot.
 void addShrunkCase(const std::filesystem::path& config, const std::string& output, const std::filesystem::path& dir,
-                   std::string name, std::ostream& out);
+                   std::string name, std::ostream& out, const std::filesystem::path& case_dir = {});
 
 // Reruns every case with the verify rules (`base` gives runs, python,
 // timeout) and prints name / expected / got. Exit 0 every case as expected,

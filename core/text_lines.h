@@ -60,14 +60,18 @@ inline Lines splitLines(const std::string& text) {
 // U+2066..U+2069: a right-to-left override in a file name or a message
 // makes a terminal or a viewer show text in another order than it is) or
 // a C1 control (U+0080..U+009F: terminals that honour them take U+009B as
-// ESC [, the start of an escape sequence).
+// ESC [, the start of an escape sequence), or an invisible or line-breaking
+// one (U+200B..U+200D, U+2028, U+2029, U+2060, U+FEFF, the tag characters
+// U+E0000..U+E007F: hidden text, or a line a log viewer breaks).
 inline std::size_t hiddenControlAt(std::string_view s, std::size_t i) {
   const auto at = [&](std::size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
   if (at(0) == 0xd8 && at(1) == 0x9c) return 2;
   if (at(0) == 0xc2 && at(1) >= 0x80 && at(1) <= 0x9f) return 2;
+  if (at(0) == 0xef && at(1) == 0xbb && at(2) == 0xbf) return 3;
+  if (at(0) == 0xf3 && at(1) == 0xa0 && (at(2) == 0x80 || at(2) == 0x81) && at(3) >= 0x80 && at(3) <= 0xbf) return 4;
   if (at(0) != 0xe2) return 0;
-  if (at(1) == 0x80 && (at(2) == 0x8e || at(2) == 0x8f || (at(2) >= 0xaa && at(2) <= 0xae))) return 3;
-  if (at(1) == 0x81 && at(2) >= 0xa6 && at(2) <= 0xa9) return 3;
+  if (at(1) == 0x80 && ((at(2) >= 0x8b && at(2) <= 0x8f) || (at(2) >= 0xa8 && at(2) <= 0xae))) return 3;
+  if (at(1) == 0x81 && (at(2) == 0xa0 || (at(2) >= 0xa6 && at(2) <= 0xa9))) return 3;
   return 0;
 }
 

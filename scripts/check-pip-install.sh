@@ -25,12 +25,8 @@ own_site="$("$work/venv/bin/python" -c 'import site; print(site.getsitepackages(
 echo "$torch_site" > "$own_site/torch-of-the-user.pth"
 
 # The build's own launcher (CMakeLists.txt, scripts/build-progress.sh) uses
-# ccache when it is present, as a user's `pip install .` does. The build type
-# is build/'s (RelWithDebInfo), not the user's Release: the same CMake with
-# other flags, and ccache then gives what build/ compiled instead of a second
-# whole build (about 3 minutes of CI's 2 cores).
-"$work/venv/bin/python" -m pip install --quiet --config-settings=build-dir=build-pip \
-  --config-settings=cmake.build-type=RelWithDebInfo . \
+# ccache when it is present, as a user's `pip install .` does.
+"$work/venv/bin/python" -m pip install --quiet --config-settings=build-dir=build-pip . \
   > "$work/pip.log" 2>&1 || { cat "$work/pip.log"; echo "check-pip-install: pip install . failed" >&2; exit 1; }
 
 export PATH="$work/venv/bin:$PATH"

@@ -152,6 +152,25 @@ TEST(Regress, AnotherBugUnderATakenNameTakesTheNextAndAUsersPassStays) {
   EXPECT_EQ(readTarGz(set / "minrepro-work.tar.gz").front().contents, kPasses);
 }
 
+// A shrink --batch run without --output (probe 22): its case lies in the
+// work directory with paths relative to the user's directory, where the
+// archive went. Before, adding it failed after the whole shrink (exit 2,
+// "found no file at .../minrepro-work/batch.pt") and the set stayed empty.
+TEST(Regress, AZeroConfigRunsArchiveIsFoundWhereItsCaseSaysWithoutOutput) {
+  testing::TempDir tmp;
+  const fs::path user = tmp.path() / "user", set = tmp.path() / "set";
+  fs::create_directories(user / "minrepro-work");
+  testing::writeFile(user / "batch.pt", "");
+  testing::writeFile(
+      user / "minrepro-work" / "case.yaml",
+      "batch: batch.pt\nsamples: {tensors: {x: 0}}\ntrial:\n  command: [python, step.py, \"{batch}\"]\n");
+  writeTarGz(user / "repro.tar.gz", {{"repro.py", kFails, true}, {"signature.txt", kSignature}});
+  std::ostringstream said;
+  addShrunkCase(user / "minrepro-work" / "case.yaml", "", set, "", said, user);
+  EXPECT_NE(said.str().find("added 'minrepro-work' to the regression set"), std::string::npos) << said.str();
+  EXPECT_TRUE(fs::exists(set / "minrepro-work.tar.gz"));
+}
+
 // The whole loop on a real case: shrink it into the set, rerun the set.
 TEST(Regress, ShrinkAddToThenRegress) {
   testing::TempDir tmp;

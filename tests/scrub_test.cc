@@ -61,6 +61,17 @@ TEST(Report, RawHtmlAndBidiControlsFromTheFailureAreInert) {
   EXPECT_EQ(withoutRawHtml("x\xc2\x9b"
                            "2J \xd8\x9c\n"),
             "x[U+009B]2J [U+061C]\n");
+  // Invisible and line-breaking ones (probe 22): a zero-width space, the line
+  // separator, a byte-order mark, a tag character.
+  EXPECT_EQ(text::printable("a\xe2\x80\x8b"
+                            "b\xe2\x80\xa8"
+                            "c\xef\xbb\xbf"
+                            "d\xf3\xa0\x81\x81"
+                            "e"),
+            "a\\xe2\\x80\\x8bb\\xe2\\x80\\xa8c\\xef\\xbb\\xbfd\\xf3\\xa0\\x81\\x81e");
+  EXPECT_EQ(withoutRawHtml("a\xe2\x80\xa9"
+                           "b\xf3\xa0\x81\x81\n"),
+            "a[U+2029]b[U+E0041]\n");
   // A run of backticks no run of as many closes is text: what follows it is not code.
   EXPECT_EQ(withoutRawHtml("# size mismatch x`` <img src=x onerror=alert(1)> `y and z` <b>bold</b>\n"),
             "# size mismatch x`` &lt;img src=x onerror=alert(1)> `y and z` &lt;b>bold&lt;/b>\n");
@@ -180,7 +191,11 @@ TEST(Scrub, KnownTokenShapesAndEmailAddressesGo) {
             "12345"},
            {"redis://:R3disPass88@cache:6379 down", "R3disPass88"},
            {"post to https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX failed",
-            "XXXXXXXXXXXXXXXXXXXXXXXX"}}) {
+            "XXXXXXXXXXXXXXXXXXXXXXXX"},
+           // Probe 21: Slack's session cookie, and an Entra ID client secret whose
+           // first 13 characters stayed before the generic token rule's placeholder.
+           {"cookie d=xoxd-AbCdEfGh%2BIjKlMnOp%2FQrStUv rejected", "AbCdEfGh"},
+           {"client_id=x secret Kx98Q~vT3mZp.Rw7yUi9oP0aSdFgHjKl_zXcVbNm refused", "Kx98Q~vT3mZp"}}) {
     SCOPED_TRACE(text);
     EXPECT_EQ(scrubText(text, c).find(kept), std::string::npos) << scrubText(text, c);
     EXPECT_NE(scrubText(text, c).find("<secret:"), std::string::npos) << scrubText(text, c);

@@ -629,14 +629,19 @@ TEST(VerifyHostile, TheArchivesEnvironmentIsSetInsideTheSandboxNeverOnBwrap) {
 // the extracted archive and its own directory (it planted run-2 as a link
 // to a user's directory, and minrepro wrote the next run's output there);
 // nothing of the host's /run (a daemon's socket ran its command); none of
-// the shell's own variables or tokens; neither directory the archive key
-// may lie in, whichever XDG_CONFIG_HOME names.
+// the shell's own variables or tokens; no file past 256 MiB on the user's
+// disk (probe 22: 300 MB files, unbounded); neither directory the archive
+// key may lie in, whichever XDG_CONFIG_HOME names.
 TEST(VerifyHostile, AStrangersRunHasNoCapabilityNoScratchNoHostSocketNoTokenAndNoKey) {
   if (!findBubblewrap()) {
     if (std::getenv("CI")) FAIL() << "bwrap missing: scripts/install-deps.sh installs bubblewrap";
     GTEST_SKIP() << "bwrap is not installed";
   }
-  testing::TempDir scratch, config;
+  testing::TempDir scratch, config, home;
+  const std::string real_home = std::getenv("HOME") ? std::getenv("HOME") : "";
+  fs::create_directories(home.path() / ".aws");
+  testing::writeFile(home.path() / ".aws" / "credentials", "aws_secret_access_key = x\n");
+  testing::writeFile(home.path() / ".netrc", "machine h login u password p\n");
   const fs::path extracted = scratch.path() / "case", run = scratch.path() / "run-1";
   fs::create_directories(extracted);
   fs::create_directories(run);
@@ -644,6 +649,7 @@ TEST(VerifyHostile, AStrangersRunHasNoCapabilityNoScratchNoHostSocketNoTokenAndN
   testing::writeFile(config.path() / "minrepro" / "archive.key", "k");
   ASSERT_TRUE(userArchiveKey());  // the key of HOME's directory, made if missing
   const std::string home_key_dir = (fs::path(std::getenv("HOME")) / ".config" / "minrepro").string();
+  setenv("HOME", home.path().c_str(), 1);
   TrialSpec spec;
   spec.argv = {"/bin/sh", "-c",
                "grep CapEff /proc/self/status; "
@@ -655,6 +661,10 @@ TEST(VerifyHostile, AStrangersRunHasNoCapabilityNoScratchNoHostSocketNoTokenAndN
                    " ok && echo wrote-own; "
                    "echo run: $(ls -A /run | wc -l); "
                    "echo vars: ${MR_PROBE_FLAG:-unset} ${MR_PROBE_API_TOKEN:-unset} ${MR_GIVEN:-unset}; "
+                   "head -c 300000000 /dev/zero > big 2>/dev/null; echo big: $(stat -c %s big); rm big; "
+                   "echo credentials: $(cat /etc/shadow " +
+                   (home.path() / ".aws/credentials").string() + " " + (home.path() / ".netrc").string() +
+                   " 2>/dev/null | wc -c); "
                    "echo keys: $(cat " +
                    (config.path() / "minrepro").string() + "/* " + home_key_dir + "/* 2>/dev/null | wc -c)"};
   spec.env_set = {{"MR_GIVEN", "given"}};
@@ -668,12 +678,34 @@ TEST(VerifyHostile, AStrangersRunHasNoCapabilityNoScratchNoHostSocketNoTokenAndN
   unsetenv("MR_PROBE_FLAG");
   unsetenv("MR_PROBE_API_TOKEN");
   unsetenv("XDG_CONFIG_HOME");
-  EXPECT_EQ(out.stdout_text, "CapEff:\t0000000000000000\nwrote-own\nrun: 0\nvars: unset unset given\nkeys: 0\n")
+  setenv("HOME", real_home.c_str(), 1);
+  EXPECT_EQ(out.stdout_text,
+            "CapEff:\t0000000000000000\nwrote-own\nrun: 0\nvars: unset unset given\nbig: 268435456\n"
+            "credentials: 0\nkeys: 0\n")
       << out.stderr_text;
   // Under /tmp the link went to the sandbox's own tmpfs, elsewhere nowhere.
   EXPECT_FALSE(fs::exists(fs::symlink_status(scratch.path() / "run-2")));
   EXPECT_TRUE(fs::exists(extracted / "ok"));
   EXPECT_TRUE(fs::exists(run / "ok"));
+}
+
+// A run that swaps its stdout.txt for a FIFO and its stderr.txt for a link
+// to a file of the user's (probe 22): the outcome is read without waiting
+// for a writer that never comes (verify and regress hung for ever, deaf to
+// Ctrl-C) and without reading through the link.
+TEST(VerifyHostile, ARunsOutputSwappedForAFifoOrALinkIsNotWaitedOnNorFollowed) {
+  testing::TempDir dir;
+  testing::writeFile(dir.path() / "users-file", "precious HF_TOKEN=hf_x\n");
+  TrialSpec spec;
+  spec.argv = {"/bin/sh", "-c",
+               "echo out; echo err >&2; rm stdout.txt stderr.txt; mkfifo stdout.txt; ln -s " +
+                   (dir.path() / "users-file").string() + " stderr.txt; exit 3"};
+  spec.work_dir = dir.path() / "run-1";
+  LocalExecutor local;
+  const TrialOutcome out = local.run(spec);
+  EXPECT_EQ(out.exit_code, 3);
+  EXPECT_EQ(out.stdout_text, "");
+  EXPECT_EQ(out.stderr_text, "");
 }
 
 // A Python in a venv under /tmp (which the sandbox replaces with an empty

@@ -118,6 +118,14 @@ std::string readFileCapped(const fs::path& file, std::size_t cap) {
 }
 
 std::string readHeadAndTail(const fs::path& file, std::size_t cap, std::uint64_t* size) {
+  // Only the regular file the trial was given: a sandboxed run may have
+  // swapped it for a FIFO (opening it waited for ever, deaf to Ctrl-C), a
+  // device or a link to a file of the user's.
+  struct stat st {};
+  if (::lstat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (size) *size = 0;
+    return "";
+  }
   std::error_code ec;
   const std::uint64_t length = fs::file_size(file, ec);
   if (size) *size = ec ? 0 : length;
@@ -166,7 +174,7 @@ bp::environment trialEnvironment(const TrialSpec& spec, const fs::path& tmp, con
 
 // Runs in the child between fork and exec: nothing here may allocate.
 struct ChildLimits {
-  std::uint64_t address_space = 0;
+  std::uint64_t address_space = 0, file_size = 0;
   template <class Executor>
   void operator()(Executor&) const {
     closeOnExecFrom3();  // boost's own error pipe is close-on-exec already
@@ -181,6 +189,13 @@ struct ChildLimits {
         address_space, address_space
       };
       ::setrlimit(RLIMIT_AS, &as);
+    }
+    if (file_size > 0) {
+      struct rlimit fsize {
+        file_size, file_size
+      };
+      ::signal(SIGXFSZ, SIG_IGN);  // a write past it fails with EFBIG instead of killing the writer
+      ::setrlimit(RLIMIT_FSIZE, &fsize);
     }
   }
 };
@@ -236,10 +251,10 @@ TrialOutcome LocalExecutor::run(const TrialSpec& spec) {
   const auto start = std::chrono::steady_clock::now();
   try {
     bp::group group;
-    bp::child child(bp::exe = program, bp::args = args, bp::std_in<bp::null, bp::std_out> out_file.string(),
-                    bp::std_err > err_file.string(), bp::start_dir = spec.work_dir.string(),
-                    trialEnvironment(spec, tmp, tag), group,
-                    bp::extend::on_exec_setup = ChildLimits{spec.address_space_limit_bytes});
+    bp::child child(
+        bp::exe = program, bp::args = args, bp::std_in<bp::null, bp::std_out> out_file.string(),
+        bp::std_err > err_file.string(), bp::start_dir = spec.work_dir.string(), trialEnvironment(spec, tmp, tag),
+        group, bp::extend::on_exec_setup = ChildLimits{spec.address_space_limit_bytes, spec.file_size_limit_bytes});
     const pid_t pgid = group.native_handle();
     const auto bound_output = [&] {
       boundOutputFile(out_file, spec.output_disk_cap_bytes);

@@ -26,6 +26,7 @@ struct TrialSpec {
   std::chrono::milliseconds timeout{60'000};
   std::chrono::milliseconds kill_grace{2'000};  // between SIGTERM and SIGKILL to the group
   std::uint64_t address_space_limit_bytes = 0;  // 0: no limit (RLIMIT_AS)
+  std::uint64_t file_size_limit_bytes = 0;      // 0: no limit (RLIMIT_FSIZE: each file the trial writes)
   std::size_t output_cap_bytes = 1 << 20;       // how much of each stream is kept in the outcome: head and tail
   // The disk each stream's file may take while the trial runs: past it, the
   // middle of the file is freed (boundOutputFile), its head and tail kept.

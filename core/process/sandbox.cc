@@ -1,6 +1,7 @@
 // Running code from an archive someone else made (see the header for why).
 #include "core/process/sandbox.h"
 
+#include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -110,10 +111,48 @@ std::vector<fs::path> startupPathOf(const fs::path& program) {
   return dirs;
 }
 
+// The directories of the shared libraries this process has loaded
+// (LibTorch's among them, which minrepro-trial loads too), read once from
+// /proc/self/maps: a build or a venv under /tmp keeps them there.
+const std::vector<fs::path>& ownLibraryDirs() {
+  static const std::vector<fs::path> dirs = [] {
+    std::vector<fs::path> found;
+    std::ifstream maps("/proc/self/maps");
+    for (std::string line; std::getline(maps, line);) {
+      const std::size_t slash = line.find(" /");
+      if (slash == std::string::npos) continue;
+      const fs::path dir = fs::path(line.substr(slash + 1)).parent_path();
+      if (std::find(found.begin(), found.end(), dir) == found.end()) found.push_back(dir);
+    }
+    return found;
+  }();
+  return dirs;
+}
+
+// The places a machine keeps credentials in, which a run that can read the
+// whole file system could print back in its message (probe 22 read the
+// user's .npmrc and /etc/shadow): the password databases and, in this
+// user's home, the keys and tokens of ssh, the clouds, the registries and
+// the hubs. Hidden when they exist: an empty file or directory instead.
+std::vector<fs::path> credentialPaths() {
+  std::vector<fs::path> paths{"/etc/shadow", "/etc/gshadow"};
+  std::vector<fs::path> homes;
+  if (const char* home = std::getenv("HOME"); home && *home == '/') homes.emplace_back(home);
+  if (const passwd* user = ::getpwuid(::getuid()); user && user->pw_dir && *user->pw_dir == '/')
+    if (std::find(homes.begin(), homes.end(), fs::path(user->pw_dir)) == homes.end()) homes.emplace_back(user->pw_dir);
+  for (const fs::path& home : homes)
+    for (const char* place : {".ssh", ".aws", ".azure", ".gnupg", ".docker", ".kube", ".netrc", ".git-credentials",
+                              ".pypirc", ".npmrc", ".config/gcloud", ".config/gh", ".huggingface",
+                              ".cache/huggingface/token", ".config/rclone", ".s3cfg", ".pgpass", ".my.cnf"})
+      paths.push_back(home / place);
+  return paths;
+}
+
 // What a trial needs from under /tmp, bound read-only over the sandbox's
 // empty /tmp: the program's prefix (its path and its real path: a venv's
 // python is a link to its base), the venv's base, minrepro's own
-// directory (minrepro-trial, the op recorder), the directories the
+// directory (minrepro-trial, the op recorder) and those of the libraries it
+// loaded (LibTorch: the harness's trials run minrepro-trial), the directories the
 // prefix's .pth files add to Python's path (those their code adds too,
 // asked of the Python), and the directories that
 // PYTHONPATH, LD_PRELOAD and LD_LIBRARY_PATH name, set by the trial or
@@ -140,6 +179,7 @@ std::vector<fs::path> tmpPathsToBind(const TrialSpec& spec) {
   if (!spec.argv.empty()) addProgram(resolveProgram(spec.argv.front()));
   std::error_code ec;
   addProgram(fs::read_symlink("/proc/self/exe", ec));
+  for (const fs::path& dir : ownLibraryDirs()) add(dir);
   for (const char* name : {"PYTHONPATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONHOME"}) {
     std::string value;
     if (const auto set = spec.env_set.find(name); set != spec.env_set.end())
@@ -201,6 +241,9 @@ SandboxChoice chooseSandbox(SandboxMode mode, bool made_here) {
 
 TrialOutcome SandboxedExecutor::run(const TrialSpec& spec) {
   TrialSpec sandboxed = spec;
+  // Each file the run writes into its writable directories, which lie on the
+  // user's disk, stays under 256 MiB (a run wrote 300 MB files there).
+  sandboxed.file_size_limit_bytes = std::uint64_t{256} << 20;
   const std::string writable = writable_.string();
   sandboxed.argv = {bwrap_,
                     "--die-with-parent",
@@ -232,6 +275,14 @@ TrialOutcome SandboxedExecutor::run(const TrialSpec& spec) {
   }
   for (const fs::path& dir : hidden_)
     if (fs::is_directory(dir, ec)) sandboxed.argv.insert(sandboxed.argv.end(), {"--tmpfs", dir.string()});
+  for (const fs::path& named : credentialPaths()) {
+    const fs::path place = fs::canonical(named, ec);  // a link's target is what a run would read
+    if (ec) continue;
+    if (fs::is_directory(place, ec))
+      sandboxed.argv.insert(sandboxed.argv.end(), {"--tmpfs", place.string()});
+    else if (fs::is_regular_file(place, ec))
+      sandboxed.argv.insert(sandboxed.argv.end(), {"--ro-bind", "/dev/null", place.string()});
+  }
   // The trial's environment is set inside the sandbox, by bwrap, never on
   // bwrap itself: an archive's trial.env naming LD_PRELOAD would otherwise
   // load the archive's library into bwrap before the sandbox exists.

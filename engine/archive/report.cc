@@ -361,8 +361,10 @@ std::string withoutRawHtml(const std::string& markdown) {
     for (std::size_t i = 0; i < line.size(); ++i) {
       if (const std::size_t bidi = text::hiddenControlAt(line, i)) {
         const auto b = [&](std::size_t k) { return static_cast<unsigned>(static_cast<unsigned char>(line[i + k])); };
-        const unsigned code = bidi == 2 ? ((b(0) & 0x1f) << 6) | (b(1) & 0x3f)
-                                        : ((b(0) & 0x0f) << 12) | ((b(1) & 0x3f) << 6) | (b(2) & 0x3f);
+        const unsigned code =
+            bidi == 2   ? ((b(0) & 0x1f) << 6) | (b(1) & 0x3f)
+            : bidi == 3 ? ((b(0) & 0x0f) << 12) | ((b(1) & 0x3f) << 6) | (b(2) & 0x3f)
+                        : ((b(0) & 0x07) << 18) | ((b(1) & 0x3f) << 12) | ((b(2) & 0x3f) << 6) | (b(3) & 0x3f);
         char buffer[16];
         std::snprintf(buffer, sizeof buffer, "[U+%04X]", code);
         out += buffer;

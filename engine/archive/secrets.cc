@@ -171,6 +171,12 @@ const std::vector<Rule>& rules() {
     r.push_back({"gcp-api-key", re(R"(\bAIza[\w-]{35}\b)")});
     r.push_back({"slack-token", re(R"(\bxox[baprs]-[0-9a-zA-Z-]{10,}\b)")});
     r.push_back({"slack-app-token", re(R"(\bxapp-\d-[A-Z0-9]+-\d+-[0-9a-f]{32,}\b)")});
+    // The Slack web client's session cookie (d=xoxd-...), URL-encoded.
+    r.push_back({"slack-session-cookie", re(R"(\bxoxd-[A-Za-z0-9%+/=_-]{20,})")});
+    // An Entra ID (Azure AD) application's client secret: three characters, a
+    // digit, "Q~", then 31 to 34 more.
+    r.push_back({"azure-ad-client-secret",
+                 re(R"((?:^|[^A-Za-z0-9_~.-])([A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34})(?![A-Za-z0-9_~.-]))"), 1});
     r.push_back({"stripe-access-token", re(R"(\b(?:sk|rk)_(?:test|live|prod)_[a-zA-Z0-9]{10,99}\b)")});
     r.push_back({"jwt", re(R"(\bey[a-zA-Z0-9]{17,}\.ey[a-zA-Z0-9/\\_-]{17,}\.(?:[a-zA-Z0-9/\\_-]{10,}={0,2})?)")});
     r.push_back({"slack-webhook-url",
