@@ -25,8 +25,12 @@ own_site="$("$work/venv/bin/python" -c 'import site; print(site.getsitepackages(
 echo "$torch_site" > "$own_site/torch-of-the-user.pth"
 
 # The build's own launcher (CMakeLists.txt, scripts/build-progress.sh) uses
-# ccache when it is present, as a user's `pip install .` does.
-"$work/venv/bin/python" -m pip install --quiet --config-settings=build-dir=build-pip . \
+# ccache when it is present, as a user's `pip install .` does. Built with
+# build/'s compiler (pip names Python's, x86_64-linux-gnu-g++, which ccache
+# tells from c++) and build type, not the user's Release, ccache gives it
+# what build/ compiled instead of a second whole build.
+CC=cc CXX=c++ "$work/venv/bin/python" -m pip install --quiet --config-settings=build-dir=build-pip \
+  --config-settings=cmake.build-type=RelWithDebInfo . \
   > "$work/pip.log" 2>&1 || { cat "$work/pip.log"; echo "check-pip-install: pip install . failed" >&2; exit 1; }
 
 export PATH="$work/venv/bin:$PATH"
