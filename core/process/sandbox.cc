@@ -136,11 +136,7 @@ const std::vector<fs::path>& ownLibraryDirs() {
 // the hubs. Hidden when they exist: an empty file or directory instead.
 std::vector<fs::path> credentialPaths() {
   std::vector<fs::path> paths{"/etc/shadow", "/etc/gshadow"};
-  std::vector<fs::path> homes;
-  if (const char* home = std::getenv("HOME"); home && *home == '/') homes.emplace_back(home);
-  if (const passwd* user = ::getpwuid(::getuid()); user && user->pw_dir && *user->pw_dir == '/')
-    if (std::find(homes.begin(), homes.end(), fs::path(user->pw_dir)) == homes.end()) homes.emplace_back(user->pw_dir);
-  for (const fs::path& home : homes)
+  for (const fs::path& home : userHomes())
     for (const char* place : {".ssh", ".aws", ".azure", ".gnupg", ".docker", ".kube", ".netrc", ".git-credentials",
                               ".pypirc", ".npmrc", ".config/gcloud", ".config/gh", ".huggingface",
                               ".cache/huggingface/token", ".config/rclone", ".s3cfg", ".pgpass", ".my.cnf"})
@@ -210,6 +206,14 @@ std::vector<fs::path> pythonEnvironmentDirs(const fs::path& named) {
     if (!p.empty()) dirs.push_back(prefixOf(p).lexically_normal());
   for (const fs::path& dir : startupPathOf(program)) dirs.push_back(dir.lexically_normal());
   return dirs;
+}
+
+std::vector<fs::path> userHomes() {
+  std::vector<fs::path> homes;
+  if (const char* home = std::getenv("HOME"); home && *home == '/') homes.emplace_back(home);
+  if (const passwd* user = ::getpwuid(::getuid()); user && user->pw_dir && *user->pw_dir == '/')
+    if (std::find(homes.begin(), homes.end(), fs::path(user->pw_dir)) == homes.end()) homes.emplace_back(user->pw_dir);
+  return homes;
 }
 
 SandboxChoice chooseSandbox(SandboxMode mode, bool made_here) {

@@ -52,6 +52,11 @@ SandboxChoice chooseSandbox(SandboxMode mode, bool made_here);
 // run reads there as the case's.
 std::vector<std::filesystem::path> pythonEnvironmentDirs(const std::filesystem::path& program);
 
+// This user's home directories: $HOME, and the one the password database
+// names when HOME names another (sudo, a changed HOME). What a sandboxed run
+// must not read may lie in either.
+std::vector<std::filesystem::path> userHomes();
+
 // Runs each trial of `inner` inside bwrap, with `writable` (the extracted
 // archive) and the trial's work directory the only directories it may
 // write. /tmp is an empty tmpfs but

@@ -5,7 +5,6 @@
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <pwd.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,6 +15,8 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+
+#include "core/process/sandbox.h"
 
 namespace fs = std::filesystem;
 
@@ -145,13 +146,9 @@ fs::path userArchiveKeyFile() {
 
 std::vector<fs::path> archiveKeyDirectories() {
   std::vector<fs::path> dirs;
-  const char* config = std::getenv("XDG_CONFIG_HOME");
-  const char* home = std::getenv("HOME");
-  if (config && *config == '/') dirs.push_back(fs::path(config) / "minrepro");
-  if (home && *home == '/') dirs.push_back(fs::path(home) / ".config" / "minrepro");
-  // The home the password database names, when HOME names another.
-  if (const passwd* user = ::getpwuid(::getuid()); user && user->pw_dir && *user->pw_dir == '/')
-    dirs.push_back(fs::path(user->pw_dir) / ".config" / "minrepro");
+  if (const char* config = std::getenv("XDG_CONFIG_HOME"); config && *config == '/')
+    dirs.push_back(fs::path(config) / "minrepro");
+  for (const fs::path& home : userHomes()) dirs.push_back(home / ".config" / "minrepro");
   std::sort(dirs.begin(), dirs.end());
   dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
   return dirs;
