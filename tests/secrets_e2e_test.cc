@@ -14,6 +14,7 @@
 // user's own step, bundled as it is, is named in a warning instead.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -210,6 +211,41 @@ TEST(Secrets, TheCommandsArgumentsCarryNoSecret) {
       0)
       << out;
   EXPECT_NE(out.find("original reproduces: index-error"), std::string::npos) << out;
+}
+
+// A tensor whose name reads like a token: case.yaml names it as the batch
+// keys it (the step reads it so), and says so as it does for the batch
+// (#43, probe 22: REPORT.md's list named batch.pt and not case.yaml).
+TEST(Secrets, ATensorNamedLikeATokenIsListedInCaseYamlToo) {
+  testing::TempDir work("minrepro-secrets-name");
+  const std::string name = "ghp_" + std::string("aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A");
+  std::string out;
+  ASSERT_EQ(runCommand(testing::python() + " -c \"import torch; torch.save({'x': torch.arange(12), 'sample_id': "
+                                           "torch.arange(12) + 300, '" +
+                           name + "': torch.zeros(12)}, '" + (work.path() / "batch.pt").string() + "')\"",
+                       &out),
+            0)
+      << out;
+  writeStepFailingOnSeven(work.path(), "");
+  writeFile(work.path() / "case.yaml",
+            "batch: batch.pt\nsamples: {tensors: {x: 0, " + name + ": 0}, ids: sample_id}\ntrial:\n  command: [" +
+                testing::python() + ", \"{case_dir}/step.py\", \"{batch}\"]\n");
+  ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --no-op-repro --config " +
+                           (work.path() / "case.yaml").string() + " --work-dir " + (work.path() / "w").string() +
+                           " --output " + (work.path() / "repro.tar.gz").string() + " 2>&1",
+                       &out),
+            0)
+      << out;
+  const fs::path dir = work.path() / "extracted";
+  ASSERT_TRUE(testing::extractInto(work.path() / "repro.tar.gz", dir));
+  const std::string case_yaml = readFile(dir / "case.yaml");
+  const std::size_t at = case_yaml.find(name);  // the batch is keyed so
+  ASSERT_NE(at, std::string::npos) << case_yaml;
+  const std::string line = "case.yaml:" + std::to_string(1 + std::count(case_yaml.begin(), case_yaml.begin() + at, '\n'));
+  EXPECT_NE(out.find("warning: the archive carries " + line + ": github-pat verbatim"), std::string::npos) << out;
+  const std::string report = readFile(dir / "REPORT.md");
+  EXPECT_NE(report.find("**Looks like a secret, copied verbatim**: " + line + ": github-pat"), std::string::npos)
+      << report;
 }
 
 }  // namespace

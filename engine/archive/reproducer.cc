@@ -146,6 +146,22 @@ std::string htmlReport(const CaseConfig& config, const ReductionSummary& summary
   return html;
 }
 
+// The case as the archive shows it: the captured context scrubbed, the
+// trial's secret variables withheld. What else it names (a tensor's name,
+// a path) stays as it is, since the batch and the command use it.
+CaseConfig shownCase(const CaseConfig& config, const ScrubContext& scrub) {
+  CaseConfig shown = config;
+  for (auto& [key, value] : shown.context) value = scrubContextValue(key, value, scrub);
+  if (shown.command)
+    for (const auto& [name, value] : withheldEnv(shown.command->env))
+      shown.command->env[name] = withheldEnvPlaceholder(name);
+  return shown;
+}
+
+std::string archivedCaseYaml(const CaseConfig& shown) {
+  return renderCase(shown, shown.base_dir, "batch.pt", "model.pt");
+}
+
 std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::path& minimal_batch,
                                          const ReductionSummary& summary, const NeighbourPlan& neighbours,
                                          const BundlePlan& bundle) {
@@ -156,16 +172,12 @@ std::vector<ArchiveEntry> archiveEntries(const CaseConfig& config, const fs::pat
   const ScrubContext scrub = scrubContextFor(config);
   FailureSignature signature = summary.signature;
   signature.message = scrubText(signature.message, scrub);
-  CaseConfig shown = config;
-  for (auto& [key, value] : shown.context) value = scrubContextValue(key, value, scrub);
-  if (shown.command)
-    for (const auto& [name, value] : withheldEnv(shown.command->env))
-      shown.command->env[name] = withheldEnvPlaceholder(name);
+  const CaseConfig shown = shownCase(config, scrub);
   std::vector<ArchiveEntry> entries;
   entries.push_back({"REPORT.md", renderReport(config, summary)});
   entries.push_back({"REPORT.html", htmlReport(config, summary)});
   entries.push_back({"repro.py", renderReproPy(shown, signature), true});
-  entries.push_back({"case.yaml", renderCase(shown, config.base_dir, "batch.pt", "model.pt")});
+  entries.push_back({"case.yaml", archivedCaseYaml(shown)});
   entries.push_back(manifestEntry(config, minimal_batch, signature, neighbours, summary, scrub));  // for verify
   if (summary.op.status == OpStepStatus::Made) {
     entries.push_back({"op/repro_op.py", scrubComments(summary.op.script, scrub), true});
@@ -384,11 +396,12 @@ ReductionSummary summarize(KeyValues environment, const CaseConfig& config, cons
 // What looks like a secret in the files the archive carries (text files up
 // to 2 MiB, the strings of pickles up to 64 MiB: the bundled files, the
 // minimal batch and its neighbours, whose per-sample records may hold a
-// signed URL or a token; engine/archive/secrets.h), at most 20 lines of it.
-std::vector<std::string> secretsIn(const std::vector<BundledFile>& files) {
+// signed URL or a token; engine/archive/secrets.h) and in its case.yaml
+// (a tensor's name, which the batch keys by it), at most 20 lines of it.
+std::vector<std::string> secretsIn(const std::vector<BundledFile>& files, const std::string& case_yaml) {
   constexpr std::uintmax_t kMaxTextBytes = std::uintmax_t{2} << 20, kMaxBinaryBytes = std::uintmax_t{64} << 20;
   constexpr std::size_t kListed = 20;
-  std::vector<SecretFinding> found;
+  std::vector<SecretFinding> found = findSecrets(case_yaml, "case.yaml");
   for (const auto& f : files) {
     if (scrubRandomTokens(scrubSecrets(f.archive_name)) != f.archive_name)
       found.push_back({f.archive_name, 0, kSecretInFileName});
@@ -456,11 +469,6 @@ void ArchiveStep::write(ExitStatus status) {
   std::vector<BundledFile> carried = bundle_.files;
   carried.push_back({"batch.pt", job_.minimal_batch});
   for (const auto& n : job_.neighbours.cases) carried.push_back({n.file, config_.work_dir / n.file});
-  summary_.secrets_in_files = secretsIn(carried);
-  for (const auto& line : summary_.secrets_in_files)
-    log_.info("warning: the archive carries " + line +
-              " verbatim, which looks like a secret; remove it from the "
-              "file before you send the archive");
   // The command as archived: its switches' choices baked in, with their variables.
   archived_ = withBundledPaths(bakeBranches(config_, best_.branches_off), bundle_);
   if (archived_.command) {
@@ -476,6 +484,12 @@ void ArchiveStep::write(ExitStatus status) {
     if (argumentOfSecretVariable(name).empty())
       log_.info("note: trial.env." + name + " looks like a secret: the archive leaves its value out (case.yaml says " +
                 withheldEnvPlaceholder(name) + "; repro.py takes " + name + " from the environment it runs in)");
+  // Searched once the command's secrets are variables: case.yaml as it is archived.
+  summary_.secrets_in_files = secretsIn(carried, archivedCaseYaml(shownCase(archived_, scrubContextFor(archived_))));
+  for (const auto& line : summary_.secrets_in_files)
+    log_.info("warning: the archive carries " + line +
+              " verbatim, which looks like a secret; remove it from the "
+              "file before you send the archive");
   for (const auto& f : bundle_.files) summary_.bundled.push_back(f.archive_name);
   summary_.self_check.skipped = status_ == ExitStatus::Interrupted   ? "the run was interrupted"
                                 : status_ == ExitStatus::BudgetSpent ? "the budget was spent"
