@@ -431,6 +431,7 @@ int main(int argc, char** argv) {
     // Whatever a trial starts and leaves behind is reparented here, found
     // and killed (core/process/containment.h); the rest when the command ends.
     minrepro::adoptOrphans();
+    minrepro::exitOnStopSignals();
     const int status = minrepro::runCommand(c.name, std::cerr, [&] { return c.run(rest); });
     minrepro::killAllOrphans();
     return status;

@@ -19,6 +19,7 @@ extern "C" void requestStop(int) {
       "\nminrepro: signal received: ending the running trials; the best case so far is written next\n";
   [[maybe_unused]] const auto written = ::write(STDERR_FILENO, kSaid, sizeof kSaid - 1);
 }
+extern "C" void exitInterrupted(int) { ::_exit(130); }
 extern "C" void surviveBrokenPipe(int) {}
 extern "C" void requestBest(int) { g_best.store(true); }
 
@@ -27,6 +28,13 @@ extern "C" void requestBest(int) { g_best.store(true); }
 std::atomic<bool>& stopAsked() { return g_stop; }
 
 bool takeBestAsked() { return g_best.exchange(false); }
+
+void exitOnStopSignals() {
+  struct sigaction exit_at_once {};
+  exit_at_once.sa_handler = exitInterrupted;
+  sigemptyset(&exit_at_once.sa_mask);
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(signal, &exit_at_once, nullptr);
+}
 
 StopOnSignals::StopOnSignals() {
   if (depth_++ == 0) g_stop.store(false);

@@ -18,6 +18,13 @@ std::atomic<bool>& stopAsked();
 // Whether SIGUSR1 came since the last call (and clears it).
 bool takeBestAsked();
 
+// Until a command installs its own (below): SIGINT, SIGTERM and SIGHUP end
+// minrepro at once with the documented status 130, as they would by their
+// default action but for the status (143 for SIGTERM, which reads as a
+// crash in a job scheduler's log). Nothing is being written then that a
+// stop could finish: a case is being read, or a command answers alone.
+void exitOnStopSignals();
+
 // Installs the handlers for one run and restores the previous ones when it
 // ends. Handlers, not SIG_IGN, so that trials start with the default
 // dispositions (exec resets handled signals; ignored ones would stay

@@ -386,5 +386,38 @@ TEST_F(EndToEnd, SecondRunOnTheSameWorkDirectoryIsRefusedNamingTheFirst) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << status;
 }
 
+// A stop before a command answers signals itself (triage reading a log
+// from a pipe, a shrink reading its case) ends it with the documented 130,
+// not the signal's own status (143 for SIGTERM; #43, probe 21).
+TEST(Interrupted, ASignalBeforeTheCommandsOwnHandlingEndsItWith130) {
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP}) {
+    int input[2];
+    ASSERT_EQ(::pipe(input), 0);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::dup2(input[0], STDIN_FILENO);
+      ::close(input[1]);
+      ::execl(MINREPRO_BINARY, MINREPRO_BINARY, "triage", "-", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(input[0]);
+    // Waits until minrepro handles the signal: its SigCgt mask in /proc names it.
+    const auto handles = [&] {
+      std::istringstream status(readFile("/proc/" + std::to_string(pid) + "/status"));
+      for (std::string line; std::getline(status, line);)
+        if (line.rfind("SigCgt:", 0) == 0) return (std::stoull(line.substr(7), nullptr, 16) >> (signal - 1) & 1) == 1;
+      return false;
+    };
+    for (int waited = 0; !handles() && waited < 3000; ++waited) ::usleep(10'000);
+    EXPECT_TRUE(handles()) << "minrepro triage - does not handle signal " << signal;
+    ::kill(pid, signal);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ::close(input[1]);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << "signal " << signal << ": status " << status;
+  }
+}
+
 }  // namespace
 }  // namespace minrepro
