@@ -220,16 +220,17 @@ TEST(Secrets, ATensorNamedLikeATokenIsListedInCaseYamlToo) {
   testing::TempDir work("minrepro-secrets-name");
   const std::string name = "ghp_" + std::string("aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A");
   std::string out;
-  ASSERT_EQ(runCommand(testing::python() + " -c \"import torch; torch.save({'x': torch.arange(12), 'sample_id': "
-                                           "torch.arange(12) + 300, '" +
+  ASSERT_EQ(runCommand(testing::python() +
+                           " -c \"import torch; torch.save({'x': torch.arange(12), 'sample_id': "
+                           "torch.arange(12) + 300, '" +
                            name + "': torch.zeros(12)}, '" + (work.path() / "batch.pt").string() + "')\"",
                        &out),
             0)
       << out;
   writeStepFailingOnSeven(work.path(), "");
-  writeFile(work.path() / "case.yaml",
-            "batch: batch.pt\nsamples: {tensors: {x: 0, " + name + ": 0}, ids: sample_id}\ntrial:\n  command: [" +
-                testing::python() + ", \"{case_dir}/step.py\", \"{batch}\"]\n");
+  writeFile(work.path() / "case.yaml", "batch: batch.pt\nsamples: {tensors: {x: 0, " + name +
+                                           ": 0}, ids: sample_id}\ntrial:\n  command: [" + testing::python() +
+                                           ", \"{case_dir}/step.py\", \"{batch}\"]\n");
   ASSERT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --no-op-repro --config " +
                            (work.path() / "case.yaml").string() + " --work-dir " + (work.path() / "w").string() +
                            " --output " + (work.path() / "repro.tar.gz").string() + " 2>&1",
@@ -241,7 +242,8 @@ TEST(Secrets, ATensorNamedLikeATokenIsListedInCaseYamlToo) {
   const std::string case_yaml = readFile(dir / "case.yaml");
   const std::size_t at = case_yaml.find(name);  // the batch is keyed so
   ASSERT_NE(at, std::string::npos) << case_yaml;
-  const std::string line = "case.yaml:" + std::to_string(1 + std::count(case_yaml.begin(), case_yaml.begin() + at, '\n'));
+  const std::string line =
+      "case.yaml:" + std::to_string(1 + std::count(case_yaml.begin(), case_yaml.begin() + at, '\n'));
   EXPECT_NE(out.find("warning: the archive carries " + line + ": github-pat verbatim"), std::string::npos) << out;
   const std::string report = readFile(dir / "REPORT.md");
   EXPECT_NE(report.find("**Looks like a secret, copied verbatim**: " + line + ": github-pat"), std::string::npos)
