@@ -354,6 +354,13 @@ TEST_F(CaptureStep, TheDecoratedFunctionIsTheTrialAndItsBranchSwitchesOff) {
   EXPECT_TRUE(has(text, R"(  trial: "the step itself: the decorated function __main__.decorated_step")")) << text;
   EXPECT_TRUE(has(text, "  family: index-error")) << text;
   EXPECT_TRUE(has(text, R"(name: "cfg.token_dropout")")) << text;
+  // The step as the trial defines it: the user's function from the user's
+  // file, without capture's decorator (its file had been capture's own,
+  // whose lines tracebacks then quoted and the archive carried).
+  const std::string step = readFile(case_ / "step.json");
+  EXPECT_TRUE(has(step, std::string("\"file\": \"") + MINREPRO_SOURCE_DIR + "/tests/capture/tagger_loop.py\"")) << step;
+  EXPECT_FALSE(has(step, "minrepro_capture/__init__.py")) << step;
+  EXPECT_FALSE(has(step, "@minrepro_capture")) << step;
   EXPECT_EQ(runStep("", &out), 1) << out;
   EXPECT_TRUE(has(out, "IndexError: index out of range in self")) << out;
   EXPECT_EQ(runStep("--off cfg.token_dropout", &out), 1) << out;
@@ -372,6 +379,19 @@ TEST_F(CaptureStep, TheDecoratedFunctionIsTheTrialAndItsBranchSwitchesOff) {
             0)
       << out;
   EXPECT_TRUE(has(out, "captured_step: the step ran without an error")) << out;
+}
+
+// `deco = minrepro_capture.capture(...)` then `@deco`: the trial had no
+// `deco` (NameError, and shrink blamed the user's script); the decorator
+// is not part of the step the trial runs.
+TEST_F(CaptureStep, ADecoratorBoundToANameFirstIsNotPartOfTheTrial) {
+  std::string out;
+  ASSERT_EQ(train("decorator-name", &out), 1) << out;
+  EXPECT_TRUE(has(out, "minrepro_capture: test run of the case: fails the same way")) << out;
+  EXPECT_FALSE(has(readFile(case_ / "step.json"), "@CAPTURING")) << readFile(case_ / "step.json");
+  EXPECT_EQ(runStep("", &out), 1) << out;
+  EXPECT_TRUE(has(out, "IndexError: index out of range in self")) << out;
+  EXPECT_TRUE(has(out, "tagger_loop.py\", line ")) << out;  // the traceback quotes the user's lines
 }
 
 TEST_F(CaptureStep, ATestRunThatFailsAnotherWayIsSaidAtCaptureTime) {

@@ -7,7 +7,8 @@ past the embedding table: the step that draws it (step 3) raises IndexError.
 
 Usage: python tagger_loop.py CASE_DIR [MODE]
 MODE: "with" (default: the with-block form inside main()), "decorator"
-(a decorated module-level step), "unsaved" (the block's loss is a lambda
+(a decorated module-level step), "decorator-name" (the same decorator
+bound to a name first, as a script that captures only when asked does), "unsaved" (the block's loss is a lambda
 pickle refuses: the model slice is not possible either, so no case),
 "cwd-file" (the block reads a file relative to the directory training
 runs in: the test run, in an empty directory, fails another way, and
@@ -92,6 +93,15 @@ def decorated_step(model, opt, batch, cfg):
     return train_step(model, opt, batch, cfg)
 
 
+CAPTURING = minrepro_capture.capture(sys.argv[1] if len(sys.argv) > 1 else "case",
+                                    branches={"cfg.token_dropout": True})
+
+
+@CAPTURING
+def named_decorator_step(model, opt, batch, cfg):
+    return train_step(model, opt, batch, cfg)
+
+
 def main():
     out, mode = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else "with")
     torch.manual_seed(0)
@@ -103,6 +113,8 @@ def main():
     for step, batch in enumerate(loader):
         if mode == "decorator":
             decorated_step(model, opt, batch, cfg)
+        elif mode == "decorator-name":
+            named_decorator_step(model, opt, batch, cfg)
         else:
             with minrepro_capture.capture(out, step=step, batch=batch, dataloader=loader, batch_index=step,
                                           branches={"cfg.token_dropout": True}):
@@ -112,7 +124,7 @@ def main():
                 loss = train_step(model, opt, batch, cfg)
                 if mode == "unsaved":
                     loss = scale(loss)
-        print("step", step, "loss %.3f" % loss if mode != "decorator" else "ok", flush=True)
+        print("step", step, "loss %.3f" % loss if not mode.startswith("decorator") else "ok", flush=True)
     print("training finished", flush=True)
 
 

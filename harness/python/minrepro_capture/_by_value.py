@@ -70,6 +70,10 @@ class ByValue:
         return []
 
     def _define(self, name, value):
+        # A decorated function is its decorators' wrapper (functools.wraps):
+        # its file is theirs, its source the user's (inspect follows
+        # __wrapped__ for one and not the other).
+        value = inspect.unwrap(value) if inspect.isfunction(value) else value
         found = _class_source(value) if inspect.isclass(value) else None
         if found is None:
             try:
@@ -80,6 +84,8 @@ class ByValue:
                                    "or a notebook cell" % (name, error))
             found = (file, first, textwrap.dedent("".join(lines)))
         file, first, source = found
+        if inspect.isfunction(value):
+            source = _without_capture_decorator(source, self.namespace)
         self.definitions[name] = {"file": file, "line": max(first, 1), "source": source}
         return sorted(_names_read(source))
 
@@ -160,6 +166,42 @@ def _class_source(cls):
                 first = min([node.lineno] + [d.lineno for d in node.decorator_list])
                 return code.co_filename, first, textwrap.dedent("".join(lines[first - 1:node.end_lineno]))
         return None
+    return None
+
+
+def _without_capture_decorator(source, namespace):
+    """A function's source without minrepro_capture's own decorator
+    (`@minrepro_capture.capture(...)`, or `@deco` after `deco =
+    capture(...)`): the trial calls the step itself, and `deco` is nothing
+    the step needs (the trial had no such name: NameError). Its lines are
+    left blank, so that the lines below keep their numbers in tracebacks."""
+    from . import capture
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    if not tree.body or not isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return source
+    lines = source.splitlines(keepends=True)
+    for decorator in tree.body[0].decorator_list:
+        target = _resolve(decorator.func if isinstance(decorator, ast.Call) else decorator, namespace)
+        if target is capture or isinstance(target, capture):
+            for i in range(decorator.lineno - 1, decorator.end_lineno):
+                lines[i] = "\n"
+    return "".join(lines)
+
+
+def _resolve(expr, namespace):
+    """What a decorator's name or dotted name is in the script, looked up
+    without running any code of the objects it passes (no property)."""
+    if isinstance(expr, ast.Name):
+        return namespace.get(expr.id)
+    if isinstance(expr, ast.Attribute):
+        base = _resolve(expr.value, namespace)
+        try:
+            return inspect.getattr_static(base, expr.attr) if base is not None else None
+        except AttributeError:
+            return None
     return None
 
 
