@@ -69,6 +69,8 @@ class TorchBatchStore : public BatchStore {
     checkSequence();
     if (!config_.sequence.lengths.empty()) sample_lengths_ = toVector(*batch_.find(config_.sequence.lengths));
     if (!config_.sequence.mask.empty()) sample_lengths_ = toVector(batch_.find(config_.sequence.mask)->ne(0).sum(1));
+    padded_to_longest_ = !sample_lengths_.empty() && sequence_length_ > 0 &&
+                         *std::max_element(sample_lengths_.begin(), sample_lengths_.end()) == sequence_length_;
     for (const at::Tensor& t : batch_.tensors) trivial_.push_back(defaultTrivial(t));
     storage_groups_ = storageGroups(batch_.tensors);
     for (std::size_t i = 0; i < batch_.names.size(); ++i)
@@ -193,12 +195,12 @@ class TorchBatchStore : public BatchStore {
   }
 
   std::uint64_t writeCandidate(const Selection& selection, const fs::path& out) const override {
-    const CandidatePlan p = plan(selection);
+    const CandidatePlan p = plan(collated(selection));
     return writeBatchFile(p.tensors, out, p.producers);
   }
 
   std::vector<TensorInfo> describeCandidate(const Selection& selection) const override {
-    return describeTensors(plan(selection).tensors);
+    return describeTensors(plan(collated(selection)).tensors);
   }
 
   std::int64_t nonTrivialValueCount(const Selection& selection) const override;
@@ -338,6 +340,7 @@ class TorchBatchStore : public BatchStore {
                                std::vector<std::int32_t>* per_sample) const;
   bool samplesWhole(std::size_t tensor, const Selection& selection) const;
   std::int64_t samplesPerSlab(std::size_t tensor) const;
+  Selection collated(const Selection& selection) const;
   void applyLengths(std::size_t tensor, const Selection& selection, CandidateTensor& c) const;
   at::Tensor lengthsFor(const Selection& selection) const;
   bool unchanged(std::size_t tensor, const Selection& selection) const;
@@ -356,6 +359,7 @@ class TorchBatchStore : public BatchStore {
   std::vector<std::vector<std::size_t>> storage_groups_;  // tensors sharing a storage
   std::vector<std::int64_t> owners_;                      // per tensor: its sample in a per-sample list, or -1
   std::vector<std::int64_t> sample_lengths_;              // of the original samples; empty without sequence.lengths
+  bool padded_to_longest_ = false;                        // the sequence axes as long as the longest sample
   std::int64_t samples_ = 0;
   std::int64_t sequence_length_ = 0;
   // Per tensor, each original sample's non-trivial values (whole samples):
@@ -563,6 +567,27 @@ bool TorchBatchStore::planShared(const std::vector<std::size_t>& group, const st
 // A storage shared by several tensors of the original stays one storage;
 // a tensor alone on its storage is cut a slab at a time, or, when only its
 // values change, edited in a copy of its storage.
+// A batch padded to its longest sample (a collate that pads each batch as
+// far as it needs) stays so: a candidate's sequence axes end where its
+// longest kept sample does, as the collate would have made that batch.
+// Else a failure of the padded width alone (a position embedding one too
+// short) held in every subset of samples, and the search kept an arbitrary
+// one, not the long sample. A batch padded to a fixed width (a tokenizer's
+// max_length, longer than every sample) keeps its width.
+Selection TorchBatchStore::collated(const Selection& selection) const {
+  if (!padded_to_longest_ || selection.samples.empty()) return selection;
+  std::int64_t longest = 0;
+  for (std::int64_t s : selection.samples) {
+    std::int64_t length = sample_lengths_[static_cast<std::size_t>(s)];
+    if (auto it = selection.lengths.find(s); it != selection.lengths.end()) length = std::min(length, it->second);
+    longest = std::max(longest, length);
+  }
+  Selection out = selection;
+  const std::int64_t end = selection.seq_end > 0 ? selection.seq_end : sequence_length_;
+  out.seq_end = std::max(std::min(end, longest), out.seq_begin + 1);
+  return out;
+}
+
 CandidatePlan TorchBatchStore::plan(const Selection& selection) const {
   CandidatePlan p;
   p.tensors = withTree(selection.samples);
@@ -659,7 +684,8 @@ bool TorchBatchStore::samplesWhole(std::size_t i, const Selection& selection) co
          !selection.values_kept.count(batch_.names[i]);
 }
 
-std::int64_t TorchBatchStore::nonTrivialValueCount(const Selection& selection) const {
+std::int64_t TorchBatchStore::nonTrivialValueCount(const Selection& given) const {
+  const Selection selection = collated(given);
   std::int64_t count = 0;
   for (std::size_t i = 0; i < batch_.names.size(); ++i) {
     if (!valueReducible(i) || !kept(i, selection.samples)) continue;

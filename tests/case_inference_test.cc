@@ -129,6 +129,13 @@ TEST_F(Layouts, ListsOfOneEntryPerSampleAreCutWithTheSamples) {
   expectInference("detection_targets", {.samples = {{"[0]", 0}}, .lists = {"[1]"}});
   expectInference("detection_lists", {.samples = {{"images", 0}}, .lists = {"boxes", "labels"}});
   expectInference("file_names", {.samples = {{"image", 0}, {"label", 0}}, .lists = {"path", "meta"}});
+  // Each sentence's words: one list per sample, not the samples found in
+  // the one sentence that has as many words as the batch has sentences.
+  expectInference("tagger_padded_width", {.samples = {{"inputs[0]", 0}, {"tags", 0}},
+                                          .lists = {"words", "doc_id"},
+                                          .ids = "sample_id",
+                                          .lengths = "inputs[1]",
+                                          .sequence = {{"inputs[0]", {1, 0}}, {"tags", {1, -100}}}});
 }
 
 TEST_F(Layouts, SequenceFirstAndWindowOnlyLayouts) {

@@ -106,6 +106,18 @@ TEST_F(LayoutsEndToEnd, DetectionWithOneTargetDictPerImage) {
       "tuple 1 list 1 ['boxes', 'labels']\n");
 }
 
+// A failure of the padded width alone (30 positions, past a table of 24)
+// in a batch padded to its longest sentence: every subset that keeps the
+// long sentence fails, and a candidate is as wide as its longest kept
+// sentence, as the loop's collate would have made it. Before, every
+// candidate stayed 30 wide and the search kept an arbitrary sentence.
+TEST_F(LayoutsEndToEnd, AFailureOfThePaddedWidthKeepsTheLongSample) {
+  expectShrunkTo("tagger_padded_width", "1017");
+  EXPECT_EQ(archived("tagger_padded_width",
+                     "b['inputs'][0].shape[1] == int(b['inputs'][1].max()) > 24, len(b['words']), b['doc_id']"),
+            "True 1 ['doc004#s1']\n");
+}
+
 // A batch whose per-sample lists hold file names, the one thing that tells
 // the user which image to fix: REPORT.md shows the kept sample's entries
 // (a string; a dict with a tuple), not only its position. Before, it said
