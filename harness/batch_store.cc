@@ -195,12 +195,12 @@ class TorchBatchStore : public BatchStore {
   }
 
   std::uint64_t writeCandidate(const Selection& selection, const fs::path& out) const override {
-    const CandidatePlan p = plan(collated(selection));
+    const CandidatePlan p = plan(selection);
     return writeBatchFile(p.tensors, out, p.producers);
   }
 
   std::vector<TensorInfo> describeCandidate(const Selection& selection) const override {
-    return describeTensors(plan(collated(selection)).tensors);
+    return describeTensors(plan(selection).tensors);
   }
 
   std::int64_t nonTrivialValueCount(const Selection& selection) const override;
@@ -588,7 +588,8 @@ Selection TorchBatchStore::collated(const Selection& selection) const {
   return out;
 }
 
-CandidatePlan TorchBatchStore::plan(const Selection& selection) const {
+CandidatePlan TorchBatchStore::plan(const Selection& given) const {
+  const Selection selection = collated(given);  // the file, the fork server's child and the checks alike
   CandidatePlan p;
   p.tensors = withTree(selection.samples);
   p.tensors.names = batch_.names;

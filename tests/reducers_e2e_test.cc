@@ -26,15 +26,18 @@ class ReducerEndToEnd : public testing::ExampleCases {
 
 TEST_F(ReducerEndToEnd, LengthAboveAThresholdIsCutToTheThresholdWithMaskAndLengthsConsistent) {
   const fs::path dir = shrinkExample("seqlen");
-  // The window stops at 513, the first length past the 512-row table; the
-  // kept sample's own length went to 1: mask and lengths agree with it.
+  // The window stops at 513, the first length past the 512-row table. The
+  // batch was padded to its longest sample, and so is every candidate: the
+  // kept sample is 513 long, as a collate makes a batch 513 wide (its own
+  // length cut to 1 in a 513-wide batch, as before, no loader makes). Mask
+  // and lengths agree with it.
   EXPECT_EQ(pyBatch(dir,
                     "tuple(b['tokens'].shape), b['tokens'].dtype, b['lengths'].tolist(), "
-                    "b['mask'][0, :2].tolist(), int(b['mask'].sum()), int(b['tokens'].abs().sum())"),
-            "(1, 513) torch.int64 [1] [True, False] 1 0\n");
+                    "b['mask'][0, -2:].tolist(), int(b['mask'].sum()), int(b['tokens'].abs().sum())"),
+            "(1, 513) torch.int64 [513] [True, True] 513 0\n");
   const std::string report = readFile(dir / "REPORT.md");
   EXPECT_TRUE(has(report, "Sequence window: positions 0..513 of 600 (length 513)")) << report;
-  EXPECT_TRUE(has(report, "shortened to 1")) << report;
+  EXPECT_TRUE(has(report, "length 600 shortened to 513")) << report;
   EXPECT_TRUE(has(log_, "lengths end: 600 -> 513")) << log_;
 }
 

@@ -206,10 +206,34 @@ TEST_F(MaterializeFixture, WindowAndSampleLengthsKeepMaskPaddingAndLengthsConsis
   s.seq_end = 5;
   s.lengths[0] = 3;  // sample 0: positions 1, 2 stay
   const NamedTensors c = write(s);
-  EXPECT_TRUE(c.tensors[0].equal(at::tensor(std::vector<int64_t>{2, 3, 0, 0, 8, 9, 10, 0}, at::kLong).view({2, 4})));
+  // The batch is padded to its longest sample (6 of 6): the window ends
+  // where the longest kept one does (sample 1, length 4), as a collate
+  // pads, not at 5.
+  EXPECT_TRUE(c.tensors[0].equal(at::tensor(std::vector<int64_t>{2, 3, 0, 8, 9, 10}, at::kLong).view({2, 3})));
   EXPECT_EQ(c.tensors[1].sum().item<int64_t>(), 5);  // 2 + 3 real positions
   EXPECT_TRUE(c.tensors[2].equal(at::tensor(std::vector<int64_t>{2, 3}, at::kLong)));
   EXPECT_EQ(c.tensors[3].strides().vec(), (std::vector<int64_t>{1, 2}));  // still transposed
+}
+
+// Padded to a fixed width (no sample as long as the batch is wide: a
+// tokenizer's max_length), a batch keeps its width in every candidate.
+TEST_F(MaterializeFixture, ABatchPaddedToAFixedWidthKeepsItsWidth) {
+  NamedTensors b;
+  const at::Tensor lengths = at::tensor(std::vector<int64_t>{5, 4, 2}, at::kLong);
+  b.names = {"tokens", "mask", "lengths", "x"};
+  b.tensors = {at::arange(1, 19, at::kLong).view({3, 6}) * (at::arange(6).unsqueeze(0) < lengths.unsqueeze(1)),
+               at::arange(6).unsqueeze(0) < lengths.unsqueeze(1), lengths,
+               at::arange(1, 13, at::kFloat).view({4, 3}).t()};
+  writeBatchFile(b, config.batch);
+  Selection s;
+  s.samples = {2};
+  const NamedTensors c = write(s);
+  EXPECT_EQ(c.tensors[0].sizes().vec(), (std::vector<int64_t>{1, 6}));
+  Selection one_of_full;  // the same batch padded to its longest: cut to it
+  one_of_full.samples = {2};
+  b.tensors[2] = at::tensor(std::vector<int64_t>{6, 4, 2}, at::kLong);
+  writeBatchFile(b, config.batch);
+  EXPECT_EQ(write(one_of_full).tensors[0].sizes().vec(), (std::vector<int64_t>{1, 2}));
 }
 
 TEST_F(MaterializeFixture, DroppedValuesBecomeTrivialAndPaddingIsNeverAUnit) {
@@ -225,7 +249,8 @@ TEST_F(MaterializeFixture, DroppedValuesBecomeTrivialAndPaddingIsNeverAUnit) {
   s.values_kept["tokens"] = {13};
   s.values_kept["x"] = {};
   const NamedTensors c = write(s);
-  EXPECT_TRUE(c.tensors[0].equal(at::tensor(std::vector<int64_t>{0, 14, 0, 0, 0, 0}, at::kLong).view({1, 6})));
+  // As wide as sample 2 is long: the batch was padded to its longest.
+  EXPECT_TRUE(c.tensors[0].equal(at::tensor(std::vector<int64_t>{0, 14}, at::kLong).view({1, 2})));
   EXPECT_EQ(c.tensors[3].count_nonzero().item<int64_t>(), 0);
   EXPECT_EQ(c.tensors[3].scalar_type(), at::kFloat);
 }

@@ -16,7 +16,8 @@ with case.yaml, batch.pt and (for the built-in harness) model.pt.
            3 times in 10, seeded per trial -> that sample, with the rate
   seqlen   positions past 512 of a learned position table: fails for any
            sequence of 513 or more -> one sample, window 513, that sample's
-           own length 1 (mask and lengths kept consistent), tokens trivial
+           own length 513 (the batch is padded to its longest, and so is
+           each candidate; mask and lengths kept consistent), tokens trivial
   exactlen a length-bucketed sampler whose bucket 300 is corrupt: fails at
            exactly length 300 -> the length stays 300, values trivial
   strided  view() on a non-contiguous (transposed) input -> 1 sample, window
