@@ -118,6 +118,12 @@ bool isNonFinite(const RawError& error) {
   // the line after it; a NaN among the parameters it names is the cause.
   static const std::regex kWholeWord(R"(\b(nan|inf)\b)", std::regex::ECMAScript | std::regex::icase);
   if (contains(error.message, "but found invalid values") && std::regex_search(error.message, kWholeWord)) return true;
+  // A step's own assert on its numbers, with what it found in its message
+  // (`assert torch.isfinite(loss), f"non-finite loss {loss.item()}"`): an
+  // assertion quoting a nan or inf is about one.
+  static const std::regex kAssertedFinite(R"(\b(nan|-?inf|infinite|infinity|non-finite|not finite)\b)",
+                                          std::regex::ECMAScript | std::regex::icase);
+  if (endsWith(error.type, "AssertionError") && std::regex_search(error.message, kAssertedFinite)) return true;
   return std::regex_search(error.message, kPhrases);
 }
 

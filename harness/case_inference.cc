@@ -353,10 +353,14 @@ bool oneHot(const at::Tensor& t) {
 }
 
 // Without lengths: the axis a window may be cut along, if any: integer
-// [B, T] tensors (tokens; not one-hot), and float axes of 64 or more (a
-// waveform, frames); short float axes are features or channels.
+// [B, T] tensors of 8 positions or more (tokens; not one-hot, and not a few
+// categorical columns such as a store and a promotion id, whose cut is
+// another feature set, not a shorter sequence), and float axes of 64 or
+// more (a waveform, frames); short float axes are features or channels.
 std::optional<int> windowAxis(const at::Tensor& t) {
-  if (t.dim() == 2 && isInteger(t) && !oneHot(t)) return 1;
+  constexpr std::int64_t kShortestTokens = 8;
+  if (t.dim() == 2 && isInteger(t) && !oneHot(t))
+    return t.size(1) >= kShortestTokens ? std::optional<int>(1) : std::nullopt;
   if (!at::isFloatingType(t.scalar_type()) || t.dim() < 2 || t.dim() > 3) return std::nullopt;
   const int axis = t.dim() == 3 && t.size(2) > t.size(1) ? 2 : 1;
   if (t.size(axis) < 64) return std::nullopt;

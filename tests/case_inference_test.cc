@@ -141,6 +141,12 @@ TEST_F(Layouts, ListsOfOneEntryPerSampleAreCutWithTheSamples) {
 TEST_F(Layouts, SequenceFirstAndWindowOnlyLayouts) {
   expectInference("sequence_first", {.samples = {{"src", 1}, {"target", 0}}});
   expectInference("tokens_no_lengths", {.samples = {{"tokens", 0}, {"label", 0}}, .sequence = {{"tokens", {1, 0}}}});
+  // Two categorical columns are no window of two tokens (a new user's
+  // forecaster: its store and promotion ids were cut as a sequence).
+  expectInference(
+      "forecaster",
+      {.samples = {{"past.values", 0}, {"past.mask", 0}, {"static[0]", 0}, {"static[1]", 0}, {"future_values", 0}},
+       .lists = {"series_id"}});
 }
 
 TEST_F(Layouts, RangeLayoutsAndObjectsAreRefusedWithWhatToSave) {
