@@ -120,8 +120,10 @@ std::string explainUnpickleError(const std::string& what) {
   if (what.find("Unknown pickler class") != std::string::npos || what.find("unknown type") != std::string::npos)
     return " (the batch holds an object of a class of your own" + classNamed(what) +
            ", such as a named tuple, which minrepro cannot "
-           "write back: save tuple(batch) or batch._asdict() and rebuild it in the step, e.g. "
-           "Batch(*torch.load(path)); minrepro_capture does this by itself)";
+           "write back: save it as a plain tuple or dict wherever it sits in the batch (tuple(batch) or "
+           "batch._asdict() for the batch itself; batch[\"inputs\"] = tuple(batch[\"inputs\"]) for one inside "
+           "a dict) and rebuild it in the step, e.g. Batch(*torch.load(path)); minrepro_capture does this by "
+           "itself)";
   return " (save it with torch.save(batch, path): dicts, lists and tuples of tensors)";
 }
 
