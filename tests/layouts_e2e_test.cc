@@ -118,6 +118,18 @@ TEST_F(LayoutsEndToEnd, AFailureOfThePaddedWidthKeepsTheLongSample) {
             "True 1 ['doc004#s1']\n");
 }
 
+// A forecaster whose one series was never observed in its window: the
+// step's own assert on a NaN loss is the non-finite family, and REPORT.md
+// says what sets the series apart: its mask marks none of its steps.
+TEST_F(LayoutsEndToEnd, AForecastersUnobservedSeriesIsSaidByItsMask) {
+  expectShrunkTo("forecaster", "9");
+  EXPECT_EQ(archived("forecaster", "b['series_id'], b['static'][0].shape"),
+            "['store02/item0009'] torch.Size([1, 2])\n");
+  const std::string report = testing::readFile(work_.path() / "forecaster" / "maintainer" / "REPORT.md");
+  EXPECT_TRUE(has(report, "- Family: non-finite")) << report;
+  EXPECT_TRUE(has(report, "past.mask (true per sample)")) << report;
+}
+
 // A batch whose per-sample lists hold file names, the one thing that tells
 // the user which image to fix: REPORT.md shows the kept sample's entries
 // (a string; a dict with a tuple), not only its position. Before, it said

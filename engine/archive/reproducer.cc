@@ -4,6 +4,7 @@
 #include <future>
 #include <iomanip>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -122,8 +123,21 @@ std::vector<SampleValues> perSampleIntegers(const CaseConfig& config, const Batc
     for (auto d : t.shape) numel *= static_cast<std::size_t>(d);
     if (t.shape.size() == 1) {
       out.push_back({t.name, batch.integerValues(t.name, static_cast<std::size_t>(batch.sampleCount()))});
-    } else if (t.dtype != "bool" && t.sample_axis == 0 && t.shape[0] > 0 && numel <= (std::size_t{1} << 22)) {
-      out.push_back({t.name, batch.integerValues(t.name, numel), numel / static_cast<std::size_t>(t.shape[0])});
+    } else if (t.sample_axis == 0 && t.shape[0] > 0 && numel <= (std::size_t{1} << 22)) {
+      const std::size_t row = numel / static_cast<std::size_t>(t.shape[0]);
+      const std::vector<std::int64_t> values = batch.integerValues(t.name, numel);
+      if (t.dtype != "bool") {
+        out.push_back({t.name, values, row});
+        continue;
+      }
+      // A mask: how much of each sample it marks (a series whose whole
+      // window is unobserved sums to 0, the rest to 39..47).
+      SampleValues marked{t.name + " (true per sample)", {}, 1};
+      for (std::size_t at = 0; at + row <= values.size(); at += row)
+        marked.values.push_back(std::accumulate(values.begin() + static_cast<std::ptrdiff_t>(at),
+                                                values.begin() + static_cast<std::ptrdiff_t>(at + row),
+                                                std::int64_t{0}));
+      out.push_back(std::move(marked));
     }
   }
   return out;
