@@ -2,10 +2,12 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cerrno>
 #include <fstream>
 #include <optional>
 #include <ostream>
 
+#include "core/disk_space.h"
 #include "core/errors.h"
 #include "engine/archive/output_guard.h"
 #include "engine/archive/scrub.h"
@@ -53,12 +55,19 @@ void writeWhole(const fs::path& file, const std::string& text) {
   const fs::path tmp = file.string() + ".partial";
   std::error_code gone;
   fs::remove(tmp, gone);  // a link left at the name is removed, not written through
+  errno = 0;
   std::ofstream out(tmp);
   out << text;
   out.close();
+  const int write_error = errno;
   std::error_code ec;
   if (!out || (fs::rename(tmp, file, ec), ec)) {
     fs::remove(tmp, ec);
+    // A full file system is no lack of rights (probe 23: the --resume line
+    // after a full disk said "give a path where this user may write").
+    if (write_error == ENOSPC || write_error == EDQUOT)
+      throw DiskFullError(file.parent_path(), "writing " + file.filename().string(),
+                          "free some space there, or give another directory");
     throw BadInputError(file.string() + ": cannot be written; give a path where this user may write");
   }
 }

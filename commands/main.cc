@@ -18,6 +18,7 @@
 #include "commands/run_command.h"
 #include "commands/triage.h"
 #include "commands/verify.h"
+#include "core/failure_signature.h"
 #include "core/process/containment.h"
 #include "engine/shrink.h"
 #include "engine/stop_signals.h"
@@ -307,7 +308,8 @@ int verifyCommand(const std::vector<std::string>& args) {
   o.expect = expect == "pass" ? minrepro::Expect::Pass : minrepro::Expect::Fail;
   o.sandbox = minrepro::parseSandboxMode(vm["sandbox"].as<std::string>());
   o.timeout = std::chrono::milliseconds(static_cast<long long>(std::max(timeout, 0.001) * 1000));
-  const minrepro::StopOnSignals stop;  // Ctrl-C: the running repro.py is killed, the scratch copy removed
+  const minrepro::StopOnSignals stop(
+      minrepro::StopOnSignals::kRunsStop);  // Ctrl-C: the running repro.py is killed, the scratch copy removed
   o.cancel = &minrepro::stopAsked();
   return minrepro::runVerify(o, std::cout, std::cerr);
 }
@@ -335,7 +337,7 @@ int compareCommand(const std::vector<std::string>& args) {
   if (vm.count("python")) o.python = vm["python"].as<std::string>();
   o.runs = static_cast<int>(countOption(vm, "runs", 1, 10000));
   o.sandbox = minrepro::parseSandboxMode(vm["sandbox"].as<std::string>());
-  const minrepro::StopOnSignals stop;
+  const minrepro::StopOnSignals stop(minrepro::StopOnSignals::kRunsStop);
   o.cancel = &minrepro::stopAsked();
   return minrepro::runCompare(o, std::cout, std::cerr);
 }
@@ -361,7 +363,7 @@ int regressCommand(const std::vector<std::string>& args) {
   o.choose_python = true;
   o.python_given = !vm["python"].defaulted();
   o.sandbox = minrepro::parseSandboxMode(vm["sandbox"].as<std::string>());
-  const minrepro::StopOnSignals stop;
+  const minrepro::StopOnSignals stop(minrepro::StopOnSignals::kRunsStop);
   o.cancel = &minrepro::stopAsked();
   return minrepro::runRegress(dir, o, std::cout);
 }
@@ -434,6 +436,10 @@ int main(int argc, char** argv) {
     minrepro::exitOnStopSignals();
     const int status = minrepro::runCommand(c.name, std::cerr, [&] { return c.run(rest); });
     minrepro::killAllOrphans();
+    if (minrepro::abandonedRegexSearch()) {  // its thread still runs: no destructor may run under it
+      std::cout.flush();
+      std::_Exit(status);
+    }
     return status;
   }
   if (command == "--version" || command == "version") {

@@ -245,9 +245,19 @@ std::string readText(const Loader& l, const fs::path& file) {
   if (!in)
     throw BadInputError(l.file + ": cannot read the case file: " + std::strerror(err) +
                         "; check the path given with --config");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  // Read up to a bound, not to the end: a case is some kilobytes, and
+  // /dev/zero, an endless pipe or a generated file of gigabytes as --config
+  // had grown minrepro to all of the machine's memory. A pipe (--config
+  // <(envsubst < case.yaml)) still works.
+  constexpr std::size_t kMaxCaseBytes = std::size_t{4} << 20;
+  std::string text(kMaxCaseBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxCaseBytes)
+    throw BadInputError(l.file + ": the case file is larger than 4 MiB (a case is some kilobytes" +
+                        std::string(fs::is_regular_file(file, ec) ? "" : "; this is no regular file") +
+                        "): give the case's YAML file with --config");
+  return text;
 }
 
 namespace {
@@ -264,8 +274,8 @@ void boundTree(const Loader& l, const YAML::Node& node, std::size_t& values, int
     throw BadInputError(
         location(l, node.Mark()) + ": the case holds more than " +
         (depth > kMaxDepth ? std::to_string(kMaxDepth) + " levels" : std::to_string(kMaxValues) + " values") +
-        " once its aliases (*name) are expanded; a case has some hundred: write it out without "
-        "aliases that name one another");
+        " (its aliases, *name, expanded); a case has some hundred: write it out without "
+        "aliases that name one another, and without data that belongs in the batch");
   if (node.IsSequence())
     for (const auto& item : node) boundTree(l, item, values, depth + 1);
   if (node.IsMap())

@@ -15,15 +15,21 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
+#include <future>
+#include <memory>
 #include <optional>
 #include <regex>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "core/error_readers.h"
+#include "core/errors.h"
 #include "core/log_streams.h"
 #include "core/text_lines.h"
 
@@ -348,6 +354,39 @@ std::string familyMismatch(FailureFamily got, FailureFamily expected) {
   return "family " + familyName(got) + ", expected " + familyName(expected);
 }
 
+std::atomic<bool> g_abandoned{false};
+
+// std::regex_search on at most 16 KiB of `message` (libstdc++ recurses once
+// per character: a 50 MB message would overflow the stack), in a thread,
+// waited on for 5 s (see the header).
+bool boundedSearch(const std::string& message, const std::regex& re, const std::string& pattern) {
+  constexpr std::size_t kMaxSubject = 16 * 1024;
+  constexpr auto kMaxWait = std::chrono::seconds(5);
+  auto answer = std::make_shared<std::promise<bool>>();
+  std::future<bool> found = answer->get_future();
+  std::thread([answer, subject = message.substr(0, kMaxSubject), re] {
+    try {
+      answer->set_value(std::regex_search(subject, re));
+    } catch (...) {
+      answer->set_exception(std::current_exception());
+    }
+  }).detach();
+  if (found.wait_for(kMaxWait) == std::future_status::ready) {
+    try {
+      return found.get();
+    } catch (const std::regex_error& e) {
+      throw BadInputError("failure.message /" + text::printable(pattern) + "/ could not be searched (" + e.what() +
+                          "): write it without nested quantifiers such as (a+)+");
+    }
+  }
+  g_abandoned = true;
+  throw BadInputError("failure.message /" + text::printable(pattern) + "/ took more than 5 s to search a message of " +
+                      std::to_string(message.size()) +
+                      " characters: the pattern backtracks without end (a quantifier inside a quantified group, "
+                      "such as (a+)+ or (.*)*); write it without nested quantifiers, or leave failure.message out "
+                      "(the original's message is then compared by its shape)");
+}
+
 std::optional<std::string> messageMismatch(const FailureSignature& original, const FailureSignature& candidate,
                                            const std::string& pattern) {
   if (pattern.empty()) {
@@ -356,7 +395,7 @@ std::optional<std::string> messageMismatch(const FailureSignature& original, con
   }
   const std::regex* re = userRegex(pattern);
   if (re == nullptr) return "invalid message pattern /" + pattern + "/";
-  if (std::regex_search(candidate.message, *re)) return std::nullopt;
+  if (boundedSearch(candidate.message, *re, pattern)) return std::nullopt;
   return "message does not match /" + pattern + "/";
 }
 
@@ -579,5 +618,7 @@ SignatureMatch matchSignature(const FailureSignature& original, const FailureSig
   if (auto why = messageMismatch(original, candidate, expected.message_regex)) return mismatch(*why);
   return SignatureMatch{true, ""};
 }
+
+bool abandonedRegexSearch() { return g_abandoned.load(); }
 
 }  // namespace minrepro

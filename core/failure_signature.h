@@ -137,7 +137,16 @@ struct SignatureMatch {
 // (when both name one; see placeMismatch), and a message that matches the
 // user's pattern when given, otherwise the original's message shape. A
 // different failure is a different bug and never matches.
+// failure.message is searched (std::regex: it backtracks) in a thread of
+// its own for at most 5 s, in the message's first 16 KiB: a pattern such as
+// "(a+)+b" (one in a stranger's archive) takes exponential time on
+// "aaaa...!", and kept compare and shrink busy for good, deaf to Ctrl-C.
+// Past that, BadInputError naming the pattern (exit 2). A search that
+// timed out goes on in its thread until the process ends:
+// abandonedRegexSearch() says the command must end with std::_Exit (its
+// destructors would pull the regex's memory from under it).
 SignatureMatch matchSignature(const FailureSignature& original, const FailureSignature& candidate,
                               const ExpectedFailure& expected);
+bool abandonedRegexSearch();
 
 }  // namespace minrepro

@@ -75,10 +75,32 @@ inline std::size_t hiddenControlAt(std::string_view s, std::size_t i) {
   return 0;
 }
 
+// The length of the valid UTF-8 sequence at s[i] (1 for ASCII), or 0 where
+// the bytes are no UTF-8: a stray continuation byte, a raw 8-bit C1 control
+// (0x9b is CSI to a terminal that takes 8-bit controls), a cut, overlong or
+// surrogate sequence. A Python source with such a byte does not compile.
+inline std::size_t utf8SequenceAt(std::string_view s, std::size_t i) {
+  const auto at = [&](std::size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
+  const unsigned lead = at(0);
+  if (lead < 0x80) return 1;
+  const std::size_t n = lead >= 0xc2 && lead <= 0xdf   ? 2
+                        : lead >= 0xe0 && lead <= 0xef ? 3
+                        : lead >= 0xf0 && lead <= 0xf4 ? 4
+                                                       : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k)
+    if ((at(k) & 0xc0) != 0x80) return 0;
+  if ((lead == 0xe0 && at(1) < 0xa0) || (lead == 0xed && at(1) > 0x9f) || (lead == 0xf0 && at(1) < 0x90) ||
+      (lead == 0xf4 && at(1) > 0x8f))
+    return 0;
+  return n;
+}
+
 // Text from a file or a process, made safe to print: every control byte
-// but '\n' and '\t' (ESC, BEL, '\r', DEL, ...) as "\xNN", and every
-// bidirectional or C1 control as its bytes "\xNN\xNN\xNN". A signature.txt,
-// an error message or a .expect file may carry escape sequences that set a
+// but '\n' and '\t' (ESC, BEL, '\r', DEL, ...) as "\xNN", every
+// bidirectional or C1 control as its bytes "\xNN\xNN\xNN", and every byte
+// that is no UTF-8 (a raw 8-bit C1 control) as "\xNN". A signature.txt, an
+// error message or a .expect file may carry escape sequences that set a
 // terminal's title or colours, or rewrite the line above.
 inline std::string printable(std::string_view s) {
   std::string out;
@@ -97,10 +119,19 @@ inline std::string printable(std::string_view s) {
     }
     const char c = s[i];
     const auto byte = static_cast<unsigned char>(c);
-    if ((byte >= 0x20 && byte != 0x7f) || c == '\n' || c == '\t')
+    if (byte >= 0x80) {
+      const std::size_t n = utf8SequenceAt(s, i);
+      if (n == 0) {
+        hex(byte);
+        continue;
+      }
+      out.append(s.substr(i, n));
+      i += n - 1;
+    } else if ((byte >= 0x20 && byte != 0x7f) || c == '\n' || c == '\t') {
       out += c;
-    else
+    } else {
       hex(byte);
+    }
   }
   return out;
 }

@@ -254,6 +254,18 @@ std::vector<TrialRecord> TrialOracle::runLive(const std::vector<Selection>& sele
   ++stats_.rounds;
   std::vector<TrialSpec> specs;
   std::vector<TrialRecord> records(selections.size());
+  // The record holds what matters: the trials' directories go however the
+  // round ends (a full disk, a stop: probe 23's run left 20 MB of outputs
+  // on the full file system it had just said was full).
+  struct RemoveTrialDirs {
+    const TrialOracle& oracle;
+    const std::vector<TrialRecord>& records;
+    ~RemoveTrialDirs() {
+      std::error_code ec;
+      for (const TrialRecord& r : records)
+        if (r.number > 0) fs::remove_all(oracle.trialDir(r.number), ec);
+    }
+  } remove_trial_dirs{*this, records};
   for (std::size_t i = 0; i < selections.size(); ++i) {
     records[i].number = ++trial_number_;
     specs.push_back(prepare(selections[i], records[i].number, keys[i].starts_with(kConfirmPrefix),
@@ -275,8 +287,6 @@ std::vector<TrialRecord> TrialOracle::runLive(const std::vector<Selection>& sele
   for (std::size_t i = 0; i < records.size(); ++i) {
     records[i] = finishTrial(std::move(records[i]), keys[i]);
     if (records[i].used) mark(selections[i], records[i].mark, &records[i]);
-    std::error_code ec;
-    fs::remove_all(trialDir(records[i].number), ec);  // the record holds what matters; keep the disk clean
   }
   return records;
 }

@@ -3,21 +3,23 @@
 
 #include <unistd.h>
 
+#include <cstring>
+
 namespace minrepro {
 
 namespace {
 
 std::atomic<bool> g_stop{false};
 std::atomic<bool> g_best{false};
+std::atomic<const char*> g_said{StopOnSignals::kShrinkStops};
 
 // Said at once (write(2) is async-signal-safe): what follows a Ctrl-C, the
 // running trials ended and the archive written, takes seconds with a
 // large batch, and silence then reads as a hang.
 extern "C" void requestStop(int) {
   if (g_stop.exchange(true)) return;
-  static constexpr char kSaid[] =
-      "\nminrepro: signal received: ending the running trials; the best case so far is written next\n";
-  [[maybe_unused]] const auto written = ::write(STDERR_FILENO, kSaid, sizeof kSaid - 1);
+  const char* said = g_said.load();
+  [[maybe_unused]] const auto written = ::write(STDERR_FILENO, said, std::strlen(said));
 }
 extern "C" void exitInterrupted(int) { ::_exit(130); }
 extern "C" void surviveBrokenPipe(int) {}
@@ -36,8 +38,11 @@ void exitOnStopSignals() {
   for (const int signal : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(signal, &exit_at_once, nullptr);
 }
 
-StopOnSignals::StopOnSignals() {
-  if (depth_++ == 0) g_stop.store(false);
+StopOnSignals::StopOnSignals(const char* said) {
+  if (depth_++ == 0) {
+    g_stop.store(false);
+    g_said.store(said);
+  }
   struct sigaction stop {
   }, broken_pipe{}, best{};
   stop.sa_handler = requestStop;

@@ -32,7 +32,12 @@ void exitOnStopSignals();
 // asked of the outer one.
 class StopOnSignals {
  public:
-  StopOnSignals();
+  // What the first stop signal says at once (a run of shrink writes its
+  // best case; verify, compare and regress give no verdict).
+  static constexpr const char* kShrinkStops =
+      "\nminrepro: signal received: ending the running trials; the best case so far is written next\n";
+  static constexpr const char* kRunsStop = "\nminrepro: signal received: ending the running run; no verdict is given\n";
+  explicit StopOnSignals(const char* said = kShrinkStops);
   ~StopOnSignals();
   StopOnSignals(const StopOnSignals&) = delete;
   StopOnSignals& operator=(const StopOnSignals&) = delete;

@@ -48,6 +48,30 @@ TEST_F(BadInput, AnArchiveDirectoryThatDoesNotExistIsFoundBeforeTheFirstTrial) {
   EXPECT_TRUE(noTrialRan(work));
 }
 
+// A failure.message pattern that backtracks without end ("(a+)+b" on a
+// message of many a's: probe 23, from a stranger's archive through compare
+// too) kept shrink busy for good, deaf to Ctrl-C. The search gives up after
+// 5 s with exit 2, naming the pattern, and nothing is left running.
+TEST_F(BadInput, AMessagePatternThatBacktracksWithoutEndIsRefusedNotWaitedOn) {
+  const fs::path dir = work_.path() / "redos";
+  fs::create_directories(dir);
+  writeFile(dir / "step.py", "raise IndexError('Target 4 is out of bounds. ' + 'a' * 120 + '!')\n");
+  ASSERT_EQ(
+      runCommand(testing::python() + " -c \"import torch; torch.save({'x': torch.arange(4), 'y': torch.arange(4)}, '" +
+                 (dir / "batch.pt").string() + "')\""),
+      0);
+  writeFile(dir / "case.yaml", "batch: batch.pt\nsamples: {tensors: {x: 0, y: 0}}\ntrial:\n  command: [" +
+                                   testing::python() +
+                                   ", '{case_dir}/step.py', '{batch}']\n"
+                                   "failure: {message: '(a+)+b'}\n");
+  std::string output;
+  EXPECT_EQ(shrinkWith("--no-op-repro --work-dir " + (dir / "w").string() + " 2>&1", &output, dir / "case.yaml"), 2)
+      << output;
+  EXPECT_NE(output.find("failure.message /(a+)+b/ took more than 5 s to search a message of"), std::string::npos)
+      << output;
+  EXPECT_NE(output.find("write it without nested quantifiers"), std::string::npos) << output;
+}
+
 TEST_F(BadInput, AnArchivePathThatIsADirectoryIsFoundBeforeTheFirstTrial) {
   const fs::path work = work_.path() / "w";
   std::string output;

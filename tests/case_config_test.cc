@@ -113,11 +113,25 @@ TEST_F(CaseConfigTest, AnAliasBombAndDeepNestingAreRefused) {
     for (int j = 1; j < 9; ++j) bomb += ", " + prev;
     bomb += "]\n";
   }
-  expectHas(errorFor(std::string(kHarnessCase) + bomb), {"more than 100000 values once its aliases", "without"});
+  expectHas(errorFor(std::string(kHarnessCase) + bomb),
+            {"more than 100000 values (its aliases, *name, expanded)", "without"});
   std::string deep = "deep: ";
   for (int i = 0; i < 70; ++i) deep += "[";
   for (int i = 0; i < 70; ++i) deep += "]";
   expectHas(errorFor(std::string(kHarnessCase) + deep + "\n"), {"more than 64 levels"});
+}
+
+// A case file of endless bytes (/dev/zero, a pipe that never ends, a
+// generated file of gigabytes) was read whole: 22.6 GB in 60 s (probe 23).
+// Read up to 4 MiB and refused past it; a case given through a pipe works.
+TEST_F(CaseConfigTest, AnEndlessOrHugeCaseFileIsRefusedWithoutReadingItWhole) {
+  std::string message;
+  try {
+    loadCase("/dev/zero");
+  } catch (const BadInputError& e) {
+    message = e.what();
+  }
+  expectHas(message, {"/dev/zero: the case file is larger than 4 MiB", "this is no regular file", "--config"});
 }
 
 // A "\0" in a quoted string was accepted and cut the value where a system

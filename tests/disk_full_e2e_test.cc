@@ -110,12 +110,16 @@ TEST_F(DiskFull, AFileSystemThatFillsWhileTheTrialsRunEndsTheRunWithTheCommandTh
   std::string out;
   EXPECT_EQ(inSandbox(mount, 24 << 20,
                       shrink(work, dir_.path() / "repro.tar.gz") + "; echo status=$?; find " + work.string() +
-                          " -name \"*.tmp\" -size 0",
+                          " -name \"*.tmp\" -size 0; echo trial directories left: $(ls -A " + work.string() +
+                          "/trials 2>/dev/null | wc -l)",
                       &out),
             0);
   EXPECT_NE(out.find("status=4"), std::string::npos) << out;
   EXPECT_NE(out.find("error: no space left on the file system of " + work.string() + " ("), std::string::npos) << out;
   EXPECT_NE(out.find("KB free) when trial 1 failed ("), std::string::npos) << out;
+  // The round's trial directories go with it: the disk it said was full
+  // kept their outputs (probe 23: 20 MB, the file system still full).
+  EXPECT_NE(out.find("trial directories left: 0"), std::string::npos) << out;
   EXPECT_NE(out.find("; then to go on from here (the trials so far are replayed, not run again): "), std::string::npos)
       << out;
   EXPECT_NE(out.find(" shrink --config " + (dir_.path() / "case.yaml").string()), std::string::npos) << out;
@@ -123,6 +127,25 @@ TEST_F(DiskFull, AFileSystemThatFillsWhileTheTrialsRunEndsTheRunWithTheCommandTh
   EXPECT_EQ(out.find("failure section"), std::string::npos) << out;
   EXPECT_EQ(out.find("nothing to reduce"), std::string::npos) << out;
   EXPECT_EQ(out.find(".tmp\n"), std::string::npos) << "an empty temporary file was left: " << out;
+}
+
+// A zero-config start whose work directory's file system is full: its
+// case.yaml cannot be written, which is a full disk (exit 4), not a path
+// this user may not write (exit 2: probe 23, the --resume line after a
+// full disk sent the user to fix rights).
+TEST_F(DiskFull, AZeroConfigCaseThatCannotBeWrittenOnAFullDiskIsAFullDisk) {
+  const fs::path mount = dir_.path() / "small", work = mount / "w";
+  std::string out;
+  EXPECT_EQ(inSandbox(mount, 64 << 10,
+                      "mkdir -p " + work.string() + " && head -c 10000000 /dev/zero > " + mount.string() +
+                          "/filler 2>/dev/null; cd " + dir_.path().string() + " && " + MINREPRO_BINARY +
+                          " shrink --batch batch.pt --work-dir " + work.string() + " -- " + testing::python() +
+                          " step.py {batch}; echo status=$?",
+                      &out),
+            0);
+  EXPECT_NE(out.find("status=4"), std::string::npos) << out;
+  EXPECT_NE(out.find("no space left on the file system of " + work.string()), std::string::npos) << out;
+  EXPECT_EQ(out.find("may write"), std::string::npos) << out;
 }
 
 TEST_F(DiskFull, AnArchiveThatCannotBeWrittenLeavesNothingAndTheCommandItGivesWritesIt) {

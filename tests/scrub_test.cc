@@ -61,6 +61,15 @@ TEST(Report, RawHtmlAndBidiControlsFromTheFailureAreInert) {
   EXPECT_EQ(withoutRawHtml("x\xc2\x9b"
                            "2J \xd8\x9c\n"),
             "x[U+009B]2J [U+061C]\n");
+  // The same control as a raw 8-bit byte, no UTF-8 at all (probe 23), and
+  // a stray continuation byte: bytes, not characters; valid ones stay.
+  EXPECT_EQ(text::printable("x\x9b"
+                            "2J\x9d"
+                            "0;t\x9c \x80 \xe2\x86\x92 \xe2\x86"),
+            "x\\x9b2J\\x9d0;t\\x9c \\x80 \xe2\x86\x92 \\xe2\\x86");
+  EXPECT_EQ(withoutRawHtml("x\x9b"
+                           "2J \xe2\x86\x92\n"),
+            "x[byte 0x9B]2J \xe2\x86\x92\n");
   // Invisible and line-breaking ones (probe 22): a zero-width space, the line
   // separator, a byte-order mark, a tag character.
   EXPECT_EQ(text::printable("a\xe2\x80\x8b"
@@ -159,6 +168,13 @@ TEST(Scrub, KnownTokenShapesAndEmailAddressesGo) {
             "could not connect to postgres://admin:<secret:basic-auth-url>@db:5432/runs");
   EXPECT_EQ(scrubText("could not connect to postgres://admin:p@ss@word@db:5432/runs", c),
             "could not connect to postgres://admin:<secret:basic-auth-url>@db:5432/runs");
+  // '/', '?' and '#' written unencoded in the password (probe 23: all of it
+  // was kept, the end taken for an e-mail address); a later '@' in the
+  // query is not the password's (the host and path stay).
+  EXPECT_EQ(scrubText("could not connect to postgres://admin:Hx#4kz/Qw9?Lm2@db.internal:5432/x", c),
+            "could not connect to postgres://admin:<secret:basic-auth-url>@db.internal:5432/x");
+  EXPECT_EQ(scrubText("GET https://u:pw9x@host/p?next=a@b.example", c),
+            "GET https://u:<secret:basic-auth-url>@host/p?next=<email>");
   EXPECT_EQ(scrubText("401 Client Error; request headers {'Authorization': 'Bearer 7f3a9c0d1e2b4a6f8c9d'}", c),
             "401 Client Error; request headers {'Authorization': 'Bearer <secret:authorization-header>'}");
   EXPECT_EQ(scrubText("sent Authorization: Basic YWxpY2U6c2VjcmV0 to the proxy", c),
@@ -608,15 +624,21 @@ TEST(ReproPy, AMessageWithBackslashesAndQuotesStillCompiles) {
   config.command = CommandTrial{{"python3", "step.py", "{batch}"}, {}, {}};
   FailureSignature signature;
   signature.family = FailureFamily::IndexError;
-  signature.message = R"(cannot open C:\New\data.pt: "\xe2\x8" """)";
+  // A byte that is no UTF-8 (a raw 8-bit CSI a step wrote to stderr) made
+  // repro.py "Non-UTF-8 code" (probe 23): the archive did not reproduce.
+  signature.message = std::string(R"(cannot open C:\New\data.pt: "\xe2\x8" """ )") + "\x9b" + "2J \xc3\xa9";
   testing::TempDir dir;
   testing::writeFile(dir.path() / "repro.py", renderReproPy(config, signature));
   std::string out;
-  EXPECT_EQ(testing::runCommand(testing::python() + " -c \"import ast, sys; ast.parse(open(sys.argv[1]).read())\" " +
+  // Compiled as Python compiles a file: from its bytes.
+  EXPECT_EQ(testing::runCommand(testing::python() +
+                                    " -c \"import sys; compile(open(sys.argv[1], 'rb').read(), "
+                                    "sys.argv[1], 'exec')\" " +
                                     (dir.path() / "repro.py").string() + " 2>&1",
                                 &out),
             0)
       << out << renderReproPy(config, signature);
+  EXPECT_NE(renderReproPy(config, signature).find("\\\\x9b2J \xc3\xa9"), std::string::npos);
 }
 
 }  // namespace

@@ -579,6 +579,10 @@ TEST(VerifyHostile, AnInterruptedVerifyEndsWith130AndLeavesNothingExtracted) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << status << ": " << testing::readFile(log);
   EXPECT_NE(testing::readFile(log).find("interrupted: the running repro.py was stopped"), std::string::npos)
       << testing::readFile(log);
+  // Its own words, not shrink's "the best case so far is written next" (probe 23).
+  EXPECT_NE(testing::readFile(log).find("signal received: ending the running run; no verdict is given"),
+            std::string::npos)
+      << testing::readFile(log);
   EXPECT_TRUE(fs::is_empty(tmp)) << "the extracted archive was left in TMPDIR";
 }
 
@@ -642,6 +646,9 @@ TEST(VerifyHostile, AStrangersRunHasNoCapabilityNoScratchNoHostSocketNoTokenAndN
   fs::create_directories(home.path() / ".aws");
   testing::writeFile(home.path() / ".aws" / "credentials", "aws_secret_access_key = x\n");
   testing::writeFile(home.path() / ".netrc", "machine h login u password p\n");
+  fs::create_directories(home.path() / ".config" / "pip");  // probe 23: an index URL's password
+  testing::writeFile(home.path() / ".config" / "pip" / "pip.conf", "[global]\nindex-url = https://u:p@i/simple\n");
+  testing::writeFile(home.path() / ".bash_history", "export HF_TOKEN=hf_x\n");
   const fs::path extracted = scratch.path() / "case", run = scratch.path() / "run-1";
   fs::create_directories(extracted);
   fs::create_directories(run);
@@ -663,8 +670,11 @@ TEST(VerifyHostile, AStrangersRunHasNoCapabilityNoScratchNoHostSocketNoTokenAndN
                    "echo vars: ${MR_PROBE_FLAG:-unset} ${MR_PROBE_API_TOKEN:-unset} ${MR_GIVEN:-unset}; "
                    "head -c 300000000 /dev/zero > big 2>/dev/null; echo big: $(stat -c %s big); rm big; "
                    "echo credentials: $(cat /etc/shadow " +
-                   (home.path() / ".aws/credentials").string() + " " + (home.path() / ".netrc").string() +
+                   (home.path() / ".aws/credentials").string() + " " + (home.path() / ".netrc").string() + " " +
+                   (home.path() / ".config/pip/pip.conf").string() + " " + (home.path() / ".bash_history").string() +
                    " 2>/dev/null | wc -c); "
+                   // Each tmpfs has a size (probe 23: /tmp and /dev/shm were half the RAM each).
+                   "echo sized: $(df -k --output=size /tmp /dev/shm /run | tail -n +2 | tr -s ' ' | tr '\\n' ' '); "
                    "echo keys: $(cat " +
                    (config.path() / "minrepro").string() + "/* " + home_key_dir + "/* 2>/dev/null | wc -c)"};
   spec.env_set = {{"MR_GIVEN", "given"}};
@@ -681,7 +691,7 @@ TEST(VerifyHostile, AStrangersRunHasNoCapabilityNoScratchNoHostSocketNoTokenAndN
   setenv("HOME", real_home.c_str(), 1);
   EXPECT_EQ(out.stdout_text,
             "CapEff:\t0000000000000000\nwrote-own\nrun: 0\nvars: unset unset given\nbig: 268435456\n"
-            "credentials: 0\nkeys: 0\n")
+            "credentials: 0\nsized: 1048576 1048576 1024\nkeys: 0\n")
       << out.stderr_text;
   // Under /tmp the link went to the sandbox's own tmpfs, elsewhere nowhere.
   EXPECT_FALSE(fs::exists(fs::symlink_status(scratch.path() / "run-2")));

@@ -137,9 +137,16 @@ const std::vector<fs::path>& ownLibraryDirs() {
 std::vector<fs::path> credentialPaths() {
   std::vector<fs::path> paths{"/etc/shadow", "/etc/gshadow"};
   for (const fs::path& home : userHomes())
-    for (const char* place : {".ssh", ".aws", ".azure", ".gnupg", ".docker", ".kube", ".netrc", ".git-credentials",
-                              ".pypirc", ".npmrc", ".config/gcloud", ".config/gh", ".huggingface",
-                              ".cache/huggingface/token", ".config/rclone", ".s3cfg", ".pgpass", ".my.cnf"})
+    for (const char* place :
+         {".ssh", ".aws", ".azure", ".gnupg", ".docker", ".kube", ".netrc", ".git-credentials", ".pypirc", ".npmrc",
+          ".config/gcloud", ".config/gh", ".huggingface", ".cache/huggingface/token", ".config/rclone", ".s3cfg",
+          ".pgpass", ".my.cnf",
+          // package indexes' credentials (pip's index URLs, Maven, Cargo), API keys, a vault's token
+          ".pip", ".config/pip", ".m2", ".cargo/credentials", ".cargo/credentials.toml", ".kaggle", ".vault-token",
+          ".config/wandb", ".netrc-wandb", ".databrickscfg", ".terraform.d", ".config/hub",
+          // browsers' profiles (cookies, saved passwords) and shells' histories (a token typed once)
+          ".mozilla", ".config/chromium", ".config/google-chrome", ".bash_history", ".zsh_history", ".python_history",
+          ".psql_history", ".mysql_history"})
       paths.push_back(home / place);
   return paths;
 }
@@ -261,13 +268,21 @@ TrialOutcome SandboxedExecutor::run(const TrialSpec& spec) {
                     "--dev",
                     "/dev",
                     "--proc",
-                    "/proc",
-                    "--tmpfs",
-                    "/tmp"};
+                    "/proc"};
+  // Every tmpfs is the machine's memory: each has a size (unsized, /tmp and
+  // /dev/shm took half the RAM each, and a run filled them). A step's
+  // temporary files and a DataLoader's shared tensors fit in 1 GiB.
+  const auto tmpfs = [&](const std::string& place, const char* size) {
+    sandboxed.argv.insert(sandboxed.argv.end(), {"--size", size, "--tmpfs", place});
+  };
+  constexpr const char* kScratchSize = "1073741824";
+  constexpr const char* kEmptySize = "1048576";
+  tmpfs("/dev/shm", kScratchSize);
+  tmpfs("/tmp", kScratchSize);
   std::error_code ec;
   // The host's daemons listen on sockets under /run (docker, D-Bus, the
   // user's agents): a network namespace does not stop connect() on a file.
-  if (fs::is_directory("/run", ec)) sandboxed.argv.insert(sandboxed.argv.end(), {"--tmpfs", "/run"});
+  if (fs::is_directory("/run", ec)) tmpfs("/run", kEmptySize);
   for (const fs::path& p : tmpPathsToBind(spec)) {
     // A link is made again as the link it is: bound, its target's relative
     // links (a dist-packages' "../../x86_64-linux-gnu/...") would climb
@@ -278,12 +293,12 @@ TrialOutcome SandboxedExecutor::run(const TrialSpec& spec) {
       sandboxed.argv.insert(sandboxed.argv.end(), {"--ro-bind", p.string(), p.string()});
   }
   for (const fs::path& dir : hidden_)
-    if (fs::is_directory(dir, ec)) sandboxed.argv.insert(sandboxed.argv.end(), {"--tmpfs", dir.string()});
+    if (fs::is_directory(dir, ec)) tmpfs(dir.string(), kEmptySize);
   for (const fs::path& named : credentialPaths()) {
     const fs::path place = fs::canonical(named, ec);  // a link's target is what a run would read
     if (ec) continue;
     if (fs::is_directory(place, ec))
-      sandboxed.argv.insert(sandboxed.argv.end(), {"--tmpfs", place.string()});
+      tmpfs(place.string(), kEmptySize);
     else if (fs::is_regular_file(place, ec))
       sandboxed.argv.insert(sandboxed.argv.end(), {"--ro-bind", "/dev/null", place.string()});
   }

@@ -371,6 +371,19 @@ std::string withoutRawHtml(const std::string& markdown) {
         i += bidi - 1;
         continue;
       }
+      if (static_cast<unsigned char>(line[i]) >= 0x80) {  // a character, or a byte that is no UTF-8
+        const std::size_t n = text::utf8SequenceAt(line, i);
+        if (n == 0) {
+          char buffer[16];
+          std::snprintf(buffer, sizeof buffer, "[byte 0x%02X]",
+                        static_cast<unsigned>(static_cast<unsigned char>(line[i])));
+          out += buffer;
+          continue;
+        }
+        out.append(line, i, n);
+        i += n - 1;
+        continue;
+      }
       if (line[i] == '`' && !block && fence == 0 && escapedAt(line, i)) {
         out += '`';  // "\`" outside a code span is a backtick, not a span's start (CommonMark)
         continue;
@@ -559,10 +572,24 @@ std::string reproCommand(const CaseConfig& config) {
 
 // Text for a Python docstring: a backslash in the message (a Windows path,
 // "\N", a byte written "\xe2") would be an escape, a malformed one a
-// SyntaxError that stops repro.py before it reproduces anything.
+// SyntaxError that stops repro.py before it reproduces anything; so would
+// a byte that is no UTF-8 ("Non-UTF-8 code"), written "\xNN" instead.
 static std::string docstringText(const std::string& text) {
   std::string out;
-  for (const char c : text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      const std::size_t n = text::utf8SequenceAt(text, i);
+      if (n == 0) {
+        char buffer[8];
+        std::snprintf(buffer, sizeof buffer, "\\\\x%02x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+        out += buffer;
+        continue;
+      }
+      out.append(text, i, n);
+      i += n - 1;
+      continue;
+    }
     if (c == '\\') out += '\\';
     out += c == '"' ? std::string("\\\"") : std::string(1, c);
   }
