@@ -354,6 +354,8 @@ TEST_F(CaptureStep, TheDecoratedFunctionIsTheTrialAndItsBranchSwitchesOff) {
   EXPECT_TRUE(has(text, R"(  trial: "the step itself: the decorated function __main__.decorated_step")")) << text;
   EXPECT_TRUE(has(text, "  family: index-error")) << text;
   EXPECT_TRUE(has(text, R"(name: "cfg.token_dropout")")) << text;
+  // No step numbers given: not "none" completed (a new user's report), the count.
+  EXPECT_TRUE(has(text, R"x(last_completed_step: "unknown (not given; 3 steps completed before this one)")x")) << text;
   // The step as the trial defines it: the user's function from the user's
   // file, without capture's decorator (its file had been capture's own,
   // whose lines tracebacks then quoted and the archive carried).

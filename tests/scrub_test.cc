@@ -70,6 +70,10 @@ TEST(Report, RawHtmlAndBidiControlsFromTheFailureAreInert) {
   EXPECT_EQ(withoutRawHtml("x\x9b"
                            "2J \xe2\x86\x92\n"),
             "x[byte 0x9B]2J \xe2\x86\x92\n");
+  // ESC and the other C0 controls but the tab (probe 24: a file name's
+  // ESC [2J in a kept sample's entry cleared the screen).
+  EXPECT_EQ(withoutRawHtml("- Kept sample 5 in `names`: `'f\x1b[2Jx\a\tz'`\n"),
+            "- Kept sample 5 in `names`: `'f[byte 0x1B][2Jx[byte 0x07]\tz'`\n");
   // Invisible and line-breaking ones (probe 22): a zero-width space, the line
   // separator, a byte-order mark, a tag character.
   EXPECT_EQ(text::printable("a\xe2\x80\x8b"

@@ -337,6 +337,10 @@ TEST(Verify, ManifestRoundTrips) {
   EXPECT_EQ(back.signature.family, m.signature.family);
   EXPECT_EQ(back.signature.op, m.signature.op);
   EXPECT_EQ(back.signature.message, m.signature.message);
+  // A recorded message of a megabyte (a changed archive: verify normalized
+  // it for 72 s, deaf to Ctrl-C; probe 24) is read as its first 16 KiB.
+  EXPECT_EQ(parseManifest("family: index-error\nmessage: " + std::string(1 << 20, 'a') + "\n", "x").signature.message,
+            std::string(16 * 1024, 'a'));
   EXPECT_TRUE(back.compare_operator);
   EXPECT_EQ(back.processed, 7);
   EXPECT_THROW(parseManifest("family: index-error\nprocessed: -1\n", "x"), BadInputError);
@@ -649,6 +653,8 @@ TEST(VerifyHostile, AStrangersRunHasNoCapabilityNoScratchNoHostSocketNoTokenAndN
   fs::create_directories(home.path() / ".config" / "pip");  // probe 23: an index URL's password
   testing::writeFile(home.path() / ".config" / "pip" / "pip.conf", "[global]\nindex-url = https://u:p@i/simple\n");
   testing::writeFile(home.path() / ".bash_history", "export HF_TOKEN=hf_x\n");
+  fs::create_directories(home.path() / ".config" / "git");  // probe 24: git's second store
+  testing::writeFile(home.path() / ".config" / "git" / "credentials", "https://u:p@github.com\n");
   const fs::path extracted = scratch.path() / "case", run = scratch.path() / "run-1";
   fs::create_directories(extracted);
   fs::create_directories(run);
@@ -672,6 +678,7 @@ TEST(VerifyHostile, AStrangersRunHasNoCapabilityNoScratchNoHostSocketNoTokenAndN
                    "echo credentials: $(cat /etc/shadow " +
                    (home.path() / ".aws/credentials").string() + " " + (home.path() / ".netrc").string() + " " +
                    (home.path() / ".config/pip/pip.conf").string() + " " + (home.path() / ".bash_history").string() +
+                   " " + (home.path() / ".config/git/credentials").string() + " /etc/shadow-" +
                    " 2>/dev/null | wc -c); "
                    // Each tmpfs has a size (probe 23: /tmp and /dev/shm were half the RAM each).
                    "echo sized: $(df -k --output=size /tmp /dev/shm /run | tail -n +2 | tr -s ' ' | tr '\\n' ' '); "

@@ -135,18 +135,22 @@ const std::vector<fs::path>& ownLibraryDirs() {
 // user's home, the keys and tokens of ssh, the clouds, the registries and
 // the hubs. Hidden when they exist: an empty file or directory instead.
 std::vector<fs::path> credentialPaths() {
-  std::vector<fs::path> paths{"/etc/shadow", "/etc/gshadow"};
+  std::vector<fs::path> paths{"/etc/shadow",   "/etc/gshadow",          "/etc/shadow-",
+                              "/etc/gshadow-", "/etc/security/opasswd", "/var/cache/debconf/passwords.dat"};
   for (const fs::path& home : userHomes())
     for (const char* place :
          {".ssh", ".aws", ".azure", ".gnupg", ".docker", ".kube", ".netrc", ".git-credentials", ".pypirc", ".npmrc",
           ".config/gcloud", ".config/gh", ".huggingface", ".cache/huggingface/token", ".config/rclone", ".s3cfg",
           ".pgpass", ".my.cnf",
-          // package indexes' credentials (pip's index URLs, Maven, Cargo), API keys, a vault's token
-          ".pip", ".config/pip", ".m2", ".cargo/credentials", ".cargo/credentials.toml", ".kaggle", ".vault-token",
-          ".config/wandb", ".netrc-wandb", ".databrickscfg", ".terraform.d", ".config/hub",
+          // package indexes' credentials (pip's index URLs, Maven, Gradle, Cargo), API keys, a vault's token
+          ".pip", ".config/pip", ".m2", ".cargo/credentials", ".cargo/credentials.toml", ".cargo/config.toml",
+          ".cargo/config", ".kaggle", ".vault-token", ".config/wandb", ".netrc-wandb", ".databrickscfg", ".terraform.d",
+          ".config/hub", ".config/git/credentials", ".gradle/gradle.properties", ".boto", ".dockercfg", ".oci",
+          ".minikube", ".config/doctl", ".yarnrc", ".env", ".password-store", ".local/share/keyrings",
           // browsers' profiles (cookies, saved passwords) and shells' histories (a token typed once)
-          ".mozilla", ".config/chromium", ".config/google-chrome", ".bash_history", ".zsh_history", ".python_history",
-          ".psql_history", ".mysql_history"})
+          ".mozilla", ".config/chromium", ".config/google-chrome", ".config/BraveSoftware", ".config/microsoft-edge",
+          ".bash_history", ".zsh_history", ".python_history", ".psql_history", ".mysql_history", ".node_repl_history",
+          ".sqlite_history", ".rediscli_history", ".lesshst"})
       paths.push_back(home / place);
   return paths;
 }

@@ -371,6 +371,14 @@ std::string withoutRawHtml(const std::string& markdown) {
         i += bidi - 1;
         continue;
       }
+      if (const auto byte = static_cast<unsigned char>(line[i]); (byte < 0x20 && byte != '\t') || byte == 0x7f) {
+        // ESC, BEL, '\r', DEL: a kept sample's entry or a name quoted as it is (probe 24: ESC [2J
+        // from a file name cleared the screen of whoever ran `cat REPORT.md`).
+        char buffer[16];
+        std::snprintf(buffer, sizeof buffer, "[byte 0x%02X]", static_cast<unsigned>(byte));
+        out += buffer;
+        continue;
+      }
       if (static_cast<unsigned char>(line[i]) >= 0x80) {  // a character, or a byte that is no UTF-8
         const std::size_t n = text::utf8SequenceAt(line, i);
         if (n == 0) {

@@ -126,13 +126,16 @@ std::vector<SampleValues> perSampleIntegers(const CaseConfig& config, const Batc
     } else if (t.sample_axis == 0 && t.shape[0] > 0 && numel <= (std::size_t{1} << 22)) {
       const std::size_t row = numel / static_cast<std::size_t>(t.shape[0]);
       const std::vector<std::int64_t> values = batch.integerValues(t.name, numel);
-      if (t.dtype != "bool") {
+      const bool mask = t.dtype == "bool" || t.name == config.sequence.mask;
+      if (!mask) {
         out.push_back({t.name, values, row});
         continue;
       }
       // A mask: how much of each sample it marks (a series whose whole
-      // window is unobserved sums to 0, the rest to 39..47).
-      SampleValues marked{t.name + " (true per sample)", {}, 1};
+      // window is unobserved sums to 0, the rest to 39..47; an attention
+      // mask's count is the sample's length: the one caption longer than a
+      // position table holds 18 against at most 10).
+      SampleValues marked{t.name + (t.dtype == "bool" ? " (true per sample)" : " (ones per sample)"), {}, 1};
       for (std::size_t at = 0; at + row <= values.size(); at += row)
         marked.values.push_back(std::accumulate(values.begin() + static_cast<std::ptrdiff_t>(at),
                                                 values.begin() + static_cast<std::ptrdiff_t>(at + row),

@@ -62,7 +62,7 @@ __all__ = ["capture", "DEVICE_ASSERT_EXIT_CODE", "backend_of", "CaptureInfo"]
 # Exit status after a device-side assert (distinct from Python's 1 and from signals).
 DEVICE_ASSERT_EXIT_CODE = 87
 
-_state = {"captured": False, "last_completed_step": None}
+_state = {"captured": False, "last_completed_step": None, "completed": 0}
 
 _DEVICE_ASSERT_MARKERS = ("device-side assert", "hipErrorAssert", "cudaErrorAssert",
                           "device-side assertion")
@@ -122,6 +122,7 @@ def _claim_directory(out_dir):
 def _reset_for_tests():
     _state["captured"] = False
     _state["last_completed_step"] = None
+    _state["completed"] = 0
 
 
 def is_device_assert(exc):
@@ -285,6 +286,7 @@ class capture:
     def __exit__(self, exc_type, exc, tb):
         entry, self._entry = self._entry, None  # no frame outlives the step
         if exc_type is None:
+            _state["completed"] += 1
             if self.step is not None:
                 _state["last_completed_step"] = self.step
             return False
@@ -498,6 +500,9 @@ class capture:
         last_done = self.last_completed_step
         if last_done is None:
             last_done = _state["last_completed_step"]
+        if last_done is None and _state["completed"]:
+            # Steps completed without numbers (a decorator given no step): "none" would say this was the first.
+            last_done = "unknown (not given; %d steps completed before this one)" % _state["completed"]
         ctx.append(("last_completed_step", "none" if last_done is None else last_done))
         ctx.append(("revision", _git_revision() or "unknown (not in a git repository)"))
         ctx.append(("python", platform.python_version()))
