@@ -564,9 +564,6 @@ bool TorchBatchStore::planShared(const std::vector<std::size_t>& group, const st
   return true;
 }
 
-// A storage shared by several tensors of the original stays one storage;
-// a tensor alone on its storage is cut a slab at a time, or, when only its
-// values change, edited in a copy of its storage.
 // A batch padded to its longest sample (a collate that pads each batch as
 // far as it needs) stays so: a candidate's sequence axes end where its
 // longest kept sample does, as the collate would have made that batch.
@@ -588,6 +585,9 @@ Selection TorchBatchStore::collated(const Selection& selection) const {
   return out;
 }
 
+// A storage shared by several tensors of the original stays one storage;
+// a tensor alone on its storage is cut a slab at a time, or, when only its
+// values change, edited in a copy of its storage.
 CandidatePlan TorchBatchStore::plan(const Selection& given) const {
   const Selection selection = collated(given);  // the file, the fork server's child and the checks alike
   CandidatePlan p;
