@@ -171,6 +171,26 @@ TEST_F(DiskFull, AnArchiveThatCannotBeWrittenLeavesNothingAndTheCommandItGivesWr
   EXPECT_NE(out.rfind("repro.tar.gz"), out.find("repro.tar.gz")) << out;
 }
 
+// verify extracts the archive under TMPDIR: when that is full, the full
+// place is named (exit 4) and the archive is not blamed (it said "cannot
+// write 'repro.py' (disk full?)", exit 2, "Only archives made by minrepro
+// shrink can be verified"); nothing half-extracted is left there.
+TEST_F(DiskFull, AFullTemporaryDirectoryIsNamedByVerifyNotBlamedOnTheArchive) {
+  writeCase("");
+  const fs::path work = dir_.path() / "w", output = dir_.path() / "repro.tar.gz", mount = dir_.path() / "tmp";
+  std::string out;
+  ASSERT_EQ(runCommand(shrink(work, output) + " 2>&1", &out), 0) << out;
+  const std::string script = "head -c 10000000 /dev/zero > " + mount.string() + "/filler 2>/dev/null; TMPDIR=" +
+                             mount.string() + " " + MINREPRO_BINARY + " verify " + output.string() +
+                             " --sandbox off; echo status=$?; ls -A " + mount.string();
+  EXPECT_EQ(inSandbox(mount, 64 << 10, script, &out), 0);
+  EXPECT_NE(out.find("status=4"), std::string::npos) << out;
+  EXPECT_NE(out.find("no space left on the file system of " + mount.string() + " ("), std::string::npos) << out;
+  EXPECT_NE(out.find("set TMPDIR to a directory with room"), std::string::npos) << out;
+  EXPECT_EQ(out.find("Only archives made by minrepro"), std::string::npos) << out;
+  EXPECT_NE(out.find("status=4\nfiller\n"), std::string::npos) << "a half-extracted archive was left: " << out;
+}
+
 // What a run killed while writing left (a half-written archive, best/'s
 // temporary batch, an empty REPORT.html.tmp) the next run in the same place
 // removes; an archive another living process is writing it leaves alone.

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <random>
@@ -197,6 +198,19 @@ bool madeByMinrepro(const fs::path& file) {
   return false;
 }
 
+namespace {
+
+// The archive is not at fault when the extraction's own disk is full (a
+// TMPDIR on a small tmpfs): said as a full disk, exit 4, not as a refusal.
+[[noreturn]] void throwExtractionFull(const fs::path& archive, const fs::path& dir, const fs::path& rel) {
+  const fs::path tmp = fs::temp_directory_path();
+  const auto [end, _] = std::mismatch(tmp.begin(), tmp.end(), dir.begin(), dir.end());
+  throw DiskFullError(end == tmp.end() ? tmp : dir.parent_path(), "extracting '" + rel.string() + "' of " + archive.string(),
+                      "free space there, or set TMPDIR to a directory with room");
+}
+
+}  // namespace
+
 std::vector<std::string> extractArchive(const fs::path& archive, const fs::path& dir, std::size_t max_entry_bytes,
                                         std::uint64_t max_total_bytes, std::size_t max_entries) {
   if (!fs::is_regular_file(archive))
@@ -223,7 +237,10 @@ std::vector<std::string> extractArchive(const fs::path& archive, const fs::path&
       std::error_code ec;
       fs::create_directories(target.parent_path(), ec);
       std::ofstream out(target, std::ios::binary | std::ios::trunc);
-      if (ec || !out) throw BadInputError(archive.string() + ": cannot extract '" + rel.string() + "'");
+      if (ec || !out) {
+        if (ec.value() == ENOSPC || errno == ENOSPC || errno == EDQUOT) throwExtractionFull(archive, dir, rel);
+        throw BadInputError(archive.string() + ": cannot extract '" + rel.string() + "'");
+      }
       // Streamed: one buffer in memory, whatever the entry's size; the caps
       // count the bytes really written, not only what the header declared.
       std::uint64_t written = 0;
@@ -235,7 +252,10 @@ std::vector<std::string> extractArchive(const fs::path& archive, const fs::path&
           throw BadInputError(archive.string() + ": refused: '" + rel.string() + "' holds more than its header said");
         out.write(buffer.data(), n);
       }
-      if (!out.flush()) throw BadInputError(archive.string() + ": cannot write '" + rel.string() + "' (disk full?)");
+      if (!out.flush()) {
+        if (errno == ENOSPC || errno == EDQUOT) throwExtractionFull(archive, dir, rel);
+        throw BadInputError(archive.string() + ": cannot write '" + rel.string() + "'");
+      }
       fs::permissions(target, (archive_entry_perm(entry) & 0100) ? fs::perms(0755) : fs::perms(0644));
       names.push_back(rel.string());
     }
@@ -245,6 +265,10 @@ std::vector<std::string> extractArchive(const fs::path& archive, const fs::path&
     throw BadInputError(std::string(e.what()) +
                         "; nothing was extracted. Only archives made by minrepro shrink "
                         "can be verified");
+  } catch (const DiskFullError&) {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    throw;
   }
   return names;
 }
