@@ -210,6 +210,9 @@ TEST(Scrub, KnownTokenShapesAndEmailAddressesGo) {
             "12345 bad",
             "12345"},
            {"redis://:R3disPass88@cache:6379 down", "R3disPass88"},
+           // Probe 24: characters no URL may hold unencoded, which passwords do.
+           {"postgres://admin:Pa<ss>w0rd{x}|^@db:5432/x failed", "w0rd"},
+           {"postgres://admin:Hx#4<kz>/Qw9@db:5432/x failed", "Qw9"},
            {"post to https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX failed",
             "XXXXXXXXXXXXXXXXXXXXXXXX"},
            // Probe 21: Slack's session cookie, and an Entra ID client secret whose

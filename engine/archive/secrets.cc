@@ -149,10 +149,11 @@ const std::vector<Rule>& rules() {
     // and an '@' that should have been encoded: the host begins after the last '@' before the path.
     // First: a user part that is a token of its own (s3://AKIA...:password@bucket) would otherwise be
     // replaced first, and its placeholder's '<' and '>' end the password's match.
-    r.push_back({"basic-auth-url", re(R"((://[^:/?#\[\]@\s]*:)([^/?#\[\]\s<>]+)(@))"), 2});
+    // '<', '>', '{', '}', '|' and '^' are no URL's characters either, and passwords hold them (probe 24).
+    r.push_back({"basic-auth-url", re(R"((://[^:/?#\[\]@\s]*:)([^/?#\[\]\s]+)(@))"), 2});
     // A password with '/', '?' or '#' unencoded (which RFC 3986 forbids and people write: "Hx#4kz/Qw9?Lm2")
     // up to the first '@': the rule above ends at them, and kept the whole password (probe 23).
-    r.push_back({"basic-auth-url", re(R"((://[^:/?#\[\]@\s]*:)([^@\s<>\[\]]*[/?#][^@\s<>\[\]]*)(@))"), 2});
+    r.push_back({"basic-auth-url", re(R"((://[^:/?#\[\]@\s]*:)([^@\s\[\]]*[/?#][^@\s\[\]]*)(@))"), 2});
     r.push_back({"huggingface-access-token", re(R"(\bhf_[a-zA-Z]{34}\b)")});
     r.push_back({"huggingface-organization-api-token", re(R"(\bapi_org_[a-zA-Z]{34}\b)")});
     r.push_back(
