@@ -359,6 +359,11 @@ void runAll(const fs::path& dir, const VerifyOptions& o, VerifyResult& result, E
         const int i = static_cast<int>(is_op ? k - static_cast<std::size_t>(o.runs) : k) + 1;
         done[k] =
             is_op ? runOpOnce(dir, i, o, result.manifest, executor) : runOnce(dir, i, o, result.manifest, executor);
+        // Killed by the interruption: no outcome of its own to judge (the
+        // command gives no verdict), not "did not reproduce (cancelled)".
+        if (done[k].outcome.end == TrialEnd::Cancelled)
+          done[k].detail = (is_op ? result.manifest.op_repro + " " : std::string()) +
+                           "not judged: stopped by the interruption before it ended";
         std::lock_guard<std::mutex> lock(print);
         printRun(progress,
                  (is_op ? result.manifest.op_repro + " " : std::string("run ")) + std::to_string(i) + "/" +
