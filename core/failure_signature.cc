@@ -31,6 +31,7 @@
 #include "core/error_readers.h"
 #include "core/errors.h"
 #include "core/log_streams.h"
+#include "core/stop_asked.h"
 #include "core/text_lines.h"
 
 namespace minrepro {
@@ -371,7 +372,16 @@ bool boundedSearch(const std::string& message, const std::regex& re, const std::
       answer->set_exception(std::current_exception());
     }
   }).detach();
-  if (found.wait_for(kMaxWait) == std::future_status::ready) {
+  // In slices: a stop signal ends the wait as the interruption it is (130).
+  const auto until = std::chrono::steady_clock::now() + kMaxWait;
+  while (found.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready &&
+         std::chrono::steady_clock::now() < until)
+    if (stopAsked().load()) {
+      g_abandoned = true;
+      throw RunStopped(RunStopped::Reason::Interrupted,
+                       "interrupted while failure.message /" + text::printable(pattern) + "/ was searched");
+    }
+  if (found.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
     try {
       return found.get();
     } catch (const std::regex_error& e) {

@@ -141,7 +141,8 @@ struct SignatureMatch {
 // its own for at most 5 s, in the message's first 16 KiB: a pattern such as
 // "(a+)+b" (one in a stranger's archive) takes exponential time on
 // "aaaa...!", and kept compare and shrink busy for good, deaf to Ctrl-C.
-// Past that, BadInputError naming the pattern (exit 2). A search that
+// Past that, BadInputError naming the pattern (exit 2); a stop signal
+// during the wait ends it as RunStopped (exit 130). A search that
 // timed out goes on in its thread until the process ends:
 // abandonedRegexSearch() says the command must end with std::_Exit (its
 // destructors would pull the regex's memory from under it).

@@ -9,7 +9,6 @@ namespace minrepro {
 
 namespace {
 
-std::atomic<bool> g_stop{false};
 std::atomic<bool> g_best{false};
 std::atomic<const char*> g_said{StopOnSignals::kShrinkStops};
 
@@ -17,7 +16,7 @@ std::atomic<const char*> g_said{StopOnSignals::kShrinkStops};
 // running trials ended and the archive written, takes seconds with a
 // large batch, and silence then reads as a hang.
 extern "C" void requestStop(int) {
-  if (g_stop.exchange(true)) return;
+  if (stopAsked().exchange(true)) return;
   const char* said = g_said.load();
   [[maybe_unused]] const auto written = ::write(STDERR_FILENO, said, std::strlen(said));
 }
@@ -26,8 +25,6 @@ extern "C" void surviveBrokenPipe(int) {}
 extern "C" void requestBest(int) { g_best.store(true); }
 
 }  // namespace
-
-std::atomic<bool>& stopAsked() { return g_stop; }
 
 bool takeBestAsked() { return g_best.exchange(false); }
 
@@ -40,7 +37,7 @@ void exitOnStopSignals() {
 
 StopOnSignals::StopOnSignals(const char* said) {
   if (depth_++ == 0) {
-    g_stop.store(false);
+    stopAsked().store(false);
     g_said.store(said);
   }
   struct sigaction stop {

@@ -10,10 +10,10 @@
 #include <atomic>
 #include <csignal>
 
+#include "core/stop_asked.h"  // set by SIGINT, SIGTERM and SIGHUP; the oracle and the archive step read it
+
 namespace minrepro {
 
-// Set by SIGINT, SIGTERM and SIGHUP; the oracle and the archive step read it.
-std::atomic<bool>& stopAsked();
 
 // Whether SIGUSR1 came since the last call (and clears it).
 bool takeBestAsked();

@@ -70,6 +70,19 @@ TEST_F(BadInput, AMessagePatternThatBacktracksWithoutEndIsRefusedNotWaitedOn) {
   EXPECT_NE(output.find("failure.message /(a+)+b/ took more than 5 s to search a message of"), std::string::npos)
       << output;
   EXPECT_NE(output.find("write it without nested quantifiers"), std::string::npos) << output;
+  // Ctrl-C a second into the search ends it as an interruption (130), not
+  // with the refusal once the 5 s are out (probe 24).
+  writeFile(dir / "step.py", "open('" + (dir / "ran").string() +
+                                 "', 'w').close()\nraise IndexError('Target 4 is out of bounds. ' + 'a' * 120 + '!')\n");
+  EXPECT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (dir / "case.yaml").string() +
+                           " --no-op-repro --work-dir " + (dir / "w2").string() + " > " + (dir / "out").string() +
+                           " 2>&1 & pid=$!; while [ ! -e " + (dir / "ran").string() +
+                           " ]; do sleep 0.05; done; sleep 1; kill -INT $pid; wait $pid; echo status=$?",
+                       &output),
+            0);
+  EXPECT_NE(output.find("status=130"), std::string::npos) << output << testing::readFile(dir / "out");
+  EXPECT_EQ(testing::readFile(dir / "out").find("took more than 5 s"), std::string::npos)
+      << testing::readFile(dir / "out");
 }
 
 TEST_F(BadInput, AnArchivePathThatIsADirectoryIsFoundBeforeTheFirstTrial) {
