@@ -14,7 +14,6 @@
 
 namespace minrepro {
 
-
 // Whether SIGUSR1 came since the last call (and clears it).
 bool takeBestAsked();
 

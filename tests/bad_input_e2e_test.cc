@@ -72,8 +72,9 @@ TEST_F(BadInput, AMessagePatternThatBacktracksWithoutEndIsRefusedNotWaitedOn) {
   EXPECT_NE(output.find("write it without nested quantifiers"), std::string::npos) << output;
   // Ctrl-C a second into the search ends it as an interruption (130), not
   // with the refusal once the 5 s are out (probe 24).
-  writeFile(dir / "step.py", "open('" + (dir / "ran").string() +
-                                 "', 'w').close()\nraise IndexError('Target 4 is out of bounds. ' + 'a' * 120 + '!')\n");
+  writeFile(dir / "step.py",
+            "open('" + (dir / "ran").string() +
+                "', 'w').close()\nraise IndexError('Target 4 is out of bounds. ' + 'a' * 120 + '!')\n");
   EXPECT_EQ(runCommand(std::string(MINREPRO_BINARY) + " shrink --config " + (dir / "case.yaml").string() +
                            " --no-op-repro --work-dir " + (dir / "w2").string() + " > " + (dir / "out").string() +
                            " 2>&1 & pid=$!; while [ ! -e " + (dir / "ran").string() +

@@ -180,9 +180,9 @@ TEST_F(DiskFull, AFullTemporaryDirectoryIsNamedByVerifyNotBlamedOnTheArchive) {
   const fs::path work = dir_.path() / "w", output = dir_.path() / "repro.tar.gz", mount = dir_.path() / "tmp";
   std::string out;
   ASSERT_EQ(runCommand(shrink(work, output) + " 2>&1", &out), 0) << out;
-  const std::string script = "head -c 10000000 /dev/zero > " + mount.string() + "/filler 2>/dev/null; TMPDIR=" +
-                             mount.string() + " " + MINREPRO_BINARY + " verify " + output.string() +
-                             " --sandbox off; echo status=$?; ls -A " + mount.string();
+  const std::string script = "head -c 10000000 /dev/zero > " + mount.string() +
+                             "/filler 2>/dev/null; TMPDIR=" + mount.string() + " " + MINREPRO_BINARY + " verify " +
+                             output.string() + " --sandbox off; echo status=$?; ls -A " + mount.string();
   EXPECT_EQ(inSandbox(mount, 64 << 10, script, &out), 0);
   EXPECT_NE(out.find("status=4"), std::string::npos) << out;
   EXPECT_NE(out.find("no space left on the file system of " + mount.string() + " ("), std::string::npos) << out;

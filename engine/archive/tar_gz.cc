@@ -205,7 +205,8 @@ namespace {
 [[noreturn]] void throwExtractionFull(const fs::path& archive, const fs::path& dir, const fs::path& rel) {
   const fs::path tmp = fs::temp_directory_path();
   const auto [end, _] = std::mismatch(tmp.begin(), tmp.end(), dir.begin(), dir.end());
-  throw DiskFullError(end == tmp.end() ? tmp : dir.parent_path(), "extracting '" + rel.string() + "' of " + archive.string(),
+  throw DiskFullError(end == tmp.end() ? tmp : dir.parent_path(),
+                      "extracting '" + rel.string() + "' of " + archive.string(),
                       "free space there, or set TMPDIR to a directory with room");
 }
 
