@@ -9,6 +9,7 @@
 
 #include "core/disk_space.h"
 #include "core/errors.h"
+#include "core/text_lines.h"
 #include "engine/archive/output_guard.h"
 #include "engine/archive/scrub.h"
 #include "engine/work_dir.h"
@@ -48,7 +49,9 @@ std::string caseArgument(const std::string& arg, const InitOptions& o) {
 
 // A line for the terminal, whose text ends up in CI logs: without secrets
 // (a token in a tensor's or the batch file's name), as the run's log lines.
-std::string onScreen(const std::string& line) { return scrubSecretsOnly(line, machineScrubContext()); }
+// Secrets scrubbed, and a name from the batch holding a control (ESC, a
+// right-to-left override) escaped: it is printed to a terminal.
+std::string onScreen(const std::string& line) { return text::printable(scrubSecretsOnly(line, machineScrubContext())); }
 
 // Written to a temp file beside it, then renamed: never half a case file.
 void writeWhole(const fs::path& file, const std::string& text) {

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "core/case_config.h"
+#include "core/text_lines.h"
 
 namespace minrepro {
 
@@ -210,9 +211,12 @@ std::vector<fs::path> commandCaseFiles(const CaseConfig& config) {
   return files;
 }
 
-std::string renderCase(const CaseConfig& config, const fs::path& dir, const std::string& batch_name,
-                       const std::string& model_name) {
+namespace {
+
+std::string renderCaseWith(const CaseConfig& config, const fs::path& dir, const std::string& batch_name,
+                           const std::string& model_name, bool escape_non_ascii) {
   YAML::Emitter out;
+  if (escape_non_ascii) out.SetOutputCharset(YAML::EscapeNonAscii);
   out << YAML::BeginMap;
   out << YAML::Key << "batch" << YAML::Value << batch_name;
   emitSamples(out, config);
@@ -223,6 +227,25 @@ std::string renderCase(const CaseConfig& config, const fs::path& dir, const std:
   out << YAML::EndMap;
   if (!out.good()) throw std::runtime_error("cannot write the case: " + out.GetLastError());
   return "# minrepro case; every key is described in configs/README.md\n" + std::string(out.c_str()) + "\n";
+}
+
+bool holdsHiddenControl(std::string_view text) {
+  for (std::size_t i = 0; i < text.size(); ++i)
+    if (text::hiddenControlAt(text, i) != 0) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string renderCase(const CaseConfig& config, const fs::path& dir, const std::string& batch_name,
+                       const std::string& model_name) {
+  std::string text = renderCaseWith(config, dir, batch_name, model_name, false);
+  // A name from the batch holding a bidirectional or other hidden control
+  // (U+202E) is shown reordered by an editor: such a case is written with
+  // every character past ASCII escaped ("\u202E"), which reads back as the
+  // same name.
+  if (holdsHiddenControl(text)) text = renderCaseWith(config, dir, batch_name, model_name, true);
+  return text;
 }
 
 }  // namespace minrepro

@@ -50,6 +50,25 @@ std::vector<TensorInfo> keptWhole(const BatchStore& batch) {
   return whole;
 }
 
+// Two failures the same way: their family, operator and message, the
+// numbers aside (each half's sizes differ: "Expected tensor to have size 47
+// ... got size 78", then 31 for the other half).
+std::string failureShape(const FailureSignature& s) {
+  return familyName(s.family) + " " + s.op + ": " + messageShape(s.message);
+}
+
+// Whether the message names the batch's size, a tensor kept whole, or the
+// first dimension of one ("got size 78 for argument #2 'targets'": joined
+// targets kept whole, in a tuple that names nothing).
+bool pointsAtTheCase(const std::string& message, const BatchStore& batch) {
+  if (namesNumber(message, batch.sampleCount())) return true;
+  for (const TensorInfo& t : keptWhole(batch))
+    if (namesWord(message, t.name) ||
+        (!t.shape.empty() && t.shape.front() > 1 && namesNumber(message, t.shape.front())))
+      return true;
+  return false;
+}
+
 }  // namespace
 
 void checkHarnessKeys(const CaseConfig& config, const BatchStore& batch) {
@@ -133,14 +152,14 @@ void checkHalves(const BatchStore& batch, TrialOracle& oracle, const Selection& 
   std::set_difference(all.samples.begin(), all.samples.end(), first.samples.begin(), first.samples.end(),
                       std::back_inserter(second.samples));
   std::optional<FailureSignature> seen;
+  bool points_at_case = false;
   for (const Selection* half : {&first, &second}) {
     if (oracle.interesting(*half)) return;  // the batch reduces
     const std::optional<FailureSignature> other = oracle.otherFailureOf(*half);
-    if (!other || (seen && seen->summary() != other->summary())) return;
+    if (!other || (seen && failureShape(*seen) != failureShape(*other))) return;
     seen = other;
+    points_at_case = points_at_case || pointsAtTheCase(other->message, batch);
   }
-  bool points_at_case = namesNumber(seen->message, batch.sampleCount());
-  for (const TensorInfo& t : keptWhole(batch)) points_at_case = points_at_case || namesWord(seen->message, t.name);
   if (!points_at_case) {
     log.detail("both halves of the batch fail another way (" + seen->summary() +
                "), which names neither the batch's size nor a tensor kept whole: searching on");
@@ -162,8 +181,8 @@ std::optional<std::string> OtherFailureWatch::add(bool accepted, const FailureSi
     return std::nullopt;
   }
   ++others_;
-  streak_ = last.summary() == streak_signature_ ? streak_ + 1 : 1;
-  streak_signature_ = last.summary();
+  streak_ = failureShape(last) == streak_signature_ ? streak_ + 1 : 1;
+  streak_signature_ = failureShape(last);
   if (streak_ >= kSameOtherStreak)
     return "the last " + std::to_string(streak_) + " candidates all failed another way, the same way, and none " +
            "failed as the original did";

@@ -199,25 +199,42 @@ const at::Tensor* perSampleTensor(const NamedTensors& b, const InferredCase& c, 
 bool perSampleInteger(const at::Tensor& t, std::int64_t n) { return t.dim() == 1 && t.size(0) == n && isInteger(t); }
 
 // Sample ids: a per-sample integer tensor named like them, one unique value
-// per sample; the usual names first, then any "*_id" ("utt_id", "image_id").
+// per sample; the usual names first, then one "*_id" ("utt_id",
+// "image_id"). Two such ("user.user_id", "item.item_id": a recommender's
+// features, each unique in its batch by chance) name no samples: neither
+// is taken, and the doubt says so.
 void findIds(const NamedTensors& b, InferredCase& c) {
   static const std::vector<std::string> kNames = {
-      "sample_id",    "sample_ids",    "ids", "id",  "index", "indices", "idx",
-      "sample_index", "dataset_index", "uid", "_id", "_ids",  "_idx",    "_index"};
+      "sample_id", "sample_ids", "ids", "id", "index", "indices", "idx", "sample_index", "dataset_index", "uid"};
+  static const std::vector<std::string> kSuffixes = {"_id", "_ids", "_idx", "_index"};
+  const auto unique = [&](const SampleAxis& a, const at::Tensor& t) {
+    if (std::get<0>(at::_unique(t)).numel() == c.samples) return true;
+    c.doubts.push_back("'" + a.tensor + "' is named like sample ids but repeats values: not taken as ids");
+    return false;
+  };
   for (const auto& wanted : kNames)
     for (const SampleAxis& a : c.sample_axes) {
       const at::Tensor* t = perSampleTensor(b, c, a.tensor);
-      const std::string leaf = lower(leafName(a.tensor));
-      const bool name_fits =
-          wanted.front() == '_' ? leaf.size() > wanted.size() && leaf.ends_with(wanted) : leaf == wanted;
-      if (!t || !name_fits || !perSampleInteger(*t, c.samples)) continue;
-      if (std::get<0>(at::_unique(*t)).numel() != c.samples) {
-        c.doubts.push_back("'" + a.tensor + "' is named like sample ids but repeats values: not taken as ids");
-        continue;
+      if (t && lower(leafName(a.tensor)) == wanted && perSampleInteger(*t, c.samples) && unique(a, *t)) {
+        c.ids = a.tensor;
+        return;
       }
-      c.ids = a.tensor;
-      return;
     }
+  std::vector<std::string> fitting;
+  for (const SampleAxis& a : c.sample_axes) {
+    const at::Tensor* t = perSampleTensor(b, c, a.tensor);
+    const std::string leaf = lower(leafName(a.tensor));
+    const bool name_fits = std::any_of(kSuffixes.begin(), kSuffixes.end(), [&](const std::string& suffix) {
+      return leaf.size() > suffix.size() && leaf.ends_with(suffix);
+    });
+    if (t && name_fits && perSampleInteger(*t, c.samples) && unique(a, *t)) fitting.push_back(a.tensor);
+  }
+  if (fitting.size() == 1) c.ids = fitting.front();
+  if (fitting.size() > 1)
+    c.doubts.push_back(
+        joined(fitting) +
+        " are each named like ids with one value per sample: features such as a user's or an item's "
+        "id are named so too, so none of them is taken as the samples' ids (name yours under samples.ids)");
 }
 
 // ---------------------------------------------------------------- sequences
@@ -393,18 +410,27 @@ bool startsEachSampleOfAnother(const NamedTensors& b, std::size_t i) {
   return false;
 }
 
+// The dict, list or tuple a path is in: "[1]" of "[1][0]", "" at the top.
+std::string parentPath(const std::string& path) {
+  const auto at = path.find_last_of(".[");
+  return at == std::string::npos ? std::string() : path.substr(0, at);
+}
+
 // The name of a 1-D tensor whose length is the sum of b.tensors[i] (a
-// per-sample integer vector named as lengths), when that is not the
-// batch's size: the samples' values joined end to end.
+// per-sample integer vector), when that is not the batch's size: the
+// samples' values joined end to end. The vector is named as lengths, or
+// lies beside the joined values in their dict or tuple (a collate's
+// `(targets, target_lengths)`, which names nothing).
 std::optional<std::string> valuesJoinedBy(const NamedTensors& b, std::size_t i) {
   const at::Tensor& t = b.tensors[i];
   const std::string leaf = lower(leafName(b.names[i]));
-  if (leaf.find("len") == std::string::npos && leaf.find("count") == std::string::npos) return std::nullopt;
+  const bool named_as_lengths = leaf.find("len") != std::string::npos || leaf.find("count") != std::string::npos;
   if (t.min().item<std::int64_t>() < 0) return std::nullopt;
   const std::int64_t total = t.sum().item<std::int64_t>();
   for (std::size_t j = 0; j < b.tensors.size(); ++j) {
     const at::Tensor& other = b.tensors[j];
-    if (j != i && other.dim() == 1 && other.size(0) == total && total != t.size(0)) return b.names[j];
+    if (j == i || other.dim() != 1 || other.size(0) != total || total == t.size(0)) continue;
+    if (named_as_lengths || parentPath(b.names[j]) == parentPath(b.names[i])) return b.names[j];
   }
   return std::nullopt;
 }
@@ -421,12 +447,14 @@ void refuseRangeLayouts(const NamedTensors& b, const fs::path& file) {
           "' marks packed sequences (sample i is positions cu_seqlens[i] to cu_seqlens[i+1] of one axis), which "
           "minrepro cannot cut into samples: save the batch padded, one row per sample with a lengths tensor, or "
           "write case.yaml by hand with samples.tensors naming only tensors that have a sample axis");
+    // A tuple's entry as Python reaches it: batch[1][0].
+    const auto expr = [](const std::string& name) { return name.front() == '[' ? "batch" + name : name; };
     if (const auto joined_values = valuesJoinedBy(b, i))
       throw BadInputError(
           file.string() + ": '" + *joined_values + "' holds the samples' values joined end to end, sample i's " +
           "being the next " + b.names[i] + "[i] of them (CTC's concatenated targets), which minrepro cannot cut " +
-          "into samples: save them as a list of one tensor per sample (list(" + *joined_values + ".split(" +
-          b.names[i] + ".tolist()))), or padded into one [samples, length] tensor beside " + b.names[i] +
+          "into samples: save them as a list of one tensor per sample (list(" + expr(*joined_values) + ".split(" +
+          expr(b.names[i]) + ".tolist()))), or padded into one [samples, length] tensor beside " + b.names[i] +
           ", and join them in the step (torch.cat). A case.yaml that names only the other tensors under " +
           "samples.tensors keeps every sample's values in every candidate");
     if (leaf.find("offset") != std::string::npos && startsEachSampleOfAnother(b, i))

@@ -176,6 +176,26 @@ TEST_F(LayoutsEndToEnd, ACaseThatKeepsAPerSampleTensorWholeStopsAtOnceAndSaysWhy
   EXPECT_FALSE(fs::exists(dir / "repro.tar.gz"));
 }
 
+// CTC's joined targets in a collate's tuple, kept whole by a case written
+// as init wrote it before it refused them: each half of the batch fails
+// another way, each with its own numbers ("size 47 ... got size 78"), the
+// 78 the joined targets' length. The run stops naming them; before, it
+// searched on, cut the frames to one and ended "8 -> 8 samples", exit 0.
+TEST_F(LayoutsEndToEnd, JoinedTargetsKeptWholeStopTheRunNamingThem) {
+  const fs::path dir = work_.path() / "ctc_tuple_joined";
+  testing::writeFile(dir / "case.yaml",
+                     "batch: batch.pt\nsamples:\n  tensors: {\"[0][0]\": 0, \"[0][1]\": 0, \"[1][1]\": 0}\n"
+                     "  lists: [\"[2]\"]\ntrial:\n  command: [" +
+                         testing::python() + ", \"{case_dir}/step.py\", \"{batch}\"]\n");
+  std::string out;
+  EXPECT_EQ(
+      runCommand("cd " + dir.string() + " && " + MINREPRO_BINARY + " shrink --config case.yaml --no-op-repro", &out), 3)
+      << out;
+  EXPECT_TRUE(has(out, "both halves of the batch fail another way")) << out;
+  EXPECT_TRUE(has(out, "The case keeps these whole in every candidate: [1][0] [")) << out;
+  EXPECT_FALSE(fs::exists(dir / "repro.tar.gz"));
+}
+
 // A graph batch's case written by hand with only the per-graph labels under
 // samples.tensors: the nodes and edges stay whole in every candidate, the
 // corrupted edge with them, and any one graph "fails the same way". The
