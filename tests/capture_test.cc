@@ -58,6 +58,28 @@ TEST_F(Capture, TrainingLoopFailureIsCapturedAndShrinksToTheMislabelledSample) {
   testing::expectCapturedCaseShrinksToTheMislabelledSample(case_dir_ / "case.yaml", work_.path());
 }
 
+// The batch_size capture records: a list of per-sample dicts is as long as
+// it is (a new user's 8 graphs were recorded as "2", their edge_index's
+// first dimension); in a packed graph batch, the labels and the graph
+// names outvote nothing against the nodes alone (it said "104").
+TEST_F(Capture, TheRecordedBatchSizeCountsSamplesNotNodes) {
+  std::string out;
+  ASSERT_EQ(runCommand("PYTHONPATH=" + kSource + "/harness/python " + python() + " -c \"" +
+                           "import torch\n"
+                           "from minrepro_capture import _batch\n"
+                           "n = lambda b: _batch.SavedBatch(b, None, []).batch_size()\n"
+                           "graphs = [{'x': torch.zeros(5 + i, 16), 'edge_index': torch.zeros(2, 7, dtype=torch.long), "
+                           "'y': torch.tensor([1])} for i in range(8)]\n"
+                           "packed = {'x': torch.zeros(104, 16), 'edge_index': torch.zeros(2, 300, dtype=torch.long), "
+                           "'batch': torch.zeros(104, dtype=torch.long), 'ptr': torch.zeros(9), 'y': torch.zeros(8), "
+                           "'gid': ['g%d' % i for i in range(8)]}\n"
+                           "print(n(graphs), n(packed), n((torch.zeros(32, 3), torch.zeros(32))))\n\" 2>&1",
+                       &out),
+            0)
+      << out;
+  EXPECT_EQ(out, "8 8 32\n");
+}
+
 TEST_F(Capture, DecoratorFormTakesBatchAndStepFromTheCall) {
   std::string output;
   ASSERT_EQ(train("decorator", &output), 1) << output;

@@ -24,6 +24,23 @@ def _is_namedtuple(value):
     return isinstance(value, tuple) and hasattr(type(value), "_fields")
 
 
+def _plain_lists(value):
+    """The lists of the batch that hold strings, or lists of strings: file
+    names, utterance ids, each sentence's words, one entry per sample."""
+    def plain(entry):
+        return isinstance(entry, (str, bytes)) or (
+            isinstance(entry, list) and all(isinstance(v, (str, bytes)) for v in entry))
+    if isinstance(value, collections.abc.Mapping):
+        for v in value.values():
+            yield from _plain_lists(v)
+    elif isinstance(value, (list, tuple)):
+        if value and all(plain(v) for v in value):
+            yield value
+        else:
+            for v in value:
+                yield from _plain_lists(v)
+
+
 class SavedBatch:
     def __init__(self, batch, sample_ids, problems):
         self.given = batch
@@ -82,11 +99,22 @@ class SavedBatch:
 
     # --------------------------------------------------------------- facts
     def batch_size(self):
+        """How many samples: a list of per-sample records (dicts, or lists and
+        tuples of them) is as long as it is; else the first dimension most
+        tensors and per-sample lists of plain values share (a packed graph
+        batch's 104 nodes under x and batch tie with its 8 labels and 8 names,
+        and the samples win the tie)."""
+        saved = self.saved
+        if isinstance(saved, (list, tuple)) and saved and all(
+                isinstance(entry, collections.abc.Mapping) for entry in saved):
+            return len(saved)
         sizes = {}
         for _, t, _ in self.tensors:
             if t.dim() >= 1:
                 sizes[t.shape[0]] = sizes.get(t.shape[0], 0) + 1
-        return max(sorted(sizes), key=lambda s: sizes[s]) if sizes else 0
+        for entries in _plain_lists(saved):
+            sizes[len(entries)] = sizes.get(len(entries), 0) + 1
+        return min(sorted(sizes), key=lambda s: -sizes[s]) if sizes else 0
 
     def layout(self):
         """What captured_step.py needs to give the step this batch again."""
