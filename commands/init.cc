@@ -126,13 +126,10 @@ void emitSequence(YAML::Emitter& y, const InferredCase& c) {
   y << YAML::EndMap;
 }
 
-}  // namespace
-
-std::string renderInitCase(const InitOptions& o, std::vector<std::string>& notes) {
-  const std::vector<std::string> argv = caseCommand(o);
-  const InferredCase c = inferCase(o.batch);
-  notes = describeInference(c);
+std::string initCaseBody(const InitOptions& o, const InferredCase& c, const std::vector<std::string>& argv,
+                         bool escape_non_ascii) {
   YAML::Emitter y;
+  if (escape_non_ascii) y.SetOutputCharset(YAML::EscapeNonAscii);
   y << YAML::BeginMap;
   y << YAML::Key << "batch" << YAML::Value
     << insideCase(o.batch, o.case_dir).value_or(fs::absolute(o.batch).lexically_normal().string());
@@ -147,11 +144,27 @@ std::string renderInitCase(const InitOptions& o, std::vector<std::string>& notes
   for (const auto& a : argv) y << YAML::DoubleQuoted << a;
   y << YAML::EndSeq << YAML::EndMap << YAML::EndMap;
   if (!y.good()) throw BadInputError("cannot write the case: " + y.GetLastError());
-  std::string header = "# Inferred by minrepro from " + o.batch.filename().string() +
-                       "; edit what is wrong (every key: configs/README.md in minrepro's sources).\n";
-  for (const auto& n : notes) header += "#   " + n + "\n";
-  return header + "# failure: {family: ..., message: ...} pins the failure when the batch fails more than one way.\n" +
-         y.c_str() + "\n";
+  return y.c_str();
+}
+
+}  // namespace
+
+std::string renderInitCase(const InitOptions& o, std::vector<std::string>& notes) {
+  const std::vector<std::string> argv = caseCommand(o);
+  const InferredCase c = inferCase(o.batch);
+  notes = describeInference(c);
+  for (std::string& n : notes) n = text::printable(n);  // comment lines of the file, and lines on the screen
+  // A name from the batch holding a bidirectional or other hidden control
+  // (U+202E) would be shown reordered by an editor: written with every
+  // character past ASCII escaped ("\u202E"), it reads back as the same name.
+  const std::string body = initCaseBody(o, c, argv, false);
+  const std::string header = "# Inferred by minrepro from " + text::printable(o.batch.filename().string()) +
+                             "; edit what is wrong (every key: configs/README.md in minrepro's sources).\n";
+  std::string comments;
+  for (const auto& n : notes) comments += "#   " + n + "\n";
+  return header + comments +
+         "# failure: {family: ..., message: ...} pins the failure when the batch fails more than one way.\n" +
+         (text::holdsHiddenControl(body) ? initCaseBody(o, c, argv, true) : body) + "\n";
 }
 
 namespace {
@@ -174,9 +187,12 @@ std::vector<std::pair<fs::path, std::string>> filesInitReads(const InitOptions& 
 }  // namespace
 
 int runInit(const InitOptions& o, const fs::path& output, bool force, std::ostream& out) {
-  checkOutputPath(output, "the case (--output)", filesInitReads(o), force, false);
+  // The command and the batch first: what is wrong with them is said even
+  // where a case.yaml from an earlier try is in the way.
   std::vector<std::string> notes;
-  writeWhole(output, renderInitCase(o, notes));
+  const std::string text = renderInitCase(o, notes);
+  checkOutputPath(output, "the case (--output)", filesInitReads(o), force, false);
+  writeWhole(output, text);
   out << onScreen("minrepro: wrote " + output.string() + ", inferred from " + o.batch.string() + ":") << "\n";
   for (const auto& n : notes) out << "  " << onScreen(n) << "\n";
   out << "Check it, then: minrepro shrink --config " << output.string() << "\n";

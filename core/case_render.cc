@@ -229,12 +229,6 @@ std::string renderCaseWith(const CaseConfig& config, const fs::path& dir, const 
   return "# minrepro case; every key is described in configs/README.md\n" + std::string(out.c_str()) + "\n";
 }
 
-bool holdsHiddenControl(std::string_view text) {
-  for (std::size_t i = 0; i < text.size(); ++i)
-    if (text::hiddenControlAt(text, i) != 0) return true;
-  return false;
-}
-
 }  // namespace
 
 std::string renderCase(const CaseConfig& config, const fs::path& dir, const std::string& batch_name,
@@ -244,7 +238,7 @@ std::string renderCase(const CaseConfig& config, const fs::path& dir, const std:
   // (U+202E) is shown reordered by an editor: such a case is written with
   // every character past ASCII escaped ("\u202E"), which reads back as the
   // same name.
-  if (holdsHiddenControl(text)) text = renderCaseWith(config, dir, batch_name, model_name, true);
+  if (text::holdsHiddenControl(text)) text = renderCaseWith(config, dir, batch_name, model_name, true);
   return text;
 }
 

@@ -75,6 +75,13 @@ inline std::size_t hiddenControlAt(std::string_view s, std::size_t i) {
   return 0;
 }
 
+// Whether any such control is in `s`.
+inline bool holdsHiddenControl(std::string_view s) {
+  for (std::size_t i = 0; i < s.size(); ++i)
+    if (hiddenControlAt(s, i) != 0) return true;
+  return false;
+}
+
 // The length of the valid UTF-8 sequence at s[i] (1 for ASCII), or 0 where
 // the bytes are no UTF-8: a stray continuation byte, a raw 8-bit C1 control
 // (0x9b is CSI to a terminal that takes 8-bit controls), a cut, overlong or

@@ -9,6 +9,7 @@
 #include "harness/case_inference.h"
 
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <map>
@@ -259,6 +260,29 @@ TEST_F(Layouts, InitWritesPathsRelativeToTheCaseFileNotTheCurrentDirectory) {
   text = renderInitCase(options, notes);
   EXPECT_NE(text.find("\nbatch: " + batch("tokenizer_cls").string() + "\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\"" + (project / "step.py").string() + "\""), std::string::npos) << text;
+}
+
+// A tensor named with a right-to-left override (U+202E): the summary says
+// its bytes, and case.yaml writes the name escaped, which YAML reads back as
+// the name itself (probe 24: both kept it raw, shown reordered).
+TEST_F(Layouts, ANameWithAHiddenControlIsWrittenEscapedAndReadsBackTheSame) {
+  testing::TempDir dir("minrepro-bidi-name");
+  const std::string rlo = "\xe2\x80\xae";
+  ASSERT_EQ(testing::runCommand(testing::python() + " -c \"import torch; torch.save({'x': torch.randn(16, 4), " +
+                                "'lab' + chr(0x202e) + 'el': torch.arange(16) % 4}, '" +
+                                (dir.path() / "batch.pt").string() + "')\""),
+            0);
+  InitOptions options;
+  options.batch = dir.path() / "batch.pt";
+  options.case_dir = dir.path();
+  options.argv = {"python", "step.py", "{batch}"};
+  std::vector<std::string> notes;
+  const std::string text = renderInitCase(options, notes);
+  EXPECT_EQ(text.find(rlo), std::string::npos) << text;
+  EXPECT_NE(text.find("\"lab\\u202eel\": 0"), std::string::npos) << text;
+  EXPECT_NE(text.find("lab\\xe2\\x80\\xaeel"), std::string::npos) << text;  // the summary's comment line
+  const YAML::Node read = YAML::Load(text);
+  EXPECT_TRUE(read["samples"]["tensors"]["lab" + rlo + "el"].IsDefined()) << text;
 }
 
 // The zero-config start writes its case.yaml in the work directory through

@@ -86,6 +86,10 @@ TEST_F(OwnLoop, InitWritesTheInferredCaseAndRefusesToReplaceOne) {
   EXPECT_EQ(minrepro("init --batch saved.pt --force -- python step.py {batch}", &out), 0) << out;
   EXPECT_EQ(minrepro("init --batch saved.pt --force -- python step.py", &out), 2) << out;
   EXPECT_TRUE(has(out, "must take the batch as {batch}")) << out;
+  // Without --force too: the command's fault is said first, not the
+  // case.yaml of the earlier try (a new user fixed that, then met this).
+  EXPECT_EQ(minrepro("init --batch saved.pt -- python step.py", &out), 2) << out;
+  EXPECT_TRUE(has(out, "must take the batch as {batch}")) << out;
 }
 
 // init writes by shrink's rule (#43.3): never over the batch or the step,
