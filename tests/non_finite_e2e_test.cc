@@ -66,6 +66,9 @@ TEST_F(NonFinite, LogOfAZeroIsTheFirstOperatorNotTheSubtractionAfterIt) {
   EXPECT_TRUE(has(out, "reduced 24 -> 1 samples (ids [13])")) << out;
   const std::string r = report();
   EXPECT_TRUE(has(r, "First non-finite value: `aten::log.default`")) << r;
+  // The output names no operator; the op step's is said beside it (a new
+  // user read "(not named by the output)" above the call it had located).
+  EXPECT_TRUE(has(r, "- Operator: not named by the output; the op step located `aten::log.default` (below)\n")) << r;
   EXPECT_TRUE(has(r, "the batch holds no NaN or inf")) << r;
   EXPECT_TRUE(has(r, "- `noise_var` = [0]\n")) << "the culprit's real value is shown with the minimal case: " << r;
   expectOpReproFailsAlone("log.default returned 0 NaN and 1 inf values from finite inputs");

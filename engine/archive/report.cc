@@ -137,7 +137,11 @@ void writeSignature(std::ostream& out, const ReductionSummary& s) {
   out << "## Failure\n\n"
       << "- First error: `" << s.signature.message << "`\n"
       << "- Family: " << familyName(s.signature.family) << "\n"
-      << "- Operator: " << (s.signature.op.empty() ? "(not named by the output)" : "`" + s.signature.op + "`") << "\n"
+      << "- Operator: "
+      << (!s.signature.op.empty() ? "`" + s.signature.op + "`"
+          : s.op.found            ? "not named by the output; the op step located `" + s.op.found->op + "` (below)"
+                                  : std::string("(not named by the output)"))
+      << "\n"
       << "- Trial ended: " << s.exit_description << "\n"
       << "- Operator call alone: " << opReproLine(s.op) << "\n";
   if (s.signature.family == FailureFamily::NonFinite)
