@@ -420,6 +420,9 @@ TEST(Apart, ValueSetsAndTheLastBatch) {
   const auto shared = describeApart(3, {0}, {7}, {{"t", {1, 1, 2}}});
   EXPECT_EQ(shared[0], "`t`: kept values [1]; values seen in the other 2 samples: 1, 2");
   EXPECT_EQ(shared[1], "Last batch: no: the kept samples are at positions [0] of 0..2 in the original, not its last 1");
+  // Nothing removed: every sample is "the last ones", which tells nothing.
+  EXPECT_EQ(describeApart(3, {0, 1, 2}, {7, 8, 9}, {})[0],
+            "Last batch: not told: every sample of the original was kept");
 }
 
 // ------------------------------------------------------------ hostile archives

@@ -97,7 +97,9 @@ std::vector<std::string> describeApart(std::int64_t original, const std::vector<
   const std::int64_t n = static_cast<std::int64_t>(kept.size());
   bool at_end = n > 0;
   for (std::int64_t i = 0; i < n && at_end; ++i) at_end = kept[static_cast<std::size_t>(i)] == original - n + i;
-  if (at_end)
+  if (n == original)  // nothing was removed: the position tells nothing (a new user read "yes" there)
+    lines.push_back("Last batch: not told: every sample of the original was kept");
+  else if (at_end)
     lines.push_back("Last batch: yes: the kept samples are the original's last " + std::to_string(n) +
                     " (what a last incomplete batch of this size would hold)");
   else
