@@ -732,6 +732,52 @@ TEST(VerifyHostile, ARunsOutputSwappedForAFifoOrALinkIsNotWaitedOnNorFollowed) {
   EXPECT_EQ(out.stderr_text, "");
 }
 
+// What is bound from under /tmp comes from this user's own environment and
+// programs, never from what a run's environment adds (probe 25: compare set
+// an archive's trial.env "PYTHONPATH: /tmp/" and bound the whole host /tmp,
+// a tmux socket with it); /tmp itself in any spelling, and a missing entry's
+// parent, bind nothing; a program that is no Python environment's is bound
+// alone, not the directory it lies in. The user's own existing entry is
+// still bound (a PYTHONPATH under /tmp keeps working).
+TEST(VerifyHostile, OnlyTheUsersOwnExistingPathsUnderTmpAreBound) {
+  if (!findBubblewrap()) {
+    if (std::getenv("CI")) FAIL() << "bwrap missing: scripts/install-deps.sh installs bubblewrap";
+    GTEST_SKIP() << "bwrap is not installed";
+  }
+  testing::TempDir dir, scratch;
+  ASSERT_EQ(dir.path().string().rfind("/tmp/", 0), 0u) << "the test needs its directory under /tmp";
+  testing::writeFile(dir.path() / "hostsecret.txt", "HOSTSECRET\n");
+  testing::writeFile(dir.path() / "tool", "#!/bin/sh\ncat \"$1\" 2>/dev/null | wc -c\n");
+  fs::permissions(dir.path() / "tool", fs::perms::owner_all);
+  const fs::path extracted = scratch.path() / "case", run = scratch.path() / "run-1";
+  fs::create_directories(extracted);
+  fs::create_directories(run);
+  const std::string secret = (dir.path() / "hostsecret.txt").string();
+  const auto bytesSeen = [&](const std::map<std::string, std::string>& env_set, const char* own_pythonpath,
+                             const std::string& program = "/bin/sh") {
+    TrialSpec spec;
+    spec.argv = program == "/bin/sh"
+                    ? std::vector<std::string>{"/bin/sh", "-c", "cat " + secret + " 2>/dev/null | wc -c"}
+                    : std::vector<std::string>{program, secret};
+    spec.env_set = env_set;
+    spec.work_dir = run;
+    if (own_pythonpath) setenv("PYTHONPATH", own_pythonpath, 1);
+    LocalExecutor local;
+    const TrialOutcome out = SandboxedExecutor(local, extracted, *findBubblewrap()).run(spec);
+    unsetenv("PYTHONPATH");
+    return out.stdout_text;
+  };
+  EXPECT_EQ(bytesSeen({{"PYTHONPATH", dir.path().string()}}, nullptr), "0\n") << "the run's own entry was bound";
+  EXPECT_EQ(bytesSeen({{"LD_PRELOAD", secret}}, nullptr), "0\n");
+  for (const std::string& tmp : std::vector<std::string>{"/tmp/", "/tmp/.", "/tmp//", dir.path().string() + "/.."}) {
+    SCOPED_TRACE(tmp);
+    EXPECT_EQ(bytesSeen({}, tmp.c_str()), "0\n") << "/tmp itself was bound";
+  }
+  EXPECT_EQ(bytesSeen({}, (dir.path() / "missing").c_str()), "0\n") << "a missing entry's parent was bound";
+  EXPECT_EQ(bytesSeen({}, nullptr, (dir.path() / "tool").string()), "0\n") << "the program's directory was bound";
+  EXPECT_EQ(bytesSeen({}, dir.path().c_str()), "11\n") << "the user's own PYTHONPATH entry is bound";
+}
+
 // A Python in a venv under /tmp (which the sandbox replaces with an empty
 // tmpfs) still runs the archive in the sandbox (#43.2): its prefix, its
 // real path, the directories its .pth files add (here a torch under /tmp)

@@ -38,10 +38,25 @@ constexpr const char* kWhat =
     "writable";
 constexpr const char* kInstall = "install bubblewrap (apt-get install bubblewrap)";
 
-// Under /tmp, which the sandbox replaces with an empty tmpfs.
+// Strictly under /tmp, which the sandbox replaces with an empty tmpfs:
+// "/tmp/", "/tmp/." and "/tmp/x/.." are /tmp itself, never bound (probe 25:
+// PYTHONPATH=/tmp/ bound the whole of the host's /tmp, its sockets too).
 bool underTmp(const fs::path& p) {
-  const std::string s = p.lexically_normal().string();
-  return s.rfind("/tmp/", 0) == 0;
+  fs::path n = p.lexically_normal();
+  if (n.has_filename() == false) n = n.parent_path();
+  const std::string s = n.string();
+  return s.rfind("/tmp/", 0) == 0 && s.size() > 5;
+}
+
+// Whether a prefix is a Python environment (a venv, conda, an install tree
+// with its lib/pythonX.Y): its whole tree is what its interpreter needs. A
+// program elsewhere is bound alone, not the directory it lies in.
+bool pythonEnvironment(const fs::path& prefix) {
+  std::error_code ec;
+  if (fs::exists(prefix / "pyvenv.cfg", ec) || fs::exists(prefix / "conda-meta", ec)) return true;
+  for (fs::directory_iterator lib(prefix / "lib", ec), end; !ec && lib != end; lib.increment(ec))
+    if (lib->path().filename().string().rfind("python", 0) == 0) return true;
+  return false;
 }
 
 // A program's prefix: the directory above bin/ (a venv, conda, an install
@@ -164,46 +179,74 @@ std::vector<fs::path> credentialPaths() {
 // asked of the Python), and the directories that
 // PYTHONPATH, LD_PRELOAD and LD_LIBRARY_PATH name, set by the trial or
 // inherited. Everything else under /tmp stays hidden.
-std::vector<fs::path> tmpPathsToBind(const TrialSpec& spec) {
+// The entries of a path list (PYTHONPATH's ':', LD_PRELOAD's ':' or ' ').
+std::vector<std::string> pathEntries(const std::string& value) {
+  std::vector<std::string> entries;
+  std::string part;
+  for (const char c : value + ":") {
+    if (c != ':' && c != ' ') {
+      part += c;
+      continue;
+    }
+    if (!part.empty()) entries.push_back(part);
+    part.clear();
+  }
+  return entries;
+}
+
+// The entries of PYTHONPATH, LD_PRELOAD, LD_LIBRARY_PATH and PYTHONHOME
+// that this user's own environment gives the run: an entry the run's
+// environment adds (an archive's trial.env, which compare sets) binds
+// nothing, whatever it names (probe 25: an archive's "PYTHONPATH: /tmp/probe"
+// showed that host directory to the payload). The extracted case, where an
+// archive's own entries point, is bound anyway.
+std::vector<std::string> ownPathEntries(const TrialSpec& spec) {
+  std::vector<std::string> own;
+  for (const char* name : {"PYTHONPATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONHOME"}) {
+    const char* inherited = std::getenv(name);
+    if (inherited == nullptr || std::find(spec.env_unset.begin(), spec.env_unset.end(), name) != spec.env_unset.end())
+      continue;
+    const std::vector<std::string> mine = pathEntries(inherited);
+    const auto set = spec.env_set.find(name);
+    for (const std::string& entry : set == spec.env_set.end() ? mine : pathEntries(set->second))
+      if (std::find(mine.begin(), mine.end(), entry) != mine.end()) own.push_back(entry);
+  }
+  return own;
+}
+
+std::vector<fs::path> tmpPathsToBind(const TrialSpec& spec, const fs::path& writable) {
   std::vector<fs::path> paths;
-  const std::function<void(const fs::path&)> add = [&](const fs::path& p) {
+  // A file or directory as it is (a library named by LD_PRELOAD alone, not
+  // its directory), when it exists and lies strictly under /tmp.
+  const std::function<void(const fs::path&)> add = [&](const fs::path& given) {
     std::error_code ec;
-    if (!p.is_absolute() || !underTmp(p) || !fs::exists(p, ec)) return;
-    if (std::find(paths.begin(), paths.end(), p.lexically_normal()) != paths.end()) return;
-    paths.push_back(p.lexically_normal());
+    const fs::path p = given.lexically_normal();
+    if (!p.is_absolute() || !underTmp(p) || !fs::exists(fs::symlink_status(p, ec))) return;
+    if (std::find(paths.begin(), paths.end(), p) != paths.end()) return;
+    paths.push_back(p);
     if (fs::is_symlink(p, ec)) add(fs::canonical(p, ec));  // made again as a link: its target too
   };
   const auto addProgram = [&](const fs::path& program) {
     std::error_code ec;
-    for (const fs::path& p : {program, fs::canonical(program, ec)}) {
+    for (const fs::path& p : {program.lexically_normal(), fs::canonical(program, ec)}) {
       if (p.empty()) continue;
+      add(p);
+      if (!pythonEnvironment(prefixOf(p))) continue;
       add(prefixOf(p));
       if (const auto home = venvHome(prefixOf(p))) add(home->filename() == "bin" ? home->parent_path() : *home);
       for (const fs::path& dir : pthDirectories(prefixOf(p))) add(dir);
     }
-    for (const fs::path& dir : startupPathOf(program)) add(dir);
+    // Asked of the program outside the sandbox: never one the case brought.
+    const fs::path normal = fs::absolute(program, ec).lexically_normal();
+    const auto [end, _] = std::mismatch(writable.begin(), writable.end(), normal.begin(), normal.end());
+    if (end != writable.end())
+      for (const fs::path& dir : startupPathOf(program)) add(dir);
   };
   if (!spec.argv.empty()) addProgram(resolveProgram(spec.argv.front()));
   std::error_code ec;
-  addProgram(fs::read_symlink("/proc/self/exe", ec));
+  add(fs::read_symlink("/proc/self/exe", ec).parent_path());  // minrepro-trial, the op recorder, the hooks
   for (const fs::path& dir : ownLibraryDirs()) add(dir);
-  for (const char* name : {"PYTHONPATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONHOME"}) {
-    std::string value;
-    if (const auto set = spec.env_set.find(name); set != spec.env_set.end())
-      value = set->second;
-    else if (const char* inherited = std::getenv(name);
-             inherited && std::find(spec.env_unset.begin(), spec.env_unset.end(), name) == spec.env_unset.end())
-      value = inherited;
-    std::string part;
-    for (const char c : value + ":") {
-      if (c != ':' && c != ' ') {
-        part += c;
-        continue;
-      }
-      if (!part.empty()) add(fs::is_directory(part, ec) ? fs::path(part) : fs::path(part).parent_path());
-      part.clear();
-    }
-  }
+  for (const std::string& entry : ownPathEntries(spec)) add(entry);
   return paths;
 }
 
@@ -287,7 +330,7 @@ TrialOutcome SandboxedExecutor::run(const TrialSpec& spec) {
   // The host's daemons listen on sockets under /run (docker, D-Bus, the
   // user's agents): a network namespace does not stop connect() on a file.
   if (fs::is_directory("/run", ec)) tmpfs("/run", kEmptySize);
-  for (const fs::path& p : tmpPathsToBind(spec)) {
+  for (const fs::path& p : tmpPathsToBind(spec, writable_.lexically_normal())) {
     // A link is made again as the link it is: bound, its target's relative
     // links (a dist-packages' "../../x86_64-linux-gnu/...") would climb
     // from the link's place instead of the target's.
