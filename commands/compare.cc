@@ -13,6 +13,7 @@
 
 #include "engine/archive/manifest.h"
 #include "engine/archive/run_archive.h"
+#include "engine/archive/scrub.h"
 #include "engine/archive/seal.h"
 #include "engine/archive/self_check.h"
 #include "engine/archive/tar_gz.h"
@@ -420,7 +421,8 @@ int runCompare(const CompareOptions& options, std::ostream& out, std::ostream&) 
     throw RunStopped(RunStopped::Reason::Interrupted,
                      "interrupted: the running variant was stopped and no other started; nothing was compared, and "
                      "nothing of the archive is left extracted");
-  out << renderComparison(result);
+  // The runs' messages are quoted: a token a run printed is scrubbed, as verify's lines are.
+  out << scrubSecretsOnly(renderComparison(result), machineScrubContext());
   if (!result.reproduces())
     throw DoesNotReproduceError("the case as is did not fail in " + std::to_string(options.runs) +
                                 " run(s): there is nothing to compare the variants with (check the case, or give "

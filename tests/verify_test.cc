@@ -425,6 +425,25 @@ TEST(Apart, ValueSetsAndTheLastBatch) {
             "Last batch: not told: every sample of the original was kept");
 }
 
+// A run that prints a token or a URL's password in its message: verify's
+// line quoting it (and regress's row, the same detail) scrubs it, as
+// shrink's own lines do; before, CI logs kept it raw (probe 25).
+TEST(Verify, ARunsMessageIsQuotedWithItsSecretsScrubbed) {
+  testing::TempDir dir;
+  const std::string token = "ghp_R7cXk2LmQ9pV4sT8wY1zB6nD3fH5jK0aE2gX";
+  writeTarGz(
+      dir.path() / "r.tar.gz",
+      {{"repro.py", "raise RuntimeError('cannot fetch https://alice:Pa55w0rdZ9xq@db.example.com with " + token + "')\n",
+        true},
+       {"signature.txt", kSignature}});
+  std::string out;
+  EXPECT_EQ(verifyStatus(dir.path() / "r.tar.gz", "--runs 1 --sandbox off", &out), 1) << out;
+  EXPECT_NE(out.find("did not reproduce"), std::string::npos) << out;
+  EXPECT_EQ(out.find(token), std::string::npos) << out;
+  EXPECT_EQ(out.find("Pa55w0rdZ9xq"), std::string::npos) << out;
+  EXPECT_NE(out.find("<secret:github-pat>"), std::string::npos) << out;
+}
+
 // ------------------------------------------------------------ hostile archives
 
 // Each archive is made by Python's tarfile, which writes what it is told.

@@ -230,6 +230,14 @@ TrialOutcome runScript(const VerifyOptions& o, Executor& executor, std::vector<s
   return outcome;
 }
 
+// A run's detail quotes its message, printed to a terminal and a CI log
+// as verify's and regress's lines: a token or a URL's password the run
+// printed is scrubbed there as shrink's own lines are (probe 25).
+RunResult withSecretsScrubbed(RunResult r) {
+  r.detail = scrubSecretsOnly(r.detail, machineScrubContext());
+  return r;
+}
+
 // `neighbour` null: the minimal batch (repro.py's default); else repro.py
 // is given the neighbour's batch and judged against its own count.
 RunResult runOnce(const fs::path& dir, int index, const VerifyOptions& o, const Manifest& m, Executor& executor,
@@ -244,7 +252,7 @@ RunResult runOnce(const fs::path& dir, int index, const VerifyOptions& o, const 
     judgePass(r, neighbour ? neighbour->processed : m.processed);
   else
     judgeFail(r, m, o);
-  return r;
+  return withSecretsScrubbed(std::move(r));
 }
 
 // op/repro_op.py once: the call alone fails like the case, the operator
@@ -260,7 +268,7 @@ RunResult runOpOnce(const fs::path& dir, int index, const VerifyOptions& o, cons
     r.detail = m.op_repro + (r.as_expected ? " passed"
                                            : " still fails: " + r.signature.summary() + " (" + describe(r.outcome) +
                                                  "; not judged: it passes only after a fix in PyTorch itself)");
-    return r;
+    return withSecretsScrubbed(std::move(r));
   }
   if (m.signature.family == FailureFamily::NonFinite) {
     // The call names its NaN or inf in its own words ("log.default returned
@@ -272,7 +280,7 @@ RunResult runOpOnce(const fs::path& dir, int index, const VerifyOptions& o, cons
         (r.as_expected ? " reproduced: "
                        : " did not reproduce (family " + familyName(r.signature.family) + ", expected non-finite): ") +
         r.signature.summary() + " (" + describe(r.outcome) + ")";
-    return r;
+    return withSecretsScrubbed(std::move(r));
   }
   // The call raises in Python what the program may have died of (an
   // uncaught C++ error's abort), and is called directly, not from the
@@ -282,7 +290,7 @@ RunResult runOpOnce(const fs::path& dir, int index, const VerifyOptions& o, cons
   op_manifest.compare_ending = false;
   judgeFail(r, op_manifest, o);
   r.detail = m.op_repro + " " + r.detail;
-  return r;
+  return withSecretsScrubbed(std::move(r));
 }
 
 void printRun(std::ostream* progress, const std::string& what, const RunResult& r) {
