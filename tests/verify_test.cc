@@ -444,6 +444,35 @@ TEST(Verify, ARunsMessageIsQuotedWithItsSecretsScrubbed) {
   EXPECT_NE(out.find("<secret:github-pat>"), std::string::npos) << out;
 }
 
+// --code with an archive made elsewhere copies in only source files of the
+// archive's names: one naming ".git-credentials" and ".ssh/id_rsa" had
+// `--code ~` copy the user's into the run, which printed them (probe 25).
+TEST(VerifyHostile, CodeFromTheUsersDirectoryIsOnlySourceForAStrangersArchive) {
+  testing::TempDir dir, home;
+  testing::writeFile(home.path() / ".git-credentials", "https://bob:CodeDirSecretXYZ123@github.com\n");
+  fs::create_directories(home.path() / ".ssh");
+  testing::writeFile(home.path() / ".ssh" / "id_rsa", "FAKE_SSH_KEY_abc\n");
+  testing::writeFile(home.path() / "step.py", "raise IndexError('Target 4 is out of bounds.')\n");
+  writeTarGz(dir.path() / "r.tar.gz",
+             {{"repro.py",
+               "import runpy, pathlib\n"
+               "here = pathlib.Path(__file__).parent\n"
+               "seen = ''.join((here / p).read_text() for p in ('.git-credentials', '.ssh/id_rsa'))\n"
+               "print('SEEN:' + seen.replace(chr(10), ' '))\n"
+               "runpy.run_path(str(here / 'step.py'))\n",
+               true},
+              {"step.py", "pass\n"},
+              {".git-credentials", "placeholder\n"},
+              {".ssh/id_rsa", "placeholder\n"},
+              {"signature.txt", kSignature}});
+  std::string out;
+  EXPECT_EQ(verifyStatus(dir.path() / "r.tar.gz", "--runs 1 --sandbox off --code " + home.path().string(), &out), 0)
+      << out;
+  EXPECT_NE(out.find("replaces: step.py\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("CodeDirSecretXYZ123"), std::string::npos) << out;
+  EXPECT_EQ(out.find("FAKE_SSH_KEY"), std::string::npos) << out;
+}
+
 // ------------------------------------------------------------ hostile archives
 
 // Each archive is made by Python's tarfile, which writes what it is told.

@@ -318,8 +318,21 @@ std::string joinNames(const std::vector<std::string>& names) {
   return out;
 }
 
+// Whether an archive made elsewhere may have --code copy the user's file of
+// this name in: source code, no hidden part. A stranger's archive naming
+// ".git-credentials" or ".ssh/id_rsa" had `--code ~` copy them into the
+// sandboxed run, which printed them back (probe 25); an archive sealed by
+// this user names what its own run read.
+bool codeFileName(const std::string& name) {
+  static const std::set<std::string> kCode = {".py",  ".pyi", ".pyx", ".c",  ".cc",  ".cpp",
+                                              ".cxx", ".h",   ".hpp", ".cu", ".cuh", ".sh"};
+  for (const auto& part : fs::path(name))
+    if (part.string().front() == '.') return false;
+  return kCode.count(fs::path(name).extension().string()) > 0;
+}
+
 // --code: the user's current files over the bundled copies of the same names.
-void replaceBundledCode(const fs::path& dir, const std::vector<std::string>& names, const VerifyOptions& o,
+void replaceBundledCode(const fs::path& dir, const std::vector<std::string>& names, const VerifyOptions& o, bool sealed,
                         std::ostream* progress) {
   if (o.code_dir.empty()) return;
   std::error_code ec;
@@ -327,6 +340,7 @@ void replaceBundledCode(const fs::path& dir, const std::vector<std::string>& nam
   std::vector<std::string> replaced, bundled;
   for (const auto& name : names) {
     if (!isBundledUserFile(name) || !fs::is_regular_file(dir / name, ec)) continue;
+    if (!sealed && !codeFileName(name)) continue;
     bundled.push_back(name);
     const fs::path mine = o.code_dir / name;
     if (!fs::is_regular_file(mine, ec)) continue;
@@ -407,7 +421,7 @@ VerifyResult verifyArchive(const VerifyOptions& given, std::ostream* progress, E
     if (progress && result.torch.checked) *progress << result.torch.line << "\n";
   }
   const bool made_here = o.sandbox == SandboxMode::Auto && sealed;
-  replaceBundledCode(dir, names, o, progress);
+  replaceBundledCode(dir, names, o, sealed, progress);
   result.op_runs_judged = o.expect == Expect::Fail;
   result.sandbox = chooseSandbox(o.sandbox, made_here);
   if (progress)
