@@ -308,6 +308,7 @@ int verifyCommand(const std::vector<std::string>& args) {
   o.expect = expect == "pass" ? minrepro::Expect::Pass : minrepro::Expect::Fail;
   o.sandbox = minrepro::parseSandboxMode(vm["sandbox"].as<std::string>());
   o.timeout = std::chrono::milliseconds(static_cast<long long>(std::max(timeout, 0.001) * 1000));
+  o.timeout_given = !vm["timeout"].defaulted();
   const minrepro::StopOnSignals stop(
       minrepro::StopOnSignals::kRunsStop);  // Ctrl-C: the running repro.py is killed, the scratch copy removed
   o.cancel = &minrepro::stopAsked();

@@ -230,6 +230,18 @@ TEST_F(EndToEnd, HangingTrialThatForksIsTimedOutAndLeavesNoProcess) {
     ::usleep(100'000);
   }
   EXPECT_EQ(ps, "0\n") << "trial processes survived";
+  // verify gives each run the recorded trial limit, not its 600 s (probe 25:
+  // three runs of a 4 s hang took 30 minutes).
+  EXPECT_NE(readFile(extract(work_.path() / "repro.tar.gz") / "signature.txt").find("trial-timeout: 0.5\n"),
+            std::string::npos);
+  EXPECT_EQ(runCommand(
+                std::string(MINREPRO_BINARY) + " verify " + (work_.path() / "repro.tar.gz").string() + " --runs 2 2>&1",
+                &output),
+            0)
+      << output;
+  EXPECT_NE(output.find("each given the recorded trial timeout, 0.5 s (--timeout overrides)"), std::string::npos)
+      << output;
+  EXPECT_NE(output.find("reproduced in 2 of 2"), std::string::npos) << output;
 }
 
 // Counts the finished trials in a journal.

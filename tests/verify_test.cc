@@ -345,6 +345,11 @@ TEST(Verify, ManifestRoundTrips) {
   EXPECT_EQ(back.processed, 7);
   EXPECT_THROW(parseManifest("family: index-error\nprocessed: -1\n", "x"), BadInputError);
   EXPECT_THROW(parseManifest("operator: x\n", "x"), BadInputError);
+  m.trial_timeout_s = 0.5;
+  EXPECT_EQ(parseManifest(renderManifest(m), "x").trial_timeout_s, 0.5);
+  for (const char* bad : {"0", "-1", "nan", "1e9", "4s"})
+    EXPECT_THROW(parseManifest(std::string("family: timeout\ntrial-timeout: ") + bad + "\n", "x"), BadInputError)
+        << bad;
 }
 
 TEST(Neighbours, PlanTakesTheNextSampleAndTheLastSlice) {

@@ -23,6 +23,7 @@ std::string renderManifest(const Manifest& m) {
   if (m.flaky_rate) out << "flaky-rate: " << *m.flaky_rate << "\n";
   if (!m.python.empty()) out << "python: " << m.python << "\n";
   if (!m.torch.empty()) out << "torch: " << m.torch << "\n";
+  if (m.trial_timeout_s) out << "trial-timeout: " << *m.trial_timeout_s << "\n";
   // neighbour: NAME FILE [processed=N] ids=ID,ID,...
   for (const auto& n : m.neighbours) {
     out << "neighbour: " << n.name << " " << n.file;
@@ -130,6 +131,16 @@ void setManifestKey(Manifest& m, const std::string& key, const std::string& valu
     m.python = value;
   } else if (key == "torch") {
     m.torch = value;
+  } else if (key == "trial-timeout") {
+    std::size_t used = 0;
+    double seconds = -1;
+    try {
+      seconds = std::stod(value, &used);
+    } catch (const std::exception&) {
+    }
+    if (used != value.size() || !(seconds > 0 && seconds <= 86400))
+      throw BadInputError(where + ": trial-timeout: expected seconds in (0, 86400], found '" + value + "'");
+    m.trial_timeout_s = seconds;
   } else if (key == "neighbour-skipped") {
     m.neighbours_skipped.push_back(value);
   } else {

@@ -56,6 +56,10 @@ struct Manifest {
   // (engine/torch_versions.h, chooseArchiveTorch), and say so when not.
   std::string python;
   std::string torch;
+  // A timeout's trial limit (trial.timeout), past which a run counts as the
+  // recorded hang: verify gives each run that long unless --timeout says
+  // otherwise (its 600 s made three runs of a 4 s hang take 30 minutes).
+  std::optional<double> trial_timeout_s;
 };
 
 std::string renderManifest(const Manifest& manifest);

@@ -69,6 +69,8 @@ ArchiveEntry manifestEntry(const CaseConfig& config, const fs::path& minimal_bat
     m.python = scrubInterpreterPath(environmentValue(summary.environment, "PyTorch from"), scrub);
   }
   m.signature = signature;
+  if (signature.family == FailureFamily::Timeout)
+    m.trial_timeout_s = static_cast<double>(config.timeout.count()) / 1000;
   // As the trials compared: the operator only for a trial command (see
   // Manifest) whose case did not relax invariants.operator.
   m.compare_operator = config.command.has_value() && config.invariants.op;

@@ -16,6 +16,7 @@
 #include "engine/archive/tar_gz.h"
 #include "engine/diagnostics.h"
 #include "engine/format_list.h"
+#include "engine/timeline.h"
 
 namespace fs = std::filesystem;
 
@@ -410,6 +411,8 @@ VerifyResult verifyArchive(const VerifyOptions& given, std::ostream* progress, E
   VerifyResult result;
   result.manifest = readManifest(dir, names, given);
   VerifyOptions o = given;
+  if (!o.timeout_given && result.manifest.trial_timeout_s)
+    o.timeout = std::chrono::milliseconds(static_cast<long long>(*result.manifest.trial_timeout_s * 1000));
   // Before anything of the archive runs, and before --code replaces files:
   // the seal covers the archive as it came.
   const bool sealed = sealedByThisUser(dir, names);
@@ -426,7 +429,12 @@ VerifyResult verifyArchive(const VerifyOptions& given, std::ostream* progress, E
   result.sandbox = chooseSandbox(o.sandbox, made_here);
   if (progress)
     *progress << "verify " << o.archive.string() << ": " << result.sandbox.describe << "; " << o.runs
-              << " run(s) of repro.py, each a fresh process, diagnostic variables removed\n";
+              << " run(s) of repro.py, each a fresh process, diagnostic variables removed"
+              << (!o.timeout_given && result.manifest.trial_timeout_s
+                      ? ", each given the recorded trial timeout, " + secondsText(*result.manifest.trial_timeout_s) +
+                            " s (--timeout overrides)"
+                      : std::string())
+              << "\n";
   LocalExecutor plain;
   std::optional<SandboxedExecutor> sandboxed;
   if (result.sandbox.used)

@@ -53,6 +53,7 @@ struct VerifyOptions {
   bool choose_python = false;
   bool python_given = false;
   std::chrono::milliseconds timeout{600'000};
+  bool timeout_given = false;  // --timeout: else a timeout's recorded trial limit (Manifest::trial_timeout_s)
   std::size_t max_entry_bytes = std::size_t{1} << 30;
   std::uint64_t max_total_bytes = std::uint64_t{4} << 30;  // all entries together, streamed to disk
   // The archive's code runs in bubblewrap (core/process/sandbox.h):
