@@ -505,6 +505,11 @@ make("hardlink", ok, entry("passwd", type=tarfile.LNKTYPE, link="/etc/passwd"))
 dev = tarfile.TarInfo("null"); dev.type, dev.devmajor, dev.devminor = tarfile.CHRTYPE, 1, 3
 make("device", ok, (dev, None))
 make("fifo", ok, entry("pipe", type=tarfile.FIFOTYPE))
+# Probe 25: a name whose newline forged a line of verify's output; a
+# 300 KB name printed whole; directories past the entry cap extracted.
+make("newline", ok, entry("evil\nfake line: reproduced", type=tarfile.FIFOTYPE))
+make("longname", ok, entry("d" * 5000, type=tarfile.FIFOTYPE))
+make("manydirs", ok, *[entry("d%05d" % i, type=tarfile.DIRTYPE) for i in range(10001)])
 # A header that claims 2 TiB: refused before any data is read.
 huge = tarfile.TarInfo("batch.pt"); huge.size = 1 << 41
 with gzip.open(f"{out}/huge.tar.gz", "wb") as f:
@@ -526,11 +531,17 @@ TEST(VerifyHostile, RefusedWithAClearMessageAndNothingWritten) {
   ASSERT_EQ(
       runCommand(python() + " " + (made / "maker.py").string() + " " + made.string() + " " + outside.string(), &out), 0)
       << out;
-  const std::vector<Hostile> cases = {
-      {"absolute", "has an absolute path"}, {"dotdot", "climbs out of the archive with '..'"},
-      {"deep-dotdot", "climbs out"},        {"symlink", "'escape' is a link"},
-      {"hardlink", "'passwd' is a link"},   {"device", "'null' is a device, fifo or socket"},
-      {"fifo", "'pipe' is a device"},       {"huge", "'batch.pt' is too large"}};
+  const std::vector<Hostile> cases = {{"absolute", "has an absolute path"},
+                                      {"dotdot", "climbs out of the archive with '..'"},
+                                      {"deep-dotdot", "climbs out"},
+                                      {"symlink", "'escape' is a link"},
+                                      {"hardlink", "'passwd' is a link"},
+                                      {"device", "'null' is a device, fifo or socket"},
+                                      {"fifo", "'pipe' is a device"},
+                                      {"huge", "'batch.pt' is too large"},
+                                      {"newline", "'evil\\nfake line: reproduced' is a device"},
+                                      {"longname", "dddd... (5000 bytes)' is a device"},
+                                      {"manydirs", "it holds more than 10000 entries"}};
   for (const auto& c : cases) {
     const fs::path archive = made / (c.name + ".tar.gz");
     const int status = runCommand("cd " + cwd.string() + " && TMPDIR=" + tmp.string() + " " + minrepro() + " verify " +

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "core/disk_space.h"
+#include "core/text_lines.h"
 
 namespace fs = std::filesystem;
 
@@ -116,12 +117,25 @@ void writeTarGz(const fs::path& target, const std::vector<ArchiveEntry>& entries
 
 namespace {
 
+// An entry's name as an error line quotes it: its controls escaped, a
+// newline too (a name holding "\nfake line: reproduced" forged a line of
+// verify's output: probe 25), and no longer than 200 bytes (a 300 KB name
+// was one 300 KB line).
+std::string quotedName(const std::string& name) {
+  constexpr std::size_t kShown = 200;
+  std::string out;
+  for (const char c : text::printable(name.substr(0, kShown)))
+    out += c == '\n' ? std::string("\\n") : c == '\t' ? std::string("\\t") : std::string(1, c);
+  return name.size() > kShown ? out + "... (" + std::to_string(name.size()) + " bytes)" : out;
+}
+
 // Why an entry may not be extracted, or "" when it may.
 std::string refusal(struct archive_entry* entry, std::size_t max_bytes) {
-  const std::string name = archive_entry_pathname(entry) ? archive_entry_pathname(entry) : "";
-  if (name.empty()) return "an entry without a name";
-  if (name.front() == '/') return "'" + name + "' has an absolute path";
-  for (const auto& part : fs::path(name))
+  const std::string given = archive_entry_pathname(entry) ? archive_entry_pathname(entry) : "";
+  if (given.empty()) return "an entry without a name";
+  const std::string name = quotedName(given);
+  if (given.front() == '/') return "'" + name + "' has an absolute path";
+  for (const auto& part : fs::path(given))
     if (part == "..") return "'" + name + "' climbs out of the archive with '..'";
   const auto type = archive_entry_filetype(entry);
   if (type == AE_IFLNK || archive_entry_hardlink(entry)) return "'" + name + "' is a link";
@@ -206,7 +220,7 @@ namespace {
   const fs::path tmp = fs::temp_directory_path();
   const auto [end, _] = std::mismatch(tmp.begin(), tmp.end(), dir.begin(), dir.end());
   throw DiskFullError(end == tmp.end() ? tmp : dir.parent_path(),
-                      "extracting '" + rel.string() + "' of " + archive.string(),
+                      "extracting '" + quotedName(rel.string()) + "' of " + archive.string(),
                       "free space there, or set TMPDIR to a directory with room");
 }
 
@@ -222,14 +236,15 @@ std::vector<std::string> extractArchive(const fs::path& archive, const fs::path&
     std::set<fs::path> seen;
     std::uint64_t total = 0;
     std::vector<char> buffer(1 << 16);
-    while (struct archive_entry* entry = nextEntry(a.get(), archive, max_entry_bytes)) {
-      if (archive_entry_filetype(entry) == AE_IFDIR) continue;
-      if (names.size() == max_entries)
+    // Directories count too: 200 000 empty ones were extracted (probe 25).
+    for (std::size_t entries = 0; struct archive_entry* entry = nextEntry(a.get(), archive, max_entry_bytes);) {
+      if (++entries > max_entries)
         throw BadInputError(archive.string() + ": refused: it holds more than " + std::to_string(max_entries) +
                             " entries");
+      if (archive_entry_filetype(entry) == AE_IFDIR) continue;
       const fs::path rel = fs::path(archive_entry_pathname(entry)).lexically_normal();
       if (!seen.insert(rel).second)
-        throw BadInputError(archive.string() + ": refused: '" + rel.string() + "' appears twice");
+        throw BadInputError(archive.string() + ": refused: '" + quotedName(rel.string()) + "' appears twice");
       total += static_cast<std::uint64_t>(archive_entry_size(entry));
       if (total > max_total_bytes)
         throw BadInputError(archive.string() + ": refused: its entries add up to more than " +
@@ -240,22 +255,23 @@ std::vector<std::string> extractArchive(const fs::path& archive, const fs::path&
       std::ofstream out(target, std::ios::binary | std::ios::trunc);
       if (ec || !out) {
         if (ec.value() == ENOSPC || errno == ENOSPC || errno == EDQUOT) throwExtractionFull(archive, dir, rel);
-        throw BadInputError(archive.string() + ": cannot extract '" + rel.string() + "'");
+        throw BadInputError(archive.string() + ": cannot extract '" + quotedName(rel.string()) + "'");
       }
       // Streamed: one buffer in memory, whatever the entry's size; the caps
       // count the bytes really written, not only what the header declared.
       std::uint64_t written = 0;
       for (la_ssize_t n; (n = archive_read_data(a.get(), buffer.data(), buffer.size())) != 0;) {
-        if (n < 0) check(a.get(), ARCHIVE_FATAL, "reading " + rel.string());
+        if (n < 0) check(a.get(), ARCHIVE_FATAL, "reading " + quotedName(rel.string()));
         written += static_cast<std::uint64_t>(n);
         if (written > max_entry_bytes ||
             total - static_cast<std::uint64_t>(archive_entry_size(entry)) + written > max_total_bytes)
-          throw BadInputError(archive.string() + ": refused: '" + rel.string() + "' holds more than its header said");
+          throw BadInputError(archive.string() + ": refused: '" + quotedName(rel.string()) +
+                              "' holds more than its header said");
         out.write(buffer.data(), n);
       }
       if (!out.flush()) {
         if (errno == ENOSPC || errno == EDQUOT) throwExtractionFull(archive, dir, rel);
-        throw BadInputError(archive.string() + ": cannot write '" + rel.string() + "'");
+        throw BadInputError(archive.string() + ": cannot write '" + quotedName(rel.string()) + "'");
       }
       fs::permissions(target, (archive_entry_perm(entry) & 0100) ? fs::perms(0755) : fs::perms(0644));
       names.push_back(rel.string());
