@@ -99,7 +99,10 @@ TEST(Secrets, NoFileOfTheArchiveCarriesAKeyOrAUrlPassword) {
                 "', DATA_URL: 'https://carol:d4t4-pw7@data.example.com/', DB_PASSWORD: 'Tr0ub4dor&3x'}\n"
                 "context:\n  store: 'https://bob:s3cr$t!x@store.example.com/bucket'\n"
                 "  credentials: 'aws_secret_access_key=" +
-                kAwsKey + "'\n  db_password: 'hunter2-x9'\n");
+                kAwsKey +
+                "'\n  db_password: 'hunter2-x9'\n"
+                // A token as a context key (probe 25: kept in case.yaml and REPORT.html).
+                "  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: 'a key that is a token'\n");
   ASSERT_EQ(shrinkCase(work.path(), &out), 0) << out;
   EXPECT_NE(out.find("reduced 12 -> 1 samples (ids [307])"), std::string::npos) << out;
   const fs::path dir = work.path() / "extracted";
@@ -119,7 +122,7 @@ TEST(Secrets, NoFileOfTheArchiveCarriesAKeyOrAUrlPassword) {
          {std::string(kAwsKey), std::string(kUrlPassword), std::string("s3cr$t!x"), std::string("hunter2-x9"),
           std::string("AbCdEfGhIjKlMnOpQrStUvWx"), std::string(kWandbKey), std::string(kBearer),
           std::string("p@ssw0rd"), std::string("ssw0rd@"), std::string("qu3ry-pw9"), std::string("d4t4-pw7"),
-          std::string("Tr0ub4dor")})
+          std::string("Tr0ub4dor"), std::string("QpZkWmXnRtYbVcLdJfGh")})
       EXPECT_EQ(text.find(secret), std::string::npos) << file << " carries " << secret;
   }
   EXPECT_GE(files, 6u);

@@ -408,7 +408,8 @@ void writeCollapsed(std::ostream& out, const CaseConfig& config, const HtmlRepor
     for (const auto& [key, value] : in.summary->environment)
       out << "<tr><th>" << esc(key) << "</th><td>" << esc(scrubText(value, scrub)) << "</td></tr>";
     for (const auto& [key, value] : config.context)
-      out << "<tr><th>" << esc(key) << "</th><td>" << esc(scrubContextValue(key, value, scrub)) << "</td></tr>";
+      out << "<tr><th>" << esc(scrubText(key, scrub)) << "</th><td>" << esc(scrubContextValue(key, value, scrub))
+          << "</td></tr>";
     out << "</table></details>";
   }
   const auto& marks = in.timeline->marks();

@@ -170,7 +170,10 @@ std::string htmlReport(const CaseConfig& config, const ReductionSummary& summary
 // a path) stays as it is, since the batch and the command use it.
 CaseConfig shownCase(const CaseConfig& config, const ScrubContext& scrub) {
   CaseConfig shown = config;
-  for (auto& [key, value] : shown.context) value = scrubContextValue(key, value, scrub);
+  // A key is free text too (probe 25: a token as a context key stayed in case.yaml).
+  shown.context.clear();
+  for (const auto& [key, value] : config.context)
+    shown.context[scrubText(key, scrub)] = scrubContextValue(key, value, scrub);
   if (shown.command)
     for (const auto& [name, value] : withheldEnv(shown.command->env))
       shown.command->env[name] = withheldEnvPlaceholder(name);
