@@ -92,16 +92,39 @@ void Journal::recordAccepted(const std::string& candidate, std::size_t samples, 
   append("accepted " + candidate + " " + std::to_string(samples) + " " + selection);
 }
 
+namespace {
+
+// std::getline, but a line is kept only up to 64 KiB and the rest of it
+// skipped: a journal is minrepro's own short lines, and a tampered one
+// with a line of 300 MB took --resume to 700 MB (probe 25).
+bool readLine(std::istream& in, std::string& line) {
+  constexpr std::size_t kMaxLine = 64 * 1024;
+  line.clear();
+  std::streambuf* buffer = in.rdbuf();
+  for (;;) {
+    const int c = buffer->sbumpc();
+    if (c == std::char_traits<char>::eof()) {
+      in.setstate(std::ios::eofbit);
+      if (line.empty()) in.setstate(std::ios::failbit);
+      return !line.empty();
+    }
+    if (c == '\n') return true;
+    if (line.size() < kMaxLine) line.push_back(static_cast<char>(c));
+  }
+}
+
+}  // namespace
+
 std::optional<std::string> Journal::lastAccepted(const fs::path& dir, const std::string& identity) {
   const fs::path file = dir / "journal.txt";
   std::ifstream in(file);
   std::string line;
   if (!in) throw BadInputError(file.string() + ": no journal here; give the work directory of the run (--work-dir)");
-  if (!std::getline(in, line) || line != std::string(kMagic) + " " + identity)
+  if (!readLine(in, line) || line != std::string(kMagic) + " " + identity)
     throw BadInputError(file.string() + ": this journal belongs to another case or other settings (" +
                         line.substr(0, 80) + "); give the case and options of the run that wrote it");
   std::optional<std::string> last;
-  while (std::getline(in, line)) {
+  while (readLine(in, line)) {
     if (in.eof() && !line.empty()) break;  // torn: the run was killed while writing it
     std::istringstream words(line);
     std::string kind, candidate, samples, selection;
@@ -115,10 +138,10 @@ void Journal::recordReference(const std::string& text) { append("reference " + t
 void Journal::load(const fs::path& file, const std::string& identity) {
   std::ifstream in(file);
   std::string line;
-  if (!std::getline(in, line) || line != std::string(kMagic) + " " + identity)
+  if (!readLine(in, line) || line != std::string(kMagic) + " " + identity)
     throw BadInputError(file.string() + ": this journal belongs to another case or other settings (" +
                         line.substr(0, 80) + "); run without --resume, or with the original case and options");
-  while (std::getline(in, line)) {
+  while (readLine(in, line)) {
     if (in.eof() && !line.empty()) break;  // a torn last line (no newline): the trial did not finish
     if (line.rfind("reference ", 0) == 0 && loaded_reference_.empty()) loaded_reference_ = line.substr(10);
     std::istringstream words(line);

@@ -181,6 +181,8 @@ std::size_t removePlantedLinks(const fs::path& work_dir) {
     const fs::path& path = it->path();
     if (it.depth() == 0 && (path.filename() == "compile-cache" || path.filename() == "trials")) {
       it.disable_recursion_pending();
+      // Itself a link (probe 25: the trials' compilers wrote into its target).
+      if (plantedLink(path) && ::unlink(path.c_str()) == 0) ++removed;
       continue;
     }
     if ((it.depth() > 0 || path.filename() != "lock") && plantedLink(path) && ::unlink(path.c_str()) == 0) ++removed;

@@ -153,6 +153,10 @@ TEST_F(ShrinkFixture, LinksPlantedInTheWorkDirectoryAreNotWrittenThrough) {
   fs::create_symlink(victim / "partial.txt", work / "neighbours" / "plus_one.pt.partial");
   fs::create_hard_link(victim / "trace.txt", work / "trace" / "batch.pt.partial");
   fs::create_symlink(victim / "dangling-target", work / "REPORT.html.tmp");
+  // The compilers' cache directory itself a link (probe 25: the trials' inductor wrote into its target).
+  fs::remove_all(work / "compile-cache");
+  fs::create_directories(victim / "cache");
+  fs::create_directory_symlink(victim / "cache", work / "compile-cache");
   IdExecutor second([](const auto& ids, std::uint64_t) { return has(ids, 37); });
   ASSERT_EQ(runShrink(options, &second), ExitStatus::Reduced);
   EXPECT_EQ(testing::readFile(victim / "best" / "batch.pt"), "USERDATA");
@@ -163,6 +167,7 @@ TEST_F(ShrinkFixture, LinksPlantedInTheWorkDirectoryAreNotWrittenThrough) {
   EXPECT_EQ(testing::readFile(victim / "trace.txt"), "TRACE");
   EXPECT_FALSE(fs::exists(victim / "dangling-target"));
   EXPECT_FALSE(fs::is_symlink(work / "best"));
+  EXPECT_FALSE(fs::is_symlink(work / "compile-cache"));
   EXPECT_TRUE(fs::exists(work / "best" / "batch.pt"));
   EXPECT_EQ(archivedIds(), (std::vector<std::int64_t>{37}));
 }
@@ -221,6 +226,23 @@ TEST_F(ShrinkFixture, BudgetWritesTheBestSoFarAndResumeFinishesWithoutRepeatingT
   EXPECT_EQ(archivedIds(), expected);
   // Each run traces the files its final case reads once, outside the budget.
   EXPECT_EQ(first.trials() + second.trials(), whole.trials() + 1) << "a resumed run repeats no finished trial";
+}
+
+// A journal with a line of 64 MB appended (tampered, or a disk's garbage):
+// --resume reads a bounded part of each line and finishes as before (probe
+// 25: a 300 MB line was read whole, 700 MB of memory).
+TEST_F(ShrinkFixture, ResumeReadsAnEndlessJournalLineInBoundedParts) {
+  makeCase(64);
+  IdExecutor exec([](const auto& ids, std::uint64_t) { return has(ids, 7); });
+  ASSERT_EQ(runShrink(options, &exec), ExitStatus::Reduced);
+  {
+    std::ofstream journal(dir.path() / "minrepro-work" / "journal.txt", std::ios::app);
+    journal << "trial " << std::string(64 << 20, 'x') << "\n";
+  }
+  options.resume = true;
+  IdExecutor again([](const auto& ids, std::uint64_t) { return has(ids, 7); });
+  EXPECT_EQ(runShrink(options, &again), ExitStatus::Reduced);
+  EXPECT_EQ(archivedIds(), (std::vector<std::int64_t>{7}));
 }
 
 TEST_F(ShrinkFixture, ResumeRefusesAJournalOfAnotherCase) {
