@@ -458,6 +458,8 @@ TEST(VerifyHostile, CodeFromTheUsersDirectoryIsOnlySourceForAStrangersArchive) {
   fs::create_directories(home.path() / ".ssh");
   testing::writeFile(home.path() / ".ssh" / "id_rsa", "FAKE_SSH_KEY_abc\n");
   testing::writeFile(home.path() / "step.py", "raise IndexError('Target 4 is out of bounds.')\n");
+  // A source file's name that is a link out of DIR, to a file the sandbox hides (probe 26).
+  fs::create_symlink(home.path() / ".git-credentials", home.path() / "linked.py");
   writeTarGz(dir.path() / "r.tar.gz",
              {{"repro.py",
                "import runpy, pathlib\n"
@@ -467,6 +469,7 @@ TEST(VerifyHostile, CodeFromTheUsersDirectoryIsOnlySourceForAStrangersArchive) {
                "runpy.run_path(str(here / 'step.py'))\n",
                true},
               {"step.py", "pass\n"},
+              {"linked.py", "pass\n"},
               {".git-credentials", "placeholder\n"},
               {".ssh/id_rsa", "placeholder\n"},
               {"signature.txt", kSignature}});
@@ -682,9 +685,15 @@ TEST(VerifyHostile, TheArchivesEnvironmentIsSetInsideTheSandboxNeverOnBwrap) {
   spec.env_unset = {"MR_GONE"};
   spec.work_dir = dir.path();
   RecordingExecutor recorder;
+  setenv("MR_SEEN", "outside", 1);  // a value of this shell's that the run's own replaces
   SandboxedExecutor(recorder, dir.path(), "bwrap").run(spec);
+  unsetenv("MR_SEEN");
   EXPECT_TRUE(recorder.seen.env_set.empty()) << "bwrap itself would get them";
-  EXPECT_TRUE(recorder.seen.env_unset.empty());
+  // bwrap itself starts without what the run must not see (probe 26: PID 1's environ held it).
+  for (const char* name : {"MR_GONE", "MR_SEEN"})
+    EXPECT_NE(std::find(recorder.seen.env_unset.begin(), recorder.seen.env_unset.end(), name),
+              recorder.seen.env_unset.end())
+        << name;
   const auto& argv = recorder.seen.argv;
   const auto end = std::find(argv.begin(), argv.end(), "--");
   const std::vector<std::string> set_inside = {"--setenv", "LD_PRELOAD"};
@@ -745,6 +754,8 @@ TEST(VerifyHostile, AStrangersRunHasNoCapabilityNoScratchNoHostSocketNoTokenAndN
                    " ok && echo wrote-own; "
                    "echo run: $(ls -A /run | wc -l); "
                    "echo vars: ${MR_PROBE_FLAG:-unset} ${MR_PROBE_API_TOKEN:-unset} ${MR_GIVEN:-unset}; "
+                   // Nor in bwrap's own environment, PID 1's (probe 26).
+                   "echo pid1: $(tr '\\0' '\\n' < /proc/1/environ | grep -c MR_PROBE); "
                    "head -c 300000000 /dev/zero > big 2>/dev/null; echo big: $(stat -c %s big); rm big; "
                    "echo credentials: $(cat /etc/shadow " +
                    (home.path() / ".aws/credentials").string() + " " + (home.path() / ".netrc").string() + " " +
@@ -768,7 +779,7 @@ TEST(VerifyHostile, AStrangersRunHasNoCapabilityNoScratchNoHostSocketNoTokenAndN
   unsetenv("XDG_CONFIG_HOME");
   setenv("HOME", real_home.c_str(), 1);
   EXPECT_EQ(out.stdout_text,
-            "CapEff:\t0000000000000000\nwrote-own\nrun: 0\nvars: unset unset given\nbig: 268435456\n"
+            "CapEff:\t0000000000000000\nwrote-own\nrun: 0\nvars: unset unset given\npid1: 0\nbig: 268435456\n"
             "credentials: 0\nsized: 1048576 1048576 1024\nkeys: 0\n")
       << out.stderr_text;
   // Under /tmp the link went to the sandbox's own tmpfs, elsewhere nowhere.
@@ -818,11 +829,11 @@ TEST(VerifyHostile, OnlyTheUsersOwnExistingPathsUnderTmpAreBound) {
   fs::create_directories(run);
   const std::string secret = (dir.path() / "hostsecret.txt").string();
   const auto bytesSeen = [&](const std::map<std::string, std::string>& env_set, const char* own_pythonpath,
-                             const std::string& program = "/bin/sh") {
+                             const std::string& program = "/bin/sh", const std::string& read = "") {
     TrialSpec spec;
-    spec.argv = program == "/bin/sh"
-                    ? std::vector<std::string>{"/bin/sh", "-c", "cat " + secret + " 2>/dev/null | wc -c"}
-                    : std::vector<std::string>{program, secret};
+    const std::string file = read.empty() ? secret : read;
+    spec.argv = program == "/bin/sh" ? std::vector<std::string>{"/bin/sh", "-c", "cat " + file + " 2>/dev/null | wc -c"}
+                                     : std::vector<std::string>{program, file};
     spec.env_set = env_set;
     spec.work_dir = run;
     if (own_pythonpath) setenv("PYTHONPATH", own_pythonpath, 1);
@@ -839,6 +850,17 @@ TEST(VerifyHostile, OnlyTheUsersOwnExistingPathsUnderTmpAreBound) {
   }
   EXPECT_EQ(bytesSeen({}, (dir.path() / "missing").c_str()), "0\n") << "a missing entry's parent was bound";
   EXPECT_EQ(bytesSeen({}, nullptr, (dir.path() / "tool").string()), "0\n") << "the program's directory was bound";
+  // Through links (probe 26): an entry whose link leads to /tmp itself, and
+  // one that passes a link to / on its way to /tmp.
+  fs::create_directory_symlink("/", dir.path() / "rootlnk");
+  fs::create_directories(dir.path() / "sub");
+  fs::create_directory_symlink("../..", dir.path() / "sub" / "up");
+  EXPECT_EQ(bytesSeen({}, (dir.path() / "sub" / "up").string().append("/").c_str()), "0\n")
+      << "a link to /tmp bound the host's /tmp";
+  const fs::path through = dir.path() / "rootlnk" / "tmp";
+  EXPECT_EQ(bytesSeen({}, through.c_str(), "/bin/sh", (through / dir.path().filename() / "hostsecret.txt").string()),
+            "0\n")
+      << "a path through a link to / bound the host's /tmp";
   EXPECT_EQ(bytesSeen({}, dir.path().c_str()), "11\n") << "the user's own PYTHONPATH entry is bound";
 }
 

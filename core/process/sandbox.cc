@@ -161,7 +161,8 @@ std::vector<fs::path> credentialPaths() {
           ".pip", ".config/pip", ".m2", ".cargo/credentials", ".cargo/credentials.toml", ".cargo/config.toml",
           ".cargo/config", ".kaggle", ".vault-token", ".config/wandb", ".netrc-wandb", ".databrickscfg", ".terraform.d",
           ".config/hub", ".config/git/credentials", ".gradle/gradle.properties", ".boto", ".dockercfg", ".oci",
-          ".minikube", ".config/doctl", ".yarnrc", ".env", ".password-store", ".local/share/keyrings",
+          ".minikube", ".config/doctl", ".yarnrc", ".env", ".password-store", ".local/share/keyrings", ".gitconfig",
+          ".config/git/config",  // url.insteadOf rules carry tokens
           // browsers' profiles (cookies, saved passwords) and shells' histories (a token typed once)
           ".mozilla", ".config/chromium", ".config/google-chrome", ".config/BraveSoftware", ".config/microsoft-edge",
           ".bash_history", ".zsh_history", ".python_history", ".psql_history", ".mysql_history", ".node_repl_history",
@@ -217,14 +218,24 @@ std::vector<std::string> ownPathEntries(const TrialSpec& spec) {
 std::vector<fs::path> tmpPathsToBind(const TrialSpec& spec, const fs::path& writable) {
   std::vector<fs::path> paths;
   // A file or directory as it is (a library named by LD_PRELOAD alone, not
-  // its directory), when it exists and lies strictly under /tmp.
+  // its directory), when it exists and lies strictly under /tmp. A path
+  // through a link ("/tmp/p/rootlnk/tmp", rootlnk -> /) is bound at its real
+  // place only: bound where it was named, the mount's destination followed
+  // the link and the host's /tmp appeared in the sandbox (probe 26). A link
+  // itself is made again as the link it is, and its target bound by the
+  // same rule ("sub/up/", up -> ../.., binds nothing: its target is /tmp).
   const std::function<void(const fs::path&)> add = [&](const fs::path& given) {
     std::error_code ec;
-    const fs::path p = given.lexically_normal();
+    fs::path p = given.lexically_normal();
+    if (!p.has_filename()) p = p.parent_path();
     if (!p.is_absolute() || !underTmp(p) || !fs::exists(fs::symlink_status(p, ec))) return;
+    if (fs::canonical(p.parent_path(), ec) != p.parent_path()) {
+      if (const fs::path real = fs::canonical(p, ec); !ec) add(real);
+      return;
+    }
     if (std::find(paths.begin(), paths.end(), p) != paths.end()) return;
     paths.push_back(p);
-    if (fs::is_symlink(p, ec)) add(fs::canonical(p, ec));  // made again as a link: its target too
+    if (fs::is_symlink(p, ec)) add(fs::canonical(p, ec));
   };
   const auto addProgram = [&](const fs::path& program) {
     std::error_code ec;
@@ -351,14 +362,15 @@ TrialOutcome SandboxedExecutor::run(const TrialSpec& spec) {
   }
   // The trial's environment is set inside the sandbox, by bwrap, never on
   // bwrap itself: an archive's trial.env naming LD_PRELOAD would otherwise
-  // load the archive's library into bwrap before the sandbox exists.
+  // load the archive's library into bwrap before the sandbox exists. And
+  // bwrap starts without what the run must not see: it is the sandbox's
+  // PID 1, whose /proc/1/environ a run reads (probe 26: the shell's
+  // HF_TOKEN, removed from the run by --unsetenv, was read there).
   sandboxed.env_set.clear();
-  sandboxed.env_unset.clear();
-  for (const std::string& name : spec.env_unset) sandboxed.argv.insert(sandboxed.argv.end(), {"--unsetenv", name});
-  for (char** entry = environ; inherited_ && entry != nullptr && *entry != nullptr; ++entry) {
+  sandboxed.env_unset = spec.env_unset;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     const std::string name = std::string(*entry).substr(0, std::string(*entry).find('='));
-    if (!inherited_(name) && !spec.env_set.contains(name))
-      sandboxed.argv.insert(sandboxed.argv.end(), {"--unsetenv", name});
+    if ((inherited_ && !inherited_(name)) || spec.env_set.contains(name)) sandboxed.env_unset.push_back(name);
   }
   for (const auto& [name, value] : spec.env_set) sandboxed.argv.insert(sandboxed.argv.end(), {"--setenv", name, value});
   const std::string run_dir = spec.work_dir.string();
@@ -367,8 +379,9 @@ TrialOutcome SandboxedExecutor::run(const TrialSpec& spec) {
   sandboxed.argv.insert(sandboxed.argv.end(), spec.argv.begin(), spec.argv.end());
   // A run that cannot start is the program's failure to start, not bwrap's.
   TrialOutcome outcome = inner_.run(sandboxed);
-  if (outcome.end == TrialEnd::Exited && outcome.exit_code == 1 &&
-      outcome.stderr_text.rfind("bwrap: execvp " + spec.argv.front(), 0) == 0) {
+  // bwrap says why the sandbox could not be made ("bwrap: Can't bind mount
+  // ..."): the run did not start, which is not "did not reproduce" (probe 26).
+  if (outcome.end == TrialEnd::Exited && outcome.exit_code == 1 && outcome.stderr_text.rfind("bwrap: ", 0) == 0) {
     outcome.end = TrialEnd::FailedToStart;
     outcome.start_error = outcome.stderr_text;
   }

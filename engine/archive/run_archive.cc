@@ -10,6 +10,8 @@
 #include <set>
 #include <sstream>
 
+#include "core/errors.h"
+#include "core/text_lines.h"
 #include "engine/archive/scrub.h"
 #include "engine/archive/seal.h"
 #include "engine/archive/self_check.h"
@@ -224,6 +226,11 @@ TrialOutcome runScript(const VerifyOptions& o, Executor& executor, std::vector<s
   spec.timeout = o.timeout;
   spec.cancel = o.cancel;
   TrialOutcome outcome = executor.run(spec);
+  if (outcome.end == TrialEnd::FailedToStart && outcome.start_error.rfind("bwrap: ", 0) == 0 &&
+      outcome.start_error.rfind("bwrap: execvp ", 0) != 0)
+    throw TrialStartError("the sandbox could not be made: " + text::printable(outcome.start_error) +
+                          "; check PYTHONPATH, LD_LIBRARY_PATH and LD_PRELOAD for entries under /tmp that lead "
+                          "through a link to /tmp itself, or run with --sandbox off for an archive you trust");
   if (outcome.end == TrialEnd::FailedToStart)
     throw BadInputError("cannot start " + o.python + ": " + outcome.start_error +
                         "; give a Python with PyTorch "
@@ -342,6 +349,7 @@ void replaceBundledCode(const fs::path& dir, const std::vector<std::string>& nam
   for (const auto& name : names) {
     if (!isBundledUserFile(name) || !fs::is_regular_file(dir / name, ec)) continue;
     if (!sealed && !codeFileName(name)) continue;
+    if (!sealed && fs::is_symlink(o.code_dir / name, ec)) continue;  // a link out of DIR, to a hidden file (probe 26)
     bundled.push_back(name);
     const fs::path mine = o.code_dir / name;
     if (!fs::is_regular_file(mine, ec)) continue;
@@ -411,8 +419,10 @@ VerifyResult verifyArchive(const VerifyOptions& given, std::ostream* progress, E
   VerifyResult result;
   result.manifest = readManifest(dir, names, given);
   VerifyOptions o = given;
+  // Never longer than --timeout's default: an archive's 86400 held each run a day (probe 26).
   if (!o.timeout_given && result.manifest.trial_timeout_s)
-    o.timeout = std::chrono::milliseconds(static_cast<long long>(*result.manifest.trial_timeout_s * 1000));
+    o.timeout =
+        std::min(o.timeout, std::chrono::milliseconds(static_cast<long long>(*result.manifest.trial_timeout_s * 1000)));
   // Before anything of the archive runs, and before --code replaces files:
   // the seal covers the archive as it came.
   const bool sealed = sealedByThisUser(dir, names);
