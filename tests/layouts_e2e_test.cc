@@ -39,6 +39,15 @@ class LayoutsEndToEnd : public ::testing::Test {
     return out;
   }
 
+  // Shrinks DIR's step with a case written by hand, its samples section
+  // `samples` (indented lines); returns the exit status, the output in *out.
+  int shrinkWithSamples(const fs::path& dir, const std::string& samples, std::string* out) {
+    testing::writeFile(dir / "case.yaml", "batch: batch.pt\nsamples:\n" + samples + "trial:\n  command: [" +
+                                              testing::python() + ", \"{case_dir}/step.py\", \"{batch}\"]\n");
+    return runCommand("cd " + dir.string() + " && " + MINREPRO_BINARY + " shrink --config case.yaml --no-op-repro",
+                      out);
+  }
+
   // What Python makes of the archive's batch, loaded as a maintainer would.
   std::string archived(const std::string& layout, const std::string& expression) {
     const fs::path dir = work_.path() / layout / "maintainer";
@@ -158,14 +167,8 @@ TEST_F(LayoutsEndToEnd, TheKeptSamplesFileNamesAreInTheReport) {
 // trials, naming the tensor and what to write.
 TEST_F(LayoutsEndToEnd, ACaseThatKeepsAPerSampleTensorWholeStopsAtOnceAndSaysWhy) {
   const fs::path dir = work_.path() / "image_meta";
-  testing::writeFile(dir / "case.yaml",
-                     "batch: batch.pt\nsamples:\n  tensors: {image: 0, label: 0}\n  ids: idx\n"
-                     "trial:\n  command: [" +
-                         testing::python() + ", \"{case_dir}/step.py\", \"{batch}\"]\n");
   std::string out;
-  EXPECT_EQ(
-      runCommand("cd " + dir.string() + " && " + MINREPRO_BINARY + " shrink --config case.yaml --no-op-repro", &out), 3)
-      << out;
+  EXPECT_EQ(shrinkWithSamples(dir, "  tensors: {image: 0, label: 0}\n  ids: idx\n", &out), 3) << out;
   EXPECT_TRUE(has(out, "both halves of the batch fail another way")) << out;
   EXPECT_TRUE(has(out, "The case keeps these whole in every candidate: camera [24] int64")) << out;
   EXPECT_TRUE(has(out,
@@ -183,13 +186,9 @@ TEST_F(LayoutsEndToEnd, ACaseThatKeepsAPerSampleTensorWholeStopsAtOnceAndSaysWhy
 // searched on, cut the frames to one and ended "8 -> 8 samples", exit 0.
 TEST_F(LayoutsEndToEnd, JoinedTargetsKeptWholeStopTheRunNamingThem) {
   const fs::path dir = work_.path() / "ctc_tuple_joined";
-  testing::writeFile(dir / "case.yaml",
-                     "batch: batch.pt\nsamples:\n  tensors: {\"[0][0]\": 0, \"[0][1]\": 0, \"[1][1]\": 0}\n"
-                     "  lists: [\"[2]\"]\ntrial:\n  command: [" +
-                         testing::python() + ", \"{case_dir}/step.py\", \"{batch}\"]\n");
   std::string out;
   EXPECT_EQ(
-      runCommand("cd " + dir.string() + " && " + MINREPRO_BINARY + " shrink --config case.yaml --no-op-repro", &out), 3)
+      shrinkWithSamples(dir, "  tensors: {\"[0][0]\": 0, \"[0][1]\": 0, \"[1][1]\": 0}\n  lists: [\"[2]\"]\n", &out), 3)
       << out;
   EXPECT_TRUE(has(out, "both halves of the batch fail another way")) << out;
   EXPECT_TRUE(has(out, "The case keeps these whole in every candidate: [1][0] [")) << out;

@@ -51,6 +51,19 @@ std::int64_t parseCount(const std::string& value, const std::string& where) {
   return n;
 }
 
+// A number in (0, most], else BadInputError saying `expected`.
+double parseNumberIn(const std::string& value, double most, const std::string& expected) {
+  std::size_t used = 0;
+  double number = -1;
+  try {
+    number = std::stod(value, &used);
+  } catch (const std::exception&) {
+  }
+  if (used != value.size() || !(number > 0 && number <= most))
+    throw BadInputError(expected + ", found '" + value + "'");
+  return number;
+}
+
 std::vector<std::int64_t> parseIds(const std::string& text, const std::string& where) {
   std::vector<std::int64_t> ids;
   std::istringstream items(text);
@@ -112,15 +125,7 @@ void setManifestKey(Manifest& m, const std::string& key, const std::string& valu
       throw BadInputError(where + ": op-repro: expected a path inside the archive, found '" + value + "'");
     m.op_repro = value;
   } else if (key == "flaky-rate") {
-    std::size_t used = 0;
-    double rate = -1;
-    try {
-      rate = std::stod(value, &used);
-    } catch (const std::exception&) {
-    }
-    if (used != value.size() || !(rate > 0 && rate <= 1))
-      throw BadInputError(where + ": flaky-rate: expected a rate in (0, 1], found '" + value + "'");
-    m.flaky_rate = rate;
+    m.flaky_rate = parseNumberIn(value, 1, where + ": flaky-rate: expected a rate in (0, 1]");
   } else if (key == "neighbour") {
     m.neighbours.push_back(parseNeighbour(value, where));
   } else if (key == "seal") {
@@ -132,15 +137,7 @@ void setManifestKey(Manifest& m, const std::string& key, const std::string& valu
   } else if (key == "torch") {
     m.torch = value;
   } else if (key == "trial-timeout") {
-    std::size_t used = 0;
-    double seconds = -1;
-    try {
-      seconds = std::stod(value, &used);
-    } catch (const std::exception&) {
-    }
-    if (used != value.size() || !(seconds > 0 && seconds <= 86400))
-      throw BadInputError(where + ": trial-timeout: expected seconds in (0, 86400], found '" + value + "'");
-    m.trial_timeout_s = seconds;
+    m.trial_timeout_s = parseNumberIn(value, 86400, where + ": trial-timeout: expected seconds in (0, 86400]");
   } else if (key == "neighbour-skipped") {
     m.neighbours_skipped.push_back(value);
   } else {
