@@ -169,7 +169,7 @@ CaseConfig loadInput(const fs::path& input, const fs::path& scratch, std::option
   if (!fs::is_regular_file(dir / "case.yaml"))
     throw BadInputError(input.string() + ": no case.yaml in the archive: not a minrepro reproducer");
   if (fs::is_regular_file(dir / "signature.txt")) {
-    *manifest = parseManifest(readFileBytes(dir / "signature.txt"), input.string() + ":signature.txt");
+    *manifest = readManifestFile(dir / "signature.txt", input.string() + ":signature.txt");
     *made_here = sealedByThisUser(dir, names);
   }
   return loadCase(dir / "case.yaml");

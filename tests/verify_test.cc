@@ -321,6 +321,22 @@ TEST(Verify, ArchivesThatAreNotReproducersAreBadInput) {
   EXPECT_EQ(verifyStatus(dir.path() / "old.tar.gz", "--expect maybe", &out), 2) << out;
 }
 
+// A signature.txt past 1 MiB is refused before it is read (probe 27: a
+// 900 MB message, 925 KB gzipped, took verify to 4.7 GB).
+TEST(Verify, AnOversizedSignatureIsRefusedUnread) {
+  testing::TempDir dir;
+  testing::writeFile(dir.path() / "signature.txt", "family: index-error\nmessage: " + std::string(2 << 20, 'A') + "\n");
+  try {
+    readManifestFile(dir.path() / "signature.txt", "x:signature.txt");
+    ADD_FAILURE() << "read";
+  } catch (const BadInputError& e) {
+    EXPECT_NE(std::string(e.what()).find("bytes, where minrepro writes a few KB: refused"), std::string::npos)
+        << e.what();
+  }
+  testing::writeFile(dir.path() / "signature.txt", "family: index-error\nmessage: Target 4 is out of bounds.\n");
+  EXPECT_EQ(readManifestFile(dir.path() / "signature.txt", "x").signature.message, "Target 4 is out of bounds.");
+}
+
 TEST(Verify, ManifestRoundTrips) {
   Manifest m;
   m.signature.family = FailureFamily::DeviceAssert;
@@ -725,7 +741,8 @@ TEST(VerifyHostile, AStrangersRunHasNoCapabilityNoScratchNoHostSocketNoTokenAndN
     if (std::getenv("CI")) FAIL() << "bwrap missing: scripts/install-deps.sh installs bubblewrap";
     GTEST_SKIP() << "bwrap is not installed";
   }
-  testing::TempDir scratch, config, home;
+  // HOME outside /tmp, which the sandbox would hide whole: what hides its files is the masks.
+  testing::TempDir scratch, config, home("/var/tmp/minrepro-home");
   const std::string real_home = std::getenv("HOME") ? std::getenv("HOME") : "";
   fs::create_directories(home.path() / ".aws");
   testing::writeFile(home.path() / ".aws" / "credentials", "aws_secret_access_key = x\n");
@@ -733,6 +750,9 @@ TEST(VerifyHostile, AStrangersRunHasNoCapabilityNoScratchNoHostSocketNoTokenAndN
   fs::create_directories(home.path() / ".config" / "pip");  // probe 23: an index URL's password
   testing::writeFile(home.path() / ".config" / "pip" / "pip.conf", "[global]\nindex-url = https://u:p@i/simple\n");
   testing::writeFile(home.path() / ".bash_history", "export HF_TOKEN=hf_x\n");
+  // Probe 27: a shell's start-up file, and a credential a variable points to.
+  testing::writeFile(home.path() / ".bashrc", "export WANDB_API_KEY=x\n");
+  testing::writeFile(home.path() / "gcp.json", "{\"private_key\": \"x\"}\n");
   fs::create_directories(home.path() / ".config" / "git");  // probe 24: git's second store
   testing::writeFile(home.path() / ".config" / "git" / "credentials", "https://u:p@github.com\n");
   const fs::path extracted = scratch.path() / "case", run = scratch.path() / "run-1";
@@ -760,7 +780,8 @@ TEST(VerifyHostile, AStrangersRunHasNoCapabilityNoScratchNoHostSocketNoTokenAndN
                    "echo credentials: $(cat /etc/shadow " +
                    (home.path() / ".aws/credentials").string() + " " + (home.path() / ".netrc").string() + " " +
                    (home.path() / ".config/pip/pip.conf").string() + " " + (home.path() / ".bash_history").string() +
-                   " " + (home.path() / ".config/git/credentials").string() + " /etc/shadow-" +
+                   " " + (home.path() / ".config/git/credentials").string() + " " + (home.path() / ".bashrc").string() +
+                   " " + (home.path() / "gcp.json").string() + " /etc/shadow-" +
                    " 2>/dev/null | wc -c); "
                    // Each tmpfs has a size (probe 23: /tmp and /dev/shm were half the RAM each).
                    "echo sized: $(df -k --output=size /tmp /dev/shm /run | tail -n +2 | tr -s ' ' | tr '\\n' ' '); "
@@ -771,12 +792,14 @@ TEST(VerifyHostile, AStrangersRunHasNoCapabilityNoScratchNoHostSocketNoTokenAndN
   setenv("MR_PROBE_FLAG", "4", 1);
   setenv("MR_PROBE_API_TOKEN", "hf_abcdefghijklmnopqrstuvwxyz012345", 1);
   setenv("XDG_CONFIG_HOME", config.path().c_str(), 1);
+  setenv("GOOGLE_APPLICATION_CREDENTIALS", (home.path() / "gcp.json").c_str(), 1);
   LocalExecutor local;
   const TrialOutcome out =
       SandboxedExecutor(local, extracted, *findBubblewrap(), archiveKeyDirectories(), inheritedByArchiveRuns).run(spec);
   unsetenv("MR_PROBE_FLAG");
   unsetenv("MR_PROBE_API_TOKEN");
   unsetenv("XDG_CONFIG_HOME");
+  unsetenv("GOOGLE_APPLICATION_CREDENTIALS");
   setenv("HOME", real_home.c_str(), 1);
   EXPECT_EQ(out.stdout_text,
             "CapEff:\t0000000000000000\nwrote-own\nrun: 0\nvars: unset unset given\npid1: 0\nbig: 268435456\n"

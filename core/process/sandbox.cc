@@ -144,6 +144,21 @@ const std::vector<fs::path>& ownLibraryDirs() {
   return dirs;
 }
 
+// The entries of a path list (PYTHONPATH's ':', LD_PRELOAD's ':' or ' ').
+std::vector<std::string> pathEntries(const std::string& value) {
+  std::vector<std::string> entries;
+  std::string part;
+  for (const char c : value + ":") {
+    if (c != ':' && c != ' ') {
+      part += c;
+      continue;
+    }
+    if (!part.empty()) entries.push_back(part);
+    part.clear();
+  }
+  return entries;
+}
+
 // The places a machine keeps credentials in, which a run that can read the
 // whole file system could print back in its message (probe 22 read the
 // user's .npmrc and /etc/shadow): the password databases and, in this
@@ -163,36 +178,30 @@ std::vector<fs::path> credentialPaths() {
           ".config/hub", ".config/git/credentials", ".gradle/gradle.properties", ".boto", ".dockercfg", ".oci",
           ".minikube", ".config/doctl", ".yarnrc", ".env", ".password-store", ".local/share/keyrings", ".gitconfig",
           ".config/git/config",  // url.insteadOf rules carry tokens
+          // the ML services' and tools' logins a training machine holds (probe 27), and the shells'
+          // start-up files, where `export WANDB_API_KEY=...` lives
+          ".cache/huggingface/stored_tokens", ".config/kaggle", ".ngc", ".config/openai", ".claude.json", ".claude",
+          ".codex", ".modal.toml", ".replicate", ".neptune", ".comet.config", ".clearml.conf", ".sky", ".runpod",
+          ".ollama", ".mc", ".config/containers", ".condarc", ".yarnrc.yml", ".gem/credentials", ".config/dvc",
+          ".local/share/jupyter/runtime", ".ipython", ".local/share/fish", ".terraformrc", ".pulumi", ".snowsql",
+          ".config/snowflake", ".dbt", ".cloudflared", ".config/sops", ".subversion", ".config/ngrok", ".vercel",
+          ".fly", ".config/heroku", ".streamlit", ".bashrc", ".bash_profile", ".profile", ".zshrc", ".zprofile",
+          ".zshenv", ".pam_environment", ".config/fish",
           // browsers' profiles (cookies, saved passwords) and shells' histories (a token typed once)
           ".mozilla", ".config/chromium", ".config/google-chrome", ".config/BraveSoftware", ".config/microsoft-edge",
           ".bash_history", ".zsh_history", ".python_history", ".psql_history", ".mysql_history", ".node_repl_history",
           ".sqlite_history", ".rediscli_history", ".lesshst"})
       paths.push_back(home / place);
+  // Where a variable puts them instead (probe 27: none of these was hidden).
+  for (const char* variable : {"GOOGLE_APPLICATION_CREDENTIALS", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE",
+                               "TF_CLI_CONFIG_FILE", "HF_TOKEN_PATH", "KUBECONFIG", "DOCKER_CONFIG", "CLOUDSDK_CONFIG",
+                               "NETRC", "PIP_CONFIG_FILE", "KAGGLE_CONFIG_DIR", "AZURE_CONFIG_DIR", "PGPASSFILE",
+                               "BOTO_CONFIG", "OCI_CLI_CONFIG_FILE", "DATABRICKS_CONFIG_FILE"})
+    if (const char* value = std::getenv(variable); value != nullptr && *value == '/')
+      for (const std::string& entry : pathEntries(value)) paths.emplace_back(entry);
+  if (const char* hf_home = std::getenv("HF_HOME"); hf_home != nullptr && *hf_home == '/')
+    for (const char* file : {"token", "stored_tokens"}) paths.push_back(fs::path(hf_home) / file);
   return paths;
-}
-
-// What a trial needs from under /tmp, bound read-only over the sandbox's
-// empty /tmp: the program's prefix (its path and its real path: a venv's
-// python is a link to its base), the venv's base, minrepro's own
-// directory (minrepro-trial, the op recorder) and those of the libraries it
-// loaded (LibTorch: the harness's trials run minrepro-trial), the directories the
-// prefix's .pth files add to Python's path (those their code adds too,
-// asked of the Python), and the directories that
-// PYTHONPATH, LD_PRELOAD and LD_LIBRARY_PATH name, set by the trial or
-// inherited. Everything else under /tmp stays hidden.
-// The entries of a path list (PYTHONPATH's ':', LD_PRELOAD's ':' or ' ').
-std::vector<std::string> pathEntries(const std::string& value) {
-  std::vector<std::string> entries;
-  std::string part;
-  for (const char c : value + ":") {
-    if (c != ':' && c != ' ') {
-      part += c;
-      continue;
-    }
-    if (!part.empty()) entries.push_back(part);
-    part.clear();
-  }
-  return entries;
 }
 
 // The entries of PYTHONPATH, LD_PRELOAD, LD_LIBRARY_PATH and PYTHONHOME
@@ -215,6 +224,13 @@ std::vector<std::string> ownPathEntries(const TrialSpec& spec) {
   return own;
 }
 
+// What a trial needs from under /tmp, bound read-only over the sandbox's
+// empty /tmp: the program (a Python environment's whole prefix, its real
+// path, a venv's base and the directories its .pth files add, asked of the
+// Python too), minrepro's own directory and those of the libraries it
+// loaded (LibTorch: the harness's trials run minrepro-trial), and this
+// user's own entries of PYTHONPATH, LD_PRELOAD and LD_LIBRARY_PATH.
+// Everything else under /tmp stays hidden.
 std::vector<fs::path> tmpPathsToBind(const TrialSpec& spec, const fs::path& writable) {
   std::vector<fs::path> paths;
   // A file or directory as it is (a library named by LD_PRELOAD alone, not

@@ -1,5 +1,6 @@
 #include "engine/archive/manifest.h"
 
+#include <fstream>
 #include <sstream>
 
 #include "core/text_lines.h"
@@ -162,6 +163,21 @@ Manifest parseManifest(const std::string& text, const std::string& source) {
   }
   if (!m.signature.failed()) throw BadInputError(source + ": no 'family:' line: the recorded failure is unknown");
   return m;
+}
+
+Manifest readManifestFile(const fs::path& file, const std::string& source) {
+  constexpr std::uintmax_t kMaxManifest = 1 << 20;
+  std::error_code ec;
+  const std::uintmax_t size = fs::file_size(file, ec);
+  if (ec) throw BadInputError(source + ": cannot be read (" + ec.message() + ")");
+  if (size > kMaxManifest)
+    throw BadInputError(source + ": " + std::to_string(size) +
+                        " bytes, where minrepro writes a few KB: refused (only archives made by minrepro shrink can "
+                        "be verified)");
+  std::ifstream in(file, std::ios::binary);
+  std::string text(static_cast<std::size_t>(size), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(size));
+  return parseManifest(text, source);
 }
 
 }  // namespace minrepro

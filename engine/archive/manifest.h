@@ -64,6 +64,11 @@ struct Manifest {
 
 std::string renderManifest(const Manifest& manifest);
 // Throws BadInputError naming `source` when a line is not understood.
+// An archive's signature.txt, read when it is at most 1 MiB (minrepro
+// writes a few KB; a 900 MB message took verify to 4.7 GB: probe 27), else
+// BadInputError.
+Manifest readManifestFile(const std::filesystem::path& file, const std::string& source);
+
 Manifest parseManifest(const std::string& text, const std::string& source);
 
 }  // namespace minrepro

@@ -87,7 +87,7 @@ Manifest readManifest(const fs::path& dir, const std::vector<std::string>& names
     throw BadInputError(name +
                         ": no signature.txt in the archive (made before minrepro verify existed?); "
                         "run minrepro shrink --config case.yaml again on its case to record one");
-  Manifest m = parseManifest(readFileBytes(dir / "signature.txt"), name + ":signature.txt");
+  Manifest m = readManifestFile(dir / "signature.txt", name + ":signature.txt");
   if (!m.op_repro.empty() && !has(m.op_repro))
     throw BadInputError(name + ": signature.txt names the op-level reproducer '" + m.op_repro +
                         "', which the archive lacks");
@@ -419,8 +419,11 @@ VerifyResult verifyArchive(const VerifyOptions& given, std::ostream* progress, E
   VerifyResult result;
   result.manifest = readManifest(dir, names, given);
   VerifyOptions o = given;
-  // Never longer than --timeout's default: an archive's 86400 held each run a day (probe 26).
-  if (!o.timeout_given && result.manifest.trial_timeout_s)
+  // A recorded hang's limit only, and never longer than --timeout's default:
+  // an archive's 86400 held each run a day (probe 26).
+  const bool hang_limit =
+      !o.timeout_given && result.manifest.trial_timeout_s && result.manifest.signature.family == FailureFamily::Timeout;
+  if (hang_limit)
     o.timeout =
         std::min(o.timeout, std::chrono::milliseconds(static_cast<long long>(*result.manifest.trial_timeout_s * 1000)));
   // Before anything of the archive runs, and before --code replaces files:
@@ -440,9 +443,9 @@ VerifyResult verifyArchive(const VerifyOptions& given, std::ostream* progress, E
   if (progress)
     *progress << "verify " << o.archive.string() << ": " << result.sandbox.describe << "; " << o.runs
               << " run(s) of repro.py, each a fresh process, diagnostic variables removed"
-              << (!o.timeout_given && result.manifest.trial_timeout_s
-                      ? ", each given the recorded trial timeout, " + secondsText(*result.manifest.trial_timeout_s) +
-                            " s (--timeout overrides)"
+              << (hang_limit
+                      ? ", each given the recorded trial timeout, " +
+                            secondsText(static_cast<double>(o.timeout.count()) / 1000) + " s (--timeout overrides)"
                       : std::string())
               << "\n";
   LocalExecutor plain;
