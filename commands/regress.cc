@@ -61,7 +61,9 @@ struct Row {
 // What the case did, in the table's words: the expectation when every run
 // met it, else what the first run that did not met did instead.
 Row rerun(const fs::path& archive, const VerifyOptions& base) {
-  Row row{archive.filename().string().substr(0, archive.filename().string().size() - 7),
+  // The name as the terminal shows it: a set cloned from elsewhere may name
+  // a case with an escape sequence or a bidi control (probe 28).
+  Row row{text::printable(archive.filename().string().substr(0, archive.filename().string().size() - 7)),
           readExpect(fs::path(archive).replace_extension("").replace_extension(".expect")), "", false};
   if (row.expected != "fail" && row.expected != "pass") {
     row.got = "error: " + row.name + ".expect must say fail or pass";

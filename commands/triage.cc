@@ -15,6 +15,7 @@
 
 #include "commands/log_window.h"
 #include "core/text_lines.h"
+#include "engine/archive/scrub.h"
 
 #include <sys/stat.h>
 
@@ -292,7 +293,9 @@ int runTriage(const std::string& path, std::istream& in, std::ostream& out) {
   }
   if (t.signature.failed() && path != "-" && S_ISREG(fileMode(path)))
     t.first_line_text = lineOfFile(path, t.first_line);
-  out << text::printable(renderTriage(t, path == "-" ? "stdin" : path));
+  // What triage prints is pasted into issues: a token or a URL's password
+  // the log quotes is scrubbed, as shrink's and verify's lines are (probe 28).
+  out << text::printable(scrubSecretsOnly(renderTriage(t, path == "-" ? "stdin" : path), machineScrubContext()));
   return t.signature.failed() ? 0 : 1;
 }
 

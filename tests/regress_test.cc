@@ -90,6 +90,12 @@ TEST(Regress, LinkedExpectFilesAreNotFollowedAndControlBytesArePrintedAsText) {
   fs::create_symlink("/etc/passwd", set / "linked.expect");
   addCase(set, "titled", kFails, "\x1b]0;pwned\x07");
   std::string out;
+  // A case's name from a set cloned from elsewhere (probe 28: an OSC 52 and a U+202E reached the terminal).
+  addCase(tmp.path() / "cloned", "named\x1b]52;c;cHduZWQ=\x07\xe2\x80\xaex", kFails, "fail");
+  EXPECT_EQ(regress(tmp.path() / "cloned", &out), 0) << out;
+  EXPECT_NE(out.find("named\\x1b]52;c;cHduZWQ=\\x07\\xe2\\x80\\xaex"), std::string::npos) << out;
+  EXPECT_EQ(out.find("\xe2\x80\xae"), std::string::npos) << out;
+  EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
   EXPECT_EQ(regress(set, &out), 1) << out;
   EXPECT_NE(out.find("linked  (a symbolic link)  error: linked.expect must say fail or pass"), std::string::npos)
       << out;

@@ -298,6 +298,22 @@ TEST(TriageCommand, ReadsALogFileAndNamesTheLine) {
   EXPECT_NE(out.find("first check:         indices, targets and the operator's conditions"), std::string::npos);
 }
 
+// A secret the log quotes is scrubbed on the terminal (probe 28: a URL's
+// password and a GitHub token were printed as they were).
+TEST(TriageCommand, ASecretTheLogQuotesIsScrubbed) {
+  testing::TempDir dir;
+  const fs::path log = dir.path() / "train.log";
+  testing::writeFile(log,
+                     "Traceback (most recent call last):\n  File \"/home/bob/t.py\", line 3, in <module>\n"
+                     "RuntimeError: postgres://bob:S3cr3tP4ss@db.example.com/x token "
+                     "ghp_1234567890abcdefghijABCDEFGHIJ123456\n");
+  std::string out;
+  ASSERT_EQ(testing::runCommand(minrepro() + " triage " + log.string(), &out), 0) << out;
+  EXPECT_EQ(out.find("S3cr3tP4ss"), std::string::npos) << out;
+  EXPECT_EQ(out.find("ghp_1234567890"), std::string::npos) << out;
+  EXPECT_NE(out.find("<secret:basic-auth-url>"), std::string::npos) << out;
+}
+
 TEST(TriageCommand, ReadsStandardInput) {
   std::string out;
   ASSERT_EQ(testing::runCommand(minrepro() + " triage - < " + fixture("cpp_nll_loss_terminate.txt").string(), &out), 0)

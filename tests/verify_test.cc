@@ -476,6 +476,10 @@ TEST(VerifyHostile, CodeFromTheUsersDirectoryIsOnlySourceForAStrangersArchive) {
   testing::writeFile(home.path() / "step.py", "raise IndexError('Target 4 is out of bounds.')\n");
   // A source file's name that is a link out of DIR, to a file the sandbox hides (probe 26).
   fs::create_symlink(home.path() / ".git-credentials", home.path() / "linked.py");
+  // A directory of DIR that is a link to one outside (probe 28: to ~/.ssh).
+  testing::TempDir elsewhere;
+  testing::writeFile(elsewhere.path() / "agent.sh", "echo SSH_SECRET_FROM_ELSEWHERE\n");
+  fs::create_directory_symlink(elsewhere.path(), home.path() / "sshlink");
   writeTarGz(dir.path() / "r.tar.gz",
              {{"repro.py",
                "import runpy, pathlib\n"
@@ -486,6 +490,7 @@ TEST(VerifyHostile, CodeFromTheUsersDirectoryIsOnlySourceForAStrangersArchive) {
                true},
               {"step.py", "pass\n"},
               {"linked.py", "pass\n"},
+              {"sshlink/agent.sh", "true\n"},
               {".git-credentials", "placeholder\n"},
               {".ssh/id_rsa", "placeholder\n"},
               {"signature.txt", kSignature}});

@@ -349,7 +349,12 @@ void replaceBundledCode(const fs::path& dir, const std::vector<std::string>& nam
   for (const auto& name : names) {
     if (!isBundledUserFile(name) || !fs::is_regular_file(dir / name, ec)) continue;
     if (!sealed && !codeFileName(name)) continue;
-    if (!sealed && fs::is_symlink(o.code_dir / name, ec)) continue;  // a link out of DIR, to a hidden file (probe 26)
+    // For a stranger's archive, the file itself under DIR, through no link: a
+    // link to a hidden file (probe 26), or a directory of DIR that is a link
+    // to ~/.ssh (probe 28), would carry what lies elsewhere into the run.
+    if (!sealed && fs::weakly_canonical(o.code_dir / name, ec) !=
+                       (fs::weakly_canonical(o.code_dir, ec) / fs::path(name).lexically_normal()))
+      continue;
     bundled.push_back(name);
     const fs::path mine = o.code_dir / name;
     if (!fs::is_regular_file(mine, ec)) continue;
