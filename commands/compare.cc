@@ -2,6 +2,7 @@
 
 #include "core/build_info.h"
 #include "core/errors.h"
+#include "core/text_lines.h"
 
 #include <stdlib.h>
 
@@ -287,11 +288,15 @@ TorchChoice chooseTorch(const Manifest& m, const CompareOptions& options, CaseCo
 }  // namespace
 
 // What the report says when the case as is fails otherwise than recorded.
+// Scrubbed: it quotes the run's message, and is printed as it happens
+// (probe 29: a URL's password the run printed reached the terminal here).
 static std::string otherwiseThanRecorded(const CompareResult& result) {
-  return "the case as it is now fails otherwise (" + result.reference.summary() + ") than the archive records (" +
-         result.recorded +
-         "): it was changed since it was made, or fails otherwise on this machine; \"failed the same way\" below "
-         "means as the case as is, not as recorded (minrepro verify checks the recorded failure)";
+  return scrubSecretsOnly(
+      "the case as it is now fails otherwise (" + result.reference.summary() + ") than the archive records (" +
+          result.recorded +
+          "): it was changed since it was made, or fails otherwise on this machine; \"failed the same way\" below "
+          "means as the case as is, not as recorded (minrepro verify checks the recorded failure)",
+      machineScrubContext());
 }
 
 CompareResult compareVariants(const CompareOptions& options, std::ostream* progress, Executor* executor) {
@@ -311,8 +316,8 @@ CompareResult compareVariants(const CompareOptions& options, std::ostream* progr
   const SandboxChoice sandbox = chooseSandbox(options.sandbox, made_here);
   const std::vector<Variant> variants = planVariants(config, BatchStore::open(config)->describe(), options.dev_root);
   if (progress)
-    *progress << "compare " << options.input.string() << ": " << sandbox.describe << "; " << options.runs
-              << " run(s) per variant, each a fresh process without diagnostic variables\n";
+    *progress << "compare " << text::printable(options.input.string()) << ": " << sandbox.describe << "; "
+              << options.runs << " run(s) per variant, each a fresh process without diagnostic variables\n";
   LocalExecutor plain;
   std::optional<SandboxedExecutor> sandboxed;
   if (sandbox.used)

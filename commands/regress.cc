@@ -220,7 +220,7 @@ int runRegress(const fs::path& dir, const VerifyOptions& base, std::ostream& out
   const std::string how = base.sandbox == SandboxMode::Auto ? chooseSandbox(SandboxMode::Auto, false).describe +
                                                                   " (archives your minrepro made, unchanged: without)"
                                                             : chooseSandbox(base.sandbox, false).describe;
-  out << "regress " << dir.string() << ": each case " << how << "\n";
+  out << "regress " << text::printable(dir.string()) << ": each case " << how << "\n";
   std::vector<Row> rows;
   for (const auto& archive : archives) {
     rows.push_back(rerun(archive, base));

@@ -244,6 +244,8 @@ ExitStatus materializeBest(const CaseConfig& config, bool quiet) {
   } catch (const BadInputError& e) {
     throw BadInputError(std::string(e.what()) + "; a running shrink writes best/ when sent SIGUSR1 (kill -USR1 PID)");
   }
+  // best/ a link planted since (probe 29: written through, the user's files replaced).
+  removePlantedLinks(config.work_dir);
   const auto text = Journal::lastAccepted(config.work_dir, runIdentity(config));
   if (!text)
     throw BadInputError((config.work_dir / "journal.txt").string() +

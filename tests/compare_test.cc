@@ -227,6 +227,13 @@ TEST(CompareBinary, AChangedArchiveThatFailsAnotherWayIsSaidToFailOtherwiseThanR
                         "archive records (index-error in cross_entropy: Target 4 is out of bounds.)"),
             std::string::npos)
       << output;
+  // The warning said as the runs go quotes the message scrubbed too (probe 29: a URL's password).
+  step.replace(step.find("changed since"), 13, "changed since https://deploy:Pa55w0rdQx@api.example.com/v1");
+  testing::writeFile(dir.path() / "x" / "step.py", step);
+  ASSERT_EQ(runCommand("cd " + (dir.path() / "x").string() + " && tar czf " + changed.string() + " ."), 0);
+  const std::string scrubbed = compare(changed.string() + " --runs 1 --sandbox off", &status);
+  EXPECT_NE(scrubbed.find("  warning: the case as it is now fails otherwise"), std::string::npos) << scrubbed;
+  EXPECT_EQ(scrubbed.find("Pa55w0rdQx"), std::string::npos) << scrubbed;
 }
 
 class CompareHalf : public ::testing::Test {

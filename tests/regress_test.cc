@@ -108,6 +108,12 @@ TEST(Regress, LinkedExpectFilesAreNotFollowedAndControlBytesArePrintedAsText) {
   runCommand(std::string(MINREPRO_BINARY) + " verify --runs 1 " + archive.string() + " 2>&1", &out);
   EXPECT_NE(out.find("recorded failure: index-error: \\x1b]0;pwned\\x07Target 4"), std::string::npos) << out;
   EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
+  // The archive's own file name on verify's first line (probe 29: raw).
+  const fs::path named = tmp.path() / "d\x1b]0;PWN\x07\xe2\x80\xae.tar.gz";
+  fs::copy_file(archive, named);
+  runCommand(std::string(MINREPRO_BINARY) + " verify --runs 1 '" + named.string() + "' 2>&1", &out);
+  EXPECT_NE(out.find("d\\x1b]0;PWN\\x07\\xe2\\x80\\xae.tar.gz: runs code"), std::string::npos) << out;
+  EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
 }
 
 TEST(Regress, EmptyOrMissingSetIsBadInput) {

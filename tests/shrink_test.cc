@@ -172,6 +172,29 @@ TEST_F(ShrinkFixture, LinksPlantedInTheWorkDirectoryAreNotWrittenThrough) {
   EXPECT_EQ(archivedIds(), (std::vector<std::int64_t>{37}));
 }
 
+// --materialize-best with best/ a link planted since the run: the link is
+// removed, not written through (probe 29: the user's case.yaml and batch.pt
+// in its target were replaced).
+TEST_F(ShrinkFixture, MaterializeBestDoesNotWriteThroughAPlantedLink) {
+  makeCase(64, "flaky: {enabled: false}\n");
+  IdExecutor first([](const auto& ids, std::uint64_t) { return has(ids, 37); });
+  ASSERT_EQ(runShrink(options, &first), ExitStatus::Reduced);
+  const fs::path work = dir.path() / "minrepro-work", victim = dir.path() / "victim";
+  fs::create_directories(victim);
+  testing::writeFile(victim / "case.yaml", "USERCASE");
+  testing::writeFile(victim / "batch.pt", "USERDATA");
+  fs::remove_all(work / "best");
+  fs::create_directory_symlink(victim, work / "best");
+  options.materialize_best = true;
+  options.quiet = true;
+  IdExecutor none([](const auto&, std::uint64_t) { return false; });
+  EXPECT_EQ(runShrink(options, &none), ExitStatus::Reduced);
+  EXPECT_EQ(testing::readFile(victim / "case.yaml"), "USERCASE");
+  EXPECT_EQ(testing::readFile(victim / "batch.pt"), "USERDATA");
+  EXPECT_FALSE(fs::is_symlink(work / "best"));
+  EXPECT_TRUE(fs::exists(work / "best" / "batch.pt"));
+}
+
 TEST_F(ShrinkFixture, ParallelTrialsGiveTheSameResult) {
   makeCase(512);
   auto rule = [](const auto& ids, std::uint64_t) { return has(ids, 100) && has(ids, 400); };

@@ -446,7 +446,7 @@ VerifyResult verifyArchive(const VerifyOptions& given, std::ostream* progress, E
   result.op_runs_judged = o.expect == Expect::Fail;
   result.sandbox = chooseSandbox(o.sandbox, made_here);
   if (progress)
-    *progress << "verify " << o.archive.string() << ": " << result.sandbox.describe << "; " << o.runs
+    *progress << "verify " << text::printable(o.archive.string()) << ": " << result.sandbox.describe << "; " << o.runs
               << " run(s) of repro.py, each a fresh process, diagnostic variables removed"
               << (hang_limit
                       ? ", each given the recorded trial timeout, " +
