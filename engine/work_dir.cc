@@ -15,6 +15,7 @@
 
 #include "core/content_hash.h"
 #include "core/disk_space.h"
+#include "core/paths.h"
 #include "core/process/containment.h"
 #include "core/process/process.h"
 #include "core/text_lines.h"
@@ -41,8 +42,7 @@ void checkWorkDirAndModel(const CaseConfig& config) {
                                    std::pair{config.harness ? config.harness->model : fs::path(), "the model"}}) {
     if (file.empty()) continue;
     const fs::path real = fs::weakly_canonical(file, ec);
-    const auto [end, _] = std::mismatch(work.begin(), work.end(), real.begin(), real.end());
-    if (!work.empty() && end == work.end())
+    if (!work.empty() && isWithin(real, work))
       throw BadInputError(file.string() + ": " + what + " lies inside the work directory " + config.work_dir.string() +
                           ", whose trials/ and best/ a run clears and rewrites; move it out, or give another "
                           "--work-dir");

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "core/paths.h"
 
 namespace fs = std::filesystem;
 
@@ -264,9 +265,7 @@ std::vector<fs::path> tmpPathsToBind(const TrialSpec& spec, const fs::path& writ
       for (const fs::path& dir : pthDirectories(prefixOf(p))) add(dir);
     }
     // Asked of the program outside the sandbox: never one the case brought.
-    const fs::path normal = fs::absolute(program, ec).lexically_normal();
-    const auto [end, _] = std::mismatch(writable.begin(), writable.end(), normal.begin(), normal.end());
-    if (end != writable.end())
+    if (!isWithin(fs::absolute(program, ec).lexically_normal(), writable))
       for (const fs::path& dir : startupPathOf(program)) add(dir);
   };
   if (!spec.argv.empty()) addProgram(resolveProgram(spec.argv.front()));

@@ -265,7 +265,7 @@ RunResult runOnce(const fs::path& dir, int index, const VerifyOptions& o, const 
 
 // op/repro_op.py once: the call alone fails like the case, the operator
 // aside (it is called directly, not from the program); after a fix it exits 0.
-RunResult runOpOnce(const fs::path& dir, int index, const VerifyOptions& o, const Manifest& m, Executor& executor) {
+RunResult judgedOpRun(const fs::path& dir, int index, const VerifyOptions& o, const Manifest& m, Executor& executor) {
   RunResult r;
   r.neighbour = m.op_repro;
   r.outcome = runScript(o, executor, {(dir / fs::path(m.op_repro).lexically_normal()).string()},
@@ -276,7 +276,7 @@ RunResult runOpOnce(const fs::path& dir, int index, const VerifyOptions& o, cons
     r.detail = m.op_repro + (r.as_expected ? " passed"
                                            : " still fails: " + r.signature.summary() + " (" + describe(r.outcome) +
                                                  "; not judged: it passes only after a fix in PyTorch itself)");
-    return withSecretsScrubbed(std::move(r));
+    return r;
   }
   if (m.signature.family == FailureFamily::NonFinite) {
     // The call names its NaN or inf in its own words ("log.default returned
@@ -288,7 +288,7 @@ RunResult runOpOnce(const fs::path& dir, int index, const VerifyOptions& o, cons
         (r.as_expected ? " reproduced: "
                        : " did not reproduce (family " + familyName(r.signature.family) + ", expected non-finite): ") +
         r.signature.summary() + " (" + describe(r.outcome) + ")";
-    return withSecretsScrubbed(std::move(r));
+    return r;
   }
   // The call raises in Python what the program may have died of (an
   // uncaught C++ error's abort), and is called directly, not from the
@@ -298,7 +298,11 @@ RunResult runOpOnce(const fs::path& dir, int index, const VerifyOptions& o, cons
   op_manifest.compare_ending = false;
   judgeFail(r, op_manifest, o);
   r.detail = m.op_repro + " " + r.detail;
-  return withSecretsScrubbed(std::move(r));
+  return r;
+}
+
+RunResult runOpOnce(const fs::path& dir, int index, const VerifyOptions& o, const Manifest& m, Executor& executor) {
+  return withSecretsScrubbed(judgedOpRun(dir, index, o, m, executor));
 }
 
 void printRun(std::ostream* progress, const std::string& what, const RunResult& r) {

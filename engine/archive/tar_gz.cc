@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "core/disk_space.h"
+#include "core/paths.h"
 #include "core/text_lines.h"
 
 namespace fs = std::filesystem;
@@ -218,8 +219,7 @@ namespace {
 // TMPDIR on a small tmpfs): said as a full disk, exit 4, not as a refusal.
 [[noreturn]] void throwExtractionFull(const fs::path& archive, const fs::path& dir, const fs::path& rel) {
   const fs::path tmp = fs::temp_directory_path();
-  const auto [end, _] = std::mismatch(tmp.begin(), tmp.end(), dir.begin(), dir.end());
-  throw DiskFullError(end == tmp.end() ? tmp : dir.parent_path(),
+  throw DiskFullError(isWithin(dir, tmp) ? tmp : dir.parent_path(),
                       "extracting '" + quotedName(rel.string()) + "' of " + archive.string(),
                       "free space there, or set TMPDIR to a directory with room");
 }
