@@ -1,6 +1,7 @@
 #include "engine/batch_dependence.h"
 
 #include <regex>
+#include <vector>
 
 #include "core/error_readers.h"
 #include "core/text_lines.h"
@@ -33,6 +34,23 @@ bool isUsageError(const TrialOutcome& outcome) {
   return outcome.end == TrialEnd::Exited && outcome.exit_code == 2 && std::regex_search(outcome.stderr_text, kUsage);
 }
 
+// Where the user's shell is: the case's directory, the directory minrepro
+// was started in, and the directories of the scripts the command names (a
+// captured case lives apart from the script whose directory training ran
+// in). The first of them that holds `name`.
+std::optional<fs::path> whereTheUserHas(const std::string& name, const CaseConfig& config) {
+  std::vector<fs::path> places{config.base_dir};
+  std::error_code ec;
+  if (const fs::path cwd = fs::current_path(ec); !ec) places.push_back(cwd);
+  if (config.command)
+    for (const std::string& arg : config.command->argv)
+      if (arg.find('{') == std::string::npos && fs::is_regular_file(arg, ec) && arg.ends_with(".py"))
+        places.push_back(fs::path(arg).parent_path());
+  for (const fs::path& place : places)
+    if (!place.empty() && fs::exists(place / name, ec)) return place;
+  return std::nullopt;
+}
+
 // What to do about a file not found: a relative name resolves from the
 // directory the step runs in, and each trial runs in a directory of its own
 // (the user's shell ran it from the project, where the file is).
@@ -43,11 +61,10 @@ std::string relativePathAdvice(const std::string& line, const CaseConfig& config
     return "A relative path in trial.command is relative to the trial's own directory: name your files as "
            "{case_dir}/NAME";
   const std::string name = m[1].str();
-  std::error_code ec;
-  const bool in_case = fs::exists(config.base_dir / name, ec);
+  const auto place = whereTheUserHas(name, config);
   return "The step opened '" + name + "' by a relative path, which resolves from the directory it runs in, and " +
          "each trial runs in a directory of its own" +
-         (in_case ? " ('" + name + "' is in " + config.base_dir.string() + ", where your shell ran it)" : "") +
+         (place ? " ('" + name + "' is in " + place->string() + ", where your shell ran it)" : "") +
          ": open it relative to the script, os.path.join(os.path.dirname(os.path.abspath(__file__)), '" + name +
          "'), or by an absolute path; when the command names it, write {case_dir}/" + name;
 }
@@ -79,6 +96,15 @@ std::string batchIndependentAdvice(const TrialOutcome& outcome, const CaseConfig
     return "the trial's code calls a function with the wrong arguments (" + error->line + "): " + general +
            ". Fix the call and run again";
   return "the failure does not depend on the batch (" + error->line + "): " + general + ". Fix the trial and run again";
+}
+
+std::optional<std::string> relativeFileMissing(const std::string& message, const CaseConfig& config,
+                                               FileWhereUserIs where) {
+  static const std::regex kMissing(R"(No such file or directory: '([^'/][^']*)')");
+  std::smatch m;
+  if (!std::regex_search(message, m, kMissing)) return std::nullopt;
+  if (where == FileWhereUserIs::Required && !whereTheUserHas(m[1].str(), config)) return std::nullopt;
+  return relativePathAdvice(": '" + m[1].str() + "'", config);
 }
 
 std::optional<std::string> checkBatchDependence(const CaseConfig& config, TrialSpec spec,

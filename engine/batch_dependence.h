@@ -27,6 +27,18 @@ namespace minrepro {
 // (none of those recognised) the general case.
 std::string batchIndependentAdvice(const TrialOutcome& outcome, const CaseConfig& config);
 
+// A failure that is a file opened by a relative name, not in the trial's
+// own directory: what to do about it, else nothing. Read from the message
+// alone, so that it holds whether or not the empty batch gets as far as the
+// file (a step that unpacks its batch first fails on it another way).
+// Required: only when the file is where the user is (the case's directory,
+// minrepro's own, the script's), which tells it from a batch that names
+// files which are missing everywhere; NotRequired: a failure the case says
+// is not the step's (its failure section names another).
+enum class FileWhereUserIs { Required, NotRequired };
+std::optional<std::string> relativeFileMissing(const std::string& message, const CaseConfig& config,
+                                               FileWhereUserIs where);
+
 // The probe: a trial of the case with `spec` (a trial of the original, its
 // batch path replaced by an empty batch written in its directory). Returns
 // the reason to stop when it fails as the reference does, else nothing.

@@ -25,6 +25,13 @@ ExitStatus originalFailsAsExpected(const CaseConfig& config, const CaseView& vie
             "that hangs). If the step ends in your shell, it hangs only as a trial: compare how you run it with how a "
             "trial does (its own empty directory, stdin from /dev/null, TMPDIR, no terminal); if it is only slow, "
             "raise trial.timeout";
+    else if (const auto advice = others.empty()
+                                     ? std::nullopt
+                                     : relativeFileMissing(others.begin()->first, config, FileWhereUserIs::NotRequired))
+      why =
+          "the original fails, but not as case.yaml's failure section expects: a file the trial needs cannot be "
+          "opened (it failed with: " +
+          others.begin()->first + "). " + *advice;
     else if (!others.empty())
       why = "the original fails, but not as case.yaml's failure section expects (it failed with: " +
             others.begin()->first + "). Fix the failure section or remove it";
@@ -65,6 +72,12 @@ ExitStatus checkDependsOnBatch(const CaseConfig& config, const BatchStore& batch
                                Executor& executor, const Selection& all, Log& log) {
   if (const std::string warning = perSampleLookingKeptWhole(batch); !warning.empty()) log.info("warning: " + warning);
   if (!config.command || oracle.reference().family == FailureFamily::Timeout) return ExitStatus::Reduced;
+  if (const auto advice = relativeFileMissing(oracle.reference().message, config, FileWhereUserIs::Required)) {
+    log.info("error: nothing to reduce: a file the trial needs cannot be opened (" + oracle.reference().summary() +
+             "), which is where you are and not where the trial runs: reducing would only keep an arbitrary sample. " +
+             *advice);
+    return ExitStatus::DoesNotReproduce;
+  }
   // Every switch off too: a failure that needs one of them depends on the case after all.
   Selection nothing = all;
   for (const auto& s : config.command->switches) nothing.branches_off.insert(s.name);

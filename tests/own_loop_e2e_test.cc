@@ -410,8 +410,47 @@ TEST_F(CaptureStep, ATestRunThatFailsAnotherWayIsSaidAtCaptureTime) {
                   "failed another way: FileNotFoundError: [Errno 2] No such file or directory: "
                   "'train_config.json' (the step raised IndexError"))
       << error;
-  EXPECT_TRUE(has(error, "files read relative to the directory training ran in")) << error;
-  EXPECT_FALSE(has(readFile(case_ / "case.yaml"), "family:")) << readFile(case_ / "case.yaml");
+  // The cause, from the run itself: the file is where training ran.
+  EXPECT_TRUE(has(error, "The step opened 'train_config.json' by a relative name, which resolves from the directory "
+                         "it runs in: training ran in " +
+                             user_.string() + ", where it is"))
+      << error;
+  EXPECT_TRUE(has(out, "minrepro_capture: fix what " + (case_ / "CAPTURE-ERROR.txt").string() +
+                           " says, then reduce it with: minrepro shrink --config"))
+      << out;
+  // The failure section holds shrink to the step's failure: it stops with
+  // exit 3 naming the file, where it used to reduce the FileNotFoundError
+  // to an arbitrary sample and exit 0 (a new user's detection model).
+  EXPECT_TRUE(has(readFile(case_ / "case.yaml"), "failure:\n  family: index-error")) << readFile(case_ / "case.yaml");
+  EXPECT_TRUE(has(error, "minrepro shrink will stop with exit 3 on this case")) << error;
+  EXPECT_EQ(testing::shrinkCase(case_ / "case.yaml", work_.path() / "repro.tar.gz", work_.path() / "work", &out), 3)
+      << out;
+  EXPECT_TRUE(has(out, "a file the trial needs cannot be opened (it failed with: runtime-error: [Errno 2] No such file "
+                       "or directory: 'train_config.json'")) << out;
+  EXPECT_TRUE(has(out, "os.path.join(os.path.dirname(os.path.abspath(__file__)), 'train_config.json')")) << out;
+  EXPECT_FALSE(fs::exists(work_.path() / "repro.tar.gz"));
+}
+
+// The same file read by a relative name in a step minrepro starts itself
+// (no capture, no case.yaml): the step fails on it whatever the batch,
+// though on a batch with no tensor it fails earlier, unpacking it. The
+// file is where the user is, not in the trial's directory: exit 3 with
+// what to do, not "reduced 8 -> 1" to an arbitrary sample.
+TEST_F(OwnLoop, AFileOpenedByARelativeNameIsNamedNotReduced) {
+  writeFile(user_ / "class_weights.json", "[1.0, 1.0, 1.0]\n");
+  writeFile(user_ / "weighted_step.py",
+            "import json, sys, torch\nb = torch.load(sys.argv[1], weights_only=True)\ntokens = b['tokens']\n"
+            "with open('class_weights.json') as f:\n    weights = json.load(f)\n"
+            "torch.nn.functional.embedding(tokens, torch.zeros(50, 4))\n");
+  std::string out;
+  EXPECT_EQ(minrepro("shrink --batch saved.pt --work-dir w --output r.tar.gz -- " + testing::python() +
+                         " weighted_step.py {batch}",
+                     &out),
+            3)
+      << out;
+  EXPECT_TRUE(has(out, "error: nothing to reduce: a file the trial needs cannot be opened")) << out;
+  EXPECT_TRUE(has(out, "('class_weights.json' is in " + user_.string() + ", where your shell ran it)")) << out;
+  EXPECT_FALSE(fs::exists(user_ / "r.tar.gz"));
 }
 
 TEST_F(CaptureStep, AStepWhoseObjectsCannotBeSavedNamesThem) {

@@ -34,12 +34,17 @@ bool SelfCheck::failed() const {
 std::string SelfCheck::describe() const {
   if (!ran) return "was not checked on its own (" + skipped + "): run `minrepro verify` on it";
   if (!error.empty()) return "could not be checked: " + error;
-  std::string text =
-      std::string(passed() ? "reproduced" : "did NOT reproduce") + " on its own in " + std::to_string(reproduced) +
-      " of " + std::to_string(runs) +
-      " runs of repro.py (plain processes, extracted into an empty directory, no diagnostic "
-      "variables; " +
+  const std::string how =
+      std::string(" (plain processes, extracted into an empty directory, no diagnostic variables; ") +
       (require_every_run ? "every run must fail" : "a flaky failure: at least one, none failing another way") + ")";
+  const std::string counted = std::to_string(reproduced) + " of " + std::to_string(runs) + " runs of repro.py";
+  // Runs that failed like the case by reading the user's files did not
+  // reproduce it on its own: say both, not "did not reproduce in 3 of 3".
+  std::string text = passed()                             ? "reproduced on its own in " + counted + how
+                     : touchedTheCase() && reproduced > 0 ? "did NOT reproduce on its own: " + counted + how +
+                                                                " failed like the case, but by reading what the "
+                                                                "archive does not carry"
+                                                          : "did NOT reproduce on its own in " + counted + how;
   if (!failed() && !passed()) text += "; inconclusive: a failure this rare can pass 30 runs of a faithful archive";
   if (op_runs > 0)
     text += "; op/repro_op.py failed like the case in " + std::to_string(op_reproduced) + " of " +
@@ -66,7 +71,10 @@ std::string SelfCheck::describe() const {
         " (carry a file with trial.files and name it relative to the script, "
         "os.path.dirname(os.path.abspath(__file__)))";
   }
-  if (!passed() && !not_given.empty()) {
+  // The variables the runs lacked only when nothing else explains the
+  // failure: a list of a dozen CA bundles' names beside a file the runs
+  // read at its place hides the cause.
+  if (!passed() && !not_given.empty() && !touchedTheCase() && missing_file.empty()) {
     constexpr std::size_t kNamed = 12;
     text += "; the runs did not get what the archive does not carry: ";
     for (std::size_t i = 0; i < not_given.size() && i < kNamed; ++i) text += (i ? ", " : "") + not_given[i];

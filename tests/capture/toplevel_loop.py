@@ -4,8 +4,17 @@ script. Its step is captured by value (minrepro_capture/_by_value.py): the
 trial never imports this file, which would train again. Sample 5 of step 2
 holds a token one past the embedding table.
 
+It reads a setting from toplevel_loop.json beside it twice, as scripts do:
+through HERE, which a function of the script reads (saved by value), and
+through __file__ in the block itself (saved with the block's variables).
+Both name the file's place on the capturing machine: the archive's run
+must read its own copy, beside its copy of the script.
+
 Usage: python toplevel_loop.py CASE_DIR
-(tests/capture/notebook_cell.py runs this same text as a notebook cell.)"""
+(tests/capture/notebook_cell.py runs this same text as a notebook cell,
+which has no __file__ and reads no file.)"""
+import json
+import os
 import sys
 
 import torch
@@ -28,6 +37,16 @@ class Net(nn.Module):
         return self.out(self.embed(x).mean(1))
 
 
+HERE = os.path.dirname(os.path.abspath(__file__)) if "__file__" in globals() else None
+
+
+def label_smoothing():
+    if HERE is None:
+        return 0.0
+    with open(os.path.join(HERE, "toplevel_loop.json")) as f:
+        return json.load(f)["label_smoothing"]
+
+
 def make_batch(step):
     g = torch.Generator().manual_seed(step)
     x = torch.randint(0, VOCAB, (16, 7), generator=g)
@@ -43,7 +62,11 @@ for step in range(5):
     batch = make_batch(step)
     with minrepro_capture.capture(out_dir, step=step, batch=batch):
         x, y = batch
-        loss = F.cross_entropy(model(x), y)
+        smoothing = label_smoothing()
+        if HERE is not None:
+            with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "toplevel_loop.json")) as f:
+                smoothing = max(smoothing, json.load(f)["label_smoothing"])
+        loss = F.cross_entropy(model(x), y, label_smoothing=smoothing)
         opt.zero_grad()
         loss.backward()
         opt.step()

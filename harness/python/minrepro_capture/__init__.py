@@ -29,12 +29,16 @@ the case directory gets:
              from batch.pt when it opens the case, as for a batch given
              without a case (one inference for every way in); the trial
              (with `branches={"path": True}` as switches the branches pass
-             may turn off), failure.family when it is certain, and the context (exception, step, last
+             may turn off), failure.family where the trial runs as the
+             step did (after the test run, even one that failed another
+             way: shrink must stop, not reduce that), and the context (exception, step, last
              completed step, revision, versions, backend, devices, dtypes
              and shapes, last batch, branches, the test run).
 
 Then the case is run once in a fresh process (test_run=True): when it does
-not fail the same way, CAPTURE-ERROR.txt says so and why that may be. When
+not fail the same way, CAPTURE-ERROR.txt says so and why (a file opened by
+a relative name, found where training ran; a command whose script is not
+there; else the likely causes). When
 no trial can be written, CAPTURE-ERROR.txt says why and case.yaml.draft
 holds everything else.
 
@@ -49,6 +53,7 @@ import functools
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import traceback
@@ -194,16 +199,34 @@ class _Batch:
         return flat
 
 
-def _test_run_problem(test, exc):
-    """CAPTURE-ERROR.txt's words for a test run that did not fail as the step did."""
+def _test_run_problem(test, exc, pinned):
+    """CAPTURE-ERROR.txt's words for a test run that did not fail as the step
+    did: the cause when the run says it (a file opened by a relative name
+    that is where training ran), else the likely ones."""
     what = {"different": "failed another way: " + test.detail, "passed": "did not fail",
             "timeout": "did not finish: " + test.detail}[test.verdict]
-    return ("the case was run once in a fresh process and %s (the step raised %s: %s). Likely causes: randomness "
-            "the saved generator states do not cover (a DataLoader worker, an unseeded generator of your own), "
-            "state the step changed before it failed (weights after optimizer.step, counters), or files read "
-            "relative to the directory training ran in (the trial runs in an empty one). minrepro shrink will "
-            "stop with exit 3 on this case until it fails the same way"
-            % (what, type(exc).__name__, _model_slice.first_message(exc)))
+    missing = re.search(r"^FileNotFoundError: .*No such file or directory: '([^'/][^']*)'$", test.detail)
+    if missing and os.path.exists(missing.group(1)):
+        name = missing.group(1)
+        cause = ("The step opened '%s' by a relative name, which resolves from the directory it runs in: training "
+                 "ran in %s, where it is, and the trial runs in an empty directory of its own. Open it relative to "
+                 "the script, os.path.join(os.path.dirname(os.path.abspath(__file__)), '%s') (the archive then "
+                 "carries it beside its copy of the script), or by an absolute path"
+                 % (name, os.getcwd(), name))
+    elif "can't open file" in test.detail:
+        cause = ("The trial's command names a script that is not there: put it where the command says (copy your "
+                 "step script into the case directory when the command names {case_dir}), or give capture() the "
+                 "command that runs your step")
+    else:
+        cause = ("Likely causes: randomness the saved generator states do not cover (a DataLoader worker, an "
+                 "unseeded generator of your own), state the step changed before it failed (weights after "
+                 "optimizer.step, counters), or files read relative to the directory training ran in (the trial "
+                 "runs in an empty one)")
+    then = ("minrepro shrink will stop with exit 3 on this case until it fails the same way (case.yaml's failure "
+            "section says how the step failed)" if pinned else
+            "fix this before minrepro shrink: it would reduce the failure its first run meets, which is not this one")
+    return "the case was run once in a fresh process and %s (the step raised %s: %s). %s. %s" % (
+        what, type(exc).__name__, _model_slice.first_message(exc), cause, then)
 
 
 def _infer_last_batch(dataloader, batch_index):
@@ -308,8 +331,11 @@ class capture:
                 sys.stderr.write("minrepro_capture: test run of the case: %s (%s)\n" % (
                     "fails the same way" if info.test_run.same else "DOES NOT fail the same way, see "
                     + str(info.error_file), info.test_run.detail))
-            if info.case_file:
+            if info.case_file and (info.test_run is None or info.test_run.same):
                 sys.stderr.write("minrepro_capture: reduce it with: minrepro shrink --config %s\n" % info.case_file)
+            elif info.case_file:
+                sys.stderr.write("minrepro_capture: fix what %s says, then reduce it with: minrepro shrink --config %s\n"
+                                 % (info.error_file, info.case_file))
         if device_assert:
             sys.stderr.write(
                 "minrepro_capture: a device-side assert invalidates this process's CUDA/HIP context "
@@ -368,7 +394,8 @@ class capture:
         if trial is not None and trial.argv is not None and self.test_run:
             test = _testrun.run(trial.argv, out_dir, self.timeout, type(exc).__name__, _model_slice.first_message(exc))
             if not test.same:
-                problems.append(_test_run_problem(test, exc))
+                pinned = self._family(exc, batch.saved.devices, trial, test) is not None
+                problems.append(_test_run_problem(test, exc, pinned))
         text = self._case_text(exc, tb, batch, trial, test)
         case_file = None
         if trial is None:
@@ -475,11 +502,13 @@ class capture:
                                   "the step itself: " + where, argv)
 
     def _family(self, exc, devices, trial, test):
-        """failure.family only when the trial will fail the same way for certain:
-        the test run failed the same way (or the built-in harness runs the
-        model as captured), and the batch ran on the CPU (a CUDA device
-        assert becomes an IndexError on the CPU)."""
-        certain = trial is not None and ((test is not None and test.same) or trial.kind in ("harness", "exported"))
+        """failure.family where the trial runs as the step did: a trial that
+        was test-run (when the run failed another way, the family holds
+        shrink to the step's failure: exit 3, not a reduction of the other
+        one), or the built-in harness, which runs the model as captured;
+        and the batch ran on the CPU (a CUDA device assert becomes an
+        IndexError on the CPU)."""
+        certain = trial is not None and (test is not None or trial.kind in ("harness", "exported"))
         if not certain or any(d != "cpu" for d in devices.values()):
             return None
         name = type(exc).__name__

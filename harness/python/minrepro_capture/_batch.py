@@ -41,6 +41,23 @@ def _plain_lists(value):
                 yield from _plain_lists(v)
 
 
+def _is_record_list(value):
+    return isinstance(value, (list, tuple)) and bool(value) and all(
+        isinstance(entry, collections.abc.Mapping) for entry in value)
+
+
+def _record_lists(value, path):
+    """(path, list) of each list of per-sample records (dicts) in the batch."""
+    if _is_record_list(value):
+        yield path, value
+    elif isinstance(value, collections.abc.Mapping):
+        for k, v in value.items():
+            yield from _record_lists(v, path + [k])
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            yield from _record_lists(v, path + [i])
+
+
 class SavedBatch:
     def __init__(self, batch, sample_ids, problems):
         self.given = batch
@@ -101,18 +118,20 @@ class SavedBatch:
     def batch_size(self):
         """How many samples: a list of per-sample records (dicts, or lists and
         tuples of them) is as long as it is; else the first dimension most
-        tensors and per-sample lists of plain values share (a packed graph
-        batch's 104 nodes under x and batch tie with its 8 labels and 8 names,
-        and the samples win the tie)."""
+        tensors, per-sample lists of plain values and lists of records
+        share. A tensor inside a record is the record's own (a detection
+        target's boxes [n_i, 4]) and has no say; a packed graph batch's 104
+        nodes under x and batch tie with its 8 labels and 8 names, and the
+        samples win the tie."""
         saved = self.saved
-        if isinstance(saved, (list, tuple)) and saved and all(
-                isinstance(entry, collections.abc.Mapping) for entry in saved):
+        if _is_record_list(saved):
             return len(saved)
+        records = list(_record_lists(saved, []))
         sizes = {}
-        for _, t, _ in self.tensors:
-            if t.dim() >= 1:
+        for path, t, _ in self.tensors:
+            if t.dim() >= 1 and not any(path[:len(at)] == at for at, _ in records):
                 sizes[t.shape[0]] = sizes.get(t.shape[0], 0) + 1
-        for entries in _plain_lists(saved):
+        for entries in list(_plain_lists(saved)) + [entries for _, entries in records]:
             sizes[len(entries)] = sizes.get(len(entries), 0) + 1
         return min(sorted(sizes), key=lambda s: -sizes[s]) if sizes else 0
 

@@ -17,6 +17,7 @@ import inspect
 import io
 import linecache
 import pickle
+import symtable
 import sys
 import textwrap
 import types
@@ -216,11 +217,30 @@ def _is_literal(value):
 
 
 def _names_read(source):
+    """The names a definition reads from the script's globals: the module
+    level's (decorators, bases, defaults, annotations) and each scope's
+    globals, not its own locals. A function's `with open(p) as f` is not
+    the script's `f` (the file a top-level `with open(...) as f` left
+    there, which pickle refuses, and the step never reads)."""
     try:
-        tree = ast.parse(source)
+        table = symtable.symtable(source, "<definition>", "exec")
     except SyntaxError:
         return set()
-    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    names = set()
+
+    def walk(scope):
+        kind = scope.get_type()
+        for symbol in scope.get_symbols():
+            if not symbol.is_referenced():
+                continue
+            if kind == "module" or symbol.is_global() or (
+                    kind == "class" and not symbol.is_assigned() and not symbol.is_free()):
+                names.add(symbol.get_name())
+        for child in scope.get_children():
+            walk(child)
+
+    walk(table)
+    return names
 
 
 def source_lines(filename):

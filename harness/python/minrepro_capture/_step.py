@@ -263,6 +263,12 @@ def write(record, out_dir, switches):
     A block variable pickle refuses that the body sets before reading (an
     open file from the previous step's `with open(...) as f`) is left out."""
     record.meta["switches"] = list(switches)
+    if not record.user_file.startswith("<"):
+        # Paths the step holds that lie beside the script (__file__, a HERE
+        # the script computed, a data directory under it) are moved to the
+        # script as the trial has it: an archive's copy, with the files the
+        # trial read beside it (captured_step.relocated).
+        record.meta["script_dir"] = os.path.dirname(record.user_file)
     if record.by_value is not None:
         record.by_value.add_classes_of(record.objects)
         record.by_value.add_classes_of(record.by_value.data)

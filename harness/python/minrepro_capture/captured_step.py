@@ -111,7 +111,7 @@ def build_by_value(step, user_file):
     the script's order (its source compiled with its file and lines)."""
     by_value = step["by_value"]
     module = types.ModuleType("__main__")
-    module.__file__ = user_file
+    module.__file__ = os.path.abspath(user_file)
     names = vars(module)
     sys.path.insert(0, os.path.dirname(os.path.abspath(user_file)))  # `from tagger import Tagger` beside the script
     for alias, name in by_value["modules"].items():
@@ -122,11 +122,32 @@ def build_by_value(step, user_file):
             value = getattr(value, part)
         names[alias] = value
     for name, text in by_value["constants"].items():
-        names[name] = ast.literal_eval(text)
+        names[name] = relocated(ast.literal_eval(text), step.get("script_dir"), os.path.dirname(module.__file__))
     for d in by_value["definitions"]:
         source = "\n" * (d["line"] - 1) + d["source"]
         exec(compile(source, _script_named(d["file"], user_file), "exec"), names)
     return module
+
+
+def relocated(value, old_dir, new_dir):
+    """`value` with each path under the script's directory at capture
+    (`old_dir`) moved under the script's directory in this run: a step
+    that opens os.path.join(HERE, "vocab.json") with HERE saved by value,
+    or `__file__` taken with a top-level block's variables, reads the
+    archive's copy beside the archive's script, not the user's file at its
+    place on the capturing machine. Strings in lists, tuples and dicts
+    are moved too; other objects are left as they are."""
+    if not old_dir or old_dir == new_dir or old_dir == os.sep:
+        return value
+    if isinstance(value, str):
+        if value == old_dir or value.startswith(old_dir + os.sep):
+            return new_dir + value[len(old_dir):]
+        return value
+    if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
+        return type(value)(relocated(v, old_dir, new_dir) for v in value)
+    if type(value) is dict:
+        return {k: relocated(v, old_dir, new_dir) for k, v in value.items()}
+    return value
 
 
 def _script_named(captured_file, user_file):
@@ -277,6 +298,10 @@ def main(argv):
     else:
         module = import_user_module(user_file, module_name, step["argv"])
     state = load_state(os.path.join(HERE, "step_state.pt"), module, module_name)
+    script_dir = os.path.dirname(os.path.abspath(user_file))
+    for group in ("args", "kwargs", "variables", "globals"):
+        if group in state:
+            state[group] = relocated(state[group], step.get("script_dir"), script_dir)
     vars(module).update(state.get("globals", {}))
     loaded = torch.load(batch_file, map_location="cpu", **_weights_only(True))
     batch = rebuild_batch(loaded, step["layout"], state["others"], module)
