@@ -268,6 +268,18 @@ TEST_F(Fidelity, AFileReadByItsAbsolutePathFailsTheSelfCheck) {
       << output;
   EXPECT_NE(output.find("labels.json (open them relative to the script"), std::string::npos) << output;
   EXPECT_EQ(output.find("searching again from the original"), std::string::npos) << output;
+  // verify, here where the file still is, reproduces it, and does not vouch
+  // for it: the archive records that it did not reproduce on its own
+  // (a new user's verify said "reproduced in 1 of 1 runs", exit 0).
+  const fs::path archive = work_.path() / "repro.tar.gz";
+  EXPECT_EQ(runCommand(std::string(MINREPRO_BINARY) + " verify " + archive.string() + " --runs 1", &output), 3)
+      << output;
+  EXPECT_NE(output.find("reproduced in 1 of 1 runs"), std::string::npos) << output;
+  EXPECT_NE(output.find("inconclusive: when it was made, this archive did not reproduce on its own (3 of 3 runs of "
+                        "repro.py in an empty directory failed as recorded; the runs read 1 file(s) of the case at "
+                        "their place on the machine that made it)"),
+            std::string::npos)
+      << output;
 }
 
 // The step only asks whether a flag file of the case exists and lists a

@@ -25,6 +25,7 @@ std::string renderManifest(const Manifest& m) {
   if (!m.python.empty()) out << "python: " << m.python << "\n";
   if (!m.torch.empty()) out << "torch: " << m.torch << "\n";
   if (m.trial_timeout_s) out << "trial-timeout: " << *m.trial_timeout_s << "\n";
+  if (!m.not_alone.empty()) out << "not-alone: " << m.not_alone << "\n";
   // neighbour: NAME FILE [processed=N] ids=ID,ID,...
   for (const auto& n : m.neighbours) {
     out << "neighbour: " << n.name << " " << n.file;
@@ -139,6 +140,8 @@ void setManifestKey(Manifest& m, const std::string& key, const std::string& valu
     m.torch = value;
   } else if (key == "trial-timeout") {
     m.trial_timeout_s = parseNumberIn(value, 86400, where + ": trial-timeout: expected seconds in (0, 86400]");
+  } else if (key == "not-alone") {
+    m.not_alone = value;
   } else if (key == "neighbour-skipped") {
     m.neighbours_skipped.push_back(value);
   } else {

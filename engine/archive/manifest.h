@@ -60,6 +60,11 @@ struct Manifest {
   // recorded hang: verify gives each run that long unless --timeout says
   // otherwise (its 600 s made three runs of a 4 s hang take 30 minutes).
   std::optional<double> trial_timeout_s;
+  // Why shrink's self-check found that the archive does not reproduce on
+  // its own (exit 6), in words without this machine's paths; empty when it
+  // did. A run that reproduces it where it was made may be reading what it
+  // lacks (a file at its place), so verify calls such a pass inconclusive.
+  std::string not_alone;
 };
 
 std::string renderManifest(const Manifest& manifest);

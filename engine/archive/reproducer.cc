@@ -79,6 +79,7 @@ ArchiveEntry manifestEntry(const CaseConfig& config, const fs::path& minimal_bat
   m.processed = expectedProcessed(config, minimal_batch);
   m.neighbours = neighbours.cases;
   m.neighbours_skipped = neighbours.skipped;
+  if (summary.self_check.failed()) m.not_alone = summary.self_check.failedWhy();
   return {"signature.txt", renderManifest(m)};
 }
 

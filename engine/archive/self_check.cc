@@ -31,6 +31,19 @@ bool SelfCheck::failed() const {
          (require_every_run || conclusive || other_failures > 0 || touchedTheCase());
 }
 
+std::string SelfCheck::failedWhy() const {
+  std::string why = std::to_string(reproduced) + " of " + std::to_string(runs) +
+                    " runs of repro.py in an empty directory failed as recorded";
+  if (!originals_read.empty())
+    why += "; the runs read " + std::to_string(originals_read.size()) +
+           " file(s) of the case at their place on the machine that made it";
+  if (!places_touched.empty())
+    why += "; the runs looked at " + std::to_string(places_touched.size()) +
+           " path(s) beside the case's files there that the archive does not carry";
+  if (!missing_file.empty()) why += "; a run could not find a file the archive does not carry";
+  return why;
+}
+
 std::string SelfCheck::describe() const {
   if (!ran) return "was not checked on its own (" + skipped + "): run `minrepro verify` on it";
   if (!error.empty()) return "could not be checked: " + error;

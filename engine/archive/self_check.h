@@ -51,6 +51,8 @@ struct SelfCheck {
   // The runs did not reproduce for want of what the archive does not carry
   // (a file read where it lies, a missing file, a variable its output
   // names): no sign that the minimal case itself fails only in the trials.
+  // Why it failed, in words without paths (signature.txt's not-alone:).
+  std::string failedWhy() const;
   bool lostToWhatTheArchiveLacks() const { return touchedTheCase() || !missing_file.empty() || output_names_not_given; }
   bool touchedTheCase() const { return !originals_read.empty() || !places_touched.empty(); }
   // false: a failure so rare that the runs allowed (30) could miss it on a
