@@ -21,8 +21,15 @@ class ValueReducer : public SetReducer {
 
   std::vector<std::string> describe(const Selection& minimal, const std::vector<std::int64_t>&) const override {
     if (minimal.values_kept.empty()) return {};
-    return {"Values: " + std::to_string(view_.nonTrivialValueCount(minimal)) +
-            " non-trivial value(s) left; every other value is its tensor's trivial value (floats 0, integers 0 or "
+    // The tensors the pass went over, by name: a per-sample list's entries
+    // (a detection target's boxes) are not among them and keep their values.
+    std::string covered;
+    std::size_t named = 0;
+    for (const auto& [tensor, kept] : minimal.values_kept)
+      if (++named <= 6) covered += (named > 1 ? ", " : "") + tensor;
+    if (named > 6) covered += " and " + std::to_string(named - 6) + " more";
+    return {"Values: " + std::to_string(view_.nonTrivialValueCount(minimal)) + " non-trivial value(s) left in " +
+            covered + "; every other value there is its tensor's trivial value (floats 0, integers 0 or "
             "the value nearest 0 the tensor holds, or its median where only one element held that, masks all-ones; "
             "configs/README.md, values), dtypes and layouts unchanged: such a value is not the sample's own"};
   }

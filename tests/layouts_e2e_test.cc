@@ -113,6 +113,12 @@ TEST_F(LayoutsEndToEnd, DetectionWithOneTargetDictPerImage) {
   EXPECT_EQ(
       archived("detection_targets", "type(b).__name__, b[0].shape[0], type(b[1]).__name__, len(b[1]), sorted(b[1][0])"),
       "tuple 1 list 1 ['boxes', 'labels']\n");
+  // The report's values line names the tensors the values pass went over:
+  // the targets' boxes and labels keep their values (it said "every other
+  // value is its tensor's trivial value" above boxes it never touched).
+  const fs::path dir = work_.path() / "detection_targets" / "maintainer";
+  const std::string report = testing::readFile(dir / "REPORT.md");
+  EXPECT_TRUE(has(report, " non-trivial value(s) left in [0]; every other value there is")) << report;
 }
 
 // A failure of the padded width alone (30 positions, past a table of 24)

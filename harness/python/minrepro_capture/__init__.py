@@ -485,7 +485,7 @@ class capture:
                 raise _step.StepNotSaved("the failure's traceback does not pass through the with block")
             record = _step.block_record(frame, entry_locals, tb.tb_lineno, batch.given, batch.saved, rng,
                                         batch.saved.others)
-            where = "the with block at %s:%d in %s" % (os.path.basename(record.user_file), record.meta["first_line"],
+            where = "the with block at %s:%d in %s" % (os.path.basename(record.user_file), record.with_line,
                                                       frame.f_code.co_name)
         else:
             raise _step.StepNotSaved("the step was not seen starting (capture was neither entered as a with block "

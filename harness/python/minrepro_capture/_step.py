@@ -60,6 +60,7 @@ class StepRecord:
         self.module_globals = {}
         self.set_first = set()  # block variables the body sets before it reads them
         self.by_value = None  # ByValue when the step is defined in __main__
+        self.with_line = None  # a block's `with` line
 
     def switchable(self, path):
         """True when `path` (name or name.attr...) names something the step can see."""
@@ -233,6 +234,7 @@ def block_record(frame, entry_locals, line, batch, saved, rng, others):
             variables[name] = value
     record.meta.update(source=source, first_line=block.body[0].lineno, batch_variables=batch_variables,
                        modules=modules)
+    record.with_line = block.lineno  # the `with` statement's own line, which the user knows the block by
     record.set_first = set(set_first) & set(variables)
     record.objects.update(variables=variables, rng=rng, others=others)
     record.namespace = dict(entry_locals)
