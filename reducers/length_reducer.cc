@@ -36,9 +36,12 @@ class LengthReducer : public SettingReducer {
                                     const std::vector<std::int64_t>& sample_ids) const override {
     const std::int64_t length = view_.sequenceLength();
     if (length == 0) return {};
-    std::vector<std::string> lines{"Sequence window: positions " + std::to_string(minimal.seq_begin) + ".." +
-                                   std::to_string(minimal.seq_end) + " of " + std::to_string(length) + " (length " +
-                                   std::to_string(minimal.seq_end - minimal.seq_begin) + ")"};
+    // Both ends included, as a reader counts ("11..12 of 40" left them to guess).
+    const std::string window = minimal.seq_end > minimal.seq_begin
+                                   ? std::to_string(minimal.seq_begin) + " to " + std::to_string(minimal.seq_end - 1)
+                                   : std::string("none");
+    std::vector<std::string> lines{"Sequence window: positions " + window + " of 0 to " + std::to_string(length - 1) +
+                                   " (length " + std::to_string(minimal.seq_end - minimal.seq_begin) + ")"};
     for (const auto& [sample, cut] : minimal.lengths)
       lines.push_back("Sample id " + std::to_string(sample_ids[static_cast<std::size_t>(sample)]) + ": length " +
                       std::to_string(lengths_[static_cast<std::size_t>(sample)]) + " shortened to " +

@@ -29,7 +29,8 @@ class ValueReducer : public SetReducer {
       if (++named <= 6) covered += (named > 1 ? ", " : "") + tensor;
     if (named > 6) covered += " and " + std::to_string(named - 6) + " more";
     return {"Values: " + std::to_string(view_.nonTrivialValueCount(minimal)) + " non-trivial value(s) left in " +
-            covered + "; every other value there is its tensor's trivial value (floats 0, integers 0 or "
+            covered +
+            "; every other value there is its tensor's trivial value (floats 0, integers 0 or "
             "the value nearest 0 the tensor holds, or its median where only one element held that, masks all-ones; "
             "configs/README.md, values), dtypes and layouts unchanged: such a value is not the sample's own"};
   }

@@ -411,9 +411,10 @@ TEST_F(CaptureStep, ATestRunThatFailsAnotherWayIsSaidAtCaptureTime) {
                   "'train_config.json' (the step raised IndexError"))
       << error;
   // The cause, from the run itself: the file is where training ran.
-  EXPECT_TRUE(has(error, "The step opened 'train_config.json' by a relative name, which resolves from the directory "
-                         "it runs in: training ran in " +
-                             user_.string() + ", where it is"))
+  EXPECT_TRUE(has(error,
+                  "The step opened 'train_config.json' by a relative name, which resolves from the directory "
+                  "it runs in: training ran in " +
+                      user_.string() + ", where it is"))
       << error;
   EXPECT_TRUE(has(out, "minrepro_capture: fix what " + (case_ / "CAPTURE-ERROR.txt").string() +
                            " says, then reduce it with: minrepro shrink --config"))
@@ -425,8 +426,10 @@ TEST_F(CaptureStep, ATestRunThatFailsAnotherWayIsSaidAtCaptureTime) {
   EXPECT_TRUE(has(error, "minrepro shrink will stop with exit 3 on this case")) << error;
   EXPECT_EQ(testing::shrinkCase(case_ / "case.yaml", work_.path() / "repro.tar.gz", work_.path() / "work", &out), 3)
       << out;
-  EXPECT_TRUE(has(out, "a file the trial needs cannot be opened (it failed with: runtime-error: [Errno 2] No such file "
-                       "or directory: 'train_config.json'")) << out;
+  EXPECT_TRUE(has(out,
+                  "a file the trial needs cannot be opened (it failed with: runtime-error: [Errno 2] No such file "
+                  "or directory: 'train_config.json'"))
+      << out;
   EXPECT_TRUE(has(out, "os.path.join(os.path.dirname(os.path.abspath(__file__)), 'train_config.json')")) << out;
   EXPECT_FALSE(fs::exists(work_.path() / "repro.tar.gz"));
 }

@@ -36,7 +36,7 @@ TEST_F(ReducerEndToEnd, LengthAboveAThresholdIsCutToTheThresholdWithMaskAndLengt
                     "b['mask'][0, -2:].tolist(), int(b['mask'].sum()), int(b['tokens'].abs().sum())"),
             "(1, 513) torch.int64 [513] [True, True] 513 0\n");
   const std::string report = readFile(dir / "REPORT.md");
-  EXPECT_TRUE(has(report, "Sequence window: positions 0..513 of 600 (length 513)")) << report;
+  EXPECT_TRUE(has(report, "Sequence window: positions 0 to 512 of 0 to 599 (length 513)")) << report;
   EXPECT_TRUE(has(report, "length 600 shortened to 513")) << report;
   EXPECT_TRUE(has(log_, "lengths end: 600 -> 513")) << log_;
 }

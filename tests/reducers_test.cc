@@ -295,7 +295,7 @@ TEST(Reducers, EachPassDescribesItsOwnPartOfTheMinimalCase) {
   EXPECT_EQ(findReducer("branches")->create(view)->describe(minimal, ids),
             (std::vector<std::string>{"Branches needed: noise; switched off without losing the failure: crop, pad"}));
   EXPECT_EQ(findReducer("lengths")->create(view)->describe(minimal, ids),
-            (std::vector<std::string>{"Sequence window: positions 2..6 of 10 (length 4)",
+            (std::vector<std::string>{"Sequence window: positions 2 to 5 of 0 to 9 (length 4)",
                                       "Sample id 101: length 7 shortened to 3"}));
   EXPECT_TRUE(findReducer("values")->create(view)->describe(minimal, ids).empty());  // no value simplified
 }
