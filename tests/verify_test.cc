@@ -441,6 +441,16 @@ TEST(Apart, ValueSetsAndTheLastBatch) {
   const auto shared = describeApart(3, {0}, {7}, {{"t", {1, 1, 2}}});
   EXPECT_EQ(shared[0], "`t`: kept values [1]; values seen in the other 2 samples: 1, 2");
   EXPECT_EQ(shared[1], "Last batch: no: the kept samples are at positions [0] of 0..2 in the original, not its last 1");
+  // A length inside the range that many other samples spread over is
+  // chance, not what sets the kept sample apart (a new user's mask length
+  // 22 among 21 and 23); one past that range, and any value among few, are.
+  std::vector<std::int64_t> lengths{6, 8, 11, 13, 15, 18, 21, 23, 22, 29};
+  EXPECT_EQ(describeApart(10, {8}, {8}, {{"len", lengths}})[0],
+            "`len`: kept values [22]; values seen in the other 9 samples: 6, 8, 11, 13, 15, 18, 21, 23, 29");
+  lengths[8] = 40;
+  EXPECT_EQ(describeApart(10, {8}, {8}, {{"len", lengths}})[0],
+            "`len`: kept values [40]; values seen in the other 9 samples: 6, 8, 11, 13, 15, 18, 21, 23, 29 (40 only in "
+            "the kept samples)");
   // Nothing removed: every sample is "the last ones", which tells nothing.
   EXPECT_EQ(describeApart(3, {0, 1, 2}, {7, 8, 9}, {})[0],
             "Last batch: not told: every sample of the original was kept");

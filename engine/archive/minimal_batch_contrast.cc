@@ -85,9 +85,14 @@ std::vector<std::string> describeApart(std::int64_t original, const std::vector<
         rest.insert(v);
       }
     }
+    // A value the others do not hold sets the kept samples apart when the
+    // others hold few values (camera ids, classes); where they spread over
+    // many (lengths), one inside their range is chance (22 among 21 and 23).
+    constexpr std::size_t kSpread = 8;
+    const bool spread = rest.size() >= kSpread;
     std::set<std::int64_t> only_kept;
     for (auto v : kept_distinct)
-      if (!rest.count(v)) only_kept.insert(v);
+      if (!rest.count(v) && !(spread && *rest.begin() < v && v < *rest.rbegin())) only_kept.insert(v);
     std::string line = "`" + t.name + "`: kept values " + listOf(kept_values) + "; values seen in the other " +
                        std::to_string(others) + " samples: " + formatValueSet(rest);
     if (!only_kept.empty() && others > 0) line += " (" + formatValueSet(only_kept) + " only in the kept samples)";
