@@ -164,9 +164,10 @@ int initCommand(const std::vector<std::string>& all_args) {
   po::options_description opts(
       "minrepro init --batch B.pt [options] -- COMMAND... {batch} ... (exit 0 written, 2 bad input)");
   std::string batch, output = "case.yaml";
-  opts.add_options()("help,h", "show this help")("batch,b", po::value(&batch)->required(),
-                                                 "the failing batch (a torch.save'd dict of tensors)")(
-      "output,o", po::value(&output), "the case file to write (default: case.yaml)")(
+  opts.add_options()("help,h", "show this help")(
+      "batch,b", po::value(&batch)->required(),
+      "the failing batch as torch.save wrote it: a dict, tuple or list of tensors, "
+      "nested as your loop gave it")("output,o", po::value(&output), "the case file to write (default: case.yaml)")(
       "force", "replace the case file when it exists");
   po::variables_map vm;
   if (const int status = parseSubcommand("init", opts, {}, args, vm); status >= 0) return status;

@@ -87,6 +87,9 @@ struct Run {
   FreshMinimality fresh_minimality;
   std::size_t plain_passes = 0;  // of the original, run as plain processes (the self-check's evidence)
   double live_report_at = -1e9;  // when REPORT.html was last written live (the first round writes it)
+  // The torch versions that differ from the captured ones, said once the
+  // original reproduces (not after an overnight search), for REPORT.md too.
+  std::optional<std::vector<std::string>> torch_warnings;
 
   std::string trialBinary() const { return options.trial_binary.empty() ? defaultTrialBinary() : options.trial_binary; }
 };
@@ -201,6 +204,8 @@ ExitStatus checkTheOriginal(Run& r, bool forks) {
       r.log.info("note: the torch versions above differ; that may be why");
     return s;
   }
+  if (r.options.archive)  // the environment record runs beside the original: ready, or nearly
+    r.torch_warnings = logTorchMismatches(r.config, r.environment.get(), r.log);
   if (!r.config.fork_server) r.processes = "plain processes (trial.fork_server: false)";
   r.plain_passes = original.runs - original.failures;
   if (forks && r.options.checked_by_caller)
@@ -257,7 +262,7 @@ void search(Run& r, bool forks) {
 ReductionSummary summaryOf(Run& r, const fs::path& minimal_batch, const NeighbourPlan& neighbours) {
   ReductionSummary summary =
       summarize(r.environment.get(), r.config, *r.batch, *r.oracle, r.best, minimal_batch, neighbours, r.log);
-  summary.warnings = logTorchMismatches(r.config, summary.environment, r.log);
+  summary.warnings = r.torch_warnings ? *r.torch_warnings : logTorchMismatches(r.config, summary.environment, r.log);
   summary.confirmed = r.confirmed;
   summary.diagnostic = r.diagnostic.describe();
   summary.incomplete = r.incomplete;

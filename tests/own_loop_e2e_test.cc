@@ -277,6 +277,16 @@ TEST_F(OwnLoop, ATorchVersionThatDiffersFromTheCapturedOneIsNamed) {
   EXPECT_EQ(minrepro("shrink --config case.yaml", &out), 3) << out;
   EXPECT_TRUE(has(out, "warning: the case was captured with PyTorch 1.2.0 but the trials run PyTorch ")) << out;
   EXPECT_TRUE(has(out, "note: the torch versions above differ; that may be why")) << out;
+  // A case that reduces hears it once the original reproduces, before the
+  // search, not after it (a new user's case captured under 1.13).
+  writeFile(user_ / "step.py", userStep());
+  out.clear();
+  EXPECT_EQ(minrepro("shrink --config case.yaml --no-op-repro --force", &out), 0) << out;
+  const auto warning = out.find("warning: the case was captured with PyTorch 1.2.0");
+  ASSERT_NE(warning, std::string::npos) << out;
+  EXPECT_LT(warning, out.find("pass samples:")) << out;
+  EXPECT_EQ(out.find("captured with PyTorch 1.2.0", out.find('\n', warning)), std::string::npos)
+      << "said once: " << out;
 }
 
 TEST_F(OwnLoop, AHarnessKeyTheBatchLacksIsBadInputBeforeAnyTrial) {
