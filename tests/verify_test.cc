@@ -653,35 +653,53 @@ TEST(VerifyHostile, AnArchiveFromElsewhereRunsInASandbox) {
 // command ends through its exit map with 130 and says so, and the scratch
 // copy of the archive is removed. Before, verify died of the signal itself
 // and left the extracted archive in $TMPDIR (probe 20 F4).
+// Runs `minrepro verify ARGS... ARCHIVE` with TMPDIR=tmp and its output in
+// log, sends `signal` once a run has written a file named `started` (or
+// `started-*`) in its directory, and returns how verify ended.
+struct Interrupted {
+  int status = 0;
+  int runs_started = 0;
+};
+Interrupted interruptVerifyOnceStarted(const fs::path& archive, const fs::path& tmp, const fs::path& log,
+                                       std::vector<std::string> args, int signal) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setenv("TMPDIR", tmp.c_str(), 1);
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1), ::dup2(fd, 2);
+    args.insert(args.begin(), {MINREPRO_BINARY, "verify"});
+    args.push_back(archive.string());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(MINREPRO_BINARY, argv.data());
+    ::_exit(127);
+  }
+  const auto started = [&] {
+    int n = 0;
+    std::error_code ec;
+    for (const auto& scratch : fs::directory_iterator(tmp, ec))
+      for (const auto& f : fs::recursive_directory_iterator(scratch.path(), ec))
+        n += f.path().filename().string().rfind("started", 0) == 0;
+    return n;
+  };
+  for (int i = 0; i < 3000 && started() == 0; ++i) ::usleep(20'000);
+  Interrupted result;
+  result.runs_started = started();
+  ::kill(pid, signal);
+  ::waitpid(pid, &result.status, 0);
+  return result;
+}
+
 TEST(VerifyHostile, AnInterruptedVerifyEndsWith130AndLeavesNothingExtracted) {
   testing::TempDir dir;
   const fs::path tmp = dir.path() / "tmp", archive = dir.path() / "slow.tar.gz", log = dir.path() / "out.txt";
   fs::create_directories(tmp);
   writeTarGz(archive, {{"repro.py", "import time\nopen('started', 'w').close()\ntime.sleep(120)\n", true},
                        {"signature.txt", "family: index-error\nmessage: Target 4 is out of bounds.\n"}});
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::setenv("TMPDIR", tmp.c_str(), 1);
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(fd, 1), ::dup2(fd, 2);
-    ::execl(MINREPRO_BINARY, MINREPRO_BINARY, "verify", "--runs", "1", "--sandbox", "off", archive.c_str(),
-            static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  const auto started = [&] {
-    std::error_code ec;
-    for (const auto& scratch : fs::directory_iterator(tmp, ec))
-      for (const auto& f : fs::recursive_directory_iterator(scratch.path(), ec))
-        if (f.path().filename() == "started") return true;
-    return false;
-  };
-  for (int i = 0; i < 3000 && !started(); ++i) ::usleep(20'000);
-  ASSERT_TRUE(started()) << testing::readFile(log);
-  ::kill(pid, SIGINT);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << status << ": " << testing::readFile(log);
+  const Interrupted run = interruptVerifyOnceStarted(archive, tmp, log, {"--runs", "1", "--sandbox", "off"}, SIGINT);
+  ASSERT_EQ(run.runs_started, 1) << testing::readFile(log);
+  EXPECT_TRUE(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 130) << run.status << ": " << testing::readFile(log);
   EXPECT_NE(testing::readFile(log).find("interrupted: the running repro.py was stopped"), std::string::npos)
       << testing::readFile(log);
   // Its own words, not shrink's "the best case so far is written next" (probe 23).
@@ -693,6 +711,46 @@ TEST(VerifyHostile, AnInterruptedVerifyEndsWith130AndLeavesNothingExtracted) {
       << testing::readFile(log);
   EXPECT_EQ(testing::readFile(log).find("did not reproduce"), std::string::npos) << testing::readFile(log);
   EXPECT_TRUE(fs::is_empty(tmp)) << "the extracted archive was left in TMPDIR";
+}
+
+// After a fix, verify --expect pass runs each neighbour batch too. A signal
+// during those runs starts no other and gives no neighbour a verdict: it
+// started each of a forged list's thousand neighbours, printed "still
+// fails ... (cancelled)" for each and grew to gigabytes (probe 30). More
+// neighbours than minrepro writes are refused before any run.
+TEST(VerifyHostile, AnInterruptedNeighbourRunStartsNoOtherAndJudgesNone) {
+  testing::TempDir dir;
+  const fs::path tmp = dir.path() / "tmp", archive = dir.path() / "n.tar.gz", log = dir.path() / "out.txt";
+  fs::create_directories(tmp);
+  std::string signature = "family: index-error\nmessage: Target 4 is out of bounds.\n";
+  std::vector<ArchiveEntry> entries{
+      {"repro.py",
+       "import sys, time\nif len(sys.argv) > 1:\n    open('started-' + sys.argv[1].replace('/', '_'), 'w').close()\n"
+       "    time.sleep(120)\npass\n",
+       true}};
+  for (int i = 0; i < 3; ++i) {
+    signature += "neighbour: n" + std::to_string(i) + " neighbours/n" + std::to_string(i) + ".pt ids=1\n";
+    entries.push_back({"neighbours/n" + std::to_string(i) + ".pt", "x"});
+  }
+  entries.push_back({"signature.txt", signature});
+  writeTarGz(archive, entries);
+  const Interrupted run =
+      interruptVerifyOnceStarted(archive, tmp, log, {"--runs", "1", "--sandbox", "off", "--expect", "pass"}, SIGTERM);
+  const std::string out = testing::readFile(log);
+  ASSERT_EQ(run.runs_started, 1) << out;
+  EXPECT_TRUE(WIFEXITED(run.status) && WEXITSTATUS(run.status) == 130) << run.status << ": " << out;
+  EXPECT_NE(out.find("no verdict is given"), std::string::npos) << out;
+  EXPECT_EQ(out.find("neighbour n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("still fails"), std::string::npos) << out;
+  EXPECT_TRUE(fs::is_empty(tmp)) << "the extracted archive was left in TMPDIR";
+
+  for (int i = 3; i < 17; ++i) signature += "neighbour: n" + std::to_string(i) + " neighbours/n0.pt ids=1\n";
+  entries.back() = {"signature.txt", signature};
+  writeTarGz(archive, entries);
+  std::string refused;
+  EXPECT_EQ(verifyStatus(archive, "--expect pass --sandbox off", &refused), 2) << refused;
+  EXPECT_NE(refused.find("more than 16 neighbour lines, where minrepro writes at most 4: refused"), std::string::npos)
+      << refused;
 }
 
 // The trial's environment, which an archive's trial.env sets, is given to

@@ -129,6 +129,14 @@ void setManifestKey(Manifest& m, const std::string& key, const std::string& valu
   } else if (key == "flaky-rate") {
     m.flaky_rate = parseNumberIn(value, 1, where + ": flaky-rate: expected a rate in (0, 1]");
   } else if (key == "neighbour") {
+    // minrepro writes at most four (plus_one, last_batch, shortest,
+    // longest), each a run of verify --expect pass: a forged list of
+    // thousands kept verify running for hours.
+    constexpr std::size_t kMaxNeighbours = 16;
+    if (m.neighbours.size() >= kMaxNeighbours)
+      throw BadInputError(where + ": more than " + std::to_string(kMaxNeighbours) +
+                          " neighbour lines, where minrepro writes at most 4: refused (only archives made by minrepro "
+                          "shrink can be verified)");
     m.neighbours.push_back(parseNeighbour(value, where));
   } else if (key == "seal") {
     m.seal = value;
@@ -143,7 +151,7 @@ void setManifestKey(Manifest& m, const std::string& key, const std::string& valu
   } else if (key == "not-alone") {
     m.not_alone = value;
   } else if (key == "neighbour-skipped") {
-    m.neighbours_skipped.push_back(value);
+    if (m.neighbours_skipped.size() < 16) m.neighbours_skipped.push_back(value);
   } else {
     throw BadInputError(where + ": unknown key '" + key + "'");
   }

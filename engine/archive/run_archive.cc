@@ -470,7 +470,10 @@ VerifyResult verifyArchive(const VerifyOptions& given, std::ostream* progress, E
   if (o.expect == Expect::Pass) {
     int index = o.runs;
     for (const auto& n : result.manifest.neighbours) {
-      result.neighbour_runs.push_back(runOnce(dir, ++index, o, result.manifest, executor ? *executor : local, &n));
+      if (o.cancelled()) break;  // a signal: no run starts, no verdict is printed (runVerify exits 130)
+      RunResult run = runOnce(dir, ++index, o, result.manifest, executor ? *executor : local, &n);
+      if (o.cancelled()) break;  // the run was stopped: it has no verdict either
+      result.neighbour_runs.push_back(std::move(run));
       if (progress) {
         *progress << "  neighbour " << n.name << " (ids " << formatList(n.ids, 8)
                   << "): " << result.neighbour_runs.back().detail << " in " << std::fixed << std::setprecision(1)
@@ -478,7 +481,7 @@ VerifyResult verifyArchive(const VerifyOptions& given, std::ostream* progress, E
                   << std::flush;
       }
     }
-    if (progress)
+    if (progress && !o.cancelled())
       for (const auto& why : result.manifest.neighbours_skipped) *progress << "  neighbour not made: " << why << "\n";
   }
   return result;
