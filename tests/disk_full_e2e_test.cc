@@ -191,6 +191,30 @@ TEST_F(DiskFull, AFullTemporaryDirectoryIsNamedByVerifyNotBlamedOnTheArchive) {
   EXPECT_NE(out.find("status=4\nfiller\n"), std::string::npos) << "a half-extracted archive was left: " << out;
 }
 
+// The temporary directory fills while a run of repro.py goes on (the run
+// itself fills it, as a cache would): its traceback is lost, so its ending
+// is no verdict on the archive. verify names the full directory (exit 4);
+// it said "reproduced in 0 of 2 runs", exit 1 (probe 30).
+TEST_F(DiskFull, ATemporaryDirectoryThatFillsDuringARunGivesNoVerdict) {
+  const fs::path made = dir_.path() / "made", archive = dir_.path() / "filling.tar.gz", mount = dir_.path() / "tmp";
+  fs::create_directories(made);
+  writeFile(made / "repro.py",
+            "import os, sys\nst = os.statvfs('.')\nwith open('filler', 'wb') as f:\n"
+            "    f.write(b'\\0' * max(st.f_bavail * st.f_frsize - 4096, 0))\n"
+            "sys.stderr.write('x' * 300000 + '\\n')\nraise IndexError('Target 4 is out of bounds.')\n");
+  writeFile(made / "signature.txt", "family: index-error\nmessage: Target 4 is out of bounds.\n");
+  std::string out;
+  ASSERT_EQ(runCommand("tar czf " + archive.string() + " -C " + made.string() + " repro.py signature.txt", &out), 0)
+      << out;
+  const std::string script = "TMPDIR=" + mount.string() + " " + MINREPRO_BINARY + " verify " + archive.string() +
+                             " --runs 1 --sandbox off; echo status=$?";
+  EXPECT_EQ(inSandbox(mount, 2 << 20, script, &out), 0);
+  EXPECT_NE(out.find("status=4"), std::string::npos) << out;
+  EXPECT_NE(out.find("no space left on the file system of " + mount.string() + " ("), std::string::npos) << out;
+  EXPECT_NE(out.find("no verdict is given"), std::string::npos) << out;
+  EXPECT_EQ(out.find("reproduced in 0 of 1"), std::string::npos) << out;
+}
+
 // What a run killed while writing left (a half-written archive, best/'s
 // temporary batch, an empty REPORT.html.tmp) the next run in the same place
 // removes; an archive another living process is writing it leaves alone.

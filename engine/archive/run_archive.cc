@@ -10,7 +10,9 @@
 #include <set>
 #include <sstream>
 
+#include "core/disk_space.h"
 #include "core/errors.h"
+#include "core/paths.h"
 #include "core/text_lines.h"
 #include "engine/archive/scrub.h"
 #include "engine/archive/seal.h"
@@ -235,6 +237,18 @@ TrialOutcome runScript(const VerifyOptions& o, Executor& executor, std::vector<s
     throw BadInputError("cannot start " + o.python + ": " + outcome.start_error +
                         "; give a Python with PyTorch "
                         "with --python");
+  // A run whose directory's file system filled up lost what it wrote (its
+  // traceback, a file it saved): its ending is no verdict on the archive,
+  // as a full disk during extraction is none (probe 30: "reproduced in 0
+  // of 2 runs", exit 1, with a TMPDIR on a small tmpfs).
+  constexpr std::uintmax_t kRoomForARun = 1 << 20;
+  if (const auto free = availableBytes(work_dir);
+      outcome.end != TrialEnd::Cancelled && free && *free < kRoomForARun) {
+    const fs::path tmp = fs::temp_directory_path();
+    throw DiskFullError(isWithin(work_dir, tmp) ? tmp : work_dir.parent_path(),
+                        "when a run of " + fs::path(spec.argv[1]).filename().string() + " ended",
+                        "free space there, or set TMPDIR to a directory with room; no verdict is given");
+  }
   return outcome;
 }
 
