@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -751,6 +752,45 @@ TEST(VerifyHostile, AnInterruptedNeighbourRunStartsNoOtherAndJudgesNone) {
   EXPECT_EQ(verifyStatus(archive, "--expect pass --sandbox off", &refused), 2) << refused;
   EXPECT_NE(refused.find("more than 16 neighbour lines, where minrepro writes at most 4: refused"), std::string::npos)
       << refused;
+}
+
+// A stranger's archive reads no key of the session that started verify
+// (RHEL and sssd keep Kerberos tickets in the kernel keyring; bubblewrap's
+// namespaces hide the user keyring, not the session's): each sandboxed run
+// gets an empty session keyring of its own (probe 30 read a planted key).
+TEST(VerifyHostile, AStrangersRunReadsNoKeyOfTheSessionKeyring) {
+  if (!findBubblewrap()) {
+    if (std::getenv("CI")) FAIL() << "bwrap missing: scripts/install-deps.sh installs bubblewrap";
+    GTEST_SKIP() << "bwrap is not installed";
+  }
+  testing::TempDir dir;
+  const fs::path archive = dir.path() / "keys.tar.gz", log = dir.path() / "out.txt";
+  writeTarGz(archive, {{"repro.py",
+                        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                        "kid = libc.syscall(250, 10, -3, b'user', b'minrepro-test-key', 0)\n"
+                        "raise IndexError('Target 4 is out of bounds. key ' + ('FOUND' if kid > 0 else 'absent'))\n",
+                        true},
+                       {"signature.txt", "family: index-error\nmessage: Target 4 is out of bounds.\n"}});
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // A session keyring of this child's own, holding the key: the test's
+    // session is left as it is.
+    if (::syscall(SYS_keyctl, 1, nullptr) < 0 ||
+        ::syscall(SYS_add_key, "user", "minrepro-test-key", "SECRET", 6, -3 /* the session keyring */) < 0)
+      ::_exit(125);
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1), ::dup2(fd, 2);
+    ::execl(MINREPRO_BINARY, MINREPRO_BINARY, "verify", "--runs", "1", archive.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 125) GTEST_SKIP() << "no kernel keyring here";
+  const std::string out = testing::readFile(log);
+  EXPECT_NE(out.find("in a sandbox"), std::string::npos) << out;
+  EXPECT_NE(out.find("key absent"), std::string::npos) << out;
+  EXPECT_EQ(out.find("key FOUND"), std::string::npos) << out;
 }
 
 // The trial's environment, which an archive's trial.env sets, is given to

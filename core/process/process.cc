@@ -172,12 +172,19 @@ bp::environment trialEnvironment(const TrialSpec& spec, const fs::path& tmp, con
   return env;
 }
 
+constexpr long kKeyctlJoinSessionKeyring = 1;  // KEYCTL_JOIN_SESSION_KEYRING (<linux/keyctl.h>)
+
 // Runs in the child between fork and exec: nothing here may allocate.
 struct ChildLimits {
   std::uint64_t address_space = 0, file_size = 0;
+  bool own_session_keyring = false;
   template <class Executor>
   void operator()(Executor&) const {
     closeOnExecFrom3();  // boost's own error pipe is close-on-exec already
+    // A new anonymous session keyring, joined: the program sees none of
+    // the session's keys. A kernel without keyrings refuses it, and then
+    // there are none to see.
+    if (own_session_keyring) ::syscall(SYS_keyctl, kKeyctlJoinSessionKeyring, nullptr);
     // If minrepro itself is killed (kill -9), the trial goes too.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     struct rlimit no_core {
@@ -251,10 +258,11 @@ TrialOutcome LocalExecutor::run(const TrialSpec& spec) {
   const auto start = std::chrono::steady_clock::now();
   try {
     bp::group group;
-    bp::child child(
-        bp::exe = program, bp::args = args, bp::std_in<bp::null, bp::std_out> out_file.string(),
-        bp::std_err > err_file.string(), bp::start_dir = spec.work_dir.string(), trialEnvironment(spec, tmp, tag),
-        group, bp::extend::on_exec_setup = ChildLimits{spec.address_space_limit_bytes, spec.file_size_limit_bytes});
+    bp::child child(bp::exe = program, bp::args = args, bp::std_in<bp::null, bp::std_out> out_file.string(),
+                    bp::std_err > err_file.string(), bp::start_dir = spec.work_dir.string(),
+                    trialEnvironment(spec, tmp, tag), group,
+                    bp::extend::on_exec_setup = ChildLimits{spec.address_space_limit_bytes, spec.file_size_limit_bytes,
+                                                            spec.own_session_keyring});
     const pid_t pgid = group.native_handle();
     const auto bound_output = [&] {
       boundOutputFile(out_file, spec.output_disk_cap_bytes);

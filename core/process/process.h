@@ -35,6 +35,11 @@ struct TrialSpec {
   // Run as a plain exec'd process even where a fork server could serve it:
   // the checks that forked children behave as fresh processes do.
   bool fresh_process = false;
+  // Start the program with a session keyring of its own, empty: the
+  // sandbox's runs of a stranger's archive must not read the keys (a
+  // Kerberos ticket, a token) of the session that started minrepro, which
+  // no namespace bubblewrap makes hides (probe 30).
+  bool own_session_keyring = false;
   // The case whose original batch the trial's input is cut from: a fork
   // server of the built-in harness preloads that batch once (it is not the
   // trial's input; see Executor::buildsBatch).

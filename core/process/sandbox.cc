@@ -325,6 +325,7 @@ SandboxChoice chooseSandbox(SandboxMode mode, bool made_here) {
 
 TrialOutcome SandboxedExecutor::run(const TrialSpec& spec) {
   TrialSpec sandboxed = spec;
+  sandboxed.own_session_keyring = true;
   // Each file the run writes into its writable directories, which lie on the
   // user's disk, stays under 256 MiB (a run wrote 300 MB files there).
   sandboxed.file_size_limit_bytes = std::uint64_t{256} << 20;

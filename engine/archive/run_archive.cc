@@ -242,8 +242,7 @@ TrialOutcome runScript(const VerifyOptions& o, Executor& executor, std::vector<s
   // as a full disk during extraction is none (probe 30: "reproduced in 0
   // of 2 runs", exit 1, with a TMPDIR on a small tmpfs).
   constexpr std::uintmax_t kRoomForARun = 1 << 20;
-  if (const auto free = availableBytes(work_dir);
-      outcome.end != TrialEnd::Cancelled && free && *free < kRoomForARun) {
+  if (const auto free = availableBytes(work_dir); outcome.end != TrialEnd::Cancelled && free && *free < kRoomForARun) {
     const fs::path tmp = fs::temp_directory_path();
     throw DiskFullError(isWithin(work_dir, tmp) ? tmp : work_dir.parent_path(),
                         "when a run of " + fs::path(spec.argv[1]).filename().string() + " ended",
