@@ -491,6 +491,12 @@ TEST(VerifyHostile, CodeFromTheUsersDirectoryIsOnlySourceForAStrangersArchive) {
   testing::TempDir elsewhere;
   testing::writeFile(elsewhere.path() / "agent.sh", "echo SSH_SECRET_FROM_ELSEWHERE\n");
   fs::create_directory_symlink(elsewhere.path(), home.path() / "sshlink");
+  // A source file's name that is a hard link to a file outside (probe 30).
+  testing::writeFile(elsewhere.path() / "hardsecret.txt", "HARD_LINKED_SECRET\n");
+  fs::create_hard_link(elsewhere.path() / "hardsecret.txt", home.path() / "hard.py");
+  // A bundled source file whose name is a token: the line naming it scrubs it (probe 30).
+  const std::string token_name = "hf_AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh.py";
+  testing::writeFile(home.path() / token_name, "pass\n");
   writeTarGz(dir.path() / "r.tar.gz",
              {{"repro.py",
                "import runpy, pathlib\n"
@@ -501,6 +507,8 @@ TEST(VerifyHostile, CodeFromTheUsersDirectoryIsOnlySourceForAStrangersArchive) {
                true},
               {"step.py", "pass\n"},
               {"linked.py", "pass\n"},
+              {"hard.py", "print('HARD:' + open(__file__).read())\n"},
+              {token_name, "pass\n"},
               {"sshlink/agent.sh", "true\n"},
               {".git-credentials", "placeholder\n"},
               {".ssh/id_rsa", "placeholder\n"},
@@ -508,7 +516,9 @@ TEST(VerifyHostile, CodeFromTheUsersDirectoryIsOnlySourceForAStrangersArchive) {
   std::string out;
   EXPECT_EQ(verifyStatus(dir.path() / "r.tar.gz", "--runs 1 --sandbox off --code " + home.path().string(), &out), 0)
       << out;
-  EXPECT_NE(out.find("replaces: step.py\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("replaces: step.py, <secret:"), std::string::npos) << out;
+  EXPECT_EQ(out.find("hard.py"), std::string::npos) << out;
+  EXPECT_EQ(out.find("AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh"), std::string::npos) << out;
   EXPECT_EQ(out.find("CodeDirSecretXYZ123"), std::string::npos) << out;
   EXPECT_EQ(out.find("FAKE_SSH_KEY"), std::string::npos) << out;
 }

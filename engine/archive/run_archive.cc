@@ -375,14 +375,21 @@ void replaceBundledCode(const fs::path& dir, const std::vector<std::string>& nam
     bundled.push_back(name);
     const fs::path mine = o.code_dir / name;
     if (!fs::is_regular_file(mine, ec)) continue;
+    // A hard link is another name of a file that may lie anywhere (probe 30:
+    // code/hard.py for ~/hardsecret.txt): never for a stranger's archive.
+    if (!sealed && fs::hard_link_count(mine, ec) != 1) continue;
     fs::copy_file(mine, dir / name, fs::copy_options::overwrite_existing);
     replaced.push_back(name);
   }
+  // The names are the archive's: a token as a file name is scrubbed (probe 30).
+  const auto scrubbed = [](const std::vector<std::string>& names) {
+    return scrubSecretsOnly(text::printable(joinNames(names)), machineScrubContext());
+  };
   if (replaced.empty())
     throw BadInputError(o.code_dir.string() + ": --code: holds none of the archive's bundled files (" +
-                        (bundled.empty() ? std::string("it bundles none") : joinNames(bundled)) +
+                        (bundled.empty() ? std::string("it bundles none") : scrubbed(bundled)) +
                         "), relative to the directory given");
-  if (progress) *progress << "your code from " << o.code_dir.string() << " replaces: " << joinNames(replaced) << "\n";
+  if (progress) *progress << "your code from " << o.code_dir.string() << " replaces: " << scrubbed(replaced) << "\n";
 }
 
 }  // namespace
