@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include "core/text_lines.h"
+#include "engine/archive/scrub.h"
 
 namespace minrepro {
 
@@ -44,7 +45,9 @@ int runCommand(const std::string& command, std::ostream& err, const std::functio
     return body();
   } catch (...) {
     const auto [status, line] = describeError(std::current_exception());
-    err << "minrepro " << command << ": " << text::printable(line) << "\n";
+    // An error names paths and entries the user gave or an archive holds: a
+    // token in a file's name is scrubbed here as in every other line (probe 30).
+    err << "minrepro " << command << ": " << scrubSecretsOnly(text::printable(line), machineScrubContext()) << "\n";
     return static_cast<int>(status);
   }
 }

@@ -156,6 +156,20 @@ TEST(Secrets, NoFileOfTheArchiveCarriesAKeyOrAUrlPassword) {
 // A switch's variable that names a secret (its branch stays on: the step
 // needs it) is left out of the archive like trial.env's own, and the
 // self-check and the op step give their runs its value.
+// An error line names the path it was given: a token in it is scrubbed
+// there too, as in every other line minrepro prints (probe 30).
+TEST(Secrets, AnErrorLineScrubsATokenInAPath) {
+  std::string out;
+  EXPECT_EQ(runCommand(std::string(MINREPRO_BINARY) +
+                           " shrink --batch /nonexistent/ghp_aB3dEfGhIjKlMnOpQrStUvWxYz0123456789/missing.pt -- "
+                           "python3 x.py {batch} 2>&1",
+                       &out),
+            2)
+      << out;
+  EXPECT_NE(out.find("/nonexistent/<secret:github-pat>/missing.pt: no such batch file"), std::string::npos) << out;
+  EXPECT_EQ(out.find("aB3dEfGh"), std::string::npos) << out;
+}
+
 TEST(Secrets, ASwitchsSecretVariableIsGivenToTheSelfCheck) {
   testing::TempDir work("minrepro-secrets-switch");
   std::string out;
