@@ -878,6 +878,10 @@ TEST(VerifyHostile, AStrangersRunHasNoCapabilityNoScratchNoHostSocketNoTokenAndN
   testing::writeFile(home.path() / "gcp.json", "{\"private_key\": \"x\"}\n");
   fs::create_directories(home.path() / ".config" / "git");  // probe 24: git's second store
   testing::writeFile(home.path() / ".config" / "git" / "credentials", "https://u:p@github.com\n");
+  // Probe 30: the Hugging Face token where XDG_CACHE_HOME puts it, and the aliases .bashrc sources.
+  fs::create_directories(home.path() / "xdg-cache" / "huggingface");
+  testing::writeFile(home.path() / "xdg-cache" / "huggingface" / "token", "hf_x\n");
+  testing::writeFile(home.path() / ".bash_aliases", "export HF_TOKEN=hf_x\n");
   const fs::path extracted = scratch.path() / "case", run = scratch.path() / "run-1";
   fs::create_directories(extracted);
   fs::create_directories(run);
@@ -904,7 +908,9 @@ TEST(VerifyHostile, AStrangersRunHasNoCapabilityNoScratchNoHostSocketNoTokenAndN
                    (home.path() / ".aws/credentials").string() + " " + (home.path() / ".netrc").string() + " " +
                    (home.path() / ".config/pip/pip.conf").string() + " " + (home.path() / ".bash_history").string() +
                    " " + (home.path() / ".config/git/credentials").string() + " " + (home.path() / ".bashrc").string() +
-                   " " + (home.path() / "gcp.json").string() + " /etc/shadow-" +
+                   " " + (home.path() / "gcp.json").string() + " " +
+                   (home.path() / "xdg-cache/huggingface/token").string() + " " +
+                   (home.path() / ".bash_aliases").string() + " /etc/shadow-" +
                    " 2>/dev/null | wc -c); "
                    // Each tmpfs has a size (probe 23: /tmp and /dev/shm were half the RAM each).
                    "echo sized: $(df -k --output=size /tmp /dev/shm /run | tail -n +2 | tr -s ' ' | tr '\\n' ' '); "
@@ -916,6 +922,9 @@ TEST(VerifyHostile, AStrangersRunHasNoCapabilityNoScratchNoHostSocketNoTokenAndN
   setenv("MR_PROBE_API_TOKEN", "hf_abcdefghijklmnopqrstuvwxyz012345", 1);
   setenv("XDG_CONFIG_HOME", config.path().c_str(), 1);
   setenv("GOOGLE_APPLICATION_CREDENTIALS", (home.path() / "gcp.json").c_str(), 1);
+  const char* cache_home = std::getenv("XDG_CACHE_HOME");
+  const std::string saved_cache_home = cache_home ? cache_home : "";
+  setenv("XDG_CACHE_HOME", (home.path() / "xdg-cache").c_str(), 1);
   LocalExecutor local;
   const TrialOutcome out =
       SandboxedExecutor(local, extracted, *findBubblewrap(), archiveKeyDirectories(), inheritedByArchiveRuns).run(spec);
@@ -923,6 +932,10 @@ TEST(VerifyHostile, AStrangersRunHasNoCapabilityNoScratchNoHostSocketNoTokenAndN
   unsetenv("MR_PROBE_API_TOKEN");
   unsetenv("XDG_CONFIG_HOME");
   unsetenv("GOOGLE_APPLICATION_CREDENTIALS");
+  if (cache_home)
+    setenv("XDG_CACHE_HOME", saved_cache_home.c_str(), 1);
+  else
+    unsetenv("XDG_CACHE_HOME");
   setenv("HOME", real_home.c_str(), 1);
   EXPECT_EQ(out.stdout_text,
             "CapEff:\t0000000000000000\nwrote-own\nrun: 0\nvars: unset unset given\npid1: 0\nbig: 268435456\n"

@@ -187,7 +187,7 @@ std::vector<fs::path> credentialPaths() {
           ".local/share/jupyter/runtime", ".ipython", ".local/share/fish", ".terraformrc", ".pulumi", ".snowsql",
           ".config/snowflake", ".dbt", ".cloudflared", ".config/sops", ".subversion", ".config/ngrok", ".vercel",
           ".fly", ".config/heroku", ".streamlit", ".bashrc", ".bash_profile", ".profile", ".zshrc", ".zprofile",
-          ".zshenv", ".pam_environment", ".config/fish",
+          ".zshenv", ".pam_environment", ".config/fish", ".bash_login", ".bash_aliases", ".zlogin", ".kshrc",
           // browsers' profiles (cookies, saved passwords) and shells' histories (a token typed once)
           ".mozilla", ".config/chromium", ".config/google-chrome", ".config/BraveSoftware", ".config/microsoft-edge",
           ".bash_history", ".zsh_history", ".python_history", ".psql_history", ".mysql_history", ".node_repl_history",
@@ -197,11 +197,27 @@ std::vector<fs::path> credentialPaths() {
   for (const char* variable : {"GOOGLE_APPLICATION_CREDENTIALS", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE",
                                "TF_CLI_CONFIG_FILE", "HF_TOKEN_PATH", "KUBECONFIG", "DOCKER_CONFIG", "CLOUDSDK_CONFIG",
                                "NETRC", "PIP_CONFIG_FILE", "KAGGLE_CONFIG_DIR", "AZURE_CONFIG_DIR", "PGPASSFILE",
-                               "BOTO_CONFIG", "OCI_CLI_CONFIG_FILE", "DATABRICKS_CONFIG_FILE"})
+                               "BOTO_CONFIG", "OCI_CLI_CONFIG_FILE", "DATABRICKS_CONFIG_FILE",
+                               // and the tools' own (probe 30): gh, cargo, gpg, pass, npm, rclone, zsh
+                               "GH_CONFIG_DIR", "GNUPGHOME", "PASSWORD_STORE_DIR", "NPM_CONFIG_USERCONFIG",
+                               "RCLONE_CONFIG", "CARGO_HOME", "WANDB_CONFIG_DIR", "GIT_CONFIG_GLOBAL"})
     if (const char* value = std::getenv(variable); value != nullptr && *value == '/')
       for (const std::string& entry : pathEntries(value)) paths.emplace_back(entry);
-  if (const char* hf_home = std::getenv("HF_HOME"); hf_home != nullptr && *hf_home == '/')
-    for (const char* file : {"token", "stored_tokens"}) paths.push_back(fs::path(hf_home) / file);
+  // A directory a variable names, with the places above below it: the XDG
+  // base directories (huggingface_hub keeps its token under
+  // $XDG_CACHE_HOME, clusters often set it), zsh's start-up directory.
+  const auto under = [&](const char* variable, std::initializer_list<const char*> places) {
+    if (const char* value = std::getenv(variable); value != nullptr && *value == '/')
+      for (const char* place : places) paths.push_back(fs::path(value) / place);
+  };
+  under("HF_HOME", {"token", "stored_tokens"});
+  under("XDG_CACHE_HOME", {"huggingface/token", "huggingface/stored_tokens"});
+  under("XDG_CONFIG_HOME",
+        {"gcloud", "gh",   "hub",        "rclone",          "pip",           "wandb",         "kaggle", "openai",
+         "doctl",  "dvc",  "containers", "git/credentials", "git/config",    "snowflake",     "sops",   "ngrok",
+         "heroku", "fish", "chromium",   "google-chrome",   "BraveSoftware", "microsoft-edge"});
+  under("XDG_DATA_HOME", {"keyrings", "fish", "jupyter/runtime"});
+  under("ZDOTDIR", {".zshrc", ".zprofile", ".zshenv", ".zlogin", ".zsh_history"});
   return paths;
 }
 
