@@ -22,6 +22,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "harness/pickle_budget.h"
 #include "harness/stored_zip.h"
 
 namespace fs = std::filesystem;
@@ -191,6 +192,39 @@ std::string craftedZip(const fs::path& file) {
   return what;
 }
 
+// The pickle's record (NAME/data.pkl), read whole when it is of a batch's
+// size; what is over the pickle budget in it (harness/pickle_budget.h), or
+// "". The record holds no tensor's bytes (those are records of their own):
+// past 256 MiB it is no batch's.
+std::string pickleOverBudget(const fs::path& file) {
+  constexpr std::uint64_t kMaxPickle = std::uint64_t{256} << 20;
+  std::string what;
+  struct archive* a = archive_read_new();
+  archive_read_support_format_zip_seekable(a);
+  if (archive_read_open_filename(a, file.c_str(), 1 << 16) == ARCHIVE_OK) {
+    struct archive_entry* entry = nullptr;
+    while (archive_read_next_header(a, &entry) == ARCHIVE_OK) {
+      const std::string name = archive_entry_pathname(entry) ? archive_entry_pathname(entry) : "";
+      if (!name.ends_with("/data.pkl") || name.find('/') != name.rfind('/')) {
+        archive_read_data_skip(a);
+        continue;
+      }
+      const auto size = archive_entry_size_is_set(entry) ? static_cast<std::uint64_t>(archive_entry_size(entry)) : 0;
+      if (size > kMaxPickle) {
+        what = "its pickle (" + name + ") is " + std::to_string(size >> 20) +
+               " MiB without the tensors' bytes, where a batch's is a few KB";
+        break;
+      }
+      std::string pickle(static_cast<std::size_t>(size), '\0');
+      if (archive_read_data(a, pickle.data(), pickle.size()) == static_cast<la_ssize_t>(pickle.size()))
+        what = overPickleBudget(pickle);
+      break;
+    }
+  }
+  archive_read_free(a);
+  return what;
+}
+
 // A storage the pickle declares larger than its record (a damaged or
 // crafted file: torch.load refuses it, "record size does not match"):
 // every read of its tensors would go past the record's buffer.
@@ -278,6 +312,9 @@ NamedTensors readBatchFile(const fs::path& file) {
   if (const std::string what = craftedZip(file); !what.empty())
     throw BadInputError(file.string() + ": not as torch.save writes it: " + what +
                         "; refused before reading it (save the batch again with torch.save)");
+  if (const std::string what = pickleOverBudget(file); !what.empty())
+    throw BadInputError(file.string() + ": " + what +
+                        "; refused before reading it: save the batch the step is given, with its values in tensors");
   c10::IValue value;
   const auto storages = std::make_shared<torch::jit::DeserializationStorageContext>();
   try {

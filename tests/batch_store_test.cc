@@ -1,5 +1,6 @@
 // Reading, checking and subsetting real batch files (LibTorch and Python).
 #include "harness/batch_store.h"
+#include "harness/pickle_budget.h"
 
 #include <ATen/ATen.h>
 #include <caffe2/serialize/inline_container.h>
@@ -401,6 +402,34 @@ TEST_F(BatchFixture, LegacyTorchSaveAndPlainPickleSayWhatTheyAreAndHowToResave) 
         << error;
     EXPECT_EQ(error.find("miniz"), std::string::npos) << error;
   }
+}
+
+// A pickle that would build more containers than a batch may hold, or
+// millions of values, is refused before LibTorch's unpickler builds them
+// (probe 30: six million empty dicts in a 36 MB file took 2.9 GB before
+// the entry cap refused them); a batch of a few thousand entries is read.
+TEST_F(BatchFixture, APickleOfMillionsOfObjectsIsRefusedBeforeItIsBuilt) {
+  for (const auto& [extra, said] : std::vector<std::pair<std::string, std::string>>{
+           {"[{} for _ in range(1_000_001)]", "it would build more than 1000000 dicts, lists and tuples"},
+           {"[None] * 8_000_001", "it would build more than 8000000 values"}}) {
+    SCOPED_TRACE(said);
+    std::string output;
+    ASSERT_EQ(testing::runCommand(testing::python() + " -c \"import torch; torch.save({'x': torch.zeros(2), 'm': " +
+                                      extra + "}, '" + config.batch.string() + "')\"",
+                                  &output),
+              0)
+        << output;
+    const std::string error = openError();
+    EXPECT_NE(error.find(said), std::string::npos) << error;
+    EXPECT_NE(error.find("refused before reading it"), std::string::npos) << error;
+  }
+  EXPECT_EQ(overPickleBudget(std::string("\x80\x02}q\x00.", 6)), "");  // one empty dict, protocol 2
+  PickleBudget tight;
+  tight.max_containers = 3;                                                   // the list and its dicts
+  EXPECT_NE(overPickleBudget(std::string("\x80\x02](}}}e.", 8), tight), "");  // [{}, {}, {}]
+  EXPECT_EQ(overPickleBudget(std::string("\x80\x02](}}e.", 7), tight), "");   // [{}, {}]
+  // A string's bytes are skipped, whatever they hold: "}}}}" is one value.
+  EXPECT_EQ(overPickleBudget(std::string("\x80\x02X\x04\x00\x00\x00}}}}.", 12), tight), "");
 }
 
 // An empty file and a save cut short (a full disk, an interrupted copy)

@@ -1,0 +1,34 @@
+// What a batch's pickle would build, counted before it is built.
+//
+// LibTorch's unpickler builds every object a pickle describes before
+// minrepro can look at one: a 36 MB file of six million empty dicts took
+// 2.9 GB to read, and only then did the batch's 1 000 000-entry cap refuse
+// it (probe 30). So the pickle's opcodes are walked first, without building
+// anything, and a pickle that would build more containers than a batch may
+// hold, or more values than a batch plausibly has, is refused unread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace minrepro {
+
+struct PickleBudget {
+  // Dicts, lists, tuples and sets: a batch holds at most 1 000 000 entries
+  // in its containers (harness/batch_tree.cc), so more containers than
+  // that can never be read.
+  std::uint64_t max_containers = 1'000'000;
+  // Every value pushed (strings, numbers, None, containers, tensors'
+  // rebuild arguments): a generous bound that a batch's metadata stays far
+  // below, which keeps reading under a few hundred MB.
+  std::uint64_t max_values = 8'000'000;
+};
+
+// Walks the opcodes of `pickle` (protocols 0 to 5). Returns what is over
+// the budget in words ("it would build 6000000 dicts, lists and tuples (at
+// most 1000000)"), or "" when it is within it, or when an opcode is not
+// understood: the unpickler then says what is wrong in its own words.
+std::string overPickleBudget(std::string_view pickle, const PickleBudget& budget = {});
+
+}  // namespace minrepro
