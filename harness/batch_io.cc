@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -142,24 +143,33 @@ c10::IValue unpickleBatch(const fs::path& file,
                                            torch::jit::Unpickler::defaultTypeParser, storages);
 }
 
-// Each storage record's size as the zip's central directory gives it
-// ("0" for ".../data/0"): LibTorch makes a storage of the size the pickle
-// declares over the record's bytes, however few there are.
-std::map<std::string, std::uint64_t> storageRecordSizes(const fs::path& file) {
-  std::map<std::string, std::uint64_t> sizes;
+// Calls visit(reader, name, size or 0) for each record of the zip, in
+// order, until it returns false; what a visit does not read is skipped.
+void forEachZipRecord(const fs::path& file,
+                      const std::function<bool(struct archive*, const std::string&, std::uint64_t)>& visit) {
   struct archive* a = archive_read_new();
   archive_read_support_format_zip_seekable(a);
   if (archive_read_open_filename(a, file.c_str(), 1 << 16) == ARCHIVE_OK) {
     struct archive_entry* entry = nullptr;
     while (archive_read_next_header(a, &entry) == ARCHIVE_OK) {
       const std::string name = archive_entry_pathname(entry) ? archive_entry_pathname(entry) : "";
-      const auto data = name.rfind("/data/");
-      if (data != std::string::npos && archive_entry_size_is_set(entry))
-        sizes[name.substr(data + 6)] = static_cast<std::uint64_t>(archive_entry_size(entry));
+      const auto size = archive_entry_size_is_set(entry) ? static_cast<std::uint64_t>(archive_entry_size(entry)) : 0;
+      if (!visit(a, name, size)) break;
       archive_read_data_skip(a);
     }
   }
   archive_read_free(a);
+}
+
+// Each storage record's size as the zip's central directory gives it
+// ("0" for ".../data/0"): LibTorch makes a storage of the size the pickle
+// declares over the record's bytes, however few there are.
+std::map<std::string, std::uint64_t> storageRecordSizes(const fs::path& file) {
+  std::map<std::string, std::uint64_t> sizes;
+  forEachZipRecord(file, [&](struct archive*, const std::string& name, std::uint64_t size) {
+    if (const auto data = name.rfind("/data/"); data != std::string::npos) sizes[name.substr(data + 6)] = size;
+    return true;
+  });
   return sizes;
 }
 
@@ -173,22 +183,14 @@ std::string craftedZip(const fs::path& file) {
   const std::uint64_t file_size = fs::file_size(file, ec);
   std::set<std::string> names;
   std::string what;
-  struct archive* a = archive_read_new();
-  archive_read_support_format_zip_seekable(a);
-  if (archive_read_open_filename(a, file.c_str(), 1 << 16) == ARCHIVE_OK) {
-    struct archive_entry* entry = nullptr;
-    while (what.empty() && archive_read_next_header(a, &entry) == ARCHIVE_OK) {
-      const std::string name = archive_entry_pathname(entry) ? archive_entry_pathname(entry) : "";
-      const auto size = archive_entry_size_is_set(entry) ? static_cast<std::uint64_t>(archive_entry_size(entry)) : 0;
-      if (!names.insert(name).second)
-        what = "it holds two records named " + name;
-      else if (size > (std::uint64_t{64} << 20) && size > 16 * file_size)
-        what = "its record " + name + " expands to " + std::to_string(size >> 20) + " MiB from a file of " +
-               std::to_string(file_size >> 10) + " KiB (a compressed record; torch.save stores them as they are)";
-      archive_read_data_skip(a);
-    }
-  }
-  archive_read_free(a);
+  forEachZipRecord(file, [&](struct archive*, const std::string& name, std::uint64_t size) {
+    if (!names.insert(name).second)
+      what = "it holds two records named " + name;
+    else if (size > (std::uint64_t{64} << 20) && size > 16 * file_size)
+      what = "its record " + name + " expands to " + std::to_string(size >> 20) + " MiB from a file of " +
+             std::to_string(file_size >> 10) + " KiB (a compressed record; torch.save stores them as they are)";
+    return what.empty();
+  });
   return what;
 }
 
@@ -199,29 +201,18 @@ std::string craftedZip(const fs::path& file) {
 std::string pickleOverBudget(const fs::path& file) {
   constexpr std::uint64_t kMaxPickle = std::uint64_t{256} << 20;
   std::string what;
-  struct archive* a = archive_read_new();
-  archive_read_support_format_zip_seekable(a);
-  if (archive_read_open_filename(a, file.c_str(), 1 << 16) == ARCHIVE_OK) {
-    struct archive_entry* entry = nullptr;
-    while (archive_read_next_header(a, &entry) == ARCHIVE_OK) {
-      const std::string name = archive_entry_pathname(entry) ? archive_entry_pathname(entry) : "";
-      if (!name.ends_with("/data.pkl") || name.find('/') != name.rfind('/')) {
-        archive_read_data_skip(a);
-        continue;
-      }
-      const auto size = archive_entry_size_is_set(entry) ? static_cast<std::uint64_t>(archive_entry_size(entry)) : 0;
-      if (size > kMaxPickle) {
-        what = "its pickle (" + name + ") is " + std::to_string(size >> 20) +
-               " MiB without the tensors' bytes, where a batch's is a few KB";
-        break;
-      }
-      std::string pickle(static_cast<std::size_t>(size), '\0');
-      if (archive_read_data(a, pickle.data(), pickle.size()) == static_cast<la_ssize_t>(pickle.size()))
-        what = overPickleBudget(pickle);
-      break;
+  forEachZipRecord(file, [&](struct archive* a, const std::string& name, std::uint64_t size) {
+    if (!name.ends_with("/data.pkl") || name.find('/') != name.rfind('/')) return true;
+    if (size > kMaxPickle) {
+      what = "its pickle (" + name + ") is " + std::to_string(size >> 20) +
+             " MiB without the tensors' bytes, where a batch's is a few KB";
+      return false;
     }
-  }
-  archive_read_free(a);
+    std::string pickle(static_cast<std::size_t>(size), '\0');
+    if (archive_read_data(a, pickle.data(), pickle.size()) == static_cast<la_ssize_t>(pickle.size()))
+      what = overPickleBudget(pickle);
+    return false;
+  });
   return what;
 }
 

@@ -44,19 +44,19 @@ constexpr std::array<Op, 256> opTable() {
   for (int c : Codes{'F', 'I', 'L', 'S', 'V', 'P', 'g'}) set(c, Arg::Line, 0, Push::Value);
   set('p', Arg::Line, 0, Push::Nothing);  // PUT
   for (int c : Codes{'c', 'i'}) set(c, Arg::TwoLines, 0, Push::Value);
-  set('K', Arg::Fixed, 1, Push::Value);  // BININT1
-  set('M', Arg::Fixed, 2, Push::Value);  // BININT2
-  set('J', Arg::Fixed, 4, Push::Value);  // BININT
-  set('G', Arg::Fixed, 8, Push::Value);  // BINFLOAT
-  set('h', Arg::Fixed, 1, Push::Value);  // BINGET
-  set('j', Arg::Fixed, 4, Push::Value);  // LONG_BINGET
-  set('q', Arg::Fixed, 1, Push::Nothing);  // BINPUT
-  set('r', Arg::Fixed, 4, Push::Nothing);  // LONG_BINPUT
-  set(0x82, Arg::Fixed, 1, Push::Value);   // EXT1
-  set(0x83, Arg::Fixed, 2, Push::Value);   // EXT2
-  set(0x84, Arg::Fixed, 4, Push::Value);   // EXT4
-  set(0x80, Arg::Fixed, 1, Push::Nothing);  // PROTO
-  set(0x95, Arg::Fixed, 8, Push::Nothing);  // FRAME
+  set('K', Arg::Fixed, 1, Push::Value);                                            // BININT1
+  set('M', Arg::Fixed, 2, Push::Value);                                            // BININT2
+  set('J', Arg::Fixed, 4, Push::Value);                                            // BININT
+  set('G', Arg::Fixed, 8, Push::Value);                                            // BINFLOAT
+  set('h', Arg::Fixed, 1, Push::Value);                                            // BINGET
+  set('j', Arg::Fixed, 4, Push::Value);                                            // LONG_BINGET
+  set('q', Arg::Fixed, 1, Push::Nothing);                                          // BINPUT
+  set('r', Arg::Fixed, 4, Push::Nothing);                                          // LONG_BINPUT
+  set(0x82, Arg::Fixed, 1, Push::Value);                                           // EXT1
+  set(0x83, Arg::Fixed, 2, Push::Value);                                           // EXT2
+  set(0x84, Arg::Fixed, 4, Push::Value);                                           // EXT4
+  set(0x80, Arg::Fixed, 1, Push::Nothing);                                         // PROTO
+  set(0x95, Arg::Fixed, 8, Push::Nothing);                                         // FRAME
   for (int c : Codes{'U', 'C', 0x8c, 0x8a}) set(c, Arg::Counted, 1, Push::Value);  // short strings, LONG1
   for (int c : Codes{'T', 'X', 'B', 0x8b}) set(c, Arg::Counted, 4, Push::Value);   // strings, bytes, LONG4
   for (int c : Codes{0x8d, 0x8e, 0x96}) set(c, Arg::Counted, 8, Push::Value);      // 8-byte lengths
@@ -88,9 +88,15 @@ std::string overPickleBudget(std::string_view pickle, const PickleBudget& budget
     ++at;
     bool whole = true;
     switch (op.arg) {
-      case Arg::Line: whole = skipLine(); break;
-      case Arg::TwoLines: whole = skipLine() && skipLine(); break;
-      case Arg::Fixed: whole = (at += op.size) <= pickle.size(); break;
+      case Arg::Line:
+        whole = skipLine();
+        break;
+      case Arg::TwoLines:
+        whole = skipLine() && skipLine();
+        break;
+      case Arg::Fixed:
+        whole = (at += op.size) <= pickle.size();
+        break;
       case Arg::Counted: {
         if (at + op.size > pickle.size()) return "";
         const std::uint64_t length = littleEndian(pickle.substr(at, op.size));
@@ -99,7 +105,8 @@ std::string overPickleBudget(std::string_view pickle, const PickleBudget& budget
         if (whole) at += static_cast<std::size_t>(length);
         break;
       }
-      default: break;
+      default:
+        break;
     }
     if (!whole) return "";
     if (op.push == Push::Nothing) continue;
