@@ -1,6 +1,7 @@
 #include "commands/compare.h"
 
 #include "core/build_info.h"
+#include "core/disk_space.h"
 #include "core/errors.h"
 #include "core/text_lines.h"
 
@@ -214,6 +215,7 @@ struct Runner {
     TrialOutcome outcome = executor.run(spec);
     if (outcome.end == TrialEnd::FailedToStart)
       throw TrialStartError("variant " + v.name + ": the run could not start: " + outcome.start_error);
+    if (outcome.end != TrialEnd::Cancelled) requireRoomAfterRun(dir, "variant " + v.name + "'s run");
     std::error_code ec;
     fs::remove_all(dir, ec);
     return outcome;
@@ -311,7 +313,8 @@ CompareResult compareVariants(const CompareOptions& options, std::ostream* progr
   if (manifest) {
     result.recorded = manifest->signature.summary();
     result.torch = chooseTorch(*manifest, options, config, scratch->path(), made_here);
-    if (progress && result.torch.checked) *progress << result.torch.line << "\n";
+    if (progress && result.torch.checked)
+      *progress << scrubSecretsOnly(result.torch.line, machineScrubContext()) << "\n";
   }
   const SandboxChoice sandbox = chooseSandbox(options.sandbox, made_here);
   const std::vector<Variant> variants = planVariants(config, BatchStore::open(config)->describe(), options.dev_root);
@@ -421,6 +424,7 @@ std::string renderComparison(const CompareResult& result) {
 }
 
 int runCompare(const CompareOptions& options, std::ostream& out, std::ostream&) {
+  requireUsableTmpdir();
   const CompareResult result = compareVariants(options, &out);
   if (options.cancelled())
     throw RunStopped(RunStopped::Reason::Interrupted,

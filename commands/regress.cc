@@ -1,6 +1,7 @@
 #include "commands/regress.h"
 
 #include "core/case_config.h"
+#include "core/disk_space.h"
 #include "core/errors.h"
 #include "core/text_lines.h"
 #include "engine/archive/manifest.h"
@@ -206,6 +207,7 @@ void addShrunkCase(const fs::path& config, const std::string& output, const fs::
 }
 
 int runRegress(const fs::path& dir, const VerifyOptions& base, std::ostream& out) {
+  requireUsableTmpdir();
   std::vector<fs::path> archives;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {

@@ -2,6 +2,7 @@
 
 #include <ostream>
 
+#include "core/disk_space.h"
 #include "core/errors.h"
 #include "engine/archive/run_archive.h"
 
@@ -23,6 +24,7 @@ int judge(const VerifyOptions& o, const VerifyResult& r, std::ostream& out);
 }  // namespace
 
 int runVerify(const VerifyOptions& o, std::ostream& out, std::ostream&) {
+  requireUsableTmpdir();
   const VerifyResult r = verifyArchive(o, &out);
   if (o.cancelled())  // no verdict on runs that were stopped
     throw RunStopped(RunStopped::Reason::Interrupted,

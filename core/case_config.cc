@@ -422,10 +422,17 @@ CommandSwitch readSwitch(const Loader& l, const Value& v) {
   return s;
 }
 
-// trial.harness.transforms and trial.switches: lists whose names must be unique.
+// trial.harness.transforms and trial.switches: lists whose names must be
+// unique, and short: each branch is a variant compare runs and a unit the
+// branches pass tries (probe 31: an archive's 5000 switches were days of
+// compare's runs).
 template <typename Item, typename ReadOne>
 std::vector<Item> readBranchList(const Loader& l, const Value& v, ReadOne readOne) {
+  constexpr std::size_t kMaxBranches = 64;
   if (!v.node.IsSequence()) fail(l, v, "a list of maps", describeFound(v.node));
+  if (v.node.size() > kMaxBranches)
+    fail(l, v, "at most " + std::to_string(kMaxBranches) + " branches", std::to_string(v.node.size()),
+         "keep the branches the failure may depend on");
   std::vector<Item> items;
   std::set<std::string> names;
   for (std::size_t i = 0; i < v.node.size(); ++i) {

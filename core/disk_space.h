@@ -40,4 +40,17 @@ class DiskFullError : public Error {
 void requireSpace(const std::filesystem::path& path, std::uintmax_t needed, const std::string& what_for,
                   const std::string& to_do);
 
+// After a run of an archive's script in `run_dir` (verify's, regress's,
+// compare's): when the file system it wrote to has less than a megabyte
+// left, what the run wrote there (its traceback) may be lost, and its
+// ending is no verdict: throws DiskFullError naming TMPDIR when the run
+// lay under it, else the run's parent directory (probe 30, probe 31).
+void requireRoomAfterRun(const std::filesystem::path& run_dir, const std::string& what_ran);
+
+// TMPDIR as verify, regress and compare use it: a directory they can
+// write into. Throws an Error of exit 4 naming TMPDIR when it is set to a
+// file, a missing place or a read-only directory (probe 31: an internal
+// error, exit 1, which CI reads as "not as expected").
+void requireUsableTmpdir();
+
 }  // namespace minrepro

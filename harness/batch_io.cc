@@ -294,6 +294,31 @@ std::string storageOverrun(const NamedTensors& batch) {
   return "";
 }
 
+// A view that repeats its storage through a stride of 0 (expand(), a
+// broadcast mask) far past what any machine holds: minrepro writes a
+// candidate's tensors dense, so its candidates would be that large (probe
+// 31: [8, 2e9] over 32 bytes took shrink to 8 GB and an allocation
+// failure). Returns what is wrong, "" when every tensor is within bounds.
+std::string expandedPastMemory(const NamedTensors& batch) {
+  constexpr std::uint64_t kMaxDense = std::uint64_t{8} << 30;
+  for (std::size_t i = 0; i < batch.tensors.size(); ++i) {
+    const at::Tensor& t = batch.tensors[i];
+    if (!t.defined() || !t.has_storage()) continue;
+    bool repeats = false;
+    for (std::int64_t d = 0; d < t.dim(); ++d) repeats = repeats || (t.stride(d) == 0 && t.size(d) > 1);
+    const auto dense = static_cast<std::uint64_t>(t.numel()) * t.element_size();
+    if (!repeats || dense <= kMaxDense) continue;
+    std::ostringstream sizes;
+    sizes << t.sizes();
+    return "'" + batch.names[i] + "' is an expand()ed view, " + sizes.str() + " " +
+           std::string(c10::toString(t.scalar_type())) + ": " + std::to_string(dense >> 30) + " GiB dense over " +
+           std::to_string(t.storage().nbytes()) +
+           " bytes of storage, and minrepro writes a candidate's tensors dense; save its un-expanded base "
+           "(x[:, :1]) and expand it in the step";
+  }
+  return "";
+}
+
 }  // namespace
 
 NamedTensors readBatchFile(const fs::path& file) {
@@ -330,6 +355,8 @@ NamedTensors readBatchFile(const fs::path& file) {
   if (const std::string overrun = storageOverrun(batch); !overrun.empty())
     throw BadInputError(file.string() + ": damaged: " + overrun +
                         " (torch.load refuses it too); save the batch again with torch.save");
+  if (const std::string expanded = expandedPastMemory(batch); !expanded.empty())
+    throw BadInputError(file.string() + ": " + expanded);
   // A quantized tensor's values are integers under a scale: cutting, trivial
   // values and the reports' summaries would each need their own path.
   for (std::size_t i = 0; i < batch.tensors.size(); ++i)

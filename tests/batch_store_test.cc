@@ -432,6 +432,34 @@ TEST_F(BatchFixture, APickleOfMillionsOfObjectsIsRefusedBeforeItIsBuilt) {
   EXPECT_EQ(overPickleBudget(std::string("\x80\x02X\x04\x00\x00\x00}}}}.", 12), tight), "");
 }
 
+// A broadcast view far past any machine's memory (expand(): [8, 2e9] over
+// 32 bytes) is refused when the batch is opened, since candidates are
+// written dense; one of a few GB dense is read (probe 31: shrink reached
+// 8 GB and died of an allocation failure, exit 1).
+TEST_F(BatchFixture, AnExpandedViewPastMemoryIsRefusedWhenOpened) {
+  std::string output;
+  ASSERT_EQ(
+      testing::runCommand(testing::python() +
+                              " -c \"import torch; torch.save({'input': torch.zeros(8, 1).expand(8, 2_000_000_000), "
+                              "'target': torch.arange(8)}, '" +
+                              config.batch.string() + "')\"",
+                          &output),
+      0)
+      << output;
+  const std::string error = openError();
+  EXPECT_NE(error.find("'input' is an expand()ed view, [8, 2000000000] Float: 59 GiB dense over 32 bytes of storage"),
+            std::string::npos)
+      << error;
+  ASSERT_EQ(testing::runCommand(testing::python() +
+                                    " -c \"import torch; torch.save({'input': torch.zeros(8, 1).expand(8, 1000), "
+                                    "'target': torch.arange(8)}, '" +
+                                    config.batch.string() + "')\"",
+                                &output),
+            0)
+      << output;
+  EXPECT_EQ(openError().find("expand()ed"), std::string::npos) << openError();
+}
+
 // An empty file and a save cut short (a full disk, an interrupted copy)
 // are named as what they are, not with the stream reader's "internal miniz
 // error" and its advice (#43 probe).

@@ -317,6 +317,18 @@ TEST_F(CaseConfigTest, UnknownPlaceholdersAreRefused) {
   EXPECT_NO_THROW(loadCase(write("case.yaml", base + "  command: [python3, -c, \"d = {'a': 1}\", '{batch}']\n")));
 }
 
+// Each switch is a variant compare runs and a unit the branches pass tries:
+// an archive's case.yaml listing 5000 was days of compare's runs (probe 31).
+TEST_F(CaseConfigTest, MoreThan64BranchesAreRefused) {
+  std::string switches;
+  for (int i = 0; i < 65; ++i)
+    switches += "    - {name: s" + std::to_string(i) + ", args: [--s" + std::to_string(i) + "]}\n";
+  expectHas(errorFor("batch: batch.pt\nsamples: {tensors: {input: 0}}\ntrial:\n  command: [python3, s.py, '{batch}']\n"
+                     "  switches:\n" +
+                     switches),
+            {"trial.switches", "at most 64 branches", "found 65"});
+}
+
 TEST_F(CaseConfigTest, RelativeScriptOfTheCaseMustUseCaseDir) {
   touch("step.py");
   const std::string base = "batch: batch.pt\nsamples: {tensors: {input: 0}}\ntrial:\n";

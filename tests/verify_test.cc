@@ -415,6 +415,24 @@ TEST(Neighbours, ManifestRoundTripsNeighbours) {
   EXPECT_THROW(parseManifest("family: index-error\nneighbour: a b ids=1,x\n", "x"), BadInputError);
 }
 
+// A TMPDIR that is a file or missing is named, exit 4 (it was an internal
+// error, exit 1, which CI reads as "did not reproduce"; probe 31).
+TEST(Verify, AnUnusableTmpdirIsNamedWithExit4) {
+  testing::TempDir dir;
+  writeTarGz(dir.path() / "r.tar.gz", {{"repro.py", "raise SystemExit(1)\n", true}, {"signature.txt", kSignature}});
+  testing::writeFile(dir.path() / "afile", "x");
+  for (const auto& [tmpdir, said] : std::vector<std::pair<fs::path, std::string>>{
+           {dir.path() / "afile", "is not a directory"}, {dir.path() / "missing", "does not exist"}}) {
+    std::string out;
+    EXPECT_EQ(runCommand("TMPDIR=" + tmpdir.string() + " " + minrepro() + " verify " +
+                             (dir.path() / "r.tar.gz").string() + " 2>&1",
+                         &out),
+              4)
+        << out;
+    EXPECT_NE(out.find("TMPDIR=" + tmpdir.string() + " " + said), std::string::npos) << out;
+  }
+}
+
 TEST(Verify, NeighbourNamedButMissingFromTheArchiveIsBadInput) {
   testing::TempDir dir;
   writeTarGz(dir.path() / "r.tar.gz",

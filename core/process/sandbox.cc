@@ -188,6 +188,8 @@ std::vector<fs::path> credentialPaths() {
           ".config/snowflake", ".dbt", ".cloudflared", ".config/sops", ".subversion", ".config/ngrok", ".vercel",
           ".fly", ".config/heroku", ".streamlit", ".bashrc", ".bash_profile", ".profile", ".zshrc", ".zprofile",
           ".zshenv", ".pam_environment", ".config/fish", ".bash_login", ".bash_aliases", ".zlogin", ".kshrc",
+          // probe 31: ClearML's default file, MLflow's tracking login, the coding assistants' tokens, direnv's
+          "clearml.conf", ".mlflow", ".config/github-copilot", ".gemini", ".envrc", ".config/clearml",
           // browsers' profiles (cookies, saved passwords) and shells' histories (a token typed once)
           ".mozilla", ".config/chromium", ".config/google-chrome", ".config/BraveSoftware", ".config/microsoft-edge",
           ".bash_history", ".zsh_history", ".python_history", ".psql_history", ".mysql_history", ".node_repl_history",

@@ -241,13 +241,8 @@ TrialOutcome runScript(const VerifyOptions& o, Executor& executor, std::vector<s
   // traceback, a file it saved): its ending is no verdict on the archive,
   // as a full disk during extraction is none (probe 30: "reproduced in 0
   // of 2 runs", exit 1, with a TMPDIR on a small tmpfs).
-  constexpr std::uintmax_t kRoomForARun = 1 << 20;
-  if (const auto free = availableBytes(work_dir); outcome.end != TrialEnd::Cancelled && free && *free < kRoomForARun) {
-    const fs::path tmp = fs::temp_directory_path();
-    throw DiskFullError(isWithin(work_dir, tmp) ? tmp : work_dir.parent_path(),
-                        "when a run of " + fs::path(spec.argv[1]).filename().string() + " ended",
-                        "free space there, or set TMPDIR to a directory with room; no verdict is given");
-  }
+  if (outcome.end != TrialEnd::Cancelled)
+    requireRoomAfterRun(work_dir, "a run of " + fs::path(spec.argv[1]).filename().string());
   return outcome;
 }
 
@@ -463,7 +458,8 @@ VerifyResult verifyArchive(const VerifyOptions& given, std::ostream* progress, E
                                       o.python_given ? std::optional<std::string>(o.python) : std::nullopt, o.python,
                                       tree.path() / "torch-probe", sealed);
     o.python = result.torch.python;
-    if (progress && result.torch.checked) *progress << result.torch.line << "\n";
+    if (progress && result.torch.checked)  // --python's path may hold a token (probe 31)
+      *progress << scrubSecretsOnly(result.torch.line, machineScrubContext()) << "\n";
   }
   const bool made_here = o.sandbox == SandboxMode::Auto && sealed;
   replaceBundledCode(dir, names, o, sealed, progress);
@@ -495,9 +491,9 @@ VerifyResult verifyArchive(const VerifyOptions& given, std::ostream* progress, E
       if (o.cancelled()) break;  // the run was stopped: it has no verdict either
       result.neighbour_runs.push_back(std::move(run));
       if (progress) {
-        *progress << "  neighbour " << n.name << " (ids " << formatList(n.ids, 8)
-                  << "): " << result.neighbour_runs.back().detail << " in " << std::fixed << std::setprecision(1)
-                  << result.neighbour_runs.back().outcome.duration.count() / 1000.0 << " s\n"
+        *progress << "  neighbour " << scrubSecretsOnly(text::printable(n.name), machineScrubContext()) << " (ids "
+                  << formatList(n.ids, 8) << "): " << result.neighbour_runs.back().detail << " in " << std::fixed
+                  << std::setprecision(1) << result.neighbour_runs.back().outcome.duration.count() / 1000.0 << " s\n"
                   << std::flush;
       }
     }
