@@ -143,10 +143,14 @@ def relocated(value, old_dir, new_dir):
         if value == old_dir or value.startswith(old_dir + os.sep):
             return new_dir + value[len(old_dir):]
         return value
-    if isinstance(value, (list, tuple)) and type(value) in (list, tuple):
-        return type(value)(relocated(v, old_dir, new_dir) for v in value)
+    # A container is rebuilt only when a path in it moved: one the step
+    # shares with other objects (a config dict) stays the same object.
+    if type(value) in (list, tuple):
+        items = [relocated(v, old_dir, new_dir) for v in value]
+        return value if all(a is b for a, b in zip(items, value)) else type(value)(items)
     if type(value) is dict:
-        return {k: relocated(v, old_dir, new_dir) for k, v in value.items()}
+        items = {k: relocated(v, old_dir, new_dir) for k, v in value.items()}
+        return value if all(items[k] is v for k, v in value.items()) else items
     return value
 
 
