@@ -54,19 +54,24 @@ std::optional<fs::path> whereTheUserHas(const std::string& name, const CaseConfi
 // What to do about a file not found: a relative name resolves from the
 // directory the step runs in, and each trial runs in a directory of its own
 // (the user's shell ran it from the project, where the file is).
-std::string relativePathAdvice(const std::string& line, const CaseConfig& config) {
-  static const std::regex kQuoted(R"(: '([^'/][^']*)'$)");
-  std::smatch m;
-  if (!std::regex_search(line, m, kQuoted))
-    return "A relative path in trial.command is relative to the trial's own directory: name your files as "
-           "{case_dir}/NAME";
-  const std::string name = m[1].str();
+std::string relativeNameAdvice(const std::string& name, const CaseConfig& config) {
   const auto place = whereTheUserHas(name, config);
   return "The step opened '" + name + "' by a relative path, which resolves from the directory it runs in, and " +
          "each trial runs in a directory of its own" +
          (place ? " ('" + name + "' is in " + place->string() + ", where your shell ran it)" : "") +
          ": open it relative to the script, os.path.join(os.path.dirname(os.path.abspath(__file__)), '" + name +
          "'), or by an absolute path; when the command names it, write {case_dir}/" + name;
+}
+
+// The same, read from an error line ending in the quoted name; a general
+// word when the name is absolute or not quoted.
+std::string relativePathAdvice(const std::string& line, const CaseConfig& config) {
+  static const std::regex kQuoted(R"(: '([^'/][^']*)'$)");
+  std::smatch m;
+  if (!std::regex_search(line, m, kQuoted))
+    return "A relative path in trial.command is relative to the trial's own directory: name your files as "
+           "{case_dir}/NAME";
+  return relativeNameAdvice(m[1].str(), config);
 }
 
 }  // namespace
@@ -104,7 +109,7 @@ std::optional<std::string> relativeFileMissing(const std::string& message, const
   std::smatch m;
   if (!std::regex_search(message, m, kMissing)) return std::nullopt;
   if (where == FileWhereUserIs::Required && !whereTheUserHas(m[1].str(), config)) return std::nullopt;
-  return relativePathAdvice(": '" + m[1].str() + "'", config);
+  return relativeNameAdvice(m[1].str(), config);
 }
 
 std::optional<std::string> checkBatchDependence(const CaseConfig& config, TrialSpec spec,

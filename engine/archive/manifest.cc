@@ -40,6 +40,11 @@ std::string renderManifest(const Manifest& m) {
 
 namespace {
 
+// minrepro writes at most four neighbours (plus_one, last_batch, shortest,
+// longest), each a run of verify --expect pass: a forged list of thousands
+// kept verify running for hours (probe 30).
+constexpr std::size_t kMaxNeighbours = 16;
+
 std::int64_t parseCount(const std::string& value, const std::string& where) {
   std::size_t used = 0;
   long long n = -1;
@@ -129,10 +134,6 @@ void setManifestKey(Manifest& m, const std::string& key, const std::string& valu
   } else if (key == "flaky-rate") {
     m.flaky_rate = parseNumberIn(value, 1, where + ": flaky-rate: expected a rate in (0, 1]");
   } else if (key == "neighbour") {
-    // minrepro writes at most four (plus_one, last_batch, shortest,
-    // longest), each a run of verify --expect pass: a forged list of
-    // thousands kept verify running for hours.
-    constexpr std::size_t kMaxNeighbours = 16;
     if (m.neighbours.size() >= kMaxNeighbours)
       throw BadInputError(where + ": more than " + std::to_string(kMaxNeighbours) +
                           " neighbour lines, where minrepro writes at most 4: refused (only archives made by minrepro "
@@ -151,7 +152,7 @@ void setManifestKey(Manifest& m, const std::string& key, const std::string& valu
   } else if (key == "not-alone") {
     m.not_alone = value;
   } else if (key == "neighbour-skipped") {
-    if (m.neighbours_skipped.size() < 16) m.neighbours_skipped.push_back(value);
+    if (m.neighbours_skipped.size() < kMaxNeighbours) m.neighbours_skipped.push_back(value);
   } else {
     throw BadInputError(where + ": unknown key '" + key + "'");
   }

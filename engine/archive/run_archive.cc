@@ -12,7 +12,6 @@
 
 #include "core/disk_space.h"
 #include "core/errors.h"
-#include "core/paths.h"
 #include "core/text_lines.h"
 #include "engine/archive/scrub.h"
 #include "engine/archive/seal.h"
