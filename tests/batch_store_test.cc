@@ -31,6 +31,15 @@ struct BatchFixture : ::testing::Test {
     config.batch = dir.path() / "batch.pt";
   }
   void write(const NamedTensors& batch) { writeBatchFile(batch, config.batch); }
+  // torch.save(BATCH, the fixture's batch file) in Python, after `setup`
+  // (statements, `torch` imported); the output when Python failed, else "".
+  std::string saveFromPython(const std::string& batch, const std::string& setup = "") {
+    std::string output;
+    const int status = testing::runCommand(testing::python() + " -c \"import torch; " + setup + "torch.save(" + batch +
+                                               ", '" + config.batch.string() + "')\"",
+                                           &output);
+    return status == 0 ? "" : output + " (exit " + std::to_string(status) + ")";
+  }
   std::string openError() {
     try {
       BatchStore::open(config);
@@ -224,13 +233,9 @@ TEST_F(BatchFixture, ATransposedTensorCutToOneSampleStaysNonContiguous) {
 // kept entry carried the whole storage: every utterance's labels.
 TEST_F(BatchFixture, AListEntrysStorageCarriesNoDroppedSamplesValues) {
   std::string output;
-  ASSERT_EQ(testing::runCommand(testing::python() +
-                                    " -c \"import torch; t = torch.arange(1, 13); "
-                                    "torch.save({'x': torch.randn(4, 2), 'targets': list(t.split([2, 3, 4, 3]))}, '" +
-                                    config.batch.string() + "')\"",
-                                &output),
-            0)
-      << output;
+  ASSERT_EQ(
+      saveFromPython("{'x': torch.randn(4, 2), 'targets': list(t.split([2, 3, 4, 3]))}", "t = torch.arange(1, 13); "),
+      "");
   config.sample_axes = {{"x", 0}};
   config.sample_lists = {"targets"};
   const fs::path out = dir.path() / "one.pt";
@@ -413,12 +418,7 @@ TEST_F(BatchFixture, APickleOfMillionsOfObjectsIsRefusedBeforeItIsBuilt) {
            {"[{} for _ in range(1_000_001)]", "it would build more than 1000000 dicts, lists and tuples"},
            {"[None] * 8_000_001", "it would build more than 8000000 values"}}) {
     SCOPED_TRACE(said);
-    std::string output;
-    ASSERT_EQ(testing::runCommand(testing::python() + " -c \"import torch; torch.save({'x': torch.zeros(2), 'm': " +
-                                      extra + "}, '" + config.batch.string() + "')\"",
-                                  &output),
-              0)
-        << output;
+    ASSERT_EQ(saveFromPython("{'x': torch.zeros(2), 'm': " + extra + "}"), "");
     const std::string error = openError();
     EXPECT_NE(error.find(said), std::string::npos) << error;
     EXPECT_NE(error.find("refused before reading it"), std::string::npos) << error;
@@ -437,26 +437,12 @@ TEST_F(BatchFixture, APickleOfMillionsOfObjectsIsRefusedBeforeItIsBuilt) {
 // written dense; one of a few GB dense is read (probe 31: shrink reached
 // 8 GB and died of an allocation failure, exit 1).
 TEST_F(BatchFixture, AnExpandedViewPastMemoryIsRefusedWhenOpened) {
-  std::string output;
-  ASSERT_EQ(
-      testing::runCommand(testing::python() +
-                              " -c \"import torch; torch.save({'input': torch.zeros(8, 1).expand(8, 2_000_000_000), "
-                              "'target': torch.arange(8)}, '" +
-                              config.batch.string() + "')\"",
-                          &output),
-      0)
-      << output;
+  ASSERT_EQ(saveFromPython("{'input': torch.zeros(8, 1).expand(8, 2_000_000_000), 'target': torch.arange(8)}"), "");
   const std::string error = openError();
   EXPECT_NE(error.find("'input' is an expand()ed view, [8, 2000000000] Float: 59 GiB dense over 32 bytes of storage"),
             std::string::npos)
       << error;
-  ASSERT_EQ(testing::runCommand(testing::python() +
-                                    " -c \"import torch; torch.save({'input': torch.zeros(8, 1).expand(8, 1000), "
-                                    "'target': torch.arange(8)}, '" +
-                                    config.batch.string() + "')\"",
-                                &output),
-            0)
-      << output;
+  ASSERT_EQ(saveFromPython("{'input': torch.zeros(8, 1).expand(8, 1000), 'target': torch.arange(8)}"), "");
   EXPECT_EQ(openError().find("expand()ed"), std::string::npos) << openError();
 }
 
@@ -464,12 +450,7 @@ TEST_F(BatchFixture, AnExpandedViewPastMemoryIsRefusedWhenOpened) {
 // are named as what they are, not with the stream reader's "internal miniz
 // error" and its advice (#43 probe).
 TEST_F(BatchFixture, AnEmptyOrCutShortBatchSaysSoAndHowToSaveItAgain) {
-  std::string output;
-  ASSERT_EQ(testing::runCommand(testing::python() + " -c \"import torch; torch.save({'x': torch.zeros(64, 64)}, '" +
-                                    config.batch.string() + "')\"",
-                                &output),
-            0)
-      << output;
+  ASSERT_EQ(saveFromPython("{'x': torch.zeros(64, 64)}"), "");
   const std::string whole = testing::readFile(config.batch);
   testing::writeFile(config.batch, whole.substr(0, whole.size() / 2));
   std::string error = openError();
@@ -559,12 +540,7 @@ TEST_F(BatchFixture, ACompressedBombOrADuplicateRecordIsRefusedBeforeReading) {
 // LibTorch 1.13's unpickler cannot read a dict with exactly one entry: the
 // error says so and what to do. LibTorch 2.x reads it.
 TEST_F(BatchFixture, OneEntryDictFromPythonGetsAnExplanationWhereLibTorchCannotReadIt) {
-  std::string output;
-  ASSERT_EQ(testing::runCommand(testing::python() + " -c \"import torch; torch.save({'input': torch.zeros(2)}, '" +
-                                    config.batch.string() + "')\"",
-                                &output),
-            0)
-      << output;
+  ASSERT_EQ(saveFromPython("{'input': torch.zeros(2)}"), "");
   config.sample_axes = {{"input", 0}};
   if (TORCH_VERSION_MAJOR < 2)
     EXPECT_NE(openError().find("exactly one entry"), std::string::npos) << openError();
