@@ -23,6 +23,8 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "core/text_lines.h"
+#include "harness/deep_stack.h"
 #include "harness/pickle_budget.h"
 #include "harness/stored_zip.h"
 
@@ -89,6 +91,23 @@ std::string classNamed(const std::string& what) {
   return name.empty() ? "" : " (" + name + ")";
 }
 
+// The callable a pickle names from a module that runs commands or code
+// (posix.system, builtins.eval, subprocess.Popen), from the unpickler's
+// "unknown type MODULE.NAME"; "" for anything else. Such a pickle is an
+// attack or a mistake, not a class of the user's (probe 32).
+std::string codeRunningCallable(const std::string& what) {
+  const std::string marker = "unknown type ";
+  const auto at = what.find(marker);
+  if (at == std::string::npos) return "";
+  const std::string name = what.substr(at + marker.size(), what.find_first_of(" \n", at + marker.size()) - at -
+                                                               marker.size());
+  static const std::set<std::string> kModules = {
+      "os",      "posix",  "nt",    "subprocess", "builtins", "__builtin__", "sys",      "shutil", "socket",
+      "pty",     "runpy",  "code",  "commands",   "ctypes",   "importlib",   "operator", "pickle", "marshal",
+      "timeit",  "webbrowser", "functools", "types", "codecs", "platform"};
+  return kModules.count(name.substr(0, name.find('.'))) ? name : "";
+}
+
 // A tensor LibTorch's reader does not rebuild, by the function torch.save
 // names for it: what it is and how to save it instead ("" for none of them).
 std::string tensorKindNamed(const std::string& what) {
@@ -119,6 +138,10 @@ std::string explainUnpickleError(const std::string& what) {
     return " (LibTorch 1.13 cannot read a dict with exactly one entry, nor numpy arrays, "
            "torch.Size or nn.Parameter values: save a dict of two or more plain tensors)";
   if (const std::string kind = tensorKindNamed(what); !kind.empty()) return " (" + kind + ")";
+  if (const std::string callable = codeRunningCallable(what); !callable.empty())
+    return " (the pickle calls " + callable +
+           ", a function that runs commands or code, not a class of a batch: minrepro never runs a pickle's code "
+           "and refused it; do not load this file with torch.load(..., weights_only=False) either)";
   if (what.find("Unknown pickler class") != std::string::npos || what.find("unknown type") != std::string::npos)
     return " (the batch holds an object of a class of your own" + classNamed(what) +
            ", such as a named tuple, which minrepro cannot "
@@ -257,18 +280,21 @@ std::string notAZipBatch(const fs::path& file) {
     return "is empty (0 bytes): the save did not finish or the file was truncated; save the batch again with "
            "torch.save(batch, path)";
   if (got >= 4 && std::string(head, 4) == "PK\x03\x04") return cutShort(file);
-  const std::string resave =
-      "re-save it with a current torch, if you trust the file (loading runs its pickled code): "
-      "python -c \"import torch; torch.save(torch.load('" +
-      file.filename().string() + "', weights_only=False), 'resaved.pt')\"; then give resaved.pt";
+  // The line is pasted into a shell: the name is one word there, and Python
+  // reads it from sys.argv, never from its own source (probe 32).
+  const auto resave = [&](const std::string& load) {
+    return "re-save it with a current torch, if you trust the file (loading runs its pickled code): "
+           "python -c 'import pickle, sys, torch; torch.save(" +
+           load + ", \"resaved.pt\")' " + text::shellWord(file.filename().string()) + "; then give resaved.pt";
+  };
   // torch.save's legacy format: a pickle whose first object is its magic number.
   static const std::string kLegacyMagic("\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19", 12);
   if (got == 14 && static_cast<unsigned char>(head[0]) == 0x80 && std::string(head + 2, 12) == kLegacyMagic)
     return "saved in torch.save's legacy format (_use_new_zipfile_serialization=False, or PyTorch before 1.6), "
            "which minrepro does not read; " +
-           resave;
+           resave("torch.load(sys.argv[1], weights_only=False)");
   if (got >= 2 && static_cast<unsigned char>(head[0]) == 0x80 && head[1] >= 2 && head[1] <= 5)
-    return "a plain pickle (pickle.dump), not a torch.save file; " + resave;
+    return "a plain pickle (pickle.dump), not a torch.save file; " + resave("pickle.load(open(sys.argv[1], \"rb\"))");
   return "";
 }
 
@@ -319,9 +345,9 @@ std::string expandedPastMemory(const NamedTensors& batch) {
   return "";
 }
 
-}  // namespace
-
-NamedTensors readBatchFile(const fs::path& file) {
+// readBatchFile on the caller's stack: the IValue it unpickles is built and
+// freed here, as deep as the file nests it.
+NamedTensors readBatchFileHere(const fs::path& file) {
   if (!fs::is_regular_file(file))
     throw BadInputError(file.string() + ": cannot read the batch file (does it exist, is it readable?)");
   if (const std::string what = notAZipBatch(file); !what.empty()) throw BadInputError(file.string() + ": " + what);
@@ -365,6 +391,15 @@ NamedTensors readBatchFile(const fs::path& file) {
                           std::string(c10::toString(batch.tensors[i].scalar_type())) +
                           "), which minrepro does not reduce: save it dequantized (t.dequantize(), with its scale "
                           "and zero point beside it) and quantize it again in the step");
+  return batch;
+}
+
+}  // namespace
+
+NamedTensors readBatchFile(const fs::path& file) {
+  // LibTorch frees a nested IValue recursively (harness/deep_stack.h).
+  NamedTensors batch;
+  runOnDeepStack([&] { batch = readBatchFileHere(file); });
   return batch;
 }
 

@@ -17,9 +17,9 @@ enum class Arg : std::uint8_t {
   Counted,   // a little-endian length of `size` bytes, then that many bytes
 };
 
-// What an opcode does to the stack: pushes a container, pushes another
-// value, or neither (memo, framing, appends into what is there).
-enum class Push : std::uint8_t { Nothing, Value, Container };
+// What an opcode does to the stack: pushes a dict, another container,
+// another value, or nothing (memo, framing, appends into what is there).
+enum class Push : std::uint8_t { Nothing, Value, Container, Dict };
 
 struct Op {
   Arg arg = Arg::Unknown;
@@ -39,7 +39,8 @@ constexpr std::array<Op, 256> opTable() {
   set(0x94, Arg::None, 0, Push::Nothing);  // MEMOIZE
   for (int c : Codes{'2', 'N', 'Q', 'R', 'o'}) set(c, Arg::None, 0, Push::Value);
   for (int c : Codes{0x88, 0x89, 0x81, 0x92, 0x93, 0x97, 0x98}) set(c, Arg::None, 0, Push::Value);
-  for (int c : Codes{'l', ']', 't', ')', 'd', '}'}) set(c, Arg::None, 0, Push::Container);
+  for (int c : Codes{'l', ']', 't', ')'}) set(c, Arg::None, 0, Push::Container);
+  for (int c : Codes{'d', '}'}) set(c, Arg::None, 0, Push::Dict);
   for (int c : Codes{0x85, 0x86, 0x87, 0x8f, 0x91}) set(c, Arg::None, 0, Push::Container);
   for (int c : Codes{'F', 'I', 'L', 'S', 'V', 'P', 'g'}) set(c, Arg::Line, 0, Push::Value);
   set('p', Arg::Line, 0, Push::Nothing);  // PUT
@@ -74,7 +75,7 @@ std::uint64_t littleEndian(std::string_view bytes) {
 }  // namespace
 
 std::string overPickleBudget(std::string_view pickle, const PickleBudget& budget) {
-  std::uint64_t containers = 0, values = 0;
+  std::uint64_t containers = 0, dicts = 0, values = 0;
   std::size_t at = 0;
   const auto skipLine = [&] {
     const std::size_t end = pickle.find('\n', at);
@@ -111,7 +112,10 @@ std::string overPickleBudget(std::string_view pickle, const PickleBudget& budget
     if (!whole) return "";
     if (op.push == Push::Nothing) continue;
     ++values;
-    if (op.push == Push::Container && ++containers > budget.max_containers)
+    if (op.push == Push::Dict && ++dicts > budget.max_dicts)
+      return "it would build more than " + std::to_string(budget.max_dicts) +
+             " dicts, far more than a batch's records (each takes LibTorch about 600 bytes)";
+    if (op.push != Push::Value && ++containers > budget.max_containers)
       return "it would build more than " + std::to_string(budget.max_containers) +
              " dicts, lists and tuples, where a batch holds at most that many entries in all";
     if (values > budget.max_values)

@@ -19,6 +19,11 @@ struct PickleBudget {
   // in its containers (harness/batch_tree.cc), so more containers than
   // that can never be read.
   std::uint64_t max_containers = 1'000'000;
+  // Dicts, of those: LibTorch's empty dict takes about 600 bytes where a
+  // list takes about 100, so a million of them took 0.7 GB to read (1.1 GB
+  // nested, probe 32). A batch's dicts are its own and its samples' records:
+  // thousands, not hundreds of thousands.
+  std::uint64_t max_dicts = 250'000;
   // Every value pushed (strings, numbers, None, containers, tensors'
   // rebuild arguments): a generous bound that a batch's metadata stays far
   // below, which keeps reading under a few hundred MB.

@@ -672,6 +672,20 @@ TEST(VerifyHostile, AnArchiveFromElsewhereRunsInASandbox) {
       << out;
   fs::remove(marker);
   fs::remove("/tmp/minrepro-sandbox-marker");
+  // The same files repacked with a directory entry, which shrink never
+  // writes: not as shrink wrote it, so sandboxed (probe 32 found it trusted).
+  const fs::path repacked = dir.path() / "repacked.tar.gz";
+  ASSERT_EQ(runCommand(testing::python() + " -c \"import tarfile; src = tarfile.open('" + here.string() +
+                           "'); out = tarfile.open('" + repacked.string() +
+                           "', 'w:gz'); d = tarfile.TarInfo('torch'); d.type = tarfile.DIRTYPE; d.mode = 0o755; "
+                           "out.addfile(d); [out.addfile(m, src.extractfile(m)) for m in src.getmembers()]; "
+                           "out.close()\" 2>&1",
+                       &out),
+            0)
+      << out;
+  EXPECT_EQ(runCommand(minrepro() + " verify --runs 1 " + repacked.string() + " 2>&1", &out), 0) << out;
+  EXPECT_NE(out.find("in a sandbox, as it was made elsewhere or changed since"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(marker)) << out;
   EXPECT_EQ(runCommand(minrepro() + " verify --runs 1 --sandbox on " + here.string() + " 2>&1", &out), 0) << out;
   EXPECT_FALSE(fs::exists(marker));
   EXPECT_EQ(runCommand(minrepro() + " verify --sandbox maybe " + here.string() + " 2>&1", &out), 2) << out;

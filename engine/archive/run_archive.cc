@@ -437,8 +437,9 @@ VerifyResult verifyArchive(const VerifyOptions& given, std::ostream* progress, E
   // archive leaves nothing there even before that.
   ScratchDir tree("minrepro-verify");
   const fs::path dir = tree.path() / "repro";
-  const std::vector<std::string> names =
-      extractArchive(given.archive, dir, given.max_entry_bytes, given.max_total_bytes);
+  bool directory_entries = false;
+  const std::vector<std::string> names = extractArchive(given.archive, dir, given.max_entry_bytes,
+                                                        given.max_total_bytes, kMaxArchiveEntries, &directory_entries);
   VerifyResult result;
   result.manifest = readManifest(dir, names, given);
   VerifyOptions o = given;
@@ -451,7 +452,9 @@ VerifyResult verifyArchive(const VerifyOptions& given, std::ostream* progress, E
         std::min(o.timeout, std::chrono::milliseconds(static_cast<long long>(*result.manifest.trial_timeout_s * 1000)));
   // Before anything of the archive runs, and before --code replaces files:
   // the seal covers the archive as it came.
-  const bool sealed = sealedByThisUser(dir, names);
+  // Shrink writes no directory entries: an archive with one was repacked,
+  // and its seal speaks for files only (probe 32).
+  const bool sealed = !directory_entries && sealedByThisUser(dir, names);
   if (o.choose_python) {
     result.torch = chooseArchiveTorch(result.manifest.python, result.manifest.torch,
                                       o.python_given ? std::optional<std::string>(o.python) : std::nullopt, o.python,

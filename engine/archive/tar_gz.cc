@@ -227,7 +227,9 @@ namespace {
 }  // namespace
 
 std::vector<std::string> extractArchive(const fs::path& archive, const fs::path& dir, std::size_t max_entry_bytes,
-                                        std::uint64_t max_total_bytes, std::size_t max_entries) {
+                                        std::uint64_t max_total_bytes, std::size_t max_entries,
+                                        bool* directory_entries) {
+  if (directory_entries) *directory_entries = false;
   if (!fs::is_regular_file(archive))
     throw BadInputError(archive.string() + ": no such archive; give the repro.tar.gz that minrepro shrink wrote");
   std::vector<std::string> names;
@@ -241,7 +243,10 @@ std::vector<std::string> extractArchive(const fs::path& archive, const fs::path&
       if (++entries > max_entries)
         throw BadInputError(archive.string() + ": refused: it holds more than " + std::to_string(max_entries) +
                             " entries");
-      if (archive_entry_filetype(entry) == AE_IFDIR) continue;
+      if (archive_entry_filetype(entry) == AE_IFDIR) {
+        if (directory_entries) *directory_entries = true;
+        continue;
+      }
       const fs::path rel = fs::path(archive_entry_pathname(entry)).lexically_normal();
       if (!seen.insert(rel).second)
         throw BadInputError(archive.string() + ": refused: '" + quotedName(rel.string()) + "' appears twice");

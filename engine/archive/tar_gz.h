@@ -65,10 +65,14 @@ class ScratchDir {
 // entries add up to more than `max_total_bytes` and archives of more than
 // `max_entries` entries (100,000 one-byte files fill an inode table, not a
 // disk); a refused archive leaves nothing under `dir` (BadInputError saying
-// why). Returns the entries' names.
+// why). Returns the entries' names. Directory entries are not extracted
+// (a file's directories are made for it); `directory_entries`, when given,
+// says whether there were any: shrink writes none, so an archive with one
+// is not as shrink wrote it, whatever its seal says (engine/archive/seal.h).
 std::vector<std::string> extractArchive(const std::filesystem::path& archive, const std::filesystem::path& dir,
                                         std::size_t max_entry_bytes = std::size_t{1} << 30,
                                         std::uint64_t max_total_bytes = std::uint64_t{4} << 30,
-                                        std::size_t max_entries = kMaxArchiveEntries);
+                                        std::size_t max_entries = kMaxArchiveEntries,
+                                        bool* directory_entries = nullptr);
 
 }  // namespace minrepro

@@ -1,0 +1,48 @@
+#include "harness/deep_stack.h"
+
+#include <pthread.h>
+
+#include <exception>
+
+namespace minrepro {
+
+namespace {
+
+constexpr std::size_t kDeepStackBytes = std::size_t{256} << 20;
+
+struct Job {
+  const std::function<void()>* work;
+  std::exception_ptr thrown;
+};
+
+void* runJob(void* arg) {
+  auto* job = static_cast<Job*>(arg);
+  try {
+    (*job->work)();
+  } catch (...) {
+    job->thrown = std::current_exception();
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void runOnDeepStack(const std::function<void()>& work) {
+  Job job{&work, nullptr};
+  pthread_attr_t attr;
+  pthread_t thread;
+  bool started = false;
+  if (pthread_attr_init(&attr) == 0) {
+    started = pthread_attr_setstacksize(&attr, kDeepStackBytes) == 0 &&
+              pthread_create(&thread, &attr, runJob, &job) == 0;
+    pthread_attr_destroy(&attr);
+  }
+  if (!started) {
+    work();
+    return;
+  }
+  pthread_join(thread, nullptr);
+  if (job.thrown) std::rethrow_exception(job.thrown);
+}
+
+}  // namespace minrepro
