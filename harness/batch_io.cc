@@ -99,12 +99,12 @@ std::string codeRunningCallable(const std::string& what) {
   const std::string marker = "unknown type ";
   const auto at = what.find(marker);
   if (at == std::string::npos) return "";
-  const std::string name = what.substr(at + marker.size(), what.find_first_of(" \n", at + marker.size()) - at -
-                                                               marker.size());
+  const std::string name =
+      what.substr(at + marker.size(), what.find_first_of(" \n", at + marker.size()) - at - marker.size());
   static const std::set<std::string> kModules = {
-      "os",      "posix",  "nt",    "subprocess", "builtins", "__builtin__", "sys",      "shutil", "socket",
-      "pty",     "runpy",  "code",  "commands",   "ctypes",   "importlib",   "operator", "pickle", "marshal",
-      "timeit",  "webbrowser", "functools", "types", "codecs", "platform"};
+      "os",     "posix",   "nt",     "subprocess", "builtins",  "__builtin__", "sys",       "shutil",
+      "socket", "pty",     "runpy",  "code",       "commands",  "ctypes",      "importlib", "operator",
+      "pickle", "marshal", "timeit", "webbrowser", "functools", "types",       "codecs",    "platform"};
   return kModules.count(name.substr(0, name.find('.'))) ? name : "";
 }
 

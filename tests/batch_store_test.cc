@@ -417,10 +417,10 @@ TEST_F(BatchFixture, LegacyTorchSaveAndPlainPickleSayWhatTheyAreAndHowToResave) 
     const std::size_t begin = error_of_odd.find(from) + from.size();
     const std::string line = error_of_odd.substr(begin, error_of_odd.find(to, begin) - begin);
     fs::remove(dir.path() / "resaved.pt");
-    ASSERT_EQ(testing::runCommand("cd " + dir.path().string() + " && python() { " + testing::python() +
-                                      " \"$@\"; } && " + line,
-                                  &output),
-              0)
+    ASSERT_EQ(
+        testing::runCommand(
+            "cd " + dir.path().string() + " && python() { " + testing::python() + " \"$@\"; } && " + line, &output),
+        0)
         << line << output;
     config.batch = dir.path() / "resaved.pt";
     config.sample_axes = {{"x", 0}};
@@ -464,15 +464,15 @@ TEST_F(BatchFixture, APickleOfMillionsOfObjectsIsRefusedBeforeItIsBuilt) {
 TEST_F(BatchFixture, ContainersNestedHundredsOfThousandsDeepAreRefusedNotACrash) {
   ASSERT_EQ(saveFromPython("{'input': torch.zeros(2)}"), "");
   for (const char* pickle : {"b'\\x80\\x02}X\\x05\\x00\\x00\\x00input)' + b'\\x85' * 400000 + b's.'",
-                                    "b'\\x80\\x02}X\\x05\\x00\\x00\\x00input' + b']' * 400000 + b'a' * 399999 + b's.'",
-                                    "b'\\x80\\x02' + b'}X\\x01\\x00\\x00\\x00k' * 240000 + b'}' + b's' * 240000 + b'.'"}) {
+                             "b'\\x80\\x02}X\\x05\\x00\\x00\\x00input' + b']' * 400000 + b'a' * 399999 + b's.'",
+                             "b'\\x80\\x02' + b'}X\\x01\\x00\\x00\\x00k' * 240000 + b'}' + b's' * 240000 + b'.'"}) {
     SCOPED_TRACE(pickle);
     std::string output;
-    ASSERT_EQ(testing::runCommand(testing::python() +
-                                      " -c \"import zipfile; src = zipfile.ZipFile('" + config.batch.string() +
+    ASSERT_EQ(testing::runCommand(testing::python() + " -c \"import zipfile; src = zipfile.ZipFile('" +
+                                      config.batch.string() +
                                       "'); records = {n: src.read(n) for n in src.namelist()}; src.close(); "
-                                      "out = zipfile.ZipFile('" + config.batch.string() +
-                                      "', 'w'); [out.writestr(n, " + pickle +
+                                      "out = zipfile.ZipFile('" +
+                                      config.batch.string() + "', 'w'); [out.writestr(n, " + pickle +
                                       " if n.endswith('data.pkl') else b) for n, b in records.items()]; out.close()\"",
                                   &output),
               0)
