@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 #include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/api/include/torch/version.h>
 #include <torch/csrc/jit/serialization/import_read.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 #include <torch/csrc/jit/serialization/pickler.h>
@@ -92,9 +93,12 @@ std::string classNamed(const std::string& what) {
 }
 
 // The callable a pickle names from a module that runs commands or code
-// (posix.system, builtins.eval, subprocess.Popen), from the unpickler's
-// "unknown type MODULE.NAME"; "" for anything else. Such a pickle is an
-// attack or a mistake, not a class of the user's (probe 32).
+// (posix.system, builtins.eval, subprocess.Popen), or that loads a pickle
+// of its own (torch.storage._load_from_bytes, _pickle.loads: their inner
+// pickle runs wherever torch.load is not weights_only), from the
+// unpickler's "unknown type MODULE.NAME"; "" for anything else. Such a
+// pickle is an attack or a mistake, not a class of the user's (probes 32,
+// 33).
 std::string codeRunningCallable(const std::string& what) {
   const std::string marker = "unknown type ";
   const auto at = what.find(marker);
@@ -102,10 +106,13 @@ std::string codeRunningCallable(const std::string& what) {
   const std::string name =
       what.substr(at + marker.size(), what.find_first_of(" \n", at + marker.size()) - at - marker.size());
   static const std::set<std::string> kModules = {
-      "os",     "posix",   "nt",     "subprocess", "builtins",  "__builtin__", "sys",       "shutil",
-      "socket", "pty",     "runpy",  "code",       "commands",  "ctypes",      "importlib", "operator",
-      "pickle", "marshal", "timeit", "webbrowser", "functools", "types",       "codecs",    "platform"};
-  return kModules.count(name.substr(0, name.find('.'))) ? name : "";
+      "os",         "posix",     "nt",      "subprocess", "builtins",    "__builtin__", "sys",       "shutil",
+      "socket",     "pty",       "runpy",   "code",       "commands",    "ctypes",      "importlib", "operator",
+      "pickle",     "_pickle",   "cPickle", "dill",       "cloudpickle", "joblib",      "marshal",   "timeit",
+      "webbrowser", "functools", "types",   "codecs",     "platform"};
+  static const std::set<std::string> kLoaders = {"torch.storage._load_from_bytes", "torch.load",
+                                                 "torch.serialization.load"};
+  return kModules.count(name.substr(0, name.find('.'))) || kLoaders.count(name) ? name : "";
 }
 
 // A tensor LibTorch's reader does not rebuild, by the function torch.save
@@ -134,9 +141,22 @@ std::string tensorKindNamed(const std::string& what) {
 // LibTorch 1.13's unpickler cannot read a dict with exactly one entry, which
 // Python writes with a different opcode; say so instead of "Unknown opcode".
 std::string explainUnpickleError(const std::string& what) {
-  if (what.find("Unknown opcode") != std::string::npos)
+  if (what.find("Unknown opcode") != std::string::npos) {
+    // STACK_GLOBAL (147): pickle protocol 4 or later names a function or
+    // class so; torch.save's default protocol names them otherwise (probe
+    // 33: it was blamed on LibTorch 1.13 under 2.13).
+    if (what.size() >= 5 && what.compare(what.size() - 5, 5, ": 147") == 0)
+      return " (the pickle names a function or class as pickle protocol 4 and later do, which LibTorch's reader "
+             "does not read, and nothing of it ran: save the batch with torch.save(batch, path) and its default "
+             "protocol)";
+#if TORCH_VERSION_MAJOR < 2
     return " (LibTorch 1.13 cannot read a dict with exactly one entry, nor numpy arrays, "
            "torch.Size or nn.Parameter values: save a dict of two or more plain tensors)";
+#else
+    return " (an opcode LibTorch's reader does not know: save the batch with torch.save(batch, path) and its "
+           "default protocol, as dicts, lists and tuples of tensors)";
+#endif
+  }
   if (const std::string kind = tensorKindNamed(what); !kind.empty()) return " (" + kind + ")";
   if (const std::string callable = codeRunningCallable(what); !callable.empty())
     return " (the pickle calls " + callable +

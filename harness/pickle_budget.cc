@@ -102,8 +102,10 @@ std::string overPickleBudget(std::string_view pickle, const PickleBudget& budget
         if (at + op.size > pickle.size()) return "";
         const std::uint64_t length = littleEndian(pickle.substr(at, op.size));
         at += op.size;
-        whole = length <= pickle.size() - at;
-        if (whole) at += static_cast<std::size_t>(length);
+        if (length > pickle.size() - at)
+          return "it declares a string of " + std::to_string(length) + " bytes where the pickle has " +
+                 std::to_string(pickle.size() - at) + " left (forged, or cut short)";
+        at += static_cast<std::size_t>(length);
         break;
       }
       default:

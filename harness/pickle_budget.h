@@ -25,15 +25,20 @@ struct PickleBudget {
   // thousands, not hundreds of thousands.
   std::uint64_t max_dicts = 250'000;
   // Every value pushed (strings, numbers, None, containers, tensors'
-  // rebuild arguments): a generous bound that a batch's metadata stays far
-  // below, which keeps reading under a few hundred MB.
-  std::uint64_t max_values = 8'000'000;
+  // rebuild arguments): room for the 1 000 000 entries a batch may hold
+  // and 100 000 tensors' rebuild arguments. Each takes LibTorch about 120
+  // bytes: 8 000 000 empty strings, a 40 MB file, took 0.99 GB (probe 33);
+  // 3 000 000 keep reading under about 500 MB.
+  std::uint64_t max_values = 3'000'000;
 };
 
 // Walks the opcodes of `pickle` (protocols 0 to 5). Returns what is over
 // the budget in words ("it would build 6000000 dicts, lists and tuples (at
-// most 1000000)"), or "" when it is within it, or when an opcode is not
-// understood: the unpickler then says what is wrong in its own words.
+// most 1000000)"), or a string or bytes longer than what follows it in the
+// pickle (the unpickler allocates the length it is told before it reads:
+// 2 GB for a 1.4 KB file, probe 33), or "" when it is within the budget, or
+// when an opcode is not understood: the unpickler then says what is wrong
+// in its own words.
 std::string overPickleBudget(std::string_view pickle, const PickleBudget& budget = {});
 
 }  // namespace minrepro

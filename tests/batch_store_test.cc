@@ -40,6 +40,18 @@ struct BatchFixture : ::testing::Test {
                                            &output);
     return status == 0 ? "" : output + " (exit " + std::to_string(status) + ")";
   }
+  // The fixture's batch file with its data.pkl replaced by `pickle` (a
+  // Python bytes expression): a pickle Python's pickler would not write.
+  std::string replacePickle(const std::string& pickle) {
+    std::string output;
+    const int status = testing::runCommand(
+        testing::python() + " -c \"import zipfile; src = zipfile.ZipFile('" + config.batch.string() +
+            "'); records = {n: src.read(n) for n in src.namelist()}; src.close(); out = zipfile.ZipFile('" +
+            config.batch.string() + "', 'w'); [out.writestr(n, " + pickle +
+            " if n.endswith('data.pkl') else b) for n, b in records.items()]; out.close()\"",
+        &output);
+    return status == 0 ? "" : output + " (exit " + std::to_string(status) + ")";
+  }
   std::string openError() {
     try {
       BatchStore::open(config);
@@ -439,7 +451,7 @@ TEST_F(BatchFixture, APickleOfMillionsOfObjectsIsRefusedBeforeItIsBuilt) {
   for (const auto& [extra, said] : std::vector<std::pair<std::string, std::string>>{
            {"[[] for _ in range(1_000_001)]", "it would build more than 1000000 dicts, lists and tuples"},
            {"[{} for _ in range(250_001)]", "it would build more than 250000 dicts"},
-           {"[None] * 8_000_001", "it would build more than 8000000 values"}}) {
+           {"[None] * 3_000_001", "it would build more than 3000000 values"}}) {
     SCOPED_TRACE(said);
     ASSERT_EQ(saveFromPython("{'x': torch.zeros(2), 'm': " + extra + "}"), "");
     const std::string error = openError();
@@ -455,6 +467,25 @@ TEST_F(BatchFixture, APickleOfMillionsOfObjectsIsRefusedBeforeItIsBuilt) {
   EXPECT_EQ(overPickleBudget(std::string("\x80\x02X\x04\x00\x00\x00}}}}.", 12), tight), "");
 }
 
+// A string whose declared length runs past the pickle's end is refused
+// before the unpickler allocates that length (probe 33: a 1.4 KB batch
+// declaring a 2 GB string took check, shrink and compare to 2 GB; 8 bytes
+// of length, any size).
+TEST_F(BatchFixture, AStringLongerThanThePickleIsRefusedBeforeItIsAllocated) {
+  ASSERT_EQ(saveFromPython("{'input': torch.zeros(2), 'target': torch.arange(2)}"), "");
+  for (const auto& [pickle, said] : std::vector<std::pair<std::string, std::string>>{
+           {"b'\\x80\\x02}X\\x01\\x00\\x00\\x00kX\\x00\\x94\\x35\\x77abcs.'",
+            "declares a string of 2000000000 bytes where the pickle has 5 left"},
+           {"b'\\x80\\x02}X\\x01\\x00\\x00\\x00k\\x8d' + (1 << 62).to_bytes(8, 'little') + b'abcs.'",
+            "declares a string of 4611686018427387904 bytes"}}) {
+    SCOPED_TRACE(pickle);
+    ASSERT_EQ(replacePickle(pickle), "");
+    const std::string error = openError();
+    EXPECT_NE(error.find(said), std::string::npos) << error;
+    EXPECT_NE(error.find("refused before reading it"), std::string::npos) << error;
+  }
+}
+
 // Containers nested far deeper than the 100 levels a batch may have, but
 // within the pickle budget, are refused with exit 2 like a shallower
 // nesting: LibTorch frees them level by level, which overflowed the main
@@ -467,16 +498,7 @@ TEST_F(BatchFixture, ContainersNestedHundredsOfThousandsDeepAreRefusedNotACrash)
                              "b'\\x80\\x02}X\\x05\\x00\\x00\\x00input' + b']' * 400000 + b'a' * 399999 + b's.'",
                              "b'\\x80\\x02' + b'}X\\x01\\x00\\x00\\x00k' * 240000 + b'}' + b's' * 240000 + b'.'"}) {
     SCOPED_TRACE(pickle);
-    std::string output;
-    ASSERT_EQ(testing::runCommand(testing::python() + " -c \"import zipfile; src = zipfile.ZipFile('" +
-                                      config.batch.string() +
-                                      "'); records = {n: src.read(n) for n in src.namelist()}; src.close(); "
-                                      "out = zipfile.ZipFile('" +
-                                      config.batch.string() + "', 'w'); [out.writestr(n, " + pickle +
-                                      " if n.endswith('data.pkl') else b) for n, b in records.items()]; out.close()\"",
-                                  &output),
-              0)
-        << output;
+    ASSERT_EQ(replacePickle(pickle), "");
     const std::string error = openError();
     EXPECT_NE(error.find("nested more than 100 levels deep"), std::string::npos) << error;
   }
@@ -494,6 +516,24 @@ TEST_F(BatchFixture, APickleThatRunsACommandIsRefusedUnrunAndSaidToBeOne) {
   const std::string error = openError();
   EXPECT_NE(error.find("system, a function that runs commands or code"), std::string::npos) << error;
   EXPECT_EQ(error.find("named tuple"), std::string::npos) << error;
+  EXPECT_FALSE(fs::exists(ran));
+  // A pickle within the pickle, which torch.load without weights_only runs
+  // (probe 33), and the same call named by protocol 4's STACK_GLOBAL.
+  const std::string inner = "pickle.dumps(Run(), protocol=2)";
+  ASSERT_EQ(saveFromPython("{'input': Nested(), 'target': torch.arange(2)}",
+                           "import os, pickle; exec('class Run:\\n def __reduce__(self): return (os.system, "
+                           "(\\'touch " +
+                               ran.string() +
+                               "\\',))'); exec('class Nested:\\n def __reduce__(self): return "
+                               "(torch.storage._load_from_bytes, (" +
+                               inner + ",))'); "),
+            "");
+  EXPECT_NE(openError().find("the pickle calls torch.storage._load_from_bytes"), std::string::npos) << openError();
+  ASSERT_EQ(replacePickle("b'\\x80\\x02}X\\x01\\x00\\x00\\x00kX\\x05\\x00\\x00\\x00posixX\\x06\\x00\\x00"
+                          "\\x00system\\x93X\\x04\\x00\\x00\\x00true\\x85Rs.'"),
+            "");
+  EXPECT_NE(openError().find("as pickle protocol 4 and later do"), std::string::npos) << openError();
+  EXPECT_EQ(openError().find("1.13"), std::string::npos) << openError();
   EXPECT_FALSE(fs::exists(ran));
 }
 

@@ -489,6 +489,29 @@ TEST(Scrub, WithheldValuesAnywhereAndTheTitleBeforeItsCut) {
             std::string::npos);
 }
 
+// A kept sample's text is scrubbed whole before REPORT.md cuts it to 240
+// characters: cut first, a URL's password ending just before the cut, or
+// a token the cut crossed, matched no rule (probe 33). The cut never
+// splits a secret's marker.
+TEST(Scrub, AKeptSamplesTextIsScrubbedBeforeItsCut) {
+  CaseConfig config;
+  config.command = CommandTrial{};
+  config.command->argv = {"python", "step.py", "{batch}"};
+  ReductionSummary summary;
+  summary.signature.family = FailureFamily::IndexError;
+  summary.signature.message = "Target 4 is out of bounds.";
+  for (const std::size_t lead : {200, 206, 212, 218, 224, 230, 236}) {
+    summary.kept_entries.push_back(
+        {4, "u", std::string(lead, 'w') + " https://bob:Sup3rS3cretPa55@db.example.com/x tail"});
+    summary.kept_entries.push_back({4, "n", std::string(lead, 'w') + " hf_abcdefghijklmnopqrstuvwxyzABCDEFGH tail"});
+  }
+  const std::string report = renderReport(config, summary);
+  EXPECT_EQ(report.find("Sup3rS3cret"), std::string::npos) << report;
+  EXPECT_EQ(report.find("hf_abcdefgh"), std::string::npos) << report;
+  for (std::size_t at = report.find("<secret:"); at != std::string::npos; at = report.find("<secret:", at + 1))
+    EXPECT_LT(report.find('>', at), report.find('`', at)) << "a marker cut short: " << report.substr(at, 60);
+}
+
 TEST(ScrubReport, ReportOfACaseUnderAUsersHomeNamesNoOne) {
   testing::TempDir dir("minrepro-scrub");
   const fs::path examples = dir.path() / "examples", home = dir.path() / "home" / "jdoe-ml";

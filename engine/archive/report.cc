@@ -155,6 +155,20 @@ void writeSignature(std::ostream& out, const ReductionSummary& s) {
       << "- Conclusion to avoid: " << avoid << "\n\n";
 }
 
+// A kept entry's text as REPORT.md shows it: scrubbed whole, then cut to
+// 240 characters, never inside a "<secret:...>" marker. Cut first, a URL's
+// password before its "@host" or most of a token matched no rule and was
+// shown (probe 33).
+std::string shownEntry(const std::string& text, const ScrubContext& scrub) {
+  constexpr std::size_t kShownChars = 240;
+  const std::string scrubbed = scrubText(text, scrub);
+  if (scrubbed.size() <= kShownChars) return scrubbed;
+  std::size_t cut = kShownChars;
+  const std::size_t marker = scrubbed.rfind("<secret:", cut);
+  if (marker != std::string::npos && scrubbed.find('>', marker) >= cut) cut = marker;
+  return scrubbed.substr(0, cut) + "...";
+}
+
 // `scrub`: the kept entries' texts are scrubbed before they go into a code
 // span; a rule that took a value up to the line's end took the span's
 // closing backtick too, and REPORT.md showed the rest as text.
@@ -164,7 +178,7 @@ void writeMinimal(std::ostream& out, const ReductionSummary& s, const ScrubConte
       << "- Kept sample ids: " << formatList(s.kept_ids) << "\n";
   for (const auto& entry : s.kept_entries)
     out << "- Kept sample " << entry.id << " in " << codeSpan(entry.list) << ": "
-        << codeSpan(scrubText(entry.text, scrub)) << "\n";
+        << codeSpan(shownEntry(entry.text, scrub)) << "\n";
   for (const auto& [name, values] : s.small_values) out << "- `" << name << "` = " << values << "\n";
   if (!s.apart.empty()) {
     out << "\n### What sets the minimal batch apart\n\n"

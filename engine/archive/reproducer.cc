@@ -389,7 +389,9 @@ ReductionSummary summarize(KeyValues environment, const CaseConfig& config, cons
   summary.small_values = smallValues(*reduced, summary.minimal_tensors);
   const auto ids = batch.sampleIds();
   for (auto i : minimal.samples) summary.kept_ids.push_back(ids[static_cast<std::size_t>(i)]);
-  constexpr std::size_t kEntryChars = 240, kEntriesShown = 8;
+  // Read well past what REPORT.md shows: it scrubs the whole text before it
+  // cuts it (engine/archive/report.cc).
+  constexpr std::size_t kEntryChars = 4096, kEntriesShown = 8;
   for (std::size_t k = 0; k < minimal.samples.size() && summary.kept_entries.size() < kEntriesShown; ++k)
     for (auto& [list, text] : batch.sampleEntries(minimal.samples[k], kEntryChars))
       summary.kept_entries.push_back({summary.kept_ids[k], std::move(list), std::move(text)});
