@@ -20,7 +20,13 @@ extern "C" void requestStop(int) {
   const char* said = g_said.load();
   [[maybe_unused]] const auto written = ::write(STDERR_FILENO, said, std::strlen(said));
 }
-extern "C" void exitInterrupted(int) { ::_exit(130); }
+// Said before the exit: a line begun before a long read ("minrepro check: "
+// and a batch being parsed) was left without its end (probe 34).
+extern "C" void exitInterrupted(int) {
+  static constexpr char kSaid[] = "\nminrepro: interrupted\n";
+  [[maybe_unused]] const auto written = ::write(STDERR_FILENO, kSaid, sizeof kSaid - 1);
+  ::_exit(130);
+}
 extern "C" void surviveBrokenPipe(int) {}
 extern "C" void requestBest(int) { g_best.store(true); }
 

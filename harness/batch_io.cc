@@ -340,27 +340,37 @@ std::string storageOverrun(const NamedTensors& batch) {
   return "";
 }
 
-// A view that repeats its storage through a stride of 0 (expand(), a
-// broadcast mask) far past what any machine holds: minrepro writes a
-// candidate's tensors dense, so its candidates would be that large (probe
-// 31: [8, 2e9] over 32 bytes took shrink to 8 GB and an allocation
-// failure). Returns what is wrong, "" when every tensor is within bounds.
+// Views that repeat their storage through a stride of 0 (expand(), a
+// broadcast mask) past what minrepro writes dense: it writes a candidate's
+// tensors dense, so its candidates would be that large (probe 31: [8, 2e9]
+// over 32 bytes took shrink to 8 GB and an allocation failure; probe 34:
+// views of 3 GiB, each under the 8 GiB a view then had, took check to 4.3 GB
+// from a 2 KB file). At most 1 GiB for all of them together. Returns what
+// is wrong, "" when the views are within it.
 std::string expandedPastMemory(const NamedTensors& batch) {
-  constexpr std::uint64_t kMaxDense = std::uint64_t{8} << 30;
+  constexpr std::uint64_t kMaxDense = std::uint64_t{1} << 30;
+  const auto sizeText = [](std::uint64_t bytes) {
+    return bytes >= (std::uint64_t{10} << 30) ? std::to_string(bytes >> 30) + " GiB"
+                                              : std::to_string(bytes >> 20) + " MiB";
+  };
+  std::uint64_t total = 0;
   for (std::size_t i = 0; i < batch.tensors.size(); ++i) {
     const at::Tensor& t = batch.tensors[i];
     if (!t.defined() || !t.has_storage()) continue;
     bool repeats = false;
     for (std::int64_t d = 0; d < t.dim(); ++d) repeats = repeats || (t.stride(d) == 0 && t.size(d) > 1);
+    if (!repeats) continue;
     const auto dense = static_cast<std::uint64_t>(t.numel()) * t.element_size();
-    if (!repeats || dense <= kMaxDense) continue;
+    total += dense;
+    if (total <= kMaxDense) continue;
     std::ostringstream sizes;
     sizes << t.sizes();
     return "'" + batch.names[i] + "' is an expand()ed view, " + sizes.str() + " " +
-           std::string(c10::toString(t.scalar_type())) + ": " + std::to_string(dense >> 30) + " GiB dense over " +
-           std::to_string(t.storage().nbytes()) +
-           " bytes of storage, and minrepro writes a candidate's tensors dense; save its un-expanded base "
-           "(x[:, :1]) and expand it in the step";
+           std::string(c10::toString(t.scalar_type())) + ": " + sizeText(dense) + " dense over " +
+           std::to_string(t.storage().nbytes()) + " bytes of storage" +
+           (total > dense ? " (" + sizeText(total) + " with the batch's other expanded views)" : std::string()) +
+           ", past the 1 GiB minrepro writes dense for a candidate; save its un-expanded base (x[:, :1]) and "
+           "expand it in the step";
   }
   return "";
 }

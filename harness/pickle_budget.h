@@ -36,7 +36,9 @@ struct PickleBudget {
 // the budget in words ("it would build 6000000 dicts, lists and tuples (at
 // most 1000000)"), or a string or bytes longer than what follows it in the
 // pickle (the unpickler allocates the length it is told before it reads:
-// 2 GB for a 1.4 KB file, probe 33), or "" when it is within the budget, or
+// 2 GB for a 1.4 KB file, probe 33), a text argument without its newline
+// or over 1024 characters, a memo slot past the values built so far
+// (LibTorch sizes its memo to it), or "" when it is within the budget, or
 // when an opcode is not understood: the unpickler then says what is wrong
 // in its own words.
 std::string overPickleBudget(std::string_view pickle, const PickleBudget& budget = {});

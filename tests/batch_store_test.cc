@@ -467,6 +467,31 @@ TEST_F(BatchFixture, APickleOfMillionsOfObjectsIsRefusedBeforeItIsBuilt) {
   EXPECT_EQ(overPickleBudget(std::string("\x80\x02X\x04\x00\x00\x00}}}}.", 12), tight), "");
 }
 
+// A memo slot far past what the pickle built (LibTorch sizes its memo to
+// it: slot 200 000 000 of a 1 KB file took 3.2 GB and was accepted), a
+// GLOBAL without its newline (memory until allocation failed) or with a
+// name of a megabyte (72 s) are refused before the unpickler starts
+// (probe 34).
+TEST_F(BatchFixture, AForgedMemoSlotOrAnEndlessNameIsRefusedBeforeItIsRead) {
+  ASSERT_EQ(saveFromPython("{'input': torch.zeros(2), 'target': torch.arange(2)}"), "");
+  for (const auto& [pickle, said] : std::vector<std::pair<std::string, std::string>>{
+           {"b'\\x80\\x02}X\\x01\\x00\\x00\\x00kNr' + (200_000_000).to_bytes(4, 'little') + b's.'",
+            "it stores into memo slot 200000000 having built 3 values"},
+           {"b'\\x80\\x02}X\\x01\\x00\\x00\\x00kc' + b'a' * 1000", "runs to the pickle's end (forged, or cut short)"},
+           {"b'\\x80\\x02}X\\x01\\x00\\x00\\x00kc' + b'a' * 1_000_000 + b'\\nb\\ns.'", "is 1000000 characters long"}}) {
+    SCOPED_TRACE(pickle);
+    ASSERT_EQ(replacePickle(pickle), "");
+    const std::string error = openError();
+    EXPECT_NE(error.find(said), std::string::npos) << error.substr(0, 400);
+    EXPECT_NE(error.find("refused before reading it"), std::string::npos) << error.substr(0, 400);
+  }
+  // As a pickler numbers them: a slot for each object memoized, in order.
+  EXPECT_EQ(overPickleBudget(std::string("\x80\x02]q\x00(X\x01\x00\x00\x00"
+                                         "aq\x01h\x01e.",
+                                         20)),
+            "");
+}
+
 // A string whose declared length runs past the pickle's end is refused
 // before the unpickler allocates that length (probe 33: a 1.4 KB batch
 // declaring a 2 GB string took check, shrink and compare to 2 GB; 8 bytes
@@ -549,6 +574,15 @@ TEST_F(BatchFixture, AnExpandedViewPastMemoryIsRefusedWhenOpened) {
       << error;
   ASSERT_EQ(saveFromPython("{'input': torch.zeros(8, 1).expand(8, 1000), 'target': torch.arange(8)}"), "");
   EXPECT_EQ(openError().find("expand()ed"), std::string::npos) << openError();
+  // Views under the limit one by one, over it together (probe 34: two of
+  // 3 GiB and 2 GiB from a 2 KB file took check to 4.3 GB).
+  ASSERT_EQ(saveFromPython("{'input': torch.randn(1, 3).expand(2**26, 3), 'target': torch.tensor([1]).expand(2**26)}"),
+            "");
+  const std::string together = openError();
+  EXPECT_NE(together.find("'target' is an expand()ed view, [67108864] Long: 512 MiB dense over 8 bytes of storage "
+                          "(1280 MiB with the batch's other expanded views)"),
+            std::string::npos)
+      << together;
 }
 
 // An empty file and a save cut short (a full disk, an interrupted copy)
@@ -596,8 +630,8 @@ TEST_F(BatchFixture, ContainersNestedTooDeepOrSharedTooOftenAreRefused) {
   std::string error = openError();
   EXPECT_NE(error.find("its containers are nested more than 100 levels deep"), std::string::npos) << error;
   write(
-      "key('l0') + b']r' + struct.pack('<I', 1000) + b''.join(key('l%d' % i) + b'(' + (b'j' + "
-      "struct.pack('<I', 999 + i)) * 8 + b'lr' + struct.pack('<I', 1000 + i) for i in range(1, 8))");
+      "key('l0') + b']r' + struct.pack('<I', 40) + b''.join(key('l%d' % i) + b'(' + (b'j' + "
+      "struct.pack('<I', 39 + i)) * 8 + b'lr' + struct.pack('<I', 40 + i) for i in range(1, 8))");
   error = openError();
   EXPECT_NE(error.find("hold more than 1000000 entries in all (an entry held twice counts twice)"), std::string::npos)
       << error;

@@ -470,6 +470,29 @@ TEST(Scrub, SecretsInsideABundledPickleAreFound) {
                                              "step_state.pt (a string in its pickle): keyed-secret"}));
 }
 
+// Text a tensor holds as bytes (a uint8 tensor of a log line) is read for
+// secrets too: a batch carried it into the archive unwarned (probe 34).
+TEST(Scrub, SecretsATensorHoldsAsBytesAreFound) {
+  testing::TempDir dir("minrepro-tensor-secrets");
+  const fs::path file = dir.path() / "batch.pt";
+  std::string out;
+  ASSERT_EQ(
+      testing::runCommand(testing::python() +
+                              " -c \"import torch; line = b'AKIAIOSFODNN7EXAMPLE sent with password=Hunter2Hunter2'; "
+                              "torch.save({'raw': torch.frombuffer(bytearray(line.ljust(128)), "
+                              "dtype=torch.uint8).repeat(8, 1), 'x': torch.zeros(8, 4)}, '" +
+                              file.string() + "')\"",
+                          &out),
+      0)
+      << out;
+  std::vector<std::string> rules;
+  for (const SecretFinding& f : findSecretsInPickles(testing::readFile(file), "batch.pt"))
+    rules.push_back(f.describe());
+  std::sort(rules.begin(), rules.end());
+  // One finding a line, as for a text file: the first rule that matches.
+  EXPECT_EQ(rules, (std::vector<std::string>{"batch.pt (a string in its pickle): aws-access-token"}));
+}
+
 // A withheld value is a secret wherever it appears (a step that prints its
 // environment), and the report's title is scrubbed before it is cut: a
 // token the cut crossed would have kept its first characters.

@@ -670,10 +670,26 @@ std::vector<std::string> pickledStrings(const std::string& bytes) {
   return out;
 }
 
+// Runs of 16 printable ASCII bytes or more (as `strings` finds them), each
+// cut to 4096: the text a tensor's storage holds. A run in a float
+// tensor's bytes is rare, and one a secret's rule matches rarer still.
+std::vector<std::string> printableRuns(const std::string& bytes) {
+  constexpr std::size_t kMinRun = 16, kMaxRun = 4096;
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < bytes.size();) {
+    std::size_t end = i;
+    while (end < bytes.size() && bytes[end] >= 0x20 && bytes[end] < 0x7f) ++end;
+    if (end - i >= kMinRun) out.emplace_back(bytes.substr(i, std::min(end - i, kMaxRun)));
+    i = end + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<SecretFinding> findSecretsInPickles(const std::string& bytes, const std::string& file) {
-  const std::vector<std::string> strings = pickledStrings(bytes);
+  std::vector<std::string> strings = pickledStrings(bytes);
+  for (std::string& run : printableRuns(bytes)) strings.push_back(std::move(run));
   std::string text;
   for (std::size_t i = 0; i < strings.size(); ++i) {
     text += strings[i] + "\n";

@@ -72,7 +72,9 @@ std::vector<SecretFinding> findSecrets(const std::string& text, const std::strin
 // state, a batch: torch.save's zip stores its pickles uncompressed): the
 // strings its pickles hold (protocol 2+ SHORT_BINUNICODE and BINUNICODE),
 // each alone and each beside the next (a dict's key and its value:
-// "password: ..."). Findings name the file, line 0.
+// "password: ..."), and every run of 16 printable bytes or more anywhere
+// in it (text a tensor holds as bytes: a uint8 tensor of a log line, probe
+// 34). Findings name the file, line 0.
 std::vector<SecretFinding> findSecretsInPickles(const std::string& bytes, const std::string& file);
 
 }  // namespace minrepro
