@@ -34,6 +34,9 @@ namespace fs = std::filesystem;
 namespace minrepro {
 
 const at::Tensor* NamedTensors::find(const std::string& name) const {
+  if (index)
+    if (const auto at = index->find(name); at != index->end() && at->second < names.size() && names[at->second] == name)
+      return &tensors[at->second];
   for (std::size_t i = 0; i < names.size(); ++i)
     if (names[i] == name) return &tensors[i];
   return nullptr;
@@ -411,6 +414,15 @@ NamedTensors readBatchFileHere(const fs::path& file) {
   if (const std::string overrun = storageOverrun(batch); !overrun.empty())
     throw BadInputError(file.string() + ": damaged: " + overrun +
                         " (torch.load refuses it too); save the batch again with torch.save");
+  // Each tensor is a name every report, rule and inference step goes
+  // through: 524 288 references to one 4x3 tensor (a 2 KB file) held init
+  // for hours (probe 35).
+  constexpr std::size_t kMaxTensors = 100'000;
+  if (batch.tensors.size() > kMaxTensors)
+    throw BadInputError(file.string() + ": it holds " + std::to_string(batch.tensors.size()) +
+                        " tensors (a tensor held twice counts twice; at most " + std::to_string(kMaxTensors) +
+                        "), where a batch holds a few thousand: save the batch the step is given, with per-sample "
+                        "tensors stacked");
   if (const std::string expanded = expandedPastMemory(batch); !expanded.empty())
     throw BadInputError(file.string() + ": " + expanded);
   // A quantized tensor's values are integers under a scale: cutting, trivial
@@ -430,6 +442,9 @@ NamedTensors readBatchFile(const fs::path& file) {
   // LibTorch frees a nested IValue recursively (harness/deep_stack.h).
   NamedTensors batch;
   runOnDeepStack([&] { batch = readBatchFileHere(file); });
+  auto index = std::make_shared<std::unordered_map<std::string, std::size_t>>();
+  for (std::size_t i = 0; i < batch.names.size(); ++i) index->emplace(batch.names[i], i);
+  batch.index = std::move(index);
   return batch;
 }
 

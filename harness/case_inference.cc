@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <unordered_map>
 
 #include "core/errors.h"
 #include "harness/batch_io.h"
@@ -190,10 +191,9 @@ void assignRoles(const BatchNode& node, const NamedTensors& b, InferredCase& out
 
 // ---------------------------------------------------------------- ids
 
-const at::Tensor* perSampleTensor(const NamedTensors& b, const InferredCase& c, const std::string& name) {
-  for (const SampleAxis& a : c.sample_axes)
-    if (a.tensor == name && a.axis == 0) return b.find(name);
-  return nullptr;
+// The tensor of sample axis `a` when its samples lie along dimension 0.
+const at::Tensor* perSampleTensor(const NamedTensors& b, const SampleAxis& a) {
+  return a.axis == 0 ? b.find(a.tensor) : nullptr;
 }
 
 bool perSampleInteger(const at::Tensor& t, std::int64_t n) { return t.dim() == 1 && t.size(0) == n && isInteger(t); }
@@ -214,7 +214,7 @@ void findIds(const NamedTensors& b, InferredCase& c) {
   };
   for (const auto& wanted : kNames)
     for (const SampleAxis& a : c.sample_axes) {
-      const at::Tensor* t = perSampleTensor(b, c, a.tensor);
+      const at::Tensor* t = perSampleTensor(b, a);
       if (t && lower(leafName(a.tensor)) == wanted && perSampleInteger(*t, c.samples) && unique(a, *t)) {
         c.ids = a.tensor;
         return;
@@ -222,7 +222,7 @@ void findIds(const NamedTensors& b, InferredCase& c) {
     }
   std::vector<std::string> fitting;
   for (const SampleAxis& a : c.sample_axes) {
-    const at::Tensor* t = perSampleTensor(b, c, a.tensor);
+    const at::Tensor* t = perSampleTensor(b, a);
     const std::string leaf = lower(leafName(a.tensor));
     const bool name_fits = std::any_of(kSuffixes.begin(), kSuffixes.end(), [&](const std::string& suffix) {
       return leaf.size() > suffix.size() && leaf.ends_with(suffix);
@@ -270,7 +270,7 @@ std::vector<SequenceTensor> paddedBy(const NamedTensors& b, const InferredCase& 
                                      std::int64_t length, const std::string& except) {
   std::vector<SequenceTensor> found;
   for (const SampleAxis& a : c.sample_axes) {
-    const at::Tensor* t = perSampleTensor(b, c, a.tensor);
+    const at::Tensor* t = perSampleTensor(b, a);
     if (!t || a.tensor == except || a.tensor == c.ids) continue;
     for (int64_t d = 1; d < t->dim(); ++d) {
       if (t->size(d) != length) continue;
@@ -290,7 +290,7 @@ std::vector<SequenceTensor> paddedBy(const NamedTensors& b, const InferredCase& 
 // with the value most of its padding holds. Said in the notes.
 void joinSameLengthTensors(const NamedTensors& b, const at::Tensor& lengths, std::int64_t length, InferredCase& c) {
   for (const SampleAxis& a : c.sample_axes) {
-    const at::Tensor* t = perSampleTensor(b, c, a.tensor);
+    const at::Tensor* t = perSampleTensor(b, a);
     const bool taken = std::any_of(c.sequence.begin(), c.sequence.end(),
                                    [&](const SequenceTensor& s) { return s.tensor == a.tensor; });
     if (!t || taken || a.tensor == c.ids || a.tensor == c.lengths || t->dim() < 2 || t->size(1) != length) continue;
@@ -314,7 +314,7 @@ bool findLengths(const NamedTensors& b, InferredCase& c) {
   std::vector<SequenceTensor> best_padded;
   std::vector<std::string> fits;
   for (const SampleAxis& a : c.sample_axes) {
-    const at::Tensor* t = perSampleTensor(b, c, a.tensor);
+    const at::Tensor* t = perSampleTensor(b, a);
     if (!t || a.tensor == c.ids || !perSampleInteger(*t, c.samples) || t->min().item<std::int64_t>() < 0) continue;
     const std::vector<SequenceTensor> padded = paddedBy(b, c, *t, t->max().item<std::int64_t>(), a.tensor);
     if (padded.empty()) continue;
@@ -349,7 +349,7 @@ bool findMask(const NamedTensors& b, InferredCase& c) {
   std::string best;
   std::vector<SequenceTensor> best_padded;
   for (const SampleAxis& a : c.sample_axes) {
-    const at::Tensor* t = perSampleTensor(b, c, a.tensor);
+    const at::Tensor* t = perSampleTensor(b, a);
     if (!t || !prefixMask(*t)) continue;
     const at::Tensor lengths = t->ne(0).sum(1);
     std::vector<SequenceTensor> padded = paddedBy(b, c, lengths, t->size(1), a.tensor);
@@ -387,7 +387,7 @@ std::optional<int> windowAxis(const at::Tensor& t) {
 void findWindow(const NamedTensors& b, InferredCase& c) {
   std::map<std::int64_t, std::vector<SequenceTensor>> by_length;
   for (const SampleAxis& a : c.sample_axes) {
-    const at::Tensor* t = perSampleTensor(b, c, a.tensor);
+    const at::Tensor* t = perSampleTensor(b, a);
     if (!t || a.tensor == c.ids) continue;
     if (auto axis = windowAxis(*t)) by_length[t->size(*axis)].push_back({a.tensor, *axis, 0});
   }
@@ -520,13 +520,15 @@ namespace {
 std::string sampleLine(const InferredCase& c) {
   // In the batch's own order, the ids and the lengths among the others.
   std::vector<std::string> first, second;
+  std::unordered_multimap<std::string, int> axes;  // by name: one pass, not one a tensor
+  for (const SampleAxis& a : c.sample_axes) axes.emplace(a.tensor, a.axis);
   for (const auto& t : c.tensors) {
     if (t.name == c.ids || t.name == c.lengths) {
       first.push_back(t.name);
       continue;
     }
-    for (const SampleAxis& a : c.sample_axes)
-      if (a.tensor == t.name) (a.axis == 0 ? first : second).push_back(a.tensor);
+    const auto [from, to] = axes.equal_range(t.name);
+    for (auto a = from; a != to; ++a) (a->second == 0 ? first : second).push_back(t.name);
   }
   std::string line = std::to_string(c.samples) + " samples";
   std::vector<std::string> parts;

@@ -492,6 +492,16 @@ TEST_F(BatchFixture, AForgedMemoSlotOrAnEndlessNameIsRefusedBeforeItIsRead) {
             "");
 }
 
+// A batch of more than 100 000 tensors (one tensor held over and over: a
+// 2 KB file held init for hours, probe 35) is refused when it is read.
+TEST_F(BatchFixture, ABatchOfMoreThan100000TensorsIsRefused) {
+  ASSERT_EQ(saveFromPython("{'input': x, 'target': torch.arange(4), 'junk': [x] * 100_000}", "x = torch.zeros(4, 3); "),
+            "");
+  const std::string error = openError();
+  EXPECT_NE(error.find("it holds 100002 tensors (a tensor held twice counts twice; at most 100000)"), std::string::npos)
+      << error;
+}
+
 // A string whose declared length runs past the pickle's end is refused
 // before the unpickler allocates that length (probe 33: a 1.4 KB batch
 // declaring a 2 GB string took check, shrink and compare to 2 GB; 8 bytes

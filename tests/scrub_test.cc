@@ -287,6 +287,10 @@ TEST(Scrub, VendorTokensLooserKeysAndOtherSpellings) {
            {"https://acme.webhook.office.com/webhookb2/0a1b2c3d-0a1b-4c2d-8e3f-0a1b2c3d4e5f@x/IncomingWebhook/ab",
             "0a1b2c3d-0a1b-4c2d"},
            {"401 for https://huggingface.co/api?token=hf_abcdefghijklmnop" + zw + "qrstuvwxyzABCDEFGH", "qrstuvwxyz"},
+           // A soft hyphen renders as nothing too (probe 35).
+           {"api hf_\xc2\xad"
+            "QwErTyUiOpAsDfGhJkLzXcVbNmQwErTyUi failed",
+            "QwErTyUiOpAsDf"},
            // Probe 20: a Slack app-level token, a fine-grained PAT longer than today's 82.
            {"c_xapp: xapp-1-A0123456789-1234567890123-" + std::string(64, 'f'), "A0123456789-1234567890123"},
            {"pat github_pat_" + std::string(86, 'A') + " denied", std::string(40, 'A')}}) {
@@ -447,50 +451,42 @@ TEST(Scrub, GeneratedLookingTokensOfNoKnownShape) {
   EXPECT_EQ(scrubContextValue("note", "2d711642b726b04401627ca9fbac32f5c8530fb1", c), "<secret:random-token>");
 }
 
-// A captured step's state is a pickle (torch.save's zip stores it
-// uncompressed): the strings it holds are read for secrets too, a dict's
-// key beside its value.
-TEST(Scrub, SecretsInsideABundledPickleAreFound) {
+// What findSecretsInPickles finds, sorted, in the file NAME that
+// `python -c "import torch; SETUP torch.save(VALUE, path)"` writes.
+std::vector<std::string> findingsInSaved(const std::string& name, const std::string& setup, const std::string& value) {
   testing::TempDir dir("minrepro-pickle-secrets");
-  const fs::path file = dir.path() / "step_state.pt";
+  const fs::path file = dir.path() / name;
   std::string out;
-  ASSERT_EQ(testing::runCommand(testing::python() +
-                                    " -c \"import torch; torch.save({'cfg': {'password': "
-                                    "'8As1Df5Gh9Jk3Mn7Pv2H', 'db': 'postgresql://u:PgPw77x@h/db', "
-                                    "'w': torch.randn(1000)}, 'name': 'layer1.0.weight'}, '" +
+  EXPECT_EQ(testing::runCommand(testing::python() + " -c \"import torch; " + setup + "torch.save(" + value + ", '" +
                                     file.string() + "')\"",
                                 &out),
             0)
       << out;
   std::vector<std::string> rules;
-  for (const SecretFinding& f : findSecretsInPickles(testing::readFile(file), "step_state.pt"))
-    rules.push_back(f.describe());
+  for (const SecretFinding& f : findSecretsInPickles(testing::readFile(file), name)) rules.push_back(f.describe());
   std::sort(rules.begin(), rules.end());
-  EXPECT_EQ(rules, (std::vector<std::string>{"step_state.pt (a string in its pickle): basic-auth-url",
-                                             "step_state.pt (a string in its pickle): keyed-secret"}));
+  return rules;
+}
+
+// A captured step's state is a pickle (torch.save's zip stores it
+// uncompressed): the strings it holds are read for secrets too, a dict's
+// key beside its value.
+TEST(Scrub, SecretsInsideABundledPickleAreFound) {
+  EXPECT_EQ(findingsInSaved("step_state.pt", "",
+                            "{'cfg': {'password': '8As1Df5Gh9Jk3Mn7Pv2H', 'db': 'postgresql://u:PgPw77x@h/db', "
+                            "'w': torch.randn(1000)}, 'name': 'layer1.0.weight'}"),
+            (std::vector<std::string>{"step_state.pt (a string in its pickle): basic-auth-url",
+                                      "step_state.pt (a string in its pickle): keyed-secret"}));
 }
 
 // Text a tensor holds as bytes (a uint8 tensor of a log line) is read for
 // secrets too: a batch carried it into the archive unwarned (probe 34).
+// One finding a line, as for a text file: the first rule that matches.
 TEST(Scrub, SecretsATensorHoldsAsBytesAreFound) {
-  testing::TempDir dir("minrepro-tensor-secrets");
-  const fs::path file = dir.path() / "batch.pt";
-  std::string out;
-  ASSERT_EQ(
-      testing::runCommand(testing::python() +
-                              " -c \"import torch; line = b'AKIAIOSFODNN7EXAMPLE sent with password=Hunter2Hunter2'; "
-                              "torch.save({'raw': torch.frombuffer(bytearray(line.ljust(128)), "
-                              "dtype=torch.uint8).repeat(8, 1), 'x': torch.zeros(8, 4)}, '" +
-                              file.string() + "')\"",
-                          &out),
-      0)
-      << out;
-  std::vector<std::string> rules;
-  for (const SecretFinding& f : findSecretsInPickles(testing::readFile(file), "batch.pt"))
-    rules.push_back(f.describe());
-  std::sort(rules.begin(), rules.end());
-  // One finding a line, as for a text file: the first rule that matches.
-  EXPECT_EQ(rules, (std::vector<std::string>{"batch.pt (a string in its pickle): aws-access-token"}));
+  EXPECT_EQ(findingsInSaved("batch.pt", "line = b'AKIAIOSFODNN7EXAMPLE sent with password=Hunter2Hunter2'; ",
+                            "{'raw': torch.frombuffer(bytearray(line.ljust(128)), dtype=torch.uint8).repeat(8, 1), "
+                            "'x': torch.zeros(8, 4)}"),
+            (std::vector<std::string>{"batch.pt (a string in its pickle): aws-access-token"}));
 }
 
 // A withheld value is a secret wherever it appears (a step that prints its

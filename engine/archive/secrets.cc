@@ -474,10 +474,13 @@ std::optional<std::pair<char, std::size_t>> escapeAt(std::string_view rest) {
 
 // The piece as a reader sees it: escapes decoded (a form body, a query
 // string, a JSON body quoted into a URL: password%3D...; HTML's &quot;,
-// JSON's \u0070), zero-width characters gone (one inside a token splits it
-// for a rule, not for a reader).
+// JSON's \u0070), invisible characters gone (one inside a token splits it
+// for a rule, not for a reader): the zero-width ones, and the soft hyphen,
+// the combining grapheme joiner and the Mongolian vowel separator, which
+// render as nothing too (probe 35: a soft hyphen kept a token whole).
 std::string asRead(std::string_view piece) {
-  static constexpr std::array<std::string_view, 5> kZeroWidth{"\u200b", "\u200c", "\u200d", "\u2060", "\ufeff"};
+  static constexpr std::array<std::string_view, 8> kZeroWidth{"\u200b", "\u200c", "\u200d", "\u2060",
+                                                              "\ufeff", "\u00ad", "\u034f", "\u180e"};
   std::string out;
   for (std::size_t i = 0; i < piece.size(); ++i) {
     if (const auto escape = escapeAt(piece.substr(i))) {
