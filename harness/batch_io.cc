@@ -85,13 +85,18 @@ std::string layoutName(const at::Tensor& t) {
 
 namespace {
 
-// " (Batch)" from LibTorch's "Unknown pickler class idBatch".
-std::string classNamed(const std::string& what) {
-  const std::string marker = "class id";
+// The word right after `marker` in an unpickler's message, up to a space
+// or the line's end; "" without the marker.
+std::string wordAfter(const std::string& what, const std::string& marker) {
   const auto at = what.find(marker);
   if (at == std::string::npos) return "";
-  const std::string name =
-      what.substr(at + marker.size(), what.find_first_of(" \n", at + marker.size()) - (at + marker.size()));
+  const std::size_t from = at + marker.size();
+  return what.substr(from, what.find_first_of(" \n", from) - from);
+}
+
+// " (Batch)" from LibTorch's "Unknown pickler class idBatch".
+std::string classNamed(const std::string& what) {
+  const std::string name = wordAfter(what, "class id");
   return name.empty() ? "" : " (" + name + ")";
 }
 
@@ -103,11 +108,8 @@ std::string classNamed(const std::string& what) {
 // pickle is an attack or a mistake, not a class of the user's (probes 32,
 // 33).
 std::string codeRunningCallable(const std::string& what) {
-  const std::string marker = "unknown type ";
-  const auto at = what.find(marker);
-  if (at == std::string::npos) return "";
-  const std::string name =
-      what.substr(at + marker.size(), what.find_first_of(" \n", at + marker.size()) - at - marker.size());
+  const std::string name = wordAfter(what, "unknown type ");
+  if (name.empty()) return "";
   static const std::set<std::string> kModules = {
       "os",         "posix",     "nt",      "subprocess", "builtins",    "__builtin__", "sys",       "shutil",
       "socket",     "pty",       "runpy",   "code",       "commands",    "ctypes",      "importlib", "operator",
