@@ -62,6 +62,7 @@ Journal::Journal(const fs::path& dir, const std::string& identity, bool resume) 
     load(file, identity);
   } else if (fs::exists(file)) {
     fs::rename(file, dir / "journal.txt.old");
+    moved_earlier_aside_ = true;
   }
   fd_ = ::open(file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) throw BadInputError(file.string() + ": cannot open the journal: " + std::strerror(errno));

@@ -66,6 +66,10 @@ class Journal {
   // Per candidate, the loaded trials that failed another way (not a pass, not a timeout).
   const std::map<std::string, std::size_t>& loadedOtherFailures() const { return loaded_other_; }
   std::size_t loadedTrials() const { return loaded_trials_; }
+  // Whether an earlier run's journal was moved aside (a run without resume
+  // in a work directory that had one): said in the log, so that starting
+  // over is never silent.
+  bool movedEarlierAside() const { return moved_earlier_aside_; }
 
   // The selection text of the last candidate accepted in <dir>/journal.txt,
   // read without opening it for a run; nullopt when none was accepted.
@@ -81,6 +85,7 @@ class Journal {
   std::map<std::string, std::size_t> loaded_other_;
   std::size_t loaded_trials_ = 0;
   std::string loaded_reference_;
+  bool moved_earlier_aside_ = false;
 };
 
 }  // namespace minrepro

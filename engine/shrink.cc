@@ -58,6 +58,14 @@ namespace {
 
 constexpr double kLiveReportSeconds = 5;
 
+// The case file as the user would type it from here (minrepro-work/case.yaml
+// in a zero-config run), its full path when it lies elsewhere.
+std::string shownPath(const fs::path& file) {
+  std::error_code ec;
+  const fs::path relative = fs::absolute(file, ec).lexically_relative(fs::current_path(ec));
+  return !ec && !relative.empty() && *relative.begin() != ".." ? relative.string() : file.string();
+}
+
 // What the steps of one run share (runShrinkLoaded below), in the order
 // they come to exist: the checked case, the claimed work directory, the
 // log and journal, the oracle; then what the search found.
@@ -114,6 +122,9 @@ void openRun(Run& r) {
   r.log.setScreenFilter(terminalScrubber(r.config));
   r.log.openFile(r.config.work_dir / "minrepro.log");
   r.journal.emplace(r.config.work_dir, runIdentity(r.config), r.options.resume);
+  if (r.journal->movedEarlierAside())
+    r.log.info("an earlier run's journal in " + r.config.work_dir.string() +
+               " was moved to journal.txt.old: this run starts afresh (--resume would have gone on from it)");
   for (const std::string& note : r.config.inference_notes) r.log.info("inferred from the batch: " + note);
   if (leftovers > 0)
     r.log.info("killed " + std::to_string(leftovers) +
@@ -151,7 +162,7 @@ void makeOracle(Run& r) {
   std::string reducers;
   for (const auto& name : r.config.reducers) reducers += " " + name;
   r.log.info(
-      "case " + r.config.case_file.filename().string() + ": " + std::to_string(r.batch->sampleCount()) +
+      "case " + shownPath(r.config.case_file) + ": " + std::to_string(r.batch->sampleCount()) +
       " samples; reducers:" + reducers +
       (r.options.resume ? "; resuming from " + std::to_string(r.journal->loadedTrials()) + " journaled trials" : ""));
   r.oracle.emplace(r.config, *r.batch, r.executor, r.trialBinary(), r.log, &*r.journal,

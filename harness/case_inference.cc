@@ -334,13 +334,15 @@ bool findLengths(const NamedTensors& b, InferredCase& c) {
   return true;
 }
 
-// Each row a prefix of ones, some row shorter than the whole: a right-padded mask.
+// Each row a prefix of ones, some row shorter than the whole, some row not
+// empty: a right-padded mask. A row of zeros is an empty text (length 0),
+// often the very sample that fails, so it does not disqualify the mask.
 bool prefixMask(const at::Tensor& m) {
   if (m.dim() != 2 || m.size(1) < 2 || !at::isIntegralType(m.scalar_type(), /*includeBool=*/true)) return false;
   if (!at::logical_or(m.eq(0), m.eq(1)).all().item<bool>()) return false;
   const at::Tensor on = m.ne(0), count = on.sum(1, true);
   const at::Tensor prefix = at::arange(m.size(1), at::kLong).unsqueeze(0) < count;
-  return at::equal(on, prefix) && count.min().item<std::int64_t>() > 0 && count.min().item<std::int64_t>() < m.size(1);
+  return at::equal(on, prefix) && count.max().item<std::int64_t>() > 0 && count.min().item<std::int64_t>() < m.size(1);
 }
 
 // Without a lengths tensor: an attention mask gives the lengths, when its
@@ -350,7 +352,14 @@ bool findMask(const NamedTensors& b, InferredCase& c) {
   std::vector<SequenceTensor> best_padded;
   for (const SampleAxis& a : c.sample_axes) {
     const at::Tensor* t = perSampleTensor(b, a);
-    if (!t || !prefixMask(*t)) continue;
+    if (!t) continue;
+    if (!prefixMask(*t)) {
+      if (named(leafName(a.tensor), "mask") && t->dim() == 2)
+        c.doubts.push_back("'" + a.tensor +
+                           "' is named like a mask but is not a right-padded 0/1 integer or bool mask (each row "
+                           "ones then zeros, some row shorter than the whole): not used for the samples' lengths");
+      continue;
+    }
     const at::Tensor lengths = t->ne(0).sum(1);
     std::vector<SequenceTensor> padded = paddedBy(b, c, lengths, t->size(1), a.tensor);
     if (padded.empty() && !named(leafName(a.tensor), "mask")) continue;

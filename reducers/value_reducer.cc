@@ -28,7 +28,7 @@ class ValueReducer : public SetReducer {
     for (const auto& [tensor, kept] : minimal.values_kept)
       if (++named <= 6) covered += (named > 1 ? ", " : "") + tensor;
     if (named > 6) covered += " and " + std::to_string(named - 6) + " more";
-    return {"Values: " + std::to_string(view_.nonTrivialValueCount(minimal)) + " non-trivial value(s) left in " +
+    return {"Values: " + std::to_string(view_.nonTrivialValueCount(minimal)) + " non-trivial value(s) left among " +
             covered +
             "; every other value there is its tensor's trivial value (floats 0, integers 0 or "
             "the value nearest 0 the tensor holds, or its median where only one element held that, masks all-ones; "

@@ -187,6 +187,22 @@ TEST_F(Layouts, TwoFeaturesNamedLikeIdsAreNotTakenForTheSamplesIds) {
   EXPECT_NE(inferCase(batch("ctc_padded")).ids, "") << "one NAME_id still names the samples";
 }
 
+// One text was empty: its row of the mask is all zeros. The mask still
+// gives the lengths (a new user's report: it was dropped for a window of
+// input_ids exactly when the mask held the bug). A left-padded mask gives
+// none, and the doubt says why it was not used.
+TEST_F(Layouts, AMaskWithAnEmptyRowStillGivesTheLengths) {
+  expectInference("tokenizer_empty_row", {.samples = {{"input_ids", 0}, {"attention_mask", 0}, {"labels", 0}},
+                                          .mask = "attention_mask",
+                                          .sequence = {{"attention_mask", {1, 0}}, {"input_ids", {1, 0}}}});
+  const InferredCase left = inferCase(batch("tokenizer_left_padded"));
+  EXPECT_EQ(left.mask, "");
+  std::string doubts;
+  for (const std::string& d : left.doubts) doubts += d + "\n";
+  EXPECT_NE(doubts.find("'attention_mask' is named like a mask but is not a right-padded"), std::string::npos)
+      << doubts;
+}
+
 // init's first note lists the sample tensors, ids and lengths; the case it
 // writes names the same ones under samples and sequence (the bug it
 // replaces: a summary naming `camera` above a case that kept it whole).

@@ -252,6 +252,27 @@ std::size_t journaledTrials(const fs::path& journal) {
   return n;
 }
 
+// A second run in the same work directory without --resume starts afresh,
+// and says so (a new user's report: the earlier journal went aside
+// silently); the log names the case by the path the run was given.
+TEST_F(EndToEnd, ARunWithoutResumeSaysItMovedTheEarlierJournalAside) {
+  const fs::path work = work_.path() / "again";
+  const std::string case_file = (example("class4") / "case.yaml").string();
+  const std::string run = std::string(MINREPRO_BINARY) + " shrink --no-op-repro --max-trials 2 --config " +
+                          case_file + " --work-dir " + work.string() + " --output " +
+                          (work_.path() / "again.tar.gz").string();
+  std::string first, second;
+  runCommand(run, &first);
+  EXPECT_NE(first.find("case " + case_file + ": 512 samples"), std::string::npos) << first;
+  EXPECT_EQ(first.find("journal.txt.old"), std::string::npos) << first;
+  runCommand(run + " --force", &second);
+  EXPECT_NE(second.find("an earlier run's journal in " + work.string() +
+                        " was moved to journal.txt.old: this run starts afresh (--resume would have gone on from it)"),
+            std::string::npos)
+      << second;
+  EXPECT_TRUE(fs::exists(work / "journal.txt.old"));
+}
+
 TEST_F(EndToEnd, KilledWithSigkillAndResumedEndsAtTheSameResultLosingNoTrial) {
   const fs::path work = work_.path() / "work";
   const fs::path journal = work / "journal.txt";

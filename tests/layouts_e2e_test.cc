@@ -118,7 +118,7 @@ TEST_F(LayoutsEndToEnd, DetectionWithOneTargetDictPerImage) {
   // value is its tensor's trivial value" above boxes it never touched).
   const fs::path dir = work_.path() / "detection_targets" / "maintainer";
   const std::string report = testing::readFile(dir / "REPORT.md");
-  EXPECT_TRUE(has(report, " non-trivial value(s) left in [0]; every other value there is")) << report;
+  EXPECT_TRUE(has(report, " non-trivial value(s) left among [0]; every other value there is")) << report;
 }
 
 // A failure of the padded width alone (30 positions, past a table of 24)

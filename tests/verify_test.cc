@@ -312,6 +312,9 @@ TEST(Verify, ArchivesThatAreNotReproducersAreBadInput) {
   std::string out;
   EXPECT_EQ(verifyStatus(dir.path() / "missing.tar.gz", "", &out), 2) << out;
   EXPECT_NE(out.find("no such archive"), std::string::npos) << out;
+  fs::create_directory(dir.path() / "extracted");  // a new user's report: "no such archive" for a directory
+  EXPECT_EQ(verifyStatus(dir.path() / "extracted", "", &out), 2) << out;
+  EXPECT_NE(out.find("extracted: a directory, not an archive; give the repro.tar.gz"), std::string::npos) << out;
   writeTarGz(dir.path() / "old.tar.gz", {{"repro.py", "raise SystemExit(1)\n", true}});
   EXPECT_EQ(verifyStatus(dir.path() / "old.tar.gz", "", &out), 2) << out;
   EXPECT_NE(out.find("no signature.txt"), std::string::npos) << out;

@@ -230,6 +230,10 @@ std::vector<std::string> extractArchive(const fs::path& archive, const fs::path&
                                         std::uint64_t max_total_bytes, std::size_t max_entries,
                                         bool* directory_entries) {
   if (directory_entries) *directory_entries = false;
+  if (fs::is_directory(archive))
+    throw BadInputError(archive.string() +
+                        ": a directory, not an archive; give the repro.tar.gz that minrepro shrink wrote (an "
+                        "extracted archive runs as its README says: python repro.py)");
   if (!fs::is_regular_file(archive))
     throw BadInputError(archive.string() + ": no such archive; give the repro.tar.gz that minrepro shrink wrote");
   std::vector<std::string> names;
