@@ -258,9 +258,8 @@ std::size_t journaledTrials(const fs::path& journal) {
 TEST_F(EndToEnd, ARunWithoutResumeSaysItMovedTheEarlierJournalAside) {
   const fs::path work = work_.path() / "again";
   const std::string case_file = (example("class4") / "case.yaml").string();
-  const std::string run = std::string(MINREPRO_BINARY) + " shrink --no-op-repro --max-trials 2 --config " +
-                          case_file + " --work-dir " + work.string() + " --output " +
-                          (work_.path() / "again.tar.gz").string();
+  const std::string run = std::string(MINREPRO_BINARY) + " shrink --no-op-repro --max-trials 2 --config " + case_file +
+                          " --work-dir " + work.string() + " --output " + (work_.path() / "again.tar.gz").string();
   std::string first, second;
   runCommand(run, &first);
   EXPECT_NE(first.find("case " + case_file + ": 512 samples"), std::string::npos) << first;
