@@ -28,6 +28,7 @@
 #include "harness/deep_stack.h"
 #include "harness/pickle_budget.h"
 #include "harness/stored_zip.h"
+#include "harness/zip_directory.h"
 
 namespace fs = std::filesystem;
 
@@ -222,24 +223,42 @@ std::map<std::string, std::uint64_t> storageRecordSizes(const fs::path& file) {
 }
 
 // What torch.save never writes and a crafted zip may: two records of one
-// name (which one would be read?) and a compressed record that expands far
-// past the file (torch.save stores records as they are; a 1 MB file that
-// inflates to a gigabyte would fill memory before anything is checked).
-// Returns what is wrong, "" when neither.
+// name (which one would be read?), a compressed record that expands far
+// past the file, records that together hold far more than it, and
+// directory entries whose records share bytes (torch.save stores each
+// record once, as it is, one after another). LibTorch reads every record
+// whole, so a 3 MB file of fifty records inflating to 60 MiB each, or a
+// directory of 400 entries that all point at one 25 MiB record (probe 36:
+// 3.1 and 4.3 GB), would fill memory before anything else is checked.
+// Returns what is wrong, "" when none.
 std::string craftedZip(const fs::path& file) {
+  constexpr std::uint64_t kMaxRecordsPastFile = std::uint64_t{256} << 20;
+  constexpr std::uint64_t kLocalHeader = 30;  // a local header's fixed part: a record starts past it
   std::error_code ec;
   const std::uint64_t file_size = fs::file_size(file, ec);
+  ZipDirectory zip = readZipDirectory(file);
+  std::stable_sort(zip.entries.begin(), zip.entries.end(),
+                   [](const ZipEntry& a, const ZipEntry& b) { return a.header_offset < b.header_offset; });
+  for (std::size_t i = 1; i < zip.entries.size(); ++i) {
+    const ZipEntry &before = zip.entries[i - 1], &after = zip.entries[i];
+    const std::uint64_t gap = after.header_offset - before.header_offset;
+    if (gap < kLocalHeader || gap - kLocalHeader < before.compressed)
+      return "its directory entries " + before.name + " and " + after.name +
+             " point into the same bytes (torch.save writes each record once, one after another)";
+  }
   std::set<std::string> names;
-  std::string what;
-  forEachZipRecord(file, [&](struct archive*, const std::string& name, std::uint64_t size) {
-    if (!names.insert(name).second)
-      what = "it holds two records named " + name;
-    else if (size > (std::uint64_t{64} << 20) && size > 16 * file_size)
-      what = "its record " + name + " expands to " + std::to_string(size >> 20) + " MiB from a file of " +
+  std::uint64_t total = 0;
+  for (const ZipEntry& e : zip.entries) {
+    total += std::min<std::uint64_t>(e.size, std::uint64_t{1} << 50);  // no wrap-around from a declared 2^64
+    if (!names.insert(e.name).second) return "it holds two records named " + e.name;
+    if (e.size > (std::uint64_t{64} << 20) && e.size > 16 * file_size)
+      return "its record " + e.name + " expands to " + std::to_string(e.size >> 20) + " MiB from a file of " +
              std::to_string(file_size >> 10) + " KiB (a compressed record; torch.save stores them as they are)";
-    return what.empty();
-  });
-  return what;
+    if (total > file_size + kMaxRecordsPastFile)
+      return "its records add up to more than " + std::to_string(total >> 20) + " MiB from a file of " +
+             std::to_string(file_size >> 20) + " MiB (compressed records; torch.save stores them as they are)";
+  }
+  return "";
 }
 
 // The pickle's record (NAME/data.pkl), read whole when it is of a batch's

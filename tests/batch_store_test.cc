@@ -16,6 +16,7 @@
 
 #include "core/errors.h"
 #include "harness/batch_io.h"
+#include "harness/zip_directory.h"
 #include "tests/test_util.h"
 
 namespace minrepro {
@@ -686,6 +687,42 @@ TEST_F(BatchFixture, ACompressedBombOrADuplicateRecordIsRefusedBeforeReading) {
   EXPECT_NE(error.find("not as torch.save writes it: it holds two records named"), std::string::npos) << error;
 }
 
+// Probe 36: records each under the one-record limit that add up past it
+// (fifty of 60 MiB from a 3 MB file took check to 3.1 GB), and directory
+// entries that all point at one record (400 at one of 25 MiB: 4.3 GB;
+// LibTorch reads each). Refused before anything is read.
+TEST_F(BatchFixture, RecordsThatAddUpPastTheFileOrShareBytesAreRefusedBeforeReading) {
+  const std::string rezip = "import torch, zipfile; P = '" + config.batch.string() +
+                            "'; torch.save({'t%d' % i: torch.zeros(1) for i in range(20)}, P)\n"
+                            "z = zipfile.ZipFile(P); items = [(i.filename, z.read(i.filename)) for i in "
+                            "z.infolist()]; z.close()\n";
+  std::string output;
+  ASSERT_EQ(testing::runCommand(testing::python() + " -c \"" + rezip +
+                                    "w = zipfile.ZipFile(P, 'w', zipfile.ZIP_DEFLATED)\n"
+                                    "[w.writestr(n, bytes(16 << 20) if '/data/' in n else d) for n, d in items]; "
+                                    "w.close()\"",
+                                &output),
+            0)
+      << output;
+  ASSERT_LT(fs::file_size(config.batch), std::uintmax_t{2} << 20);
+  std::string error = openError();
+  EXPECT_NE(error.find("not as torch.save writes it: its records add up to more than 2"), std::string::npos) << error;
+  EXPECT_NE(error.find("MiB from a file of 0 MiB (compressed records"), std::string::npos) << error;
+  // Stored as torch.save stores them, but the directory's entry of data/1
+  // points at data/0's record.
+  ASSERT_EQ(testing::runCommand(testing::python() + " -c \"" + rezip +
+                                    "w = zipfile.ZipFile(P, 'w', zipfile.ZIP_STORED)\n"
+                                    "[w.writestr(n, d) for n, d in items]\n"
+                                    "e = {i.filename.split('/', 1)[1]: i for i in w.filelist}\n"
+                                    "e['data/1'].header_offset = e['data/0'].header_offset; w.close()\"",
+                                &output),
+            0)
+      << output;
+  error = openError();
+  EXPECT_NE(error.find("not as torch.save writes it: its directory entries"), std::string::npos) << error;
+  EXPECT_NE(error.find("point into the same bytes"), std::string::npos) << error;
+}
+
 // LibTorch 1.13's unpickler cannot read a dict with exactly one entry: the
 // error says so and what to do. LibTorch 2.x reads it.
 TEST_F(BatchFixture, OneEntryDictFromPythonGetsAnExplanationWhereLibTorchCannotReadIt) {
@@ -985,6 +1022,17 @@ TEST_F(BatchFixture, Zip64RecordsAreReadByLibTorchAndPython) {
       0)
       << output;
   EXPECT_EQ(output, "None [0, 0] b'3\\n' 10000\n");
+  // The directory reader behind the checks of crafted files reads the
+  // zip64 fields as LibTorch does: names, sizes and where each record is.
+  const ZipDirectory directory = readZipDirectory(file);
+  EXPECT_EQ(directory.unreadable, "");
+  ASSERT_EQ(directory.entries.size(), 2u);
+  EXPECT_EQ(directory.entries[0].name, "archive/data.bin");
+  EXPECT_EQ(directory.entries[0].size, 10000u);
+  EXPECT_EQ(directory.entries[0].compressed, 10000u);
+  EXPECT_EQ(directory.entries[0].header_offset, 0u);
+  EXPECT_EQ(directory.entries[1].size, 2u);
+  EXPECT_GT(directory.entries[1].header_offset, 10000u);
 }
 
 }  // namespace
