@@ -80,7 +80,7 @@ std::string overPickleBudget(std::string_view pickle, const PickleBudget& budget
   // reads one byte by byte until its newline, growing it: a GLOBAL without
   // one took memory until allocation failed, a 1 MB name 72 s (probe 34).
   constexpr std::size_t kMaxLine = 1024;
-  std::uint64_t containers = 0, dicts = 0, values = 0;
+  std::uint64_t containers = 0, dicts = 0, values = 0, marks = 0;
   std::size_t at = 0;
   std::string why;
   const auto skipLine = [&] {
@@ -134,6 +134,9 @@ std::string overPickleBudget(std::string_view pickle, const PickleBudget& budget
         return "it stores into memo slot " + std::to_string(slot) + " having built " + std::to_string(values) +
                " values (forged: a pickler numbers its slots in order)";
     }
+    if (code == '(' && ++marks > budget.max_marks)
+      return "it would open more than " + std::to_string(budget.max_marks) +
+             " marks (MARK opcodes), far more than a batch's containers";
     if (op.push == Push::Nothing) continue;
     ++values;
     if (op.push == Push::Dict && ++dicts > budget.max_dicts)

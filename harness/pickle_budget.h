@@ -30,6 +30,11 @@ struct PickleBudget {
   // bytes: 8 000 000 empty strings, a 40 MB file, took 0.99 GB (probe 33);
   // 3 000 000 keep reading under about 500 MB.
   std::uint64_t max_values = 3'000'000;
+  // MARKs: each is taken by the container it builds or the items it adds,
+  // so a batch's are about its containers and its tensors' argument tuples.
+  // LibTorch keeps every one until then: 250 000 000 of them, a 250 MB
+  // pickle, took 2.4 GB to read (probe 36).
+  std::uint64_t max_marks = 2'000'000;
 };
 
 // Walks the opcodes of `pickle` (protocols 0 to 5). Returns what is over

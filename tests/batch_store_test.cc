@@ -472,14 +472,16 @@ TEST_F(BatchFixture, APickleOfMillionsOfObjectsIsRefusedBeforeItIsBuilt) {
 // it: slot 200 000 000 of a 1 KB file took 3.2 GB and was accepted), a
 // GLOBAL without its newline (memory until allocation failed) or with a
 // name of a megabyte (72 s) are refused before the unpickler starts
-// (probe 34).
+// (probe 34), as are millions of MARKs (probe 36).
 TEST_F(BatchFixture, AForgedMemoSlotOrAnEndlessNameIsRefusedBeforeItIsRead) {
   ASSERT_EQ(saveFromPython("{'input': torch.zeros(2), 'target': torch.arange(2)}"), "");
   for (const auto& [pickle, said] : std::vector<std::pair<std::string, std::string>>{
            {"b'\\x80\\x02}X\\x01\\x00\\x00\\x00kNr' + (200_000_000).to_bytes(4, 'little') + b's.'",
             "it stores into memo slot 200000000 having built 3 values"},
            {"b'\\x80\\x02}X\\x01\\x00\\x00\\x00kc' + b'a' * 1000", "runs to the pickle's end (forged, or cut short)"},
-           {"b'\\x80\\x02}X\\x01\\x00\\x00\\x00kc' + b'a' * 1_000_000 + b'\\nb\\ns.'", "is 1000000 characters long"}}) {
+           {"b'\\x80\\x02}X\\x01\\x00\\x00\\x00kc' + b'a' * 1_000_000 + b'\\nb\\ns.'", "is 1000000 characters long"},
+           // MARKs that nothing takes (probe 36: 250 000 000 took 2.4 GB).
+           {"b'\\x80\\x02' + b'(' * 2_000_001 + b'}.'", "it would open more than 2000000 marks"}}) {
     SCOPED_TRACE(pickle);
     ASSERT_EQ(replacePickle(pickle), "");
     const std::string error = openError();
