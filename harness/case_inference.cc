@@ -264,20 +264,50 @@ double commonPadding(const at::Tensor& t, int64_t axis, const at::Tensor& length
   return std::get<0>(at::mode(padded)).item<double>();
 }
 
+// The axes a lengths tensor or a mask may pad, by their size: axis d >= 1 of
+// each sample tensor (samples along dimension 0, not the ids), in the
+// batch's order. Made once, so that each candidate for the lengths looks
+// only at the axes as long as its largest value: a batch of 20 000 small
+// per-sample tensors took init 82 s when each candidate went over every
+// tensor (probe 36). Each check of an axis costs a few tensor operations;
+// past kMaxChecks the search stops, and a doubt says so.
+struct PaddableAxes {
+  struct Axis {
+    std::size_t tensor;  // position in the order the axes were found
+    const std::string* name;
+    const at::Tensor* t;
+    int d;
+  };
+  static constexpr std::size_t kMaxChecks = 20'000;
+  std::unordered_map<std::int64_t, std::vector<Axis>> by_size;
+  std::size_t checks = 0;
+
+  PaddableAxes(const NamedTensors& b, const InferredCase& c) {
+    std::size_t position = 0;
+    for (const SampleAxis& a : c.sample_axes) {
+      const at::Tensor* t = perSampleTensor(b, a);
+      if (!t || a.tensor == c.ids) continue;
+      for (int d = 1; d < t->dim(); ++d) by_size[t->size(d)].push_back({position, &a.tensor, t, d});
+      ++position;
+    }
+  }
+  bool exhausted() const { return checks > kMaxChecks; }
+};
+
 // The sample tensors that `lengths` pads: an axis as long as its largest
-// value, uniform past each sample's length.
-std::vector<SequenceTensor> paddedBy(const NamedTensors& b, const InferredCase& c, const at::Tensor& lengths,
-                                     std::int64_t length, const std::string& except) {
+// value, uniform past each sample's length (the first such axis of each).
+std::vector<SequenceTensor> paddedBy(PaddableAxes& axes, const at::Tensor& lengths, std::int64_t length,
+                                     const std::string& except) {
   std::vector<SequenceTensor> found;
-  for (const SampleAxis& a : c.sample_axes) {
-    const at::Tensor* t = perSampleTensor(b, a);
-    if (!t || a.tensor == except || a.tensor == c.ids) continue;
-    for (int64_t d = 1; d < t->dim(); ++d) {
-      if (t->size(d) != length) continue;
-      if (auto pad = paddingAlong(*t, d, lengths)) {
-        found.push_back({a.tensor, static_cast<int>(d), *pad});
-        break;
-      }
+  const auto of_size = axes.by_size.find(length);
+  if (of_size == axes.by_size.end()) return found;
+  std::size_t done = SIZE_MAX;  // the tensor whose padded axis was found
+  for (const PaddableAxes::Axis& a : of_size->second) {
+    if (a.tensor == done || *a.name == except) continue;
+    if (++axes.checks > PaddableAxes::kMaxChecks) break;
+    if (auto pad = paddingAlong(*a.t, a.d, lengths)) {
+      found.push_back({*a.name, a.d, *pad});
+      done = a.tensor;
     }
   }
   return found;
@@ -309,14 +339,14 @@ bool preferred(const std::string& name, const std::string& part, std::size_t fou
 }
 
 // A lengths tensor, only when some tensor is padded past its lengths.
-bool findLengths(const NamedTensors& b, InferredCase& c) {
+bool findLengths(const NamedTensors& b, InferredCase& c, PaddableAxes& axes) {
   std::string best;
   std::vector<SequenceTensor> best_padded;
   std::vector<std::string> fits;
   for (const SampleAxis& a : c.sample_axes) {
     const at::Tensor* t = perSampleTensor(b, a);
     if (!t || a.tensor == c.ids || !perSampleInteger(*t, c.samples) || t->min().item<std::int64_t>() < 0) continue;
-    const std::vector<SequenceTensor> padded = paddedBy(b, c, *t, t->max().item<std::int64_t>(), a.tensor);
+    const std::vector<SequenceTensor> padded = paddedBy(axes, *t, t->max().item<std::int64_t>(), a.tensor);
     if (padded.empty()) continue;
     fits.push_back(a.tensor);
     if (best.empty() || preferred(a.tensor, "len", padded.size(), best, best_padded.size()))
@@ -347,7 +377,7 @@ bool prefixMask(const at::Tensor& m) {
 
 // Without a lengths tensor: an attention mask gives the lengths, when its
 // name says so or some tensor is padded past them.
-bool findMask(const NamedTensors& b, InferredCase& c) {
+bool findMask(const NamedTensors& b, InferredCase& c, PaddableAxes& axes) {
   std::string best;
   std::vector<SequenceTensor> best_padded;
   for (const SampleAxis& a : c.sample_axes) {
@@ -361,7 +391,7 @@ bool findMask(const NamedTensors& b, InferredCase& c) {
       continue;
     }
     const at::Tensor lengths = t->ne(0).sum(1);
-    std::vector<SequenceTensor> padded = paddedBy(b, c, lengths, t->size(1), a.tensor);
+    std::vector<SequenceTensor> padded = paddedBy(axes, lengths, t->size(1), a.tensor);
     if (padded.empty() && !named(leafName(a.tensor), "mask")) continue;
     if (best.empty() || preferred(a.tensor, "mask", padded.size(), best, best_padded.size()))
       best = a.tensor, best_padded = std::move(padded);
@@ -406,23 +436,37 @@ void findWindow(const NamedTensors& b, InferredCase& c) {
 
 // ---------------------------------------------------------------- refusals
 
-// Whether the integer vector b.tensors[i] starts at 0, never goes down and
-// ends within another 1-D tensor of the batch of another length: where each
-// sample's values start in that flat tensor.
-bool startsEachSampleOfAnother(const NamedTensors& b, std::size_t i) {
-  const at::Tensor& t = b.tensors[i];
-  if (t[0].item<std::int64_t>() != 0 || !t.diff().ge(0).all().item<bool>()) return false;
-  const std::int64_t last = t[-1].item<std::int64_t>();
-  for (std::size_t j = 0; j < b.tensors.size(); ++j)
-    if (j != i && b.tensors[j].dim() == 1 && b.tensors[j].size(0) != t.size(0) && b.tensors[j].size(0) >= last)
-      return true;
-  return false;
-}
-
 // The dict, list or tuple a path is in: "[1]" of "[1][0]", "" at the top.
 std::string parentPath(const std::string& path) {
   const auto at = path.find_last_of(".[");
   return at == std::string::npos ? std::string() : path.substr(0, at);
+}
+
+// The batch's 1-D tensors by their length, in the batch's order: each
+// refusal below asks for "a 1-D tensor of length n", once per integer
+// vector, which a search of every tensor made quadratic (probe 36).
+struct VectorsByLength {
+  std::map<std::int64_t, std::vector<std::size_t>> positions;
+  std::map<std::pair<std::int64_t, std::string>, std::size_t> first_in_parent;  // (length, parentPath): first
+  explicit VectorsByLength(const NamedTensors& b) {
+    for (std::size_t j = 0; j < b.tensors.size(); ++j) {
+      if (b.tensors[j].dim() != 1) continue;
+      positions[b.tensors[j].size(0)].push_back(j);
+      first_in_parent.emplace(std::pair{b.tensors[j].size(0), parentPath(b.names[j])}, j);
+    }
+  }
+};
+
+// Whether the integer vector b.tensors[i] starts at 0, never goes down and
+// ends within another 1-D tensor of the batch of another length: where each
+// sample's values start in that flat tensor.
+bool startsEachSampleOfAnother(const NamedTensors& b, const VectorsByLength& vectors, std::size_t i) {
+  const at::Tensor& t = b.tensors[i];
+  if (t[0].item<std::int64_t>() != 0 || !t.diff().ge(0).all().item<bool>()) return false;
+  const std::int64_t last = t[-1].item<std::int64_t>();
+  for (auto at = vectors.positions.lower_bound(last); at != vectors.positions.end(); ++at)
+    if (at->first != t.size(0)) return true;  // at most two lengths are looked at
+  return false;
 }
 
 // The name of a 1-D tensor whose length is the sum of b.tensors[i] (a
@@ -430,22 +474,24 @@ std::string parentPath(const std::string& path) {
 // samples' values joined end to end. The vector is named as lengths, or
 // lies beside the joined values in their dict or tuple (a collate's
 // `(targets, target_lengths)`, which names nothing).
-std::optional<std::string> valuesJoinedBy(const NamedTensors& b, std::size_t i) {
+std::optional<std::string> valuesJoinedBy(const NamedTensors& b, const VectorsByLength& vectors, std::size_t i) {
   const at::Tensor& t = b.tensors[i];
   const std::string leaf = lower(leafName(b.names[i]));
   const bool named_as_lengths = leaf.find("len") != std::string::npos || leaf.find("count") != std::string::npos;
   if (t.min().item<std::int64_t>() < 0) return std::nullopt;
   const std::int64_t total = t.sum().item<std::int64_t>();
-  for (std::size_t j = 0; j < b.tensors.size(); ++j) {
-    const at::Tensor& other = b.tensors[j];
-    if (j == i || other.dim() != 1 || other.size(0) != total || total == t.size(0)) continue;
-    if (named_as_lengths || parentPath(b.names[j]) == parentPath(b.names[i])) return b.names[j];
-  }
-  return std::nullopt;
+  const auto of_total = vectors.positions.find(total);
+  if (total == t.size(0) || of_total == vectors.positions.end()) return std::nullopt;
+  // Of another length than t's, so never t itself.
+  if (named_as_lengths) return b.names[of_total->second.front()];
+  const auto beside = vectors.first_in_parent.find({total, parentPath(b.names[i])});
+  if (beside == vectors.first_in_parent.end()) return std::nullopt;
+  return b.names[beside->second];
 }
 
 // Layouts whose samples are ranges of one axis: no sample axis to cut.
 void refuseRangeLayouts(const NamedTensors& b, const fs::path& file) {
+  const VectorsByLength vectors(b);
   for (std::size_t i = 0; i < b.names.size(); ++i) {
     const at::Tensor& t = b.tensors[i];
     const std::string leaf = lower(leafName(b.names[i]));
@@ -458,7 +504,7 @@ void refuseRangeLayouts(const NamedTensors& b, const fs::path& file) {
           "write case.yaml by hand with samples.tensors naming only tensors that have a sample axis");
     // A tuple's entry as Python reaches it: batch[1][0].
     const auto expr = [](const std::string& name) { return name.front() == '[' ? "batch" + name : name; };
-    if (const auto joined_values = valuesJoinedBy(b, i))
+    if (const auto joined_values = valuesJoinedBy(b, vectors, i))
       throw BadInputError(
           file.string() + ": '" + *joined_values + "' holds the samples' values joined end to end, sample i's " +
           "being the next " + b.names[i] + "[i] of them (CTC's concatenated targets), which minrepro cannot cut " +
@@ -466,7 +512,7 @@ void refuseRangeLayouts(const NamedTensors& b, const fs::path& file) {
           expr(b.names[i]) + ".tolist()))), or padded into one [samples, length] tensor beside " + b.names[i] +
           ", and join them in the step (torch.cat). A case.yaml that names only the other tensors under " +
           "samples.tensors keeps every sample's values in every candidate");
-    if (leaf.find("offset") != std::string::npos && startsEachSampleOfAnother(b, i))
+    if (leaf.find("offset") != std::string::npos && startsEachSampleOfAnother(b, vectors, i))
       throw BadInputError(
           file.string() + ": '" + b.names[i] + "' gives where each sample's values start in one flat tensor (" +
           "EmbeddingBag's offsets: sample i is flat[offsets[i]:offsets[i+1]]), which minrepro cannot cut into "
@@ -508,7 +554,14 @@ InferredCase inferCase(const fs::path& file) {
                         "case.yaml by hand (see minrepro init --help)");
   assignRoles(*b.tree, b, c);
   findIds(b, c);
-  if (!findLengths(b, c) && !findMask(b, c)) findWindow(b, c);
+  PaddableAxes axes(b, c);
+  if (!findLengths(b, c, axes) && !findMask(b, c, axes)) findWindow(b, c);
+  if (axes.exhausted())
+    c.doubts.push_back(
+        "the batch has too many tensors to pair each with each in the search for a lengths tensor "
+        "or a mask (more than " +
+        std::to_string(PaddableAxes::kMaxChecks) +
+        " checks): the search stopped there; name them under sequence if it missed them");
   const auto drop = [&](const std::string& name, const char* role) {
     if (name.empty()) return;
     c.sample_axes.erase(std::remove_if(c.sample_axes.begin(), c.sample_axes.end(),

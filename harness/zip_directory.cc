@@ -58,8 +58,8 @@ void readZip64Extra(const std::string& extra, ZipEntry& e, bool size_full, bool 
     if (at + 4 + length > extra.size()) return;
     if (id == 1) {
       std::size_t field = at + 4;
-      for (auto [full, value] : {std::pair{size_full, &e.size}, {compressed_full, &e.compressed},
-                                 {offset_full, &e.header_offset}}) {
+      for (auto [full, value] :
+           {std::pair{size_full, &e.size}, {compressed_full, &e.compressed}, {offset_full, &e.header_offset}}) {
         if (!full) continue;
         if (field + 8 > at + 4 + length) return;
         *value = little(extra, field, 8);
