@@ -487,6 +487,14 @@ TEST(Scrub, SecretsATensorHoldsAsBytesAreFound) {
                             "{'raw': torch.frombuffer(bytearray(line.ljust(128)), dtype=torch.uint8).repeat(8, 1), "
                             "'x': torch.zeros(8, 4)}"),
             (std::vector<std::string>{"batch.pt (a string in its pickle): aws-access-token"}));
+  // One character per element of a wider integer: int64 codes, UTF-32 text.
+  EXPECT_EQ(findingsInSaved("codes.pt", "line = 'AKIAIOSFODNN7EXAMPLE'; ",
+                            "{'ids': torch.tensor([[ord(c) for c in line] + [0, 0]] * 8), 'x': torch.zeros(8, 4)}"),
+            (std::vector<std::string>{"codes.pt (a string in its pickle): aws-access-token"}));
+  EXPECT_EQ(findingsInSaved("utf32.pt", "line = 'ghp_9Zy8Xw7Vu6Ts5Rq4Po3Nm2Lk1Ji0HgFeDcBa'; ",
+                            "{'t': torch.frombuffer(bytearray(line.encode('utf-32-le')), dtype=torch.int32), "
+                            "'x': torch.zeros(8, 4)}"),
+            (std::vector<std::string>{"utf32.pt (a string in its pickle): github-pat"}));
 }
 
 // A withheld value is a secret wherever it appears (a step that prints its

@@ -673,18 +673,33 @@ std::vector<std::string> pickledStrings(const std::string& bytes) {
   return out;
 }
 
-// Runs of 16 printable ASCII bytes or more (as `strings` finds them), each
-// cut to 4096: the text a tensor's storage holds. A run in a float
-// tensor's bytes is rare, and one a secret's rule matches rarer still.
+// Runs of 16 printable ASCII characters or more (as `strings` finds them),
+// each cut to 4096: the text a tensor's storage holds, as bytes (uint8) or
+// as one character per element of a wider integer (int16, int32, int64
+// codes, UTF-16 and UTF-32 text: each element a printable byte, then
+// zeros; probe 36 shipped an AWS key id held as int64 codes unwarned). A
+// run in a float tensor's bytes is rare, and one a secret's rule matches
+// rarer still.
 std::vector<std::string> printableRuns(const std::string& bytes) {
   constexpr std::size_t kMinRun = 16, kMaxRun = 4096;
   std::vector<std::string> out;
-  for (std::size_t i = 0; i < bytes.size();) {
-    std::size_t end = i;
-    while (end < bytes.size() && bytes[end] >= 0x20 && bytes[end] < 0x7f) ++end;
-    if (end - i >= kMinRun) out.emplace_back(bytes.substr(i, std::min(end - i, kMaxRun)));
-    i = end + 1;
-  }
+  for (const std::size_t width : {1, 2, 4, 8})
+    for (std::size_t phase = 0; phase < width; ++phase) {
+      std::string run;
+      const auto end = [&] {
+        if (run.size() >= kMinRun) out.push_back(run);
+        run.clear();
+      };
+      for (std::size_t i = phase; i + width <= bytes.size(); i += width) {
+        bool printable = bytes[i] >= 0x20 && bytes[i] < 0x7f;
+        for (std::size_t k = 1; printable && k < width; ++k) printable = bytes[i + k] == 0;
+        if (!printable)
+          end();
+        else if (run.size() < kMaxRun)
+          run += bytes[i];
+      }
+      end();
+    }
   return out;
 }
 
