@@ -15,6 +15,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -22,6 +24,7 @@
 #include <numeric>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include "core/errors.h"
 #include "core/text_lines.h"
@@ -179,6 +182,29 @@ std::string explainUnpickleError(const std::string& what) {
 }
 
 std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// LibTorch's reader's words for a crafted pickle, said as what is in the
+// file (probe 36): an internal assert's "please report a bug to PyTorch"
+// for a persistent id that is not a tuple, an opcode byte printed
+// sign-extended ("at 0xffffffffffffff82: 130"), an integer too long for it.
+std::string plainReaderMessage(std::string what) {
+  if (const auto assert_at = what.find(" INTERNAL ASSERT FAILED at "); assert_at != std::string::npos) {
+    const auto report = what.find("please report a bug to PyTorch.", assert_at);
+    const std::string detail = report == std::string::npos ? "" : what.substr(report + 31);
+    return "its pickle does not hold what LibTorch's reader expects there (" +
+           std::string(text::trim(detail).empty() ? what.substr(0, assert_at) : text::trim(detail)) + ")";
+  }
+  if (what.rfind("Unknown opcode for unpickling at ", 0) == 0)
+    if (const auto colon = what.rfind(": "); colon != std::string::npos) {
+      const int code = std::atoi(what.c_str() + colon + 2);
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02x", code & 0xff);
+      return "unknown pickle opcode " + std::to_string(code) + " (" + hex + ")";
+    }
+  if (what.rfind("Expected length to be 8, got ", 0) == 0)
+    return "a pickled integer of " + what.substr(29) + " bytes, where LibTorch reads at most 8";
+  return what;
+}
 
 // Read record by record from the file (no copy of the whole file), with a
 // storage context so that tensors saved as views of one storage come back
@@ -364,6 +390,27 @@ std::string storageOverrun(const NamedTensors& batch) {
   return "";
 }
 
+// Two tensors over one storage record with different dtypes: torch.save
+// refuses to write them ("view the same data as different types"), and
+// torch.load reads both with the first one's dtype where LibTorch gives
+// each its own (probe 36: a target of class ids for minrepro, float zeros
+// for the step). Returns what is wrong, "" when each storage has one dtype.
+std::string storageOfTwoDtypes(const NamedTensors& batch) {
+  std::unordered_map<const c10::StorageImpl*, std::size_t> first;
+  for (std::size_t i = 0; i < batch.tensors.size(); ++i) {
+    const at::Tensor& t = batch.tensors[i];
+    if (!t.defined() || !t.has_storage()) continue;
+    const auto [at, inserted] = first.emplace(t.storage().unsafeGetStorageImpl(), i);
+    const at::Tensor& other = batch.tensors[at->second];
+    if (!inserted && other.scalar_type() != t.scalar_type())
+      return "'" + batch.names[at->second] + "' (" + c10::toString(other.scalar_type()) + ") and '" + batch.names[i] +
+             "' (" + c10::toString(t.scalar_type()) +
+             ") read one storage record as two dtypes, which torch.save refuses to write and torch.load reads "
+             "otherwise";
+  }
+  return "";
+}
+
 // Views that repeat their storage through a stride of 0 (expand(), a
 // broadcast mask) past what minrepro writes dense: it writes a candidate's
 // tensors dense, so its candidates would be that large (probe 31: [8, 2e9]
@@ -420,7 +467,8 @@ NamedTensors readBatchFileHere(const fs::path& file) {
     // The stream reader's advice on its own internals says nothing the user can act on.
     what = what.substr(0, what.find(". This is an internal miniz error"));
     const bool object = what.find("Unknown pickler class") != std::string::npos;
-    throw BadInputError(file.string() + ": " + (object ? "cannot be read" : "not a readable torch.save file: " + what) +
+    throw BadInputError(file.string() + ": " +
+                        (object ? "cannot be read" : "not a readable torch.save file: " + plainReaderMessage(what)) +
                         explainUnpickleError(what));
   }
   if (const std::string short_record = shortRecord(file, *storages); !short_record.empty())
@@ -435,6 +483,9 @@ NamedTensors readBatchFileHere(const fs::path& file) {
   if (const std::string overrun = storageOverrun(batch); !overrun.empty())
     throw BadInputError(file.string() + ": damaged: " + overrun +
                         " (torch.load refuses it too); save the batch again with torch.save");
+  if (const std::string mixed = storageOfTwoDtypes(batch); !mixed.empty())
+    throw BadInputError(file.string() + ": not as torch.save writes it: " + mixed +
+                        "; save the batch again with torch.save");
   // Each tensor is a name every report, rule and inference step goes
   // through: 524 288 references to one 4x3 tensor (a 2 KB file) held init
   // for hours (probe 35).

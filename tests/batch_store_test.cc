@@ -725,6 +725,36 @@ TEST_F(BatchFixture, RecordsThatAddUpPastTheFileOrShareBytesAreRefusedBeforeRead
   EXPECT_NE(error.find("point into the same bytes"), std::string::npos) << error;
 }
 
+// Probe 36: two tensors over one storage record with different dtypes
+// (torch.save refuses to write them; torch.load reads the second as the
+// first's dtype, LibTorch as its own: class ids for minrepro, float zeros
+// for the step) are refused; LibTorch's words for a malformed pickle (an
+// internal assert asking for a PyTorch bug report, a sign-extended opcode)
+// are said as what the file holds.
+TEST_F(BatchFixture, AStorageOfTwoDtypesIsRefusedAndAMalformedPickleIsSaidForWhatItIs) {
+  ASSERT_EQ(saveFromPython("{'input': torch.zeros(8), 'target': torch.tensor([1, 2, 3, 4])}"), "");
+  ASSERT_EQ(replacePickle("b.replace(b'X\\x01\\x00\\x00\\x001', b'X\\x01\\x00\\x00\\x000')"), "");
+  std::string error = openError();
+  EXPECT_NE(error.find("not as torch.save writes it: 'input' (Float) and 'target' (Long) read one storage record "
+                       "as two dtypes"),
+            std::string::npos)
+      << error;
+  for (const auto& [pickle, said] : std::vector<std::pair<std::string, std::string>>{
+           {"b'\\x80\\x02}X\\x01\\x00\\x00\\x00kK\\x05Qs.'",
+            "its pickle does not hold what LibTorch's reader expects there (Expected Tuple but got Int)"},
+           {"b'\\x80\\x02}X\\x01\\x00\\x00\\x00k\\x82\\x01s.'", "unknown pickle opcode 130 (0x82)"},
+           {"b'\\x80\\x02}X\\x01\\x00\\x00\\x00k\\x8a\\x09' + b'\\x01' * 9 + b's.'",
+            "a pickled integer of 9 bytes, where LibTorch reads at most 8"}}) {
+    SCOPED_TRACE(said);
+    ASSERT_EQ(saveFromPython("{'input': torch.zeros(8), 'target': torch.tensor([1, 2, 3, 4])}"), "");
+    ASSERT_EQ(replacePickle(pickle), "");
+    error = openError();
+    EXPECT_NE(error.find(said), std::string::npos) << error;
+    EXPECT_EQ(error.find("report a bug"), std::string::npos) << error;
+    EXPECT_EQ(error.find("0xffff"), std::string::npos) << error;
+  }
+}
+
 // LibTorch 1.13's unpickler cannot read a dict with exactly one entry: the
 // error says so and what to do. LibTorch 2.x reads it.
 TEST_F(BatchFixture, OneEntryDictFromPythonGetsAnExplanationWhereLibTorchCannotReadIt) {
