@@ -272,6 +272,8 @@ std::string craftedZip(const fs::path& file) {
       return "its directory entries " + before.name + " and " + after.name +
              " point into the same bytes (torch.save writes each record once, one after another)";
   }
+  if (const ZipEntry* e = firstMismatchedLocalHeader(file, zip))
+    return "its directory entry " + e->name + " points at no record of that name (torch.load refuses it)";
   std::set<std::string> names;
   std::uint64_t total = 0;
   for (const ZipEntry& e : zip.entries) {

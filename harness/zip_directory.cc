@@ -20,6 +20,7 @@ std::uint64_t little(const std::string& bytes, std::size_t at, int width) {
 
 std::string readAt(std::ifstream& in, std::uint64_t offset, std::uint64_t count) {
   std::string bytes(count, '\0');
+  in.clear();
   in.seekg(static_cast<std::streamoff>(offset));
   in.read(bytes.data(), static_cast<std::streamsize>(count));
   if (static_cast<std::uint64_t>(in.gcount()) != count) bytes.clear();
@@ -95,6 +96,17 @@ ZipDirectory readZipDirectory(const fs::path& file) {
     at += 46 + name_length + extra_length + comment_length;
   }
   return d;
+}
+
+const ZipEntry* firstMismatchedLocalHeader(const fs::path& file, const ZipDirectory& directory) {
+  std::ifstream in(file, std::ios::binary);
+  for (const ZipEntry& e : directory.entries) {
+    const std::string header = readAt(in, e.header_offset, 30);
+    if (header.size() != 30 || header.compare(0, 4, "PK\x03\x04") != 0) return &e;
+    const std::uint64_t name_length = little(header, 26, 2);
+    if (name_length != e.name.size() || readAt(in, e.header_offset + 30, name_length) != e.name) return &e;
+  }
+  return nullptr;
 }
 
 }  // namespace minrepro

@@ -30,4 +30,9 @@ struct ZipDirectory {
 
 ZipDirectory readZipDirectory(const std::filesystem::path& file);
 
+// The first entry whose local header is missing or names another record
+// (Python's zipfile, and so torch.load, refuses such a file; miniz reads
+// the bytes there all the same), or nullptr when each header is the entry's.
+const ZipEntry* firstMismatchedLocalHeader(const std::filesystem::path& file, const ZipDirectory& directory);
+
 }  // namespace minrepro

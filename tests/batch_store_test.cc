@@ -723,6 +723,19 @@ TEST_F(BatchFixture, RecordsThatAddUpPastTheFileOrShareBytesAreRefusedBeforeRead
   error = openError();
   EXPECT_NE(error.find("not as torch.save writes it: its directory entries"), std::string::npos) << error;
   EXPECT_NE(error.find("point into the same bytes"), std::string::npos) << error;
+  // Each entry at its own record, but data/0 and data/1 named the other way
+  // round in the directory: torch.load refuses it, LibTorch swapped them.
+  ASSERT_EQ(testing::runCommand(testing::python() + " -c \"" + rezip +
+                                    "w = zipfile.ZipFile(P, 'w', zipfile.ZIP_STORED)\n"
+                                    "[w.writestr(n, d) for n, d in items]\n"
+                                    "e = {i.filename.split('/', 1)[1]: i for i in w.filelist}\n"
+                                    "e['data/0'].filename, e['data/1'].filename = e['data/1'].filename, "
+                                    "e['data/0'].filename; w.close()\"",
+                                &output),
+            0)
+      << output;
+  error = openError();
+  EXPECT_NE(error.find("points at no record of that name (torch.load refuses it)"), std::string::npos) << error;
 }
 
 // Probe 36: two tensors over one storage record with different dtypes
