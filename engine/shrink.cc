@@ -351,6 +351,7 @@ ExitStatus writeResult(Run& r) {
   job.skip_op_step = opStepSkipped(r.options, r.config);
   if (job.skip_op_step.empty()) job.recorder = recorderRide(r.config, r.oracle->reference().family);
   job.jobs = r.options.jobs;
+  job.force = r.options.force;
   job.confirmation_is_self_check = selfCheckConfirms(r.options, r.config);
   job.timeline = &r.timeline;
   const SelfCheckPlan plan = planSelfCheck(r.oracle->rate(), r.config.flaky, r.plain_passes, r.best.samples.size());

@@ -10,6 +10,7 @@ namespace minrepro {
 namespace {
 
 std::atomic<bool> g_best{false};
+std::atomic<pid_t> g_group_killed_on_exit{0};
 std::atomic<const char*> g_said{StopOnSignals::kShrinkStops};
 
 // Said at once (write(2) is async-signal-safe): what follows a Ctrl-C, the
@@ -23,6 +24,7 @@ extern "C" void requestStop(int) {
 // Said before the exit: a line begun before a long read ("minrepro check: "
 // and a batch being parsed) was left without its end (probe 34).
 extern "C" void exitInterrupted(int) {
+  if (const pid_t group = g_group_killed_on_exit.load(); group > 0) ::kill(-group, SIGKILL);
   static constexpr char kSaid[] = "\nminrepro: interrupted\n";
   [[maybe_unused]] const auto written = ::write(STDERR_FILENO, kSaid, sizeof kSaid - 1);
   ::_exit(130);
@@ -33,6 +35,8 @@ extern "C" void requestBest(int) { g_best.store(true); }
 }  // namespace
 
 bool takeBestAsked() { return g_best.exchange(false); }
+
+void setGroupKilledOnExit(pid_t group) { g_group_killed_on_exit.store(group); }
 
 void exitOnStopSignals() {
   struct sigaction exit_at_once {};

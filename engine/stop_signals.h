@@ -6,6 +6,8 @@
 // handlers only set flags, which the run reads between rounds.
 #pragma once
 
+#include <sys/types.h>
+
 #include <array>
 #include <atomic>
 #include <csignal>
@@ -23,6 +25,11 @@ bool takeBestAsked();
 // crash in a job scheduler's log). Nothing is being written then that a
 // stop could finish: a case is being read, or a command answers alone.
 void exitOnStopSignals();
+
+// A process group that such an exit kills first: a Slurm client that
+// submits nothing, waiting on a controller that may not answer, runs in a
+// group of its own and would outlive the command (probe 37). 0: none.
+void setGroupKilledOnExit(pid_t group);
 
 // Installs the handlers for one run and restores the previous ones when it
 // ends. Handlers, not SIG_IGN, so that trials start with the default

@@ -315,6 +315,43 @@ TEST_F(BadInput, AnOutputTheTrialReadsIsLeftAndTheArchiveGoesToTheWorkDirectory)
   EXPECT_TRUE(fs::exists(work_.path() / "x" / "config.json"));
 }
 
+// A file that appears at the output while the trials run (a step's own
+// notes; probe 37: replaced at the end without --force, the check having
+// run at the start only) is held to the same rule: left as it is, the
+// archive goes to the work directory, and the log says why.
+TEST_F(BadInput, AFileThatAppearsAtTheOutputDuringTheRunIsLeftAsItIs) {
+  const fs::path dir = work_.path() / "appears";
+  fs::create_directories(dir);
+  std::string output;
+  ASSERT_EQ(runCommand(testing::python() +
+                           " -c \"import torch; torch.save({'x': torch.arange(8), 'sample_id': "
+                           "torch.arange(8) + 100}, '" +
+                           (dir / "batch.pt").string() + "')\"",
+                       &output),
+            0)
+      << output;
+  const fs::path notes = dir / "repro.tar.gz";
+  // Beside the script: in the archive's own run, its own directory.
+  writeFile(dir / "step.py",
+            "import os, sys, torch\nnotes = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'repro.tar.gz')"
+            "\nif not os.path.exists(notes):\n    open(notes, 'w').write('USER NOTES\\n')\n"
+            "b = torch.load(sys.argv[1], weights_only=True)\n"
+            "if bool((b['x'] == 5).any()):\n    raise IndexError('index 5 is out of bounds')\n");
+  writeFile(dir / "case.yaml", "batch: batch.pt\nsamples: {tensors: {x: 0}, ids: sample_id}\ntrial:\n  command: [" +
+                                   testing::python() + ", \"{case_dir}/step.py\", \"{batch}\"]\n");
+  const fs::path work = work_.path() / "w-appears";
+  EXPECT_EQ(shrinkWith("--work-dir " + work.string() + " --output " + notes.string() + " --no-op-repro", &output,
+                       dir / "case.yaml"),
+            0)
+      << output;
+  EXPECT_EQ(testing::readFile(notes), "USER NOTES\n");
+  EXPECT_NE(output.find("repro.tar.gz (--output) now holds a file that is not an archive minrepro wrote (it "
+                        "appeared while the trials ran)"),
+            std::string::npos)
+      << output;
+  EXPECT_NE(output.find("archive: " + (work / "repro.tar.gz").string()), std::string::npos) << output;
+}
+
 // Counts and durations on the command line are checked as case.yaml checks
 // its own (a count option read as size_t took "-1" for 2^64 - 1 and
 // started trials), each in one line, not the options' whole help.

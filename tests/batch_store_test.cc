@@ -53,6 +53,21 @@ struct BatchFixture : ::testing::Test {
         &output);
     return status == 0 ? "" : output + " (exit " + std::to_string(status) + ")";
   }
+  // The fixture's batch saved by torch.save from `batch` (a Python
+  // expression), then written again record by record with zipfile's
+  // `method` ('ZIP_STORED', 'ZIP_DEFLATED'): `body` runs with `items` (the
+  // records, in order) and the writer `w` open, and may change either.
+  std::string rezip(const std::string& batch, const std::string& method, const std::string& body) {
+    std::string output;
+    const int status = testing::runCommand(
+        testing::python() + " -W ignore -c \"import torch, zipfile; P = '" + config.batch.string() + "'; torch.save(" +
+            batch +
+            ", P)\nz = zipfile.ZipFile(P); items = [(i.filename, z.read(i.filename)) for i in z.infolist()]; "
+            "z.close()\nw = zipfile.ZipFile(P, 'w', zipfile." +
+            method + ")\n" + body + "\nw.close()\"",
+        &output);
+    return status == 0 ? "" : output + " (exit " + std::to_string(status) + ")";
+  }
   std::string openError() {
     try {
       BatchStore::open(config);
@@ -662,29 +677,15 @@ TEST_F(BatchFixture, ContainersNestedTooDeepOrSharedTooOftenAreRefused) {
 // probe): a record that inflates from a small file to 200 MB (LibTorch
 // inflated it: 1.16 GB for a crafted 1 MB batch) and two records of one name.
 TEST_F(BatchFixture, ACompressedBombOrADuplicateRecordIsRefusedBeforeReading) {
-  const std::string rezip =
-      "import torch, zipfile; P = '" + config.batch.string() +
-      "'; torch.save({'input': torch.zeros(12, 4), 'target': torch.arange(12)}, P)\n"
-      "z = zipfile.ZipFile(P); items = [(i.filename, z.read(i.filename)) for i in z.infolist()]; z.close()\n";
-  std::string output;
-  ASSERT_EQ(testing::runCommand(testing::python() + " -c \"" + rezip +
-                                    "w = zipfile.ZipFile(P, 'w', zipfile.ZIP_DEFLATED)\n"
-                                    "[w.writestr(n, bytes(200 << 20) if '/data/' in n else d) for n, d in items]; "
-                                    "w.close()\"",
-                                &output),
-            0)
-      << output;
+  const std::string batch = "{'input': torch.zeros(12, 4), 'target': torch.arange(12)}";
+  ASSERT_EQ(rezip(batch, "ZIP_DEFLATED", "[w.writestr(n, bytes(200 << 20) if '/data/' in n else d) for n, d in items]"),
+            "");
   ASSERT_LT(fs::file_size(config.batch), std::uintmax_t{2} << 20);
   std::string error = openError();
   EXPECT_NE(error.find("not as torch.save writes it: its record"), std::string::npos) << error;
   EXPECT_NE(error.find("expands to 200 MiB from a file of"), std::string::npos) << error;
-  ASSERT_EQ(testing::runCommand(testing::python() + " -W ignore -c \"" + rezip +
-                                    "w = zipfile.ZipFile(P, 'w', zipfile.ZIP_STORED)\n"
-                                    "[w.writestr(n, d) for n, d in items]; w.writestr(items[-2][0], items[-2][1]); "
-                                    "w.close()\"",
-                                &output),
-            0)
-      << output;
+  ASSERT_EQ(rezip(batch, "ZIP_STORED", "[w.writestr(n, d) for n, d in items]; w.writestr(items[-2][0], items[-2][1])"),
+            "");
   error = openError();
   EXPECT_NE(error.find("not as torch.save writes it: it holds two records named"), std::string::npos) << error;
 }
@@ -694,46 +695,27 @@ TEST_F(BatchFixture, ACompressedBombOrADuplicateRecordIsRefusedBeforeReading) {
 // entries that all point at one record (400 at one of 25 MiB: 4.3 GB;
 // LibTorch reads each). Refused before anything is read.
 TEST_F(BatchFixture, RecordsThatAddUpPastTheFileOrShareBytesAreRefusedBeforeReading) {
-  const std::string rezip = "import torch, zipfile; P = '" + config.batch.string() +
-                            "'; torch.save({'t%d' % i: torch.zeros(1) for i in range(20)}, P)\n"
-                            "z = zipfile.ZipFile(P); items = [(i.filename, z.read(i.filename)) for i in "
-                            "z.infolist()]; z.close()\n";
-  std::string output;
-  ASSERT_EQ(testing::runCommand(testing::python() + " -c \"" + rezip +
-                                    "w = zipfile.ZipFile(P, 'w', zipfile.ZIP_DEFLATED)\n"
-                                    "[w.writestr(n, bytes(16 << 20) if '/data/' in n else d) for n, d in items]; "
-                                    "w.close()\"",
-                                &output),
-            0)
-      << output;
+  const std::string batch = "{'t%d' % i: torch.zeros(1) for i in range(20)}";
+  ASSERT_EQ(rezip(batch, "ZIP_DEFLATED", "[w.writestr(n, bytes(16 << 20) if '/data/' in n else d) for n, d in items]"),
+            "");
   ASSERT_LT(fs::file_size(config.batch), std::uintmax_t{2} << 20);
   std::string error = openError();
   EXPECT_NE(error.find("not as torch.save writes it: its records add up to more than 2"), std::string::npos) << error;
   EXPECT_NE(error.find("MiB from a file of 0 MiB (compressed records"), std::string::npos) << error;
   // Stored as torch.save stores them, but the directory's entry of data/1
   // points at data/0's record.
-  ASSERT_EQ(testing::runCommand(testing::python() + " -c \"" + rezip +
-                                    "w = zipfile.ZipFile(P, 'w', zipfile.ZIP_STORED)\n"
-                                    "[w.writestr(n, d) for n, d in items]\n"
-                                    "e = {i.filename.split('/', 1)[1]: i for i in w.filelist}\n"
-                                    "e['data/1'].header_offset = e['data/0'].header_offset; w.close()\"",
-                                &output),
-            0)
-      << output;
+  const std::string records =
+      "[w.writestr(n, d) for n, d in items]\n"
+      "e = {i.filename.split('/', 1)[1]: i for i in w.filelist}\n";
+  ASSERT_EQ(rezip(batch, "ZIP_STORED", records + "e['data/1'].header_offset = e['data/0'].header_offset"), "");
   error = openError();
   EXPECT_NE(error.find("not as torch.save writes it: its directory entries"), std::string::npos) << error;
   EXPECT_NE(error.find("point into the same bytes"), std::string::npos) << error;
   // Each entry at its own record, but data/0 and data/1 named the other way
   // round in the directory: torch.load refuses it, LibTorch swapped them.
-  ASSERT_EQ(testing::runCommand(testing::python() + " -c \"" + rezip +
-                                    "w = zipfile.ZipFile(P, 'w', zipfile.ZIP_STORED)\n"
-                                    "[w.writestr(n, d) for n, d in items]\n"
-                                    "e = {i.filename.split('/', 1)[1]: i for i in w.filelist}\n"
-                                    "e['data/0'].filename, e['data/1'].filename = e['data/1'].filename, "
-                                    "e['data/0'].filename; w.close()\"",
-                                &output),
-            0)
-      << output;
+  ASSERT_EQ(rezip(batch, "ZIP_STORED",
+                  records + "e['data/0'].filename, e['data/1'].filename = e['data/1'].filename, e['data/0'].filename"),
+            "");
   error = openError();
   EXPECT_NE(error.find("points at no record of that name (torch.load refuses it)"), std::string::npos) << error;
 }

@@ -95,6 +95,20 @@ TEST_F(Capture, DecoratorFormTakesBatchAndStepFromTheCall) {
   EXPECT_EQ(pyBatch("b['sample_id'].tolist()[9], b['target'].tolist()[9]"), "9137 4\n");
 }
 
+// A relative directory is where the loop runs, not where the step had
+// moved when it failed (probe 37: a step's os.chdir("/") put the case in
+// /crash-chdir).
+TEST_F(Capture, ARelativeDirectoryIsWhereTheLoopRunsWhereverTheStepMoved) {
+  std::string output;
+  ASSERT_EQ(runCommand("cd " + work_.path().string() + " && PYTHONPATH=" + kSource + "/harness/python " + python() +
+                           " " + kSource + "/tests/capture/train_loop.py crash-rel chdir",
+                       &output),
+            1)
+      << output;
+  EXPECT_TRUE(fs::exists(work_.path() / "crash-rel" / "case.yaml")) << output;
+  EXPECT_FALSE(fs::exists(work_.path() / "elsewhere" / "crash-rel")) << output;
+}
+
 // A capture directory that holds the user's own files (a case.yaml, a
 // batch, a link planted under a capture's file name) is not written into:
 // the capture goes to crash-case-2 and says so, nothing is replaced and no

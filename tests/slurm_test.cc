@@ -385,5 +385,49 @@ TEST_F(SlurmEndToEnd, InterruptLeavesNoJobOfOursInTheQueue) {
   EXPECT_TRUE(queuedJobs(ours).empty()) << "jobs of the interrupted run are still queued";
 }
 
+// No cluster needed: an sbatch that never answers (a hung controller,
+// here a script that sleeps) held the preflight for the whole run, and an
+// interrupt left it running (probe 37). The run exits 130 at once and
+// takes the client's process group with it.
+TEST(SlurmPreflight, AnInterruptWhileSbatchHangsLeavesNoClientRunning) {
+  testing::TempDir dir("minrepro-slurm-hang");
+  const fs::path bin = dir.path() / "bin", pid_file = dir.path() / "sbatch.pid";
+  fs::create_directories(bin);
+  testing::writeFile(bin / "sbatch", "#!/bin/sh\necho $$ > '" + pid_file.string() + "'\nexec sleep 1000\n");
+  fs::permissions(bin / "sbatch", fs::perms::owner_all);
+  ASSERT_EQ(runCommand(python() + " -c \"import torch; torch.save({'x': torch.arange(8)}, '" +
+                       (dir.path() / "batch.pt").string() + "')\""),
+            0);
+  testing::writeFile(dir.path() / "case.yaml",
+                     "batch: batch.pt\nsamples: {tensors: {x: 0}}\ntrial:\n  command: [/bin/sh, -c, 'exit 1', sh, "
+                     "'{batch}']\nexecutor: {kind: slurm}\n");
+  const std::string path = "PATH=" + bin.string() + ":" + std::getenv("PATH");
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::putenv(const_cast<char*>(path.c_str()));
+    const std::string cf = (dir.path() / "case.yaml").string(), work = (dir.path() / "w").string();
+    ::execl(MINREPRO_BINARY, MINREPRO_BINARY, "shrink", "--config", cf.c_str(), "--work-dir", work.c_str(), "--quiet",
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!fs::exists(pid_file) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(fs::exists(pid_file)) << "the preflight never started sbatch";
+  std::this_thread::sleep_for(200ms);  // past the exec of sleep
+  const std::string client = readFile(pid_file).substr(0, readFile(pid_file).find('\n'));
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 130) << "status " << status;
+  // Gone, or a zombie no one has reaped yet (it is not ours to reap).
+  std::this_thread::sleep_for(200ms);
+  const std::string stat = fs::exists("/proc/" + client + "/stat") ? readFile("/proc/" + client + "/stat") : "";
+  const auto state_at = stat.rfind(") ");
+  EXPECT_TRUE(stat.empty() || (state_at != std::string::npos && stat[state_at + 2] == 'Z'))
+      << "sbatch " << client << " still runs: " << stat;
+  if (!stat.empty() && stat[state_at + 2] != 'Z') ::kill(std::stoi(client), SIGKILL);
+}
+
 }  // namespace
 }  // namespace minrepro

@@ -91,4 +91,13 @@ void checkArchiveOutput(const CaseConfig& config, bool force) {
                   regular && madeByMinrepro(output), "exists and is not an archive minrepro wrote");
 }
 
+std::string outputTakenDuringRun(const fs::path& output, bool force) {
+  struct stat st {};
+  if (::lstat(output.c_str(), &st) != 0) return "";
+  if (S_ISLNK(st.st_mode)) return "is now a symbolic link";
+  if (!S_ISREG(st.st_mode)) return "is now not a regular file";
+  if (!force && !madeByMinrepro(output)) return "now holds a file that is not an archive minrepro wrote";
+  return "";
+}
+
 }  // namespace minrepro

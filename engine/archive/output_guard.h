@@ -22,6 +22,12 @@ namespace minrepro {
 // Inputs and non-regular files are refused even with `force`.
 void checkArchiveOutput(const CaseConfig& config, bool force);
 
+// The same rule at the run's end, for what appeared at the output while the
+// trials ran (a step's own file, a link; probe 37: replaced silently, the
+// check having been made at the start only): why the archive may not go
+// there now, "" when it may.
+std::string outputTakenDuringRun(const std::filesystem::path& output, bool force);
+
 // The path a command argument may name: FILE of `--opt=FILE`, else the
 // argument itself (a trial command's own log or output file).
 std::string argumentPath(const std::string& arg);

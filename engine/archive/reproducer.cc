@@ -1,5 +1,7 @@
 #include "engine/archive/reproducer.h"
 
+#include "engine/archive/output_guard.h"
+
 #include <cmath>
 #include <future>
 #include <iomanip>
@@ -462,6 +464,16 @@ ArchiveStep::~ArchiveStep() {
   if (checking_.valid()) checking_.wait();
 }
 
+// Where the archive goes when config.output must be left alone: the work
+// directory's repro.tar.gz, unless that is the output itself.
+std::filesystem::path ArchiveStep::divertedOutput() const {
+  const std::filesystem::path beside = config_.work_dir / "repro.tar.gz";
+  std::error_code ec;
+  return std::filesystem::weakly_canonical(beside, ec) == std::filesystem::weakly_canonical(config_.output, ec)
+             ? config_.work_dir / "repro.new.tar.gz"
+             : beside;
+}
+
 // The archive, with the files the trial reads, written once for the
 // self-check and the op step to run; then the self-check started.
 void ArchiveStep::write(ExitStatus status) {
@@ -478,11 +490,15 @@ void ArchiveStep::write(ExitStatus status) {
   recorded_ = trace.recorded;
   if (bundle_.output_read) {
     // checkArchiveOutput refused the files the command names; this one only the trace saw.
-    output_ = config_.work_dir / "repro.tar.gz";
+    output_ = divertedOutput();
     log_.info("warning: " + config_.output.string() +
               " (--output) is a file the trial reads, which the archive carries: it is left as it is, and the "
               "archive goes to " +
               output_.string());
+  } else if (const std::string taken = outputTakenDuringRun(config_.output, job_.force); !taken.empty()) {
+    output_ = divertedOutput();
+    log_.info("warning: " + config_.output.string() + " (--output) " + taken +
+              " (it appeared while the trials ran): it is left as it is, and the archive goes to " + output_.string());
   }
   if (stopped() && status_ != ExitStatus::Interrupted) {
     status_ = ExitStatus::Interrupted;  // during the file trace: its list may be short

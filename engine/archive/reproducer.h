@@ -74,6 +74,7 @@ struct ArchiveJob {
   std::string skip_op_step = "--no-op-repro";
   RecorderRide recorder;
   std::size_t jobs = 1;  // --jobs: the self-check's and the op step's processes at once, together
+  bool force = false;    // --force: a file minrepro did not write may be replaced at the output
   // The self-check is the final confirmation (no confirmation ran after the
   // search): REPORT.md's "confirmed" is its verdict.
   bool confirmation_is_self_check = false;
@@ -103,6 +104,7 @@ class ArchiveStep {
   ExitStatus finish();
 
  private:
+  std::filesystem::path divertedOutput() const;
   void startSelfCheck();
 
   const CaseConfig& config_;

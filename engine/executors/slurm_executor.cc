@@ -22,6 +22,7 @@
 #include <boost/process.hpp>
 #include <boost/process/extend.hpp>
 #include <fstream>
+#include <future>
 #include <optional>
 #include <regex>
 #include <set>
@@ -29,8 +30,10 @@
 #include <thread>
 
 #include "core/errors.h"
+#include "core/stop_asked.h"
 #include "core/text_lines.h"
 #include "engine/executors/slurm_job.h"
+#include "engine/stop_signals.h"
 
 namespace bp = boost::process;
 namespace fs = std::filesystem;
@@ -47,8 +50,16 @@ struct ToolResult {
 
 // Runs a Slurm client command. Its own process group: a Ctrl-C at the
 // terminal must not kill an sbatch halfway (a job submitted whose id we
-// never learn could not be cancelled).
-ToolResult runTool(const std::vector<std::string>& argv) {
+// never learn could not be cancelled). But no client may hold the run for
+// ever: a controller that hangs kept a preflight sbatch waiting for the
+// whole run, and left it running after an interrupt (probe 37). Past
+// kToolSeconds the command's group is killed (Slurm's own clients give up
+// after their MessageTimeout, 10 s by default, and a few retries); a
+// command that submits nothing (`stop_kills`) is killed at once when the
+// run is asked to stop.
+constexpr int kToolSeconds = 60;
+
+ToolResult runTool(const std::vector<std::string>& argv, bool stop_kills = false) {
   ToolResult r;
   const std::string program = resolveProgram(argv.at(0));
   if (program.empty()) {
@@ -61,12 +72,37 @@ ToolResult runTool(const std::vector<std::string>& argv) {
         bp::exe = program, bp::args = std::vector<std::string>(argv.begin() + 1, argv.end()),
         bp::std_in<bp::null, bp::std_out> out, bp::std_err > err,
         bp::extend::on_exec_setup = [](auto&) { ::setpgid(0, 0); });
-    r.out.assign(std::istreambuf_iterator<char>(out), {});
-    r.err.assign(std::istreambuf_iterator<char>(err), {});
+    if (stop_kills) setGroupKilledOnExit(child.id());
+    auto read_out =
+        std::async(std::launch::async, [&] { return std::string(std::istreambuf_iterator<char>(out), {}); });
+    auto read_err =
+        std::async(std::launch::async, [&] { return std::string(std::istreambuf_iterator<char>(err), {}); });
+    const auto deadline = Clock::now() + std::chrono::seconds(kToolSeconds);
+    // Until both streams end (the client exited: no added latency), the
+    // deadline, or a stop that may kill it.
+    const auto ended = [](std::future<std::string>& f, std::chrono::milliseconds wait) {
+      return f.wait_for(wait) == std::future_status::ready;
+    };
+    bool killed = false;
+    constexpr std::chrono::milliseconds kPoll{20};
+    while (!killed && !(ended(read_out, kPoll) && ended(read_err, kPoll)))
+      if (Clock::now() > deadline || (stop_kills && stopAsked().load())) {
+        ::kill(-child.id(), SIGKILL);  // the group: what the client started goes too, and the pipes close
+        killed = true;
+      }
     child.wait();
+    if (stop_kills) setGroupKilledOnExit(0);
+    r.out = read_out.get();
+    r.err = read_err.get();
     const int status = child.native_exit_code();
     r.status = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+    if (killed)
+      r.err = argv[0] +
+              (stopAsked().load() ? ": stopped with the run"
+                                  : ": did not answer in " + std::to_string(kToolSeconds) + " s (killed)") +
+              (r.err.empty() ? "" : "; " + r.err);
   } catch (const std::exception& e) {
+    if (stop_kills) setGroupKilledOnExit(0);
     r.err = argv[0] + ": " + e.what();
   }
   return r;
@@ -96,9 +132,9 @@ bool hopelessPending(const SlurmJobState& s) {
 }
 
 bool controllerUnreachable(const std::string& message) {
-  for (const char* sign :
-       {"Unable to contact slurm controller", "Unable to process configuration file", "Socket timed out",
-        "Connection refused", "not found on PATH", "Zero Bytes were transmitted"})
+  for (const char* sign : {"Unable to contact slurm controller", "Unable to process configuration file",
+                           "Socket timed out", "Connection refused", "not found on PATH", "Zero Bytes were transmitted",
+                           "did not answer in", "Could not establish a configuration source", "stopped with the run"})
     if (message.find(sign) != std::string::npos) return true;
   return false;
 }
@@ -181,7 +217,7 @@ void SlurmExecutor::preflight(const fs::path& scratch_dir) {
   std::vector<std::string> argv{"sbatch", "--test-only"};
   for (const auto& a : sbatchOptions(probe)) argv.push_back(a);
   argv.push_back("--wrap=true");
-  const ToolResult r = runTool(argv);
+  const ToolResult r = runTool(argv, /*stop_kills=*/true);
   if (r.status == 0) return;
   const std::string message = trimmed(r.err + r.out);
   if (controllerUnreachable(message))

@@ -11,6 +11,7 @@ ask for the model slice (trial="model"); "closure" leaves the choice to
 capture, which cannot save the block's step (train_step is a closure
 inside main) and falls back to the model slice, saying why.
 """
+import os
 import sys
 
 import torch
@@ -68,6 +69,7 @@ class Blocks(torch.nn.Module):
 
 def main():
     out, mode = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else "plain")
+    start = os.getcwd()
     torch.manual_seed(0)
     loader = DataLoader(Synthetic(), batch_size=32, shuffle=False)
     model = torch.nn.Sequential(torch.nn.Linear(FEATURES, 16), torch.nn.ReLU(), torch.nn.Linear(16, CLASSES))
@@ -99,6 +101,9 @@ def main():
                                       batch={"input": x, "target": y}, sample_ids=ids, input_key="input",
                                       target_key="target", dataloader=loader, batch_index=step, command=command,
                                       branches={"augment": "off"}, trial="auto" if mode == "closure" else "model"):
+            if mode == "chdir" and step == 4:  # the failing step moves away first; the case stays where the loop runs
+                os.makedirs(os.path.join(start, "elsewhere"), exist_ok=True)
+                os.chdir(os.path.join(start, "elsewhere"))
             if mode == "device-assert" and step == 2:
                 raise RuntimeError("CUDA error: device-side assert triggered\nCUDA kernel errors might be "
                                    "asynchronously reported at some other API call")

@@ -274,7 +274,10 @@ class capture:
                 raise TypeError("minrepro_capture: command is an argv list of strings (never a shell line)")
             if not any("{batch}" in c for c in command):
                 raise ValueError("minrepro_capture: some element of command must contain {batch}")
-        self.out_dir = out_dir
+        # Resolved now, where the loop runs: a step that changes directory
+        # before it fails must not move the case (probe 37: a step's
+        # os.chdir("/") put it in /crash-chdir).
+        self.out_dir = os.path.abspath(os.fspath(out_dir))
         self.model = model
         self.loss = "none" if loss is None else loss
         self.ignore_index = int(ignore_index)
