@@ -235,6 +235,11 @@ TEST(Scrub, KnownTokenShapesAndEmailAddressesGo) {
   const auto found = findSecrets("import torch\n# token = " + kHfToken + "\nx = 1\n# jane@corp.example\n", "step.py");
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].describe(), "step.py:2: huggingface-access-token");
+  // What the scrubber left in a secret's place is no secret (probe 37: the
+  // archive's scrubbed case.yaml was warned of as "basic-auth-url verbatim").
+  const std::string scrubbed = scrubText("run: postgres://admin:Tr0ub4dor@db.internal:5432/prod", c);
+  EXPECT_NE(scrubbed.find("admin:<secret:basic-auth-url>@"), std::string::npos) << scrubbed;
+  EXPECT_TRUE(findSecrets(scrubbed, "case.yaml").empty()) << scrubbed;
 }
 
 // A third probe's forms: vendors' prefixes, looser keys (a word and a
