@@ -248,12 +248,28 @@ void printProgress(std::ostream* progress, const VariantResult& r) {
             << std::flush;
 }
 
+// The archive's op/call.txt and op/inputs.pt, copied before any of its
+// runs into a directory no run can reach: a sandboxed run may replace them
+// with links to files the sandbox hides, which minrepro itself, unsandboxed,
+// then read and copied into the op runs (probe 38: a user's torch.save file
+// under /tmp). Regular files only; the copy's directory, or empty.
+fs::path snapshotOpFiles(const fs::path& extracted, const fs::path& scratch) {
+  const fs::path from = extracted / "op", to = scratch / "op-as-extracted";
+  std::error_code ec;
+  for (const char* name : {"call.txt", "inputs.pt"})
+    if (fs::symlink_status(from / name, ec).type() != fs::file_type::regular) return {};
+  fs::create_directories(to);
+  for (const char* name : {"call.txt", "inputs.pt"}) fs::copy_file(from / name, to / name);
+  return to;
+}
+
 // The op-level reproducer of an extracted archive as a case of its own, in
 // `scratch`: the call rendered to load every tensor from its batch (the
 // archived script spells small ones out, which a float32 variant could not
-// cast), its inputs.pt the batch. Empty when the archive has none.
-fs::path opCaseOf(const fs::path& extracted, const fs::path& scratch, FailureFamily family, const std::string& python) {
-  const fs::path op = extracted / "op";
+// cast), its inputs.pt the batch. `op` is the archive's op/ as extracted
+// (snapshotOpFiles). Empty when the archive has none.
+fs::path opCaseOf(const fs::path& op, const fs::path& scratch, FailureFamily family, const std::string& python) {
+  if (op.empty()) return {};
   const auto call = readOpCall(op / "call.txt");
   if (!call || !fs::is_regular_file(op / "inputs.pt") || opRecorderDir().empty()) return {};
   const OpCaseAxes axes = sharedSampleAxes(call->tensors, call->args);
@@ -309,6 +325,7 @@ CompareResult compareVariants(const CompareOptions& options, std::ostream* progr
   bool made_here = false;
   std::optional<Manifest> manifest;
   CaseConfig config = loadInput(options.input, scratch->path(), &manifest, &made_here);
+  const fs::path op_files = snapshotOpFiles(scratch->path() / "case", scratch->path());
   completeCase(config);
   if (manifest) {
     result.recorded = manifest->signature.summary();
@@ -342,7 +359,7 @@ CompareResult compareVariants(const CompareOptions& options, std::ostream* progr
   }
   const fs::path op_case =
       result.reproduces() && !result.recorded.empty() && !options.cancelled()
-          ? opCaseOf(scratch->path() / "case", scratch->path(), result.reference.family,
+          ? opCaseOf(op_files, scratch->path(), result.reference.family,
                      result.torch.python.empty() ? options.python.value_or(kDefaultPython) : result.torch.python)
           : fs::path();
   if (!op_case.empty()) {
@@ -352,7 +369,7 @@ CompareResult compareVariants(const CompareOptions& options, std::ostream* progr
     // The archive's op/repro_op.py: sandboxed as the archive was, in its own scratch directory.
     op_options.sandbox = sandbox.used ? SandboxMode::On : SandboxMode::Off;
     result.op = std::make_shared<CompareResult>(compareVariants(op_options, progress, executor));
-    result.op_call = readOpCall(scratch->path() / "case" / "op" / "call.txt")->op;
+    result.op_call = readOpCall(op_files / "call.txt")->op;
   }
   return result;
 }

@@ -236,6 +236,37 @@ TEST(CompareBinary, AChangedArchiveThatFailsAnotherWayIsSaidToFailOtherwiseThanR
   EXPECT_EQ(scrubbed.find("Pa55w0rdQx"), std::string::npos) << scrubbed;
 }
 
+// A stranger's archive whose step, sandboxed, swaps its op/inputs.pt for a
+// link to a file the sandbox hides (probe 38: minrepro, unsandboxed, then
+// read that file and copied it into the op runs): the op files are taken
+// as extracted, before any run, and the call alone still fails as it did.
+TEST(CompareBinary, ALinkARunPlantsInItsOpFilesIsNotFollowed) {
+  if (!findBubblewrap()) {
+    if (std::getenv("CI")) FAIL() << "bwrap missing: scripts/install-deps.sh installs bubblewrap";
+    GTEST_SKIP() << "bwrap is not installed";
+  }
+  const testing::ShrunkExample run = testing::shrunkExample("command");
+  ASSERT_EQ(run.status, 0) << run.output;
+  testing::TempDir dir("minrepro-compare-link");
+  ASSERT_EQ(runCommand(python() + " -c \"import torch; torch.save({'hidden': torch.arange(3)}, '" +
+                       (dir.path() / "hidden.pt").string() + "')\""),
+            0);
+  ASSERT_TRUE(testing::extractInto(run.archive, dir.path() / "x"));
+  const std::string step = testing::readFile(dir.path() / "x" / "step.py");
+  testing::writeFile(dir.path() / "x" / "step.py",
+                     "import os\n_p = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'op', 'inputs.pt')\n"
+                     "if not os.path.islink(_p):\n    os.unlink(_p)\n    os.symlink('" +
+                         (dir.path() / "hidden.pt").string() + "', _p)\n" + step);
+  const fs::path changed = dir.path() / "changed.tar.gz";
+  ASSERT_EQ(runCommand("cd " + (dir.path() / "x").string() + " && tar czf " + changed.string() + " ."), 0);
+  int status = -1;
+  const std::string output = compare(changed.string() + " --runs 1 --sandbox on", &status);
+  ASSERT_EQ(status, 0) << output;
+  const auto call = output.find("The failing call alone (op/repro_op.py");
+  ASSERT_NE(call, std::string::npos) << output;
+  EXPECT_NE(output.find("| as-is | nothing (the reference) | 1 | 1 | 0 | 0 |", call), std::string::npos) << output;
+}
+
 class CompareHalf : public ::testing::Test {
  protected:
   // A float16 whitening layer on a float16 batch: LibTorch on the CPU (1.13
