@@ -296,6 +296,9 @@ TEST(Scrub, VendorTokensLooserKeysAndOtherSpellings) {
            {"api hf_\xc2\xad"
             "QwErTyUiOpAsDfGhJkLzXcVbNmQwErTyUi failed",
             "QwErTyUiOpAsDf"},
+           // Terminal escapes render as nothing too: an OSC 8 hyperlink, a colour (probe 38).
+           {"t2=ghp_aB3dE6gH\x1b]8;;\x07iJ9kL2mN5oP8qR1sT4uV7wX0yZ3a", "ghp_aB3dE6gH"},
+           {"t3=ghp_aB3dE6gH\x1b[31miJ9kL2mN5oP8qR1sT4uV7wX0yZ3a", "ghp_aB3dE6gH"},
            // Probe 20: a Slack app-level token, a fine-grained PAT longer than today's 82.
            {"c_xapp: xapp-1-A0123456789-1234567890123-" + std::string(64, 'f'), "A0123456789-1234567890123"},
            {"pat github_pat_" + std::string(86, 'A') + " denied", std::string(40, 'A')}}) {

@@ -479,10 +479,32 @@ std::optional<std::pair<char, std::size_t>> escapeAt(std::string_view rest) {
   return std::nullopt;
 }
 
+// The length of a terminal escape sequence at the start of `rest` (a CSI
+// colour, an OSC hyperlink or title, ended by BEL or ESC \), 0 when none:
+// a terminal shows none of it, so one inside a token splits it for a rule,
+// not for a reader (probe 38: an OSC 8 sequence kept a GitHub token's
+// first 12 characters).
+std::size_t terminalEscapeLength(std::string_view rest) {
+  if (rest.starts_with("\x1b[")) {
+    std::size_t i = 2;
+    while (i < rest.size() && static_cast<unsigned char>(rest[i]) >= 0x20 && static_cast<unsigned char>(rest[i]) < 0x40)
+      ++i;
+    return i < rest.size() && static_cast<unsigned char>(rest[i]) >= 0x40 && static_cast<unsigned char>(rest[i]) < 0x7f
+               ? i + 1
+               : 0;
+  }
+  if (rest.starts_with("\x1b]")) {
+    const std::size_t bel = rest.find('\x07', 2), st = rest.find("\x1b\\", 2);
+    if (bel == std::string_view::npos && st == std::string_view::npos) return rest.size();
+    return bel < st ? bel + 1 : st + 2;
+  }
+  return 0;
+}
+
 // The piece as a reader sees it: escapes decoded (a form body, a query
 // string, a JSON body quoted into a URL: password%3D...; HTML's &quot;,
-// JSON's \u0070), invisible characters gone (one inside a token splits it
-// for a rule, not for a reader): the zero-width ones, and the soft hyphen,
+// JSON's \u0070), invisible characters and terminal escape sequences gone
+// (one inside a token splits it for a rule, not for a reader): the zero-width ones, and the soft hyphen,
 // the combining grapheme joiner and the Mongolian vowel separator, which
 // render as nothing too (probe 35: a soft hyphen kept a token whole).
 std::string asRead(std::string_view piece) {
@@ -493,6 +515,10 @@ std::string asRead(std::string_view piece) {
     if (const auto escape = escapeAt(piece.substr(i))) {
       out += escape->first;
       i += escape->second - 1;
+      continue;
+    }
+    if (const std::size_t escape = terminalEscapeLength(piece.substr(i)); escape > 0) {
+      i += escape - 1;
       continue;
     }
     const auto zero_width = [&](std::string_view z) { return piece.substr(i, z.size()) == z; };
@@ -511,14 +537,28 @@ std::size_t placeholders(const std::string& text) {
   return n;
 }
 
-// The piece scrubbed as written; as read instead when that finds more (the
-// piece is then written decoded: a secret must not leave in any spelling).
+// The characters of `text` outside its <secret:…> placeholders.
+std::size_t keptCharacters(const std::string& text) {
+  std::size_t kept = text.size();
+  for (std::size_t at = text.find("<secret:"); at != std::string::npos; at = text.find("<secret:", at + 1)) {
+    const std::size_t end = text.find('>', at);
+    kept -= (end == std::string::npos ? text.size() : end + 1) - at;
+  }
+  return kept;
+}
+
+// The piece scrubbed as written; as read instead when that finds more, or
+// hides more of it than decoding alone removed (a token split by a terminal
+// escape: as written, only its tail matched a rule) (the piece is then
+// written decoded: a secret must not leave in any spelling).
 std::string scrubPiece(std::string_view piece) {
   std::string written = scrubByRules(std::string(piece));
   const std::string read = asRead(piece);
   if (read == piece) return written;
   std::string decoded = scrubByRules(read);
-  return placeholders(decoded) > placeholders(written) ? decoded : written;
+  const bool more = placeholders(decoded) > placeholders(written);
+  const bool hides_more = keptCharacters(decoded) + (piece.size() - read.size()) < keptCharacters(written);
+  return more || hides_more ? decoded : written;
 }
 
 }  // namespace
