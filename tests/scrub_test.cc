@@ -299,6 +299,14 @@ TEST(Scrub, VendorTokensLooserKeysAndOtherSpellings) {
            // Terminal escapes render as nothing too: an OSC 8 hyperlink, a colour (probe 38).
            {"t2=ghp_aB3dE6gH\x1b]8;;\x07iJ9kL2mN5oP8qR1sT4uV7wX0yZ3a", "ghp_aB3dE6gH"},
            {"t3=ghp_aB3dE6gH\x1b[31miJ9kL2mN5oP8qR1sT4uV7wX0yZ3a", "ghp_aB3dE6gH"},
+           // Probe 39: ESC ( B (tput sgr0), an OSC ended by ESC \, ESC 7, raw or as minrepro escapes them.
+           {"token hf_\x1b(B\x1b[mabcdefghijABCDEFGHIJabcdefghijABCD failed", "abcdefghijABCDEFGHIJ"},
+           {"token hf_\\x1b(BabcdefghijABCDEFGHIJabcdefghijABCD failed", "abcdefghijABCDEFGHIJ"},
+           {"token AKIA\\x1b]8;;\\x1b\\ABCDEFGHIJKLMNOP failed", "ABCDEFGHIJKLMNOP"},
+           {"token hf_\\x1b]8;;\\x07abcdefghijABCDEFGHIJabcdefghijABCD failed", "abcdefghijABCDEFGHIJ"},
+           {"t ghp_aB3dE6gH\x1b(BiJ9kL2mN\x1b"
+            "77oP8qR1sT4uV7wX0yZ3a",
+            "iJ9kL2mN"},  // ESC 7, then the token goes on
            // Probe 20: a Slack app-level token, a fine-grained PAT longer than today's 82.
            {"c_xapp: xapp-1-A0123456789-1234567890123-" + std::string(64, 'f'), "A0123456789-1234567890123"},
            {"pat github_pat_" + std::string(86, 'A') + " denied", std::string(40, 'A')}}) {

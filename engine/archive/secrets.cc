@@ -479,26 +479,48 @@ std::optional<std::pair<char, std::size_t>> escapeAt(std::string_view rest) {
   return std::nullopt;
 }
 
-// The length of a terminal escape sequence at the start of `rest` (a CSI
-// colour, an OSC hyperlink or title, ended by BEL or ESC \), 0 when none:
-// a terminal shows none of it, so one inside a token splits it for a rule,
-// not for a reader (probe 38: an OSC 8 sequence kept a GitHub token's
-// first 12 characters).
+// A control byte at the start of `s`, raw or as minrepro's own escaping
+// writes it into messages and reports ("\x1b"): its value and length;
+// {-1, 0} when `s` starts with neither.
+std::pair<int, std::size_t> controlAt(std::string_view s) {
+  if (s.empty()) return {-1, 0};
+  const auto byte = static_cast<unsigned char>(s[0]);
+  if (byte < 0x20 || byte == 0x7f) return {byte, 1};
+  if (s.size() >= 4 && s.starts_with("\\x") && std::isxdigit(static_cast<unsigned char>(s[2])) &&
+      std::isxdigit(static_cast<unsigned char>(s[3]))) {
+    const int value = std::stoi(std::string(s.substr(2, 2)), nullptr, 16);
+    if (value < 0x20 || value == 0x7f) return {value, 4};
+  }
+  return {-1, 0};
+}
+
+// The length of a terminal escape sequence at the start of `rest`, raw or
+// escaped, 0 when none: a CSI colour, an OSC hyperlink or title and the
+// DCS, SOS, PM and APC strings (ended by BEL or ESC \), a character set's
+// selection (ESC ( B, which tput sgr0 prints), ESC 7. A terminal shows none
+// of it, so one inside a token splits it for a rule, not for a reader
+// (probes 38 and 39: an OSC 8 hyperlink and ESC ( B kept whole tokens).
 std::size_t terminalEscapeLength(std::string_view rest) {
-  if (rest.starts_with("\x1b[")) {
-    std::size_t i = 2;
-    while (i < rest.size() && static_cast<unsigned char>(rest[i]) >= 0x20 && static_cast<unsigned char>(rest[i]) < 0x40)
-      ++i;
-    return i < rest.size() && static_cast<unsigned char>(rest[i]) >= 0x40 && static_cast<unsigned char>(rest[i]) < 0x7f
-               ? i + 1
-               : 0;
+  const auto [esc, esc_length] = controlAt(rest);
+  if (esc != 0x1b || esc_length >= rest.size()) return 0;
+  std::size_t i = esc_length;
+  const auto at = [&](std::size_t k) { return k < rest.size() ? static_cast<unsigned char>(rest[k]) : 0; };
+  const unsigned char kind = at(i);
+  if (kind == '[') {
+    for (++i; at(i) >= 0x20 && at(i) < 0x40;) ++i;
+    return at(i) >= 0x40 && at(i) < 0x7f ? i + 1 : 0;
   }
-  if (rest.starts_with("\x1b]")) {
-    const std::size_t bel = rest.find('\x07', 2), st = rest.find("\x1b\\", 2);
-    if (bel == std::string_view::npos && st == std::string_view::npos) return rest.size();
-    return bel < st ? bel + 1 : st + 2;
+  if (kind == ']' || kind == 'P' || kind == 'X' || kind == '^' || kind == '_') {
+    for (++i; i < rest.size();) {
+      const auto [control, length] = controlAt(rest.substr(i));
+      if (control == 0x07) return i + length;
+      if (control == 0x1b && at(i + length) == '\\') return i + length + 1;
+      i += length ? length : 1;
+    }
+    return rest.size();
   }
-  return 0;
+  while (at(i) >= 0x20 && at(i) < 0x30) ++i;  // a character set's selection: ESC ( B
+  return at(i) >= 0x30 && at(i) < 0x7f ? i + 1 : 0;
 }
 
 // The piece as a reader sees it: escapes decoded (a form body, a query
