@@ -29,6 +29,21 @@ class BadInput : public testing::ExampleCases {
                           (case_file.empty() ? example("class4") / "case.yaml" : case_file).string() + " " + options,
                       output);
   }
+  // DIR/batch.pt (x = 0..7, sample_id = 100..107) and a case.yaml whose
+  // trial runs DIR/step.py (written by the test) on it.
+  void writeIndexCase(const fs::path& dir) {
+    fs::create_directories(dir);
+    std::string output;
+    ASSERT_EQ(runCommand(testing::python() +
+                             " -c \"import torch; torch.save({'x': torch.arange(8), 'sample_id': "
+                             "torch.arange(8) + 100}, '" +
+                             (dir / "batch.pt").string() + "')\"",
+                         &output),
+              0)
+        << output;
+    writeFile(dir / "case.yaml", "batch: batch.pt\nsamples: {tensors: {x: 0}, ids: sample_id}\ntrial:\n  command: [" +
+                                     testing::python() + ", \"{case_dir}/step.py\", \"{batch}\"]\n");
+  }
   // Nothing ran: no trial was journaled in the work directory.
   bool noTrialRan(const fs::path& work) const {
     return !fs::exists(work / "journal.txt") ||
@@ -284,15 +299,8 @@ TEST_F(BadInput, ARegressionTargetThatIsALinkOrABadNameIsRefusedBeforeAnyTrial) 
 // bundled, left as it was, and the archive goes to the work directory.
 TEST_F(BadInput, AnOutputTheTrialReadsIsLeftAndTheArchiveGoesToTheWorkDirectory) {
   const fs::path dir = work_.path() / "reads";
-  fs::create_directories(dir);
+  writeIndexCase(dir);
   std::string output;
-  ASSERT_EQ(runCommand(testing::python() +
-                           " -c \"import torch; torch.save({'x': torch.arange(8), 'sample_id': "
-                           "torch.arange(8) + 100}, '" +
-                           (dir / "batch.pt").string() + "')\"",
-                       &output),
-            0)
-      << output;
   writeFile(dir / "config.json", "{\"bad\": 5}\n");
   // Read beside the script (by an absolute path, the archive would not reproduce alone: exit 6).
   writeFile(
@@ -300,8 +308,6 @@ TEST_F(BadInput, AnOutputTheTrialReadsIsLeftAndTheArchiveGoesToTheWorkDirectory)
       "import json, os, sys, torch\nbad = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "
       "'config.json')))['bad']\nb = torch.load(sys.argv[1], weights_only=True)\n"
       "if bool((b['x'] == bad).any()):\n    raise IndexError('index 5 is out of bounds')\n");
-  writeFile(dir / "case.yaml", "batch: batch.pt\nsamples: {tensors: {x: 0}, ids: sample_id}\ntrial:\n  command: [" +
-                                   testing::python() + ", \"{case_dir}/step.py\", \"{batch}\"]\n");
   const fs::path work = work_.path() / "w";
   EXPECT_EQ(shrinkWith("--work-dir " + work.string() + " --output " + (dir / "config.json").string() +
                            " --force --no-op-repro",
@@ -321,15 +327,8 @@ TEST_F(BadInput, AnOutputTheTrialReadsIsLeftAndTheArchiveGoesToTheWorkDirectory)
 // archive goes to the work directory, and the log says why.
 TEST_F(BadInput, AFileThatAppearsAtTheOutputDuringTheRunIsLeftAsItIs) {
   const fs::path dir = work_.path() / "appears";
-  fs::create_directories(dir);
+  writeIndexCase(dir);
   std::string output;
-  ASSERT_EQ(runCommand(testing::python() +
-                           " -c \"import torch; torch.save({'x': torch.arange(8), 'sample_id': "
-                           "torch.arange(8) + 100}, '" +
-                           (dir / "batch.pt").string() + "')\"",
-                       &output),
-            0)
-      << output;
   const fs::path notes = dir / "repro.tar.gz";
   // Beside the script: in the archive's own run, its own directory.
   writeFile(dir / "step.py",
@@ -337,8 +336,6 @@ TEST_F(BadInput, AFileThatAppearsAtTheOutputDuringTheRunIsLeftAsItIs) {
             "\nif not os.path.exists(notes):\n    open(notes, 'w').write('USER NOTES\\n')\n"
             "b = torch.load(sys.argv[1], weights_only=True)\n"
             "if bool((b['x'] == 5).any()):\n    raise IndexError('index 5 is out of bounds')\n");
-  writeFile(dir / "case.yaml", "batch: batch.pt\nsamples: {tensors: {x: 0}, ids: sample_id}\ntrial:\n  command: [" +
-                                   testing::python() + ", \"{case_dir}/step.py\", \"{batch}\"]\n");
   const fs::path work = work_.path() / "w-appears";
   EXPECT_EQ(shrinkWith("--work-dir " + work.string() + " --output " + notes.string() + " --no-op-repro", &output,
                        dir / "case.yaml"),
