@@ -157,6 +157,21 @@ bool isGzip(const fs::path& file) {
 
 // The case to compare: case.yaml as given, or the one inside an archive
 // (extracted with verify's checks); `recorded` gets the archive's failure.
+// An archive made elsewhere may name only its own batch: minrepro reads it
+// outside the sandbox (the variants' casts, the batch's description), so a
+// case.yaml naming /tmp/…/yours.pt, or a link there, would have it read a
+// user's file and print its tensors' names (probe 40).
+void requireOwnBatch(const CaseConfig& config, const fs::path& dir, const fs::path& input) {
+  std::error_code ec;
+  const fs::path batch = fs::weakly_canonical(config.batch, ec), root = fs::weakly_canonical(dir, ec);
+  const fs::path inside = batch.lexically_relative(root);
+  if (fs::symlink_status(config.batch, ec).type() != fs::file_type::regular || inside.empty() ||
+      *inside.begin() == "..")
+    throw BadInputError(input.string() + ": its case.yaml names a batch that is not a file of the archive (" +
+                        text::printable(config.batch.string()) +
+                        "): an archive made elsewhere may read only its own files");
+}
+
 CaseConfig loadInput(const fs::path& input, const fs::path& scratch, std::optional<Manifest>* manifest,
                      bool* made_here) {
   std::error_code ec;
@@ -174,7 +189,9 @@ CaseConfig loadInput(const fs::path& input, const fs::path& scratch, std::option
     *manifest = readManifestFile(dir / "signature.txt", input.string() + ":signature.txt");
     *made_here = sealedByThisUser(dir, names);
   }
-  return loadCase(dir / "case.yaml");
+  CaseConfig config = loadCase(dir / "case.yaml");
+  if (!*made_here) requireOwnBatch(config, dir, input);
+  return config;
 }
 
 TrialSpec variantSpec(const CaseConfig& c, const Variant& v, const fs::path& batch, const fs::path& dir,
@@ -194,13 +211,28 @@ struct Runner {
   CompareResult& result;
   int run_number = 0;
 
+  // The float32 copy of the batch, written before the first run: a
+  // sandboxed run may replace the batch with a link to a user's file
+  // (probe 40). Beside an extracted archive's files, which the sandbox
+  // binds (in the scratch directory, the sandboxed run could not see it).
+  fs::path float32_batch;
+  std::vector<std::string> float32_cast;
+  void castBeforeTheRuns(const std::vector<Variant>& variants) {
+    const bool needed =
+        std::any_of(variants.begin(), variants.end(), [](const Variant& v) { return v.applies() && v.float32_batch; });
+    if (!needed) return;
+    const bool extracted = fs::weakly_canonical(config.base_dir) == fs::weakly_canonical(scratch / "case");
+    float32_batch = (extracted ? config.base_dir : scratch) / "minrepro-float32-batch.pt";
+    float32_cast = writeFloat32Batch(config.batch, float32_batch);
+  }
+
   VariantResult runVariant(const Variant& v) {
     VariantResult r;
     r.variant = v;
     fs::path batch = config.batch;
     if (v.float32_batch) {
-      batch = scratch / "float32-batch.pt";
-      r.cast = writeFloat32Batch(config.batch, batch);
+      batch = float32_batch;
+      r.cast = float32_cast;
     }
     for (int i = 0; i < options.runs && !options.cancelled(); ++i) record(r, runOnce(v, batch));
     return r;
@@ -344,7 +376,8 @@ CompareResult compareVariants(const CompareOptions& options, std::ostream* progr
     sandboxed.emplace(executor ? *executor : plain, fs::absolute(config.base_dir), *findBubblewrap(),
                       archiveKeyDirectories(), inheritedByArchiveRuns);
   Executor& chosen = sandboxed ? static_cast<Executor&>(*sandboxed) : executor ? *executor : plain;
-  Runner runner{config, options, chosen, scratch->path(), result};
+  Runner runner{config, options, chosen, scratch->path(), result, 0, {}, {}};
+  runner.castBeforeTheRuns(variants);
   for (const Variant& v : variants) {
     if (options.cancelled()) return result;
     VariantResult skipped;

@@ -267,6 +267,32 @@ TEST(CompareBinary, ALinkARunPlantsInItsOpFilesIsNotFollowed) {
   EXPECT_NE(output.find("| as-is | nothing (the reference) | 1 | 1 | 0 | 0 |", call), std::string::npos) << output;
 }
 
+// A stranger's archive may name only its own batch: minrepro reads it
+// outside the sandbox (probe 40: `batch: /tmp/…/yours.pt` had compare print
+// the names of a user's tensors for its float32 variant).
+TEST(CompareBinary, AStrangersArchiveMayNameOnlyItsOwnBatch) {
+  const testing::ShrunkExample run = testing::shrunkExample("command");
+  ASSERT_EQ(run.status, 0) << run.output;
+  testing::TempDir dir("minrepro-compare-batch");
+  const fs::path yours = dir.path() / "yours.pt";
+  ASSERT_EQ(runCommand(python() + " -c \"import torch; torch.save({'SECRET_NAME': torch.zeros(2).half()}, '" +
+                       yours.string() + "')\""),
+            0);
+  ASSERT_TRUE(testing::extractInto(run.archive, dir.path() / "x"));
+  std::string yaml = testing::readFile(dir.path() / "x" / "case.yaml");
+  const auto at = yaml.find("batch: ");
+  ASSERT_NE(at, std::string::npos) << yaml;
+  yaml.replace(at, yaml.find('\n', at) - at, "batch: " + yours.string());
+  testing::writeFile(dir.path() / "x" / "case.yaml", yaml);
+  const fs::path archive = dir.path() / "changed.tar.gz";
+  ASSERT_EQ(runCommand("cd " + (dir.path() / "x").string() + " && tar czf " + archive.string() + " ."), 0);
+  int status = -1;
+  const std::string output = compare(archive.string() + " --runs 1", &status);
+  EXPECT_EQ(status, 2) << output;
+  EXPECT_NE(output.find("its case.yaml names a batch that is not a file of the archive"), std::string::npos) << output;
+  EXPECT_EQ(output.find("SECRET_NAME"), std::string::npos) << output;
+}
+
 class CompareHalf : public ::testing::Test {
  protected:
   // A float16 whitening layer on a float16 batch: LibTorch on the CPU (1.13
