@@ -304,6 +304,16 @@ TEST(Scrub, VendorTokensLooserKeysAndOtherSpellings) {
            {"token hf_\\x1b(BabcdefghijABCDEFGHIJabcdefghijABCD failed", "abcdefghijABCDEFGHIJ"},
            {"token AKIA\\x1b]8;;\\x1b\\ABCDEFGHIJKLMNOP failed", "ABCDEFGHIJKLMNOP"},
            {"token hf_\\x1b]8;;\\x07abcdefghijABCDEFGHIJabcdefghijABCD failed", "abcdefghijABCDEFGHIJ"},
+           // Probe 40: a zero-width space as minrepro escapes it, a C1 CSI, an overstruck character.
+           {"id AKIAZ7Q4RT\\xe2\\x80\\x8b2W5XK3LM5P", "2W5XK3LM5P"},
+           {"id AKIAZ7Q4RT\xc2\x9b"
+            "0m2W5XK3LM5P",
+            "2W5XK3LM5P"},
+           {"xoxb-1234567X\b89012-123456789012-AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGhIjKlMnOpQrStUvWx"},
+           {"xoxb-1234567X\\x0889012-123456789012-AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGhIjKlMnOpQrStUvWx"},
+           // JSON's escaped slashes, HTML's named entities.
+           {"{\"url\": \"https:\\/\\/user:Passw0rd9@host\\/x\"}", "Passw0rd9"},
+           {"https&colon;//bob&colon;Hunter2x9&commat;host/x", "Hunter2x9"},
            {"t ghp_aB3dE6gH\x1b(BiJ9kL2mN\x1b"
             "77oP8qR1sT4uV7wX0yZ3a",
             "iJ9kL2mN"},  // ESC 7, then the token goes on

@@ -458,8 +458,16 @@ std::optional<char> asciiOf(std::string_view digits, int base) {
 // The escape at the start of `rest` (%3D, \u0070, \x3d, &#61;, &#x3d;,
 // &quot;): its character and its length; nullopt when none is there.
 std::optional<std::pair<char, std::size_t>> escapeAt(std::string_view rest) {
-  static const std::array<std::pair<std::string_view, char>, 6> kEntities{
-      {{"&quot;", '"'}, {"&apos;", '\''}, {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&equals;", '='}}};
+  static const std::array<std::pair<std::string_view, char>, 10> kEntities{{{"&quot;", '"'},
+                                                                            {"&apos;", '\''},
+                                                                            {"&amp;", '&'},
+                                                                            {"&lt;", '<'},
+                                                                            {"&gt;", '>'},
+                                                                            {"&equals;", '='},
+                                                                            {"&colon;", ':'},
+                                                                            {"&commat;", '@'},
+                                                                            {"&lowbar;", '_'},
+                                                                            {"&sol;", '/'}}};
   if (rest.starts_with('%') && rest.size() >= 3)
     if (auto c = asciiOf(rest.substr(1, 2), 16)) return std::pair{*c, std::size_t{3}};
   if ((rest.starts_with("\\u") || rest.starts_with("\\U")) && rest.size() >= 6)
@@ -476,6 +484,8 @@ std::optional<std::pair<char, std::size_t>> escapeAt(std::string_view rest) {
     if (rest.starts_with(entity)) return std::pair{c, entity.size()};
   // A quote escaped inside a JSON or Python string ("{\"password\": \"...\"}").
   if (rest.starts_with("\\\"") || rest.starts_with("\\'")) return std::pair{rest[1], std::size_t{2}};
+  // A slash as JSON may escape it ("https:\/\/user:pass@host\/").
+  if (rest.starts_with("\\/")) return std::pair{'/', std::size_t{2}};
   return std::nullopt;
 }
 
@@ -501,6 +511,14 @@ std::pair<int, std::size_t> controlAt(std::string_view s) {
 // of it, so one inside a token splits it for a rule, not for a reader
 // (probes 38 and 39: an OSC 8 hyperlink and ESC ( B kept whole tokens).
 std::size_t terminalEscapeLength(std::string_view rest) {
+  if (rest.starts_with("\xc2\x9b")) {  // the one-character CSI (C1), as UTF-8
+    std::size_t i = 2;
+    while (i < rest.size() && static_cast<unsigned char>(rest[i]) >= 0x20 && static_cast<unsigned char>(rest[i]) < 0x40)
+      ++i;
+    return i < rest.size() && static_cast<unsigned char>(rest[i]) >= 0x40 && static_cast<unsigned char>(rest[i]) < 0x7f
+               ? i + 1
+               : 0;
+  }
   const auto [esc, esc_length] = controlAt(rest);
   if (esc != 0x1b || esc_length >= rest.size()) return 0;
   std::size_t i = esc_length;
@@ -529,7 +547,36 @@ std::size_t terminalEscapeLength(std::string_view rest) {
 // (one inside a token splits it for a rule, not for a reader): the zero-width ones, and the soft hyphen,
 // the combining grapheme joiner and the Mongolian vowel separator, which
 // render as nothing too (probe 35: a soft hyphen kept a token whole).
-std::string asRead(std::string_view piece) {
+// The bytes minrepro's own escaping wrote as "\xNN" (a control byte, a
+// byte of a non-ASCII character such as U+200B), put back, and what
+// a terminal erases gone: a character a backspace overstrikes (probe 40:
+// a zero-width space written "\xe2\x80\x8b" kept an AWS key whole).
+std::string unescapedBytes(std::string_view piece) {
+  std::string out;
+  for (std::size_t i = 0; i < piece.size(); ++i) {
+    if (piece.substr(i, 2) == "\\x" && i + 3 < piece.size() &&
+        std::isxdigit(static_cast<unsigned char>(piece[i + 2])) &&
+        std::isxdigit(static_cast<unsigned char>(piece[i + 3]))) {
+      const int value = std::stoi(std::string(piece.substr(i + 2, 2)), nullptr, 16);
+      if (value == '\b' && !out.empty()) out.pop_back();
+      if (value != '\b' && (value < 0x20 || value >= 0x7f)) out += static_cast<char>(value);
+      if (value < 0x20 || value >= 0x7f) {
+        i += 3;
+        continue;
+      }
+    }
+    if (piece[i] == '\b') {
+      if (!out.empty()) out.pop_back();
+      continue;
+    }
+    out += piece[i];
+  }
+  return out;
+}
+
+std::string asRead(std::string_view written) {
+  const std::string bytes = unescapedBytes(written);
+  const std::string_view piece = bytes;
   static constexpr std::array<std::string_view, 8> kZeroWidth{"\u200b", "\u200c", "\u200d", "\u2060",
                                                               "\ufeff", "\u00ad", "\u034f", "\u180e"};
   std::string out;
