@@ -489,91 +489,73 @@ std::optional<std::pair<char, std::size_t>> escapeAt(std::string_view rest) {
   return std::nullopt;
 }
 
-// A control byte at the start of `s`, raw or as minrepro's own escaping
-// writes it into messages and reports ("\x1b"): its value and length;
-// {-1, 0} when `s` starts with neither.
-std::pair<int, std::size_t> controlAt(std::string_view s) {
-  if (s.empty()) return {-1, 0};
-  const auto byte = static_cast<unsigned char>(s[0]);
-  if (byte < 0x20 || byte == 0x7f) return {byte, 1};
-  if (s.size() >= 4 && s.starts_with("\\x") && std::isxdigit(static_cast<unsigned char>(s[2])) &&
-      std::isxdigit(static_cast<unsigned char>(s[3]))) {
-    const int value = std::stoi(std::string(s.substr(2, 2)), nullptr, 16);
-    if (value < 0x20 || value == 0x7f) return {value, 4};
-  }
-  return {-1, 0};
-}
-
-// The length of a terminal escape sequence at the start of `rest`, raw or
-// escaped, 0 when none: a CSI colour, an OSC hyperlink or title and the
-// DCS, SOS, PM and APC strings (ended by BEL or ESC \), a character set's
-// selection (ESC ( B, which tput sgr0 prints), ESC 7. A terminal shows none
-// of it, so one inside a token splits it for a rule, not for a reader
-// (probes 38 and 39: an OSC 8 hyperlink and ESC ( B kept whole tokens).
-std::size_t terminalEscapeLength(std::string_view rest) {
-  if (rest.starts_with("\xc2\x9b")) {  // the one-character CSI (C1), as UTF-8
-    std::size_t i = 2;
-    while (i < rest.size() && static_cast<unsigned char>(rest[i]) >= 0x20 && static_cast<unsigned char>(rest[i]) < 0x40)
-      ++i;
-    return i < rest.size() && static_cast<unsigned char>(rest[i]) >= 0x40 && static_cast<unsigned char>(rest[i]) < 0x7f
-               ? i + 1
-               : 0;
-  }
-  const auto [esc, esc_length] = controlAt(rest);
-  if (esc != 0x1b || esc_length >= rest.size()) return 0;
-  std::size_t i = esc_length;
+// The length of a CSI sequence's parameters and final byte from `from`
+// (ESC [ 31 m: from the 3), 0 when they do not end it.
+std::size_t csiLength(std::string_view rest, std::size_t from) {
   const auto at = [&](std::size_t k) { return k < rest.size() ? static_cast<unsigned char>(rest[k]) : 0; };
-  const unsigned char kind = at(i);
-  if (kind == '[') {
-    for (++i; at(i) >= 0x20 && at(i) < 0x40;) ++i;
-    return at(i) >= 0x40 && at(i) < 0x7f ? i + 1 : 0;
-  }
-  if (kind == ']' || kind == 'P' || kind == 'X' || kind == '^' || kind == '_') {
-    for (++i; i < rest.size();) {
-      const auto [control, length] = controlAt(rest.substr(i));
-      if (control == 0x07) return i + length;
-      if (control == 0x1b && at(i + length) == '\\') return i + length + 1;
-      i += length ? length : 1;
-    }
-    return rest.size();
-  }
-  while (at(i) >= 0x20 && at(i) < 0x30) ++i;  // a character set's selection: ESC ( B
-  return at(i) >= 0x30 && at(i) < 0x7f ? i + 1 : 0;
+  std::size_t i = from;
+  while (at(i) >= 0x20 && at(i) < 0x40) ++i;
+  return at(i) >= 0x40 && at(i) < 0x7f ? i + 1 : 0;
 }
 
-// The piece as a reader sees it: escapes decoded (a form body, a query
-// string, a JSON body quoted into a URL: password%3D...; HTML's &quot;,
-// JSON's \u0070), invisible characters and terminal escape sequences gone
-// (one inside a token splits it for a rule, not for a reader): the zero-width ones, and the soft hyphen,
-// the combining grapheme joiner and the Mongolian vowel separator, which
-// render as nothing too (probe 35: a soft hyphen kept a token whole).
+// The length of a terminal escape sequence at the start of `rest`, 0 when
+// none: a CSI colour (ESC [ or its one-character C1 form), an OSC
+// hyperlink or title and the DCS, SOS, PM and APC strings (ended by BEL or
+// ESC \), a character set's selection (ESC ( B, which tput sgr0 prints),
+// ESC 7. A terminal shows none of it, so one inside a token splits it for
+// a rule, not for a reader (probes 38 and 39: an OSC 8 hyperlink and
+// ESC ( B kept whole tokens).
+std::size_t terminalEscapeLength(std::string_view rest) {
+  if (rest.starts_with("\xc2\x9b")) return csiLength(rest, 2);  // C1 CSI, as UTF-8
+  if (rest.size() < 2 || rest[0] != '\x1b') return 0;
+  const char kind = rest[1];
+  if (kind == '[') return csiLength(rest, 2);
+  if (kind == ']' || kind == 'P' || kind == 'X' || kind == '^' || kind == '_') {
+    const std::size_t bel = rest.find('\x07', 2), st = rest.find("\x1b\\", 2);
+    if (bel == std::string_view::npos && st == std::string_view::npos) return rest.size();
+    return bel < st ? bel + 1 : st + 2;
+  }
+  std::size_t i = 1;
+  while (i < rest.size() && rest[i] >= 0x20 && rest[i] < 0x30) ++i;  // a character set's selection: ESC ( B
+  return i < rest.size() && rest[i] >= 0x30 && rest[i] < 0x7f ? i + 1 : 0;
+}
+
 // The bytes minrepro's own escaping wrote as "\xNN" (a control byte, a
-// byte of a non-ASCII character such as U+200B), put back, and what
-// a terminal erases gone: a character a backspace overstrikes (probe 40:
-// a zero-width space written "\xe2\x80\x8b" kept an AWS key whole).
+// byte of a non-ASCII character such as U+200B) put back, and what a
+// terminal erases gone: a character a backspace overstrikes (probe 40: a
+// zero-width space written "\xe2\x80\x8b" kept an AWS key whole).
 std::string unescapedBytes(std::string_view piece) {
   std::string out;
+  const auto put = [&](char c) {
+    if (c != '\b')
+      out += c;
+    else if (!out.empty())
+      out.pop_back();
+  };
   for (std::size_t i = 0; i < piece.size(); ++i) {
     if (piece.substr(i, 2) == "\\x" && i + 3 < piece.size() &&
         std::isxdigit(static_cast<unsigned char>(piece[i + 2])) &&
         std::isxdigit(static_cast<unsigned char>(piece[i + 3]))) {
       const int value = std::stoi(std::string(piece.substr(i + 2, 2)), nullptr, 16);
-      if (value == '\b' && !out.empty()) out.pop_back();
-      if (value != '\b' && (value < 0x20 || value >= 0x7f)) out += static_cast<char>(value);
-      if (value < 0x20 || value >= 0x7f) {
+      if (value < 0x20 || value >= 0x7f) {  // printable ones are escapeAt's, as any escape of a character
+        put(static_cast<char>(value));
         i += 3;
         continue;
       }
     }
-    if (piece[i] == '\b') {
-      if (!out.empty()) out.pop_back();
-      continue;
-    }
-    out += piece[i];
+    put(piece[i]);
   }
   return out;
 }
 
+// The piece as a reader sees it: minrepro's own byte escapes put back
+// (unescapedBytes), escapes decoded (a form body, a query string, a JSON
+// body quoted into a URL: password%3D...; HTML's &quot;, JSON's \u0070),
+// invisible characters and terminal escape sequences gone (one inside a
+// token splits it for a rule, not for a reader): the zero-width ones, and
+// the soft hyphen, the combining grapheme joiner and the Mongolian vowel
+// separator, which render as nothing too (probe 35: a soft hyphen kept a
+// token whole).
 std::string asRead(std::string_view written) {
   const std::string bytes = unescapedBytes(written);
   const std::string_view piece = bytes;
