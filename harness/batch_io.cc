@@ -241,10 +241,8 @@ void forEachZipRecord(const fs::path& file,
 // declares over the record's bytes, however few there are.
 std::map<std::string, std::uint64_t> storageRecordSizes(const fs::path& file) {
   std::map<std::string, std::uint64_t> sizes;
-  forEachZipRecord(file, [&](struct archive*, const std::string& name, std::uint64_t size) {
-    if (const auto data = name.rfind("/data/"); data != std::string::npos) sizes[name.substr(data + 6)] = size;
-    return true;
-  });
+  for (const ZipEntry& e : readZipDirectory(file).entries)
+    if (const auto data = e.name.rfind("/data/"); data != std::string::npos) sizes[e.name.substr(data + 6)] = e.size;
   return sizes;
 }
 
