@@ -170,6 +170,21 @@ void checkHalves(const BatchStore& batch, TrialOracle& oracle, const Selection& 
       batch));
 }
 
+std::optional<std::string> noSampleWentWarning(const BatchStore& batch, std::size_t kept, const OracleStats& stats) {
+  const std::size_t n = batch.sampleCount();
+  if (n < 2 || kept < n || stats.other_bugs.empty()) return std::nullopt;
+  const auto most = std::max_element(stats.other_bugs.begin(), stats.other_bugs.end(),
+                                     [](const auto& a, const auto& b) { return a.second < b.second; });
+  std::string advice = perSampleLookingKeptWhole(batch);
+  if (advice.empty())
+    advice =
+        "the step may hold per-sample data the case keeps whole: a list or tensor of its own with one entry per "
+        "sample (with minrepro_capture, a variable the block reads that is not the batch given to capture(), "
+        "which capture names in its notes), or a tensor outside samples.tensors";
+  return "none of the " + std::to_string(n) + " samples could go: smaller batches failed another way (most often " +
+         most->first + ", " + std::to_string(most->second) + " time(s)). " + advice;
+}
+
 std::optional<std::string> OtherFailureWatch::add(bool accepted, const FailureSignature& last, std::size_t trials,
                                                   double seconds) {
   if (first_seconds_ < 0) first_seconds_ = seconds, first_trials_ = trials;

@@ -29,6 +29,7 @@
 namespace minrepro {
 
 class TrialOracle;
+struct OracleStats;
 class Log;
 
 // "camera [64] int64, table [100, 8] float32" (the tensors the case keeps
@@ -62,6 +63,14 @@ void checkHarnessKeys(const CaseConfig& config, const BatchStore& batch);
 // openingCandidates), whose half is asked first.
 void checkHalves(const BatchStore& batch, TrialOracle& oracle, const Selection& all, const Selection& first_query,
                  Log& log);
+
+// After the search: a batch of several samples that kept every one while
+// smaller candidates failed another way (a run the stops above let go on,
+// because another pass accepted a candidate: the values zeroed) reduced
+// nothing a reader would call reduced. Says so, with the other failure met
+// most often and where to look; nullopt when samples went, or when every
+// smaller batch passed (the failure needs them all: a finding, no warning).
+std::optional<std::string> noSampleWentWarning(const BatchStore& batch, std::size_t kept, const OracleStats& stats);
 
 // The search's running count of candidates that fail another way (above).
 class OtherFailureWatch {

@@ -274,6 +274,11 @@ ReductionSummary summaryOf(Run& r, const fs::path& minimal_batch, const Neighbou
   ReductionSummary summary =
       summarize(r.environment.get(), r.config, *r.batch, *r.oracle, r.best, minimal_batch, neighbours, r.log);
   summary.warnings = r.torch_warnings ? *r.torch_warnings : logTorchMismatches(r.config, summary.environment, r.log);
+  if (r.incomplete.empty())
+    if (const auto none_went = noSampleWentWarning(*r.batch, r.best.samples.size(), r.oracle->stats())) {
+      r.log.info("warning: " + *none_went);
+      summary.warnings.push_back(*none_went);
+    }
   summary.confirmed = r.confirmed;
   summary.diagnostic = r.diagnostic.describe();
   summary.incomplete = r.incomplete;

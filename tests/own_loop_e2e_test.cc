@@ -551,6 +551,57 @@ TEST_F(CaptureByValue, ALoopAtTheScriptsTopLevel) { captureShrinkAndRunAlone("to
 
 TEST_F(CaptureByValue, ANotebookCell) { captureShrinkAndRunAlone("notebook_cell.py"); }
 
+// A detector's loop (tests/capture/detection_loop.py): the `for` statement
+// unpacks (images, targets), targets a list of per-image dicts, and the
+// block reads the two names. Each is a part of the batch, cut with it: a
+// list saved with the step's state instead met every cut batch whole, and
+// every smaller candidate failed another way ("8 -> 8 samples", exit 0).
+class DetectionLoop : public OwnLoop {
+ protected:
+  fs::path case_dir_ = work_.path() / "case";
+
+  int capture(const std::string& mode, std::string* out) {
+    return runCommand("cd " + user_.string() + " && PYTHONPATH=" + MINREPRO_SOURCE_DIR + "/harness/python " +
+                          testing::python() + " " + MINREPRO_SOURCE_DIR + "/tests/capture/detection_loop.py " +
+                          case_dir_.string() + " " + mode,
+                      out);
+  }
+};
+
+TEST_F(DetectionLoop, TheNamesTheForStatementUnpacksAreCutWithTheBatch) {
+  std::string out;
+  ASSERT_EQ(capture("plain", &out), 1) << out;
+  EXPECT_TRUE(has(out, "fails the same way (IndexError: Target 5 is out of bounds.)")) << out;
+  EXPECT_FALSE(has(out, "note:")) << out;
+  const std::string step = readFile(case_dir_ / "step.json");
+  EXPECT_TRUE(has(step, "\"targets\": [\n   1\n  ]")) << step;
+  ASSERT_EQ(testing::shrinkCase(case_dir_ / "case.yaml", work_.path() / "repro.tar.gz", work_.path() / "work", &out,
+                                testing::kNoOpStep),
+            0)
+      << out;
+  EXPECT_TRUE(has(out, "reduced 8 -> 1 samples (ids [5])")) << out;
+  EXPECT_FALSE(has(out, "could go")) << out;
+}
+
+TEST_F(DetectionLoop, ACopyOfAPerSampleListIsNamedAndAShrinkThatCutsNoSampleSaysWhy) {
+  std::string out;
+  ASSERT_EQ(capture("copy", &out), 1) << out;
+  const std::string note =
+      "`targets` holds 8 entries, as the batch holds 8 samples, but is not part of the batch given to capture()";
+  EXPECT_TRUE(has(out, "minrepro_capture: note: " + note)) << out;
+  EXPECT_TRUE(has(readFile(case_dir_ / "CAPTURE-ERROR.txt"), note));
+  const fs::path archive = work_.path() / "repro.tar.gz";
+  ASSERT_EQ(testing::shrinkCase(case_dir_ / "case.yaml", archive, work_.path() / "work", &out, testing::kNoOpStep), 0)
+      << out;
+  EXPECT_TRUE(has(out, "reduced 8 -> 8 samples")) << out;
+  const std::string warning =
+      "none of the 8 samples could go: smaller batches failed another way (most often index-error: index ";
+  EXPECT_TRUE(has(out, "warning: " + warning)) << out;
+  EXPECT_TRUE(has(out, "a variable the block reads that is not the batch given to capture()")) << out;
+  ASSERT_TRUE(testing::extractInto(archive, work_.path() / "extracted"));
+  EXPECT_TRUE(has(readFile(work_.path() / "extracted" / "REPORT.md"), warning));
+}
+
 TEST(TorchVersions, MajorMinorDecidesAndEachMismatchIsOneSentence) {
   EXPECT_EQ(torchMinorVersion("2.13.0+cpu"), "2.13");
   EXPECT_EQ(torchMinorVersion("1.13.0a0+git"), "1.13");

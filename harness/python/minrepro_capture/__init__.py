@@ -76,8 +76,9 @@ _DEVICE_ASSERT_MARKERS = ("device-side assert", "hipErrorAssert", "cudaErrorAsse
 class CaptureInfo:
     """What the last capture wrote (minrepro_capture.last_capture)."""
 
-    def __init__(self, case_dir, case_file, error_file, device_assert, test_run=None):
+    def __init__(self, case_dir, case_file, error_file, device_assert, test_run=None, notes=()):
         self.case_dir = case_dir
+        self.notes = list(notes)         # CAPTURE-ERROR.txt's lines
         self.case_file = case_file       # case.yaml, or None when no trial could be written
         self.error_file = error_file     # CAPTURE-ERROR.txt, or None
         self.device_assert = device_assert
@@ -335,6 +336,8 @@ class capture:
                     "fails the same way" if info.test_run.same else "DOES NOT fail the same way, see "
                     + str(info.error_file), info.test_run.detail))
             if info.case_file and (info.test_run is None or info.test_run.same):
+                for note in info.notes:
+                    sys.stderr.write("minrepro_capture: note: %s\n" % note)
                 sys.stderr.write("minrepro_capture: reduce it with: minrepro shrink --config %s\n" % info.case_file)
             elif info.case_file:
                 sys.stderr.write("minrepro_capture: fix what %s says, then reduce it with: minrepro shrink --config %s\n"
@@ -417,7 +420,7 @@ class capture:
                                                     if case_file is None else "notes on the captured case"))
                 for p in problems:
                     f.write("- %s\n" % p)
-        last_capture = CaptureInfo(out_dir, case_file, error_file, device_assert, test)
+        last_capture = CaptureInfo(out_dir, case_file, error_file, device_assert, test, problems)
         return last_capture
 
     def _case_text(self, exc, tb, batch, trial, test):
@@ -456,7 +459,7 @@ class capture:
                                       self.command)
         if self.trial != "model":
             try:
-                return self._step_trial(out_dir, batch, tb, entry)
+                return self._step_trial(out_dir, batch, tb, entry, problems)
             except _step.StepNotSaved as why:
                 problems.append("the step itself could not be made the trial: %s%s" % (
                     why, "" if self.trial == "step" or self.model is None else "; the model slice is the trial instead"))
@@ -475,7 +478,7 @@ class capture:
                 ", nor ".join("%s (%s)" % (participle[what], reason) for what, reason in failed)))
         return trial
 
-    def _step_trial(self, out_dir, batch, tb, entry):
+    def _step_trial(self, out_dir, batch, tb, entry, problems):
         if self._step_call is not None:
             fn, args, kwargs, batch_at, rng = self._step_call
             record = _step.function_record(fn, args, kwargs, batch_at, rng, batch.saved.others)
@@ -494,6 +497,7 @@ class capture:
             raise _step.StepNotSaved("the step was not seen starting (capture was neither entered as a with block "
                                      "nor called as a decorator with the batch)")
         record.meta["layout"] = batch.saved.layout()
+        problems.extend(record.notes)
         switches = [path for path, on in self.branches.items() if on is True and record.switchable(path)]
         _step.write(record, out_dir, switches)
         argv = [sys.executable, "-u", "{case_dir}/captured_step.py", "{batch}", record.user_file, record.meta["module"]]

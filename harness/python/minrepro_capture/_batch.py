@@ -65,6 +65,7 @@ class SavedBatch:
         self.classes = {}       # wildcard path (json text) -> [module, qualname] of a named tuple or mapping
         self.others = {}        # path (json text) -> the value kept in the step's state
         self.tensors = []       # (path, detached CPU tensor, original tensor)
+        self.containers = []    # (path, original list, tuple or mapping): a name may hold one of the batch's
         self.saved = self._copy(batch, [])
         if not self.tensors:
             raise ValueError("the batch holds no tensor")
@@ -78,6 +79,8 @@ class SavedBatch:
             cpu = value.detach().cpu()
             self.tensors.append((path, cpu, value))
             return cpu
+        if isinstance(value, (collections.abc.Mapping, list, tuple)) and value:
+            self.containers.append((path, value))
         if isinstance(value, collections.abc.Mapping):
             items = {k: self._copy(v, path + [k]) for k, v in value.items()}
             if type(value) not in (dict, collections.OrderedDict):  # a tokenizer's BatchEncoding, say
@@ -140,12 +143,24 @@ class SavedBatch:
         return {"devices": self.devices, "classes": self.classes, "added_keys": self.added_keys,
                 "kind": type(self.given).__name__}
 
-    def path_of(self, tensor):
-        """The path of a tensor of the batch the step was given, or None."""
-        for path, _, original in self.tensors:
-            if original is tensor:
-                return path
-        return None
+    def path_of(self, value):
+        """The path of a tensor, list, tuple or mapping of the batch the step
+        was given, or None. A loop that unpacks its batch in the `for`
+        statement (`for images, targets in loader`) names its parts: each
+        is the batch's, cut with it, not a variable of the step's state
+        that every candidate would carry whole. Empty ones are no part
+        (every `()` is the same object)."""
+        if isinstance(value, torch.Tensor):
+            return next((path for path, _, original in self.tensors if original is value), None)
+        return next((path for path, original in self.containers if original is value), None)
+
+    def per_sample_lookalike(self, value):
+        """Whether a value that is not the batch's looks like one of its
+        per-sample lists: as many entries as the batch has samples, tensors
+        or records among them (a copy of the targets made before the block)."""
+        n = self.batch_size()
+        return isinstance(value, (list, tuple)) and n > 1 and len(value) == n and any(
+            isinstance(v, (torch.Tensor, collections.abc.Mapping)) for v in value)
 
 
 def display_path(path):

@@ -61,6 +61,7 @@ class StepRecord:
         self.set_first = set()  # block variables the body sets before it reads them
         self.by_value = None  # ByValue when the step is defined in __main__
         self.with_line = None  # a block's `with` line
+        self.notes = []  # what the user should know of the saved step (CAPTURE-ERROR.txt)
 
     def switchable(self, path):
         """True when `path` (name or name.attr...) names something the step can see."""
@@ -221,17 +222,24 @@ def block_record(frame, entry_locals, line, batch, saved, rng, others):
             from_script.append(name)  # a global or builtin, or a name the block sets first
             continue
         value = entry_locals[name]
-        tensor_path = saved.path_of(value) if isinstance(value, torch.Tensor) else None
+        part_path = saved.path_of(value)
         if isinstance(value, types.ModuleType):
             modules[name] = value.__name__
         elif value is batch:
             batch_variables[name] = None
-        elif tensor_path is not None:
-            batch_variables[name] = tensor_path
+        elif part_path is not None:
+            batch_variables[name] = part_path
         elif by_value and frame.f_globals.get(name) is value and (inspect.isfunction(value) or inspect.isclass(value)):
             from_script.append(name)  # the script's own definition: by value, not pickled by reference
         else:
             variables[name] = value
+            if saved.per_sample_lookalike(value):
+                record.notes.append(
+                    "`%s` holds %d entries, as the batch holds %d samples, but is not part of the batch given to "
+                    "capture() (a copy, or made from it before the block): it is saved with the step's state, so "
+                    "every cut of the batch meets all %d of them. Put in the batch given to capture() the object the "
+                    "block reads, or make it inside the block from the batch" % (name, len(value), len(value),
+                                                                                  len(value)))
     record.meta.update(source=source, first_line=block.body[0].lineno, batch_variables=batch_variables,
                        modules=modules)
     record.with_line = block.lineno  # the `with` statement's own line, which the user knows the block by
