@@ -411,13 +411,17 @@ std::string storageOfTwoDtypes(const NamedTensors& batch) {
   return "";
 }
 
-// Views that repeat their storage through a stride of 0 (expand(), a
-// broadcast mask) past what minrepro writes dense: it writes a candidate's
-// tensors dense, so its candidates would be that large (probe 31: [8, 2e9]
-// over 32 bytes took shrink to 8 GB and an allocation failure; probe 34:
-// views of 3 GiB, each under the 8 GiB a view then had, took check to 4.3 GB
-// from a 2 KB file). At most 1 GiB for all of them together. Returns what
-// is wrong, "" when the views are within it.
+// Views that repeat their storage past what minrepro writes dense: it
+// writes a candidate's tensors dense, so its candidates would be that large.
+// A stride of 0 (expand(), a broadcast mask; probe 31: [8, 2e9] over 32
+// bytes took shrink to 8 GB and an allocation failure) or strides that make
+// elements overlap (as_strided with stride 1 along two axes; probe 41: a
+// 400 KB file read as 4 GiB by check, and compare's float32 copy of it
+// written to disk): whatever the strides, a view holds more elements than
+// the storage span it covers. At most 1 GiB for all of them together (probe
+// 34: views of 3 GiB, each under the 8 GiB a view then had, took check to
+// 4.3 GB from a 2 KB file). Returns what is wrong, "" when the views are
+// within it.
 std::string expandedPastMemory(const NamedTensors& batch) {
   constexpr std::uint64_t kMaxDense = std::uint64_t{1} << 30;
   const auto sizeText = [](std::uint64_t bytes) {
@@ -427,21 +431,29 @@ std::string expandedPastMemory(const NamedTensors& batch) {
   std::uint64_t total = 0;
   for (std::size_t i = 0; i < batch.tensors.size(); ++i) {
     const at::Tensor& t = batch.tensors[i];
-    if (!t.defined() || !t.has_storage()) continue;
-    bool repeats = false;
-    for (std::int64_t d = 0; d < t.dim(); ++d) repeats = repeats || (t.stride(d) == 0 && t.size(d) > 1);
-    if (!repeats) continue;
+    if (!t.defined() || !t.has_storage() || t.numel() == 0) continue;
+    bool expanded = false;
+    std::uint64_t span = 1;  // elements from the first to the last the view reads, both included
+    for (std::int64_t d = 0; d < t.dim(); ++d) {
+      expanded = expanded || (t.stride(d) == 0 && t.size(d) > 1);
+      span += static_cast<std::uint64_t>(t.size(d) - 1) * static_cast<std::uint64_t>(std::llabs(t.stride(d)));
+    }
+    if (static_cast<std::uint64_t>(t.numel()) <= span) continue;  // no element read twice
     const auto dense = static_cast<std::uint64_t>(t.numel()) * t.element_size();
     total += dense;
     if (total <= kMaxDense) continue;
-    std::ostringstream sizes;
+    std::ostringstream sizes, strides;
     sizes << t.sizes();
-    return "'" + batch.names[i] + "' is an expand()ed view, " + sizes.str() + " " +
-           std::string(c10::toString(t.scalar_type())) + ": " + sizeText(dense) + " dense over " +
-           std::to_string(t.storage().nbytes()) + " bytes of storage" +
+    strides << t.strides();
+    return "'" + batch.names[i] + "' is " +
+           (expanded ? std::string("an expand()ed view")
+                     : "a view whose strides " + strides.str() + " read its elements more than once (as_strided)") +
+           ", " + sizes.str() + " " + std::string(c10::toString(t.scalar_type())) + ": " + sizeText(dense) +
+           " dense over " + std::to_string(t.storage().nbytes()) + " bytes of storage" +
            (total > dense ? " (" + sizeText(total) + " with the batch's other expanded views)" : std::string()) +
-           ", past the 1 GiB minrepro writes dense for a candidate; save its un-expanded base (x[:, :1]) and "
-           "expand it in the step";
+           ", past the 1 GiB minrepro writes dense for a candidate; save " +
+           (expanded ? "its un-expanded base (x[:, :1]) and expand it" : "the storage and make the view") +
+           " in the step";
   }
   return "";
 }

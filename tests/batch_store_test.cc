@@ -611,6 +611,20 @@ TEST_F(BatchFixture, AnExpandedViewPastMemoryIsRefusedWhenOpened) {
                           "(1280 MiB with the batch's other expanded views)"),
             std::string::npos)
       << together;
+  // Strides that read elements more than once without a 0 among them
+  // (probe 41: [2**15, 2**14] over 2**15 + 2**14 elements, read as 4 GiB by
+  // check, and compare's float32 copy of a float16 one written to disk).
+  ASSERT_EQ(saveFromPython("{'input': torch.zeros(2**15 + 2**14, dtype=torch.int64).as_strided((2**15, 2**14), (1, "
+                           "1)), 'target': torch.arange(2)}"),
+            "");
+  const std::string overlapping = openError();
+  EXPECT_NE(overlapping.find("'input' is a view whose strides [1, 1] read its elements more than once (as_strided), "
+                             "[32768, 16384] Long: 4096 MiB dense over 393216 bytes of storage"),
+            std::string::npos)
+      << overlapping;
+  // A view into a larger storage (a slice, a transpose) reads each element once.
+  ASSERT_EQ(saveFromPython("{'input': torch.zeros(2**10, 2**9)[:, :2**8].t(), 'target': torch.arange(256)}"), "");
+  EXPECT_EQ(openError().find("more than once"), std::string::npos) << openError();
 }
 
 // An empty file and a save cut short (a full disk, an interrupted copy)
