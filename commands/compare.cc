@@ -168,7 +168,7 @@ void requireOwnBatch(const CaseConfig& config, const fs::path& dir, const fs::pa
   if (fs::symlink_status(config.batch, ec).type() != fs::file_type::regular || inside.empty() ||
       *inside.begin() == "..")
     throw BadInputError(input.string() + ": its case.yaml names a batch that is not a file of the archive (" +
-                        text::printable(config.batch.string()) +
+                        text::printableInLine(config.batch.string()) +
                         "): an archive made elsewhere may read only its own files");
 }
 
@@ -368,7 +368,7 @@ CompareResult compareVariants(const CompareOptions& options, std::ostream* progr
   const SandboxChoice sandbox = chooseSandbox(options.sandbox, made_here);
   const std::vector<Variant> variants = planVariants(config, BatchStore::open(config)->describe(), options.dev_root);
   if (progress)
-    *progress << "compare " << text::printable(options.input.string()) << ": " << sandbox.describe << "; "
+    *progress << "compare " << text::printableInLine(options.input.string()) << ": " << sandbox.describe << "; "
               << options.runs << " run(s) per variant, each a fresh process without diagnostic variables\n";
   LocalExecutor plain;
   std::optional<SandboxedExecutor> sandboxed;

@@ -158,7 +158,7 @@ std::string renderInitCase(const InitOptions& o, std::vector<std::string>& notes
   // (U+202E) would be shown reordered by an editor: written with every
   // character past ASCII escaped ("\u202E"), it reads back as the same name.
   const std::string body = initCaseBody(o, c, argv, false);
-  const std::string header = "# Inferred by minrepro from " + text::printable(o.batch.filename().string()) +
+  const std::string header = "# Inferred by minrepro from " + text::printableInLine(o.batch.filename().string()) +
                              "; edit what is wrong (every key: configs/README.md in minrepro's sources).\n";
   std::string comments;
   for (const auto& n : notes) comments += "#   " + n + "\n";

@@ -50,7 +50,7 @@ std::string readExpect(const fs::path& file) {
   std::istringstream words(text);
   std::string word;
   words >> word;
-  return word.empty() ? "fail" : text::printable(word);
+  return word.empty() ? "fail" : text::printableInLine(word);
 }
 
 struct Row {
@@ -64,7 +64,7 @@ struct Row {
 Row rerun(const fs::path& archive, const VerifyOptions& base) {
   // The name as the terminal shows it: a set cloned from elsewhere may name
   // a case with an escape sequence or a bidi control (probe 28).
-  Row row{text::printable(archive.filename().string().substr(0, archive.filename().string().size() - 7)),
+  Row row{text::printableInLine(archive.filename().string().substr(0, archive.filename().string().size() - 7)),
           readExpect(fs::path(archive).replace_extension("").replace_extension(".expect")), "", false};
   if (row.expected != "fail" && row.expected != "pass") {
     row.got = "error: " + row.name + ".expect must say fail or pass";
@@ -222,7 +222,7 @@ int runRegress(const fs::path& dir, const VerifyOptions& base, std::ostream& out
   const std::string how = base.sandbox == SandboxMode::Auto ? chooseSandbox(SandboxMode::Auto, false).describe +
                                                                   " (archives your minrepro made, unchanged: without)"
                                                             : chooseSandbox(base.sandbox, false).describe;
-  out << "regress " << text::printable(dir.string()) << ": each case " << how << "\n";
+  out << "regress " << text::printableInLine(dir.string()) << ": each case " << how << "\n";
   std::vector<Row> rows;
   for (const auto& archive : archives) {
     rows.push_back(rerun(archive, base));

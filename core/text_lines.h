@@ -143,6 +143,17 @@ inline std::string printable(std::string_view s) {
   return out;
 }
 
+// A name shown within a line (a file of a directory someone else filled,
+// such as a regression set cloned from elsewhere): printable, and '\n' and
+// '\t' as "\x0a" and "\x09" too, so that it cannot start a line of its own
+// (probe 41: "FORGED: ok" as a row of regress's table).
+inline std::string printableInLine(std::string_view s) {
+  std::string out;
+  for (const char c : printable(s))
+    out += c == '\n' ? std::string("\\x0a") : c == '\t' ? std::string("\\x09") : std::string(1, c);
+  return out;
+}
+
 // A double-quoted string literal that Python and C++ both read back as
 // `text`: backslashes and quotes escaped, newlines as \n.
 inline std::string quoted(std::string_view text) {

@@ -96,6 +96,11 @@ TEST(Regress, LinkedExpectFilesAreNotFollowedAndControlBytesArePrintedAsText) {
   EXPECT_NE(out.find("named\\x1b]52;c;cHduZWQ=\\x07\\xe2\\x80\\xaex"), std::string::npos) << out;
   EXPECT_EQ(out.find("\xe2\x80\xae"), std::string::npos) << out;
   EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
+  // A newline in a name would start a row of its own (probe 41).
+  addCase(tmp.path() / "forged", "d\nFORGED: ok", kFails, "fail");
+  EXPECT_EQ(regress(tmp.path() / "forged", &out), 0) << out;
+  EXPECT_NE(out.find("d\\x0aFORGED: ok  fail"), std::string::npos) << out;
+  EXPECT_EQ(out.find("\nFORGED"), std::string::npos) << out;
   EXPECT_EQ(regress(set, &out), 1) << out;
   EXPECT_NE(out.find("linked  (a symbolic link)  error: linked.expect must say fail or pass"), std::string::npos)
       << out;

@@ -317,6 +317,18 @@ TEST(Scrub, VendorTokensLooserKeysAndOtherSpellings) {
            {"t ghp_aB3dE6gH\x1b(BiJ9kL2mN\x1b"
             "77oP8qR1sT4uV7wX0yZ3a",
             "iJ9kL2mN"},  // ESC 7, then the token goes on
+           // Probe 41: the rest of what renders as nothing (invisible operators, variation
+           // selectors, Khmer vowels, Hangul fillers, interlinear annotation), a combining mark
+           // under each character, and controls as minrepro escapes them (LRM, NUL).
+           {"t ghp_aB3dE6\u2062gHiJ9kL2mN5o\u2062P8qR1sT4uV7wX0yZ3a", "gHiJ9kL2mN5o"},
+           {"t hf_abcdef\ufe0fghijABCDEFGHIJab\ufe0fcdefghijABCD", "ghijABCDEFGHIJab"},
+           {"t xoxb-1234567\U000e010089012-123456789012-AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGhIjKlMnOp"},
+           {"t AKIAZ7Q4RT\u17b42W5XK3LM5P", "2W5XK3LM5P"},
+           {"t AKIAZ7Q4RT\u31642W5XK3LM5P", "2W5XK3LM5P"},
+           {"t AKIAZ7Q4RT\ufff92W5XK3LM5P", "2W5XK3LM5P"},
+           {"t A\u0332K\u0332I\u0332A\u0332Z7Q4RT2W5XK3LM5P", "Z7Q4RT2W5XK3"},
+           {"t AKIAZ7Q4RT\\xe2\\x80\\x8e2W5XK3LM5P", "2W5XK3LM5P"},
+           {"t AKIAZ7Q4RT\\x002W5XK3LM5P", "2W5XK3LM5P"},
            // Probe 20: a Slack app-level token, a fine-grained PAT longer than today's 82.
            {"c_xapp: xapp-1-A0123456789-1234567890123-" + std::string(64, 'f'), "A0123456789-1234567890123"},
            {"pat github_pat_" + std::string(86, 'A') + " denied", std::string(40, 'A')}}) {

@@ -468,8 +468,8 @@ VerifyResult verifyArchive(const VerifyOptions& given, std::ostream* progress, E
   result.op_runs_judged = o.expect == Expect::Fail;
   result.sandbox = chooseSandbox(o.sandbox, made_here);
   if (progress)
-    *progress << "verify " << text::printable(o.archive.string()) << ": " << result.sandbox.describe << "; " << o.runs
-              << " run(s) of repro.py, each a fresh process, diagnostic variables removed"
+    *progress << "verify " << text::printableInLine(o.archive.string()) << ": " << result.sandbox.describe << "; "
+              << o.runs << " run(s) of repro.py, each a fresh process, diagnostic variables removed"
               << (hang_limit
                       ? ", each given the recorded trial timeout, " +
                             secondsText(static_cast<double>(o.timeout.count()) / 1000) + " s (--timeout overrides)"
@@ -493,9 +493,10 @@ VerifyResult verifyArchive(const VerifyOptions& given, std::ostream* progress, E
       if (o.cancelled()) break;  // the run was stopped: it has no verdict either
       result.neighbour_runs.push_back(std::move(run));
       if (progress) {
-        *progress << "  neighbour " << scrubSecretsOnly(text::printable(n.name), machineScrubContext()) << " (ids "
-                  << formatList(n.ids, 8) << "): " << result.neighbour_runs.back().detail << " in " << std::fixed
-                  << std::setprecision(1) << result.neighbour_runs.back().outcome.duration.count() / 1000.0 << " s\n"
+        *progress << "  neighbour " << scrubSecretsOnly(text::printableInLine(n.name), machineScrubContext())
+                  << " (ids " << formatList(n.ids, 8) << "): " << result.neighbour_runs.back().detail << " in "
+                  << std::fixed << std::setprecision(1)
+                  << result.neighbour_runs.back().outcome.duration.count() / 1000.0 << " s\n"
                   << std::flush;
       }
     }

@@ -11,6 +11,8 @@
 #include <set>
 #include <string_view>
 
+#include "core/text_lines.h"
+
 namespace minrepro {
 namespace {
 
@@ -548,19 +550,45 @@ std::string unescapedBytes(std::string_view piece) {
   return out;
 }
 
+// The code point at piece[i] (`length` its UTF-8 bytes), or -1 where the
+// bytes are no UTF-8.
+long codePointAt(std::string_view piece, std::size_t i, std::size_t& length) {
+  length = text::utf8SequenceAt(piece, i);
+  if (length == 0) return length = 1, -1;
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(piece[i + k]); };
+  if (length == 1) return byte(0);
+  long cp = byte(0) & (0xff >> (length + 1));
+  for (std::size_t k = 1; k < length; ++k) cp = (cp << 6) | (byte(k) & 0x3f);
+  return cp;
+}
+
+// What renders as nothing, or as a mark on the character before it: inside a
+// token it splits the token for a rule, not for a reader. Unicode's
+// Default_Ignorable_Code_Point (zero-width characters, the soft hyphen,
+// variation selectors, invisible operators, Hangul fillers, bidi and tag
+// characters; probe 35: a soft hyphen, probe 41: U+2062, U+FE0F, U+E0100,
+// U+17B4), the interlinear annotation characters, the combining diacritical
+// marks (U+0332 under each character of a token: every one stays
+// legible), and the control characters a terminal shows as nothing (NUL,
+// BEL, DEL, C1; a tab or a line break is a visible break and stays).
+bool invisibleCodePoint(long cp) {
+  static constexpr std::array<std::pair<long, long>, 24> kRanges{
+      {{0x00, 0x08},     {0x0e, 0x1f},       {0x7f, 0x9f},       {0xad, 0xad},      {0x300, 0x36f},
+       {0x61c, 0x61c},   {0x115f, 0x1160},   {0x17b4, 0x17b5},   {0x180b, 0x180f},  {0x1ab0, 0x1aff},
+       {0x1dc0, 0x1dff}, {0x200b, 0x200f},   {0x202a, 0x202e},   {0x2060, 0x206f},  {0x20d0, 0x20ff},
+       {0x3164, 0x3164}, {0xfe00, 0xfe0f},   {0xfe20, 0xfe2f},   {0xfeff, 0xfeff},  {0xffa0, 0xffa0},
+       {0xfff0, 0xfffb}, {0x1bca0, 0x1bca3}, {0x1d173, 0x1d17a}, {0xe0000, 0xe0fff}}};
+  return std::any_of(kRanges.begin(), kRanges.end(), [&](const auto& r) { return cp >= r.first && cp <= r.second; });
+}
+
 // The piece as a reader sees it: minrepro's own byte escapes put back
 // (unescapedBytes), escapes decoded (a form body, a query string, a JSON
 // body quoted into a URL: password%3D...; HTML's &quot;, JSON's \u0070),
-// invisible characters and terminal escape sequences gone (one inside a
-// token splits it for a rule, not for a reader): the zero-width ones, and
-// the soft hyphen, the combining grapheme joiner and the Mongolian vowel
-// separator, which render as nothing too (probe 35: a soft hyphen kept a
-// token whole).
+// terminal escape sequences and what renders as nothing gone
+// (invisibleCodePoint).
 std::string asRead(std::string_view written) {
   const std::string bytes = unescapedBytes(written);
   const std::string_view piece = bytes;
-  static constexpr std::array<std::string_view, 8> kZeroWidth{"\u200b", "\u200c", "\u200d", "\u2060",
-                                                              "\ufeff", "\u00ad", "\u034f", "\u180e"};
   std::string out;
   for (std::size_t i = 0; i < piece.size(); ++i) {
     if (const auto escape = escapeAt(piece.substr(i))) {
@@ -572,12 +600,10 @@ std::string asRead(std::string_view written) {
       i += escape - 1;
       continue;
     }
-    const auto zero_width = [&](std::string_view z) { return piece.substr(i, z.size()) == z; };
-    if (const auto* z = std::find_if(kZeroWidth.begin(), kZeroWidth.end(), zero_width); z != kZeroWidth.end()) {
-      i += z->size() - 1;
-      continue;
-    }
-    out += piece[i];
+    std::size_t length = 1;
+    const long cp = codePointAt(piece, i, length);
+    if (!invisibleCodePoint(cp)) out.append(piece.substr(i, length));
+    i += length - 1;
   }
   return out;
 }
