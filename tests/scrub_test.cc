@@ -329,6 +329,14 @@ TEST(Scrub, VendorTokensLooserKeysAndOtherSpellings) {
            {"t A\u0332K\u0332I\u0332A\u0332Z7Q4RT2W5XK3LM5P", "Z7Q4RT2W5XK3"},
            {"t AKIAZ7Q4RT\\xe2\\x80\\x8e2W5XK3LM5P", "2W5XK3LM5P"},
            {"t AKIAZ7Q4RT\\x002W5XK3LM5P", "2W5XK3LM5P"},
+           // Look-alikes: fullwidth forms, mathematical bold letters and digits.
+           {"t \uff47\uff48\uff50\uff3f\uff41B3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5Q", "B3dE5fG7hJ9kL1mN3"},
+           {"url https://bob\uff1aHunt3rPw9\uff20host/x", "Hunt3rPw9"},
+           {"t \U0001d420\U0001d421\U0001d429_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z\U0001d7d3Q", "aB3dE5fG7hJ9kL1mN3"},
+           // A C1 CSI before a letter a reader reads on (as minrepro prints it), C1 strings.
+           {"t ghp_aB3\\xc2\\x9bdE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5Q", "E5fG7hJ9kL1mN3pQ5"},
+           {"t ghp_aB3\\xc2\\x9fx\\xc2\\x9cdE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5Q", "E5fG7hJ9kL1mN3pQ5"},
+           {"t ghp_aB3\\xc2\\x9d0;x\\x07dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5Q", "E5fG7hJ9kL1mN3pQ5"},
            // Probe 20: a Slack app-level token, a fine-grained PAT longer than today's 82.
            {"c_xapp: xapp-1-A0123456789-1234567890123-" + std::string(64, 'f'), "A0123456789-1234567890123"},
            {"pat github_pat_" + std::string(86, 'A') + " denied", std::string(40, 'A')}}) {

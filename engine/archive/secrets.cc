@@ -508,15 +508,21 @@ std::size_t csiLength(std::string_view rest, std::size_t from) {
 // a rule, not for a reader (probes 38 and 39: an OSC 8 hyperlink and
 // ESC ( B kept whole tokens).
 std::size_t terminalEscapeLength(std::string_view rest) {
+  // A string (OSC, DCS, SOS, PM, APC) runs to BEL or ST, ESC \ or C1's own.
+  const auto stringLength = [&](std::size_t from) {
+    const std::size_t bel = rest.find('\x07', from), st = rest.find("\x1b\\", from), c1 = rest.find("\xc2\x9c", from);
+    const std::size_t end = std::min({bel, st, c1});
+    return end == std::string_view::npos ? rest.size() : end + (end == bel ? 1 : 2);
+  };
   if (rest.starts_with("\xc2\x9b")) return csiLength(rest, 2);  // C1 CSI, as UTF-8
+  if (rest.size() >= 2 && rest[0] == '\xc2') {
+    const auto kind = static_cast<unsigned char>(rest[1]);
+    if (kind == 0x90 || kind == 0x98 || kind == 0x9d || kind == 0x9e || kind == 0x9f) return stringLength(2);
+  }
   if (rest.size() < 2 || rest[0] != '\x1b') return 0;
   const char kind = rest[1];
   if (kind == '[') return csiLength(rest, 2);
-  if (kind == ']' || kind == 'P' || kind == 'X' || kind == '^' || kind == '_') {
-    const std::size_t bel = rest.find('\x07', 2), st = rest.find("\x1b\\", 2);
-    if (bel == std::string_view::npos && st == std::string_view::npos) return rest.size();
-    return bel < st ? bel + 1 : st + 2;
-  }
+  if (kind == ']' || kind == 'P' || kind == 'X' || kind == '^' || kind == '_') return stringLength(2);
   std::size_t i = 1;
   while (i < rest.size() && rest[i] >= 0x20 && rest[i] < 0x30) ++i;  // a character set's selection: ESC ( B
   return i < rest.size() && rest[i] >= 0x30 && rest[i] < 0x7f ? i + 1 : 0;
@@ -581,12 +587,33 @@ bool invisibleCodePoint(long cp) {
   return std::any_of(kRanges.begin(), kRanges.end(), [&](const auto& r) { return cp >= r.first && cp <= r.second; });
 }
 
+// The ASCII character a code point reads as, or 0: the fullwidth forms
+// (ｇｈｐ＿…, ＰＡＳＳＷＯＲＤ＝, ＠) and the mathematical alphanumerics
+// (bold, italic, script, … letters and digits), which a reader reads as
+// the letters they draw (probe 41).
+char asciiLookalike(long cp) {
+  if (cp >= 0xff01 && cp <= 0xff5e) return static_cast<char>(cp - 0xfee0);
+  if (cp >= 0x1d400 && cp <= 0x1d6a3) {
+    const long letter = (cp - 0x1d400) % 52;
+    return static_cast<char>(letter < 26 ? 'A' + letter : 'a' + letter - 26);
+  }
+  if (cp >= 0x1d7ce && cp <= 0x1d7ff) return static_cast<char>('0' + (cp - 0x1d7ce) % 10);
+  return 0;
+}
+
+// How a C1 control (U+0080..U+009F) is read. minrepro prints one as text
+// ("\xc2\x9b"), which a reader skips over, reading the characters after it
+// ("\xc2\x9bd": a "d"); a terminal that honours C1 controls takes the
+// characters after CSI or OSC as the sequence's (the "d" ends the CSI and
+// is not shown). Both readings are tried (probe 41).
+enum class C1Reading { AsSequences, AsCharacters };
+
 // The piece as a reader sees it: minrepro's own byte escapes put back
 // (unescapedBytes), escapes decoded (a form body, a query string, a JSON
 // body quoted into a URL: password%3D...; HTML's &quot;, JSON's \u0070),
 // terminal escape sequences and what renders as nothing gone
 // (invisibleCodePoint).
-std::string asRead(std::string_view written) {
+std::string asRead(std::string_view written, C1Reading c1) {
   const std::string bytes = unescapedBytes(written);
   const std::string_view piece = bytes;
   std::string out;
@@ -596,13 +623,20 @@ std::string asRead(std::string_view written) {
       i += escape->second - 1;
       continue;
     }
-    if (const std::size_t escape = terminalEscapeLength(piece.substr(i)); escape > 0) {
+    const bool c1_here = piece.substr(i, 1) == "\xc2" && i + 1 < piece.size() &&
+                         static_cast<unsigned char>(piece[i + 1]) >= 0x80 &&
+                         static_cast<unsigned char>(piece[i + 1]) <= 0x9f;
+    if (const std::size_t escape = c1_here && c1 == C1Reading::AsCharacters ? 0 : terminalEscapeLength(piece.substr(i));
+        escape > 0) {
       i += escape - 1;
       continue;
     }
     std::size_t length = 1;
     const long cp = codePointAt(piece, i, length);
-    if (!invisibleCodePoint(cp)) out.append(piece.substr(i, length));
+    if (const char ascii = asciiLookalike(cp))
+      out += ascii;
+    else if (!invisibleCodePoint(cp))
+      out.append(piece.substr(i, length));
     i += length - 1;
   }
   return out;
@@ -629,13 +663,17 @@ std::size_t keptCharacters(const std::string& text) {
 // escape: as written, only its tail matched a rule) (the piece is then
 // written decoded: a secret must not leave in any spelling).
 std::string scrubPiece(std::string_view piece) {
-  std::string written = scrubByRules(std::string(piece));
-  const std::string read = asRead(piece);
-  if (read == piece) return written;
-  std::string decoded = scrubByRules(read);
-  const bool more = placeholders(decoded) > placeholders(written);
-  const bool hides_more = keptCharacters(decoded) + (piece.size() - read.size()) < keptCharacters(written);
-  return more || hides_more ? decoded : written;
+  std::string best = scrubByRules(std::string(piece));
+  std::size_t best_placeholders = placeholders(best), best_kept = keptCharacters(best);
+  for (const C1Reading c1 : {C1Reading::AsSequences, C1Reading::AsCharacters}) {
+    const std::string read = asRead(piece, c1);
+    if (read == piece) continue;
+    std::string decoded = scrubByRules(read);
+    const std::size_t found = placeholders(decoded), kept = keptCharacters(decoded) + (piece.size() - read.size());
+    if (found > best_placeholders || kept < best_kept)
+      best = std::move(decoded), best_placeholders = found, best_kept = kept;
+  }
+  return best;
 }
 
 }  // namespace
