@@ -247,6 +247,7 @@ class TorchBatchStore : public BatchStore {
       }
       info.storage_offset = t.storage_offset();
       info.in_sample_list = owners_[i] >= 0;
+      info.list_sample = owners_[i];
       for (std::size_t j = 0; j < batch.names.size(); ++j)
         if (j != i && batch.tensors[j].defined() && batch.tensors[j].storage().is_alias_of(t.storage()))
           info.shares_storage_with.push_back(batch.names[j]);

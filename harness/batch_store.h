@@ -25,6 +25,7 @@ struct TensorInfo {
   std::int64_t storage_offset = 0;
   std::vector<std::string> shares_storage_with;  // other tensors of the batch on the same storage
   bool in_sample_list = false;                   // an entry of a per-sample list (samples.lists)
+  std::int64_t list_sample = -1;                 // ... of that sample (its position in the batch)
 };
 
 struct ValueRange {

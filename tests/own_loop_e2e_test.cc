@@ -581,6 +581,11 @@ TEST_F(DetectionLoop, TheNamesTheForStatementUnpacksAreCutWithTheBatch) {
       << out;
   EXPECT_TRUE(has(out, "reduced 8 -> 1 samples (ids [5])")) << out;
   EXPECT_FALSE(has(out, "could go")) << out;
+  // The label one past the head, among the per-image records' labels.
+  ASSERT_TRUE(testing::extractInto(work_.path() / "repro.tar.gz", work_.path() / "extracted"));
+  const std::string report = readFile(work_.path() / "extracted" / "REPORT.md");
+  EXPECT_TRUE(has(report, "`[1][*].labels` (in each sample's entry): the kept samples hold 5, outside the range "))
+      << report;
 }
 
 TEST_F(DetectionLoop, ACopyOfAPerSampleListIsNamedAndAShrinkThatCutsNoSampleSaysWhy) {

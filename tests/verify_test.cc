@@ -476,6 +476,12 @@ TEST(Apart, ValueSetsAndTheLastBatch) {
   // Nothing removed: every sample is "the last ones", which tells nothing.
   EXPECT_EQ(describeApart(3, {0, 1, 2}, {7, 8, 9}, {})[0],
             "Last batch: not told: every sample of the original was kept");
+  // A field of per-sample records, k values per sample (a new user's
+  // detection targets: the label 5 of image 2 was in no line of the report).
+  SampleValues labels{"[1][*].labels", {3, 0, 1, 3, 0, 5, 2, 4}, 1, {0, 0, 1, 2, 2, 2, 3, 3}};
+  EXPECT_EQ(describeApart(4, {2}, {2}, {labels})[0],
+            "`[1][*].labels` (in each sample's entry): the kept samples hold 5, outside the range 0..4 that the other "
+            "3 samples span");
 }
 
 // A run that prints a token or a URL's password in its message: verify's

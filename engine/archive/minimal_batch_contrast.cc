@@ -19,15 +19,19 @@ std::string listOf(const std::vector<std::int64_t>& values, std::size_t max_item
 // kept value would bury the one that matters.
 std::optional<std::string> describeRows(std::int64_t original, const std::set<std::int64_t>& kept,
                                         const SampleValues& t) {
-  if (t.values.size() != static_cast<std::size_t>(original) * t.row) return std::nullopt;
+  const bool ragged = !t.owner.empty();
+  if (ragged ? t.owner.size() != t.values.size() : t.values.size() != static_cast<std::size_t>(original) * t.row)
+    return std::nullopt;
   std::set<std::int64_t> kept_distinct, rest;
   for (std::size_t i = 0; i < t.values.size(); ++i)
-    (kept.count(static_cast<std::int64_t>(i / t.row)) ? kept_distinct : rest).insert(t.values[i]);
+    (kept.count(ragged ? t.owner[i] : static_cast<std::int64_t>(i / t.row)) ? kept_distinct : rest).insert(t.values[i]);
   std::set<std::int64_t> only_kept;
   for (auto v : kept_distinct)
     if (!rest.count(v)) only_kept.insert(v);
   const std::int64_t others = original - static_cast<std::int64_t>(kept.size());
-  std::string line = "`" + t.name + "` (" + std::to_string(t.row) + " values per sample): ";
+  std::string line = "`" + t.name + "` (" +
+                     (ragged ? std::string("in each sample's entry") : std::to_string(t.row) + " values per sample") +
+                     "): ";
   if (others == 0 || rest.empty()) return line + "kept values " + formatValueSet(kept_distinct);
   const std::string range = std::to_string(*rest.begin()) + ".." + std::to_string(*rest.rbegin());
   std::set<std::int64_t> outside, inside;
@@ -69,7 +73,7 @@ std::vector<std::string> describeApart(std::int64_t original, const std::vector<
   const std::set<std::int64_t> kept_set(kept.begin(), kept.end());
   const std::int64_t others = original - static_cast<std::int64_t>(kept_set.size());
   for (const auto& t : tensors) {
-    if (t.row > 1) {
+    if (t.row > 1 || !t.owner.empty()) {
       if (auto line = describeRows(original, kept_set, t)) lines.push_back(*line);
       continue;
     }

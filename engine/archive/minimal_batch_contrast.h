@@ -19,6 +19,10 @@ struct SampleValues {
   std::string name;
   std::vector<std::int64_t> values;
   std::size_t row = 1;
+  // When not empty, the sample of each value instead of `row`: a field of
+  // the records of a per-sample list ("[1][*].labels", a detection
+  // target's k labels per image, k varying).
+  std::vector<std::int64_t> owner;
 };
 
 // "-100, 0..3": distinct values, consecutive runs as ranges; at most

@@ -6,6 +6,7 @@
 #include <future>
 #include <iomanip>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -115,9 +116,42 @@ KeyValues smallValues(const BatchStore& batch, const std::vector<TensorInfo>& te
   return values;
 }
 
+// The integer fields of per-sample lists' records, each over every sample
+// ("[1][*].labels" from "[1][0].labels", "[1][1].labels", ...: a detection
+// target's labels, k per image), up to 4M values in all.
+std::vector<SampleValues> listFieldIntegers(const CaseConfig& config, const BatchStore& batch,
+                                            const std::vector<TensorInfo>& tensors) {
+  std::map<std::string, SampleValues> fields;
+  std::size_t total = 0;
+  for (const auto& t : tensors) {
+    const bool integral = t.dtype.rfind("int", 0) == 0 || t.dtype.rfind("uint", 0) == 0;
+    if (!integral || t.list_sample < 0) continue;
+    std::size_t numel = 1;
+    for (auto d : t.shape) numel *= static_cast<std::size_t>(d);
+    if (numel == 0 || (total += numel) > (std::size_t{1} << 22)) continue;
+    for (const std::string& list : config.sample_lists) {
+      const std::string entry = list + "[" + std::to_string(t.list_sample) + "]";
+      if (t.name.rfind(entry, 0) != 0) continue;
+      SampleValues& field = fields[list + "[*]" + t.name.substr(entry.size())];
+      for (const std::int64_t v : batch.integerValues(t.name, numel)) {
+        field.values.push_back(v);
+        field.owner.push_back(t.list_sample);
+      }
+      break;
+    }
+  }
+  std::vector<SampleValues> out;
+  for (auto& [name, field] : fields) {
+    if (std::set<std::int64_t>(field.owner.begin(), field.owner.end()).size() < 2) continue;
+    field.name = name;
+    out.push_back(std::move(field));
+  }
+  return out;
+}
+
 // Integer tensors with a sample axis, not the ids: 1-D (one value per
 // sample), and token-like tensors with the samples first (rows of values
-// per sample, up to 4M values in all).
+// per sample, up to 4M values in all); then the per-sample lists' fields.
 std::vector<SampleValues> perSampleIntegers(const CaseConfig& config, const BatchStore& batch,
                                             const std::vector<TensorInfo>& tensors) {
   std::vector<SampleValues> out;
@@ -148,6 +182,7 @@ std::vector<SampleValues> perSampleIntegers(const CaseConfig& config, const Batc
       out.push_back(std::move(marked));
     }
   }
+  for (SampleValues& field : listFieldIntegers(config, batch, tensors)) out.push_back(std::move(field));
   return out;
 }
 
