@@ -138,7 +138,11 @@ std::vector<Variant> planVariants(const CaseConfig& config, const std::vector<Te
     variants.push_back(
         named("branch-off", "", "the case declares no optional branch (trial.harness.transforms or trial.switches)"));
   for (const auto& b : branches) {
-    variants.push_back(named("branch-off:" + b, "branch '" + b + "' switched off"));
+    // The name as shown, within one line of the progress, the table and
+    // the suggestions: a stranger's case.yaml may name a switch with a
+    // newline, an escape or a token (probe 42); the run gets it as it is.
+    const std::string shown = text::printableInLine(scrubSecretsOnly(b, machineScrubContext()));
+    variants.push_back(named("branch-off:" + shown, "branch '" + shown + "' switched off"));
     variants.back().branches_off = {b};
   }
   return variants;

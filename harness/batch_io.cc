@@ -522,6 +522,21 @@ NamedTensors readBatchFileHere(const fs::path& file) {
 
 }  // namespace
 
+std::string samplesPastTheirData(std::int64_t samples, const NamedTensors& batch) {
+  constexpr std::int64_t kFreeSamples = 1'000'000, kBytesPerSample = 8;
+  if (samples <= kFreeSamples) return "";
+  std::set<const c10::StorageImpl*> seen;
+  std::uint64_t bytes = 0;
+  for (const at::Tensor& t : batch.tensors)
+    if (t.defined() && t.has_storage() && seen.insert(t.storage().unsafeGetStorageImpl()).second)
+      bytes += t.storage().nbytes();
+  if (bytes >= static_cast<std::uint64_t>(samples) * kBytesPerSample) return "";
+  return "the batch declares " + std::to_string(samples) + " samples (a dimension that long) but holds " +
+         std::to_string(bytes) + " bytes of tensor data, fewer than " + std::to_string(kBytesPerSample) +
+         " per sample: tensors with an empty dimension beside it hold nothing for those samples; save the batch the "
+         "step is given";
+}
+
 NamedTensors readBatchFile(const fs::path& file) {
   // LibTorch frees a nested IValue recursively (harness/deep_stack.h).
   NamedTensors batch;

@@ -47,6 +47,14 @@ struct NamedTensors {
 // object of the user's class, such as a named tuple).
 NamedTensors readBatchFile(const std::filesystem::path& file);
 
+// Whether the batch's data can back `samples` samples: minrepro keeps a few
+// dozen bytes of bookkeeping per sample (ids, selections, their copies), so
+// a tensor of shape [3e8, 0] (no data, 1.5 KB on disk) that declares 3e8
+// samples took init to 2.75 GB and shrink to exit 1 (probe 42). Past
+// 1 000 000 samples, at least 8 bytes of tensor data per sample. Returns
+// what is wrong, "" when the count is backed.
+std::string samplesPastTheirData(std::int64_t samples, const NamedTensors& batch);
+
 // Producers of the storages of tensors without data (tensorWithoutData), by
 // the tensor's index in the batch: each writes its storage's bytes.
 using StorageProducers = std::map<std::size_t, std::function<void(const ByteSink&)>>;

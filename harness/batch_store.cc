@@ -86,7 +86,10 @@ class TorchBatchStore : public BatchStore {
     std::vector<std::int64_t> ids(static_cast<std::size_t>(samples_));
     std::iota(ids.begin(), ids.end(), 0);
     if (config_.sample_ids.empty()) return ids;
-    return toVector(*batch_.find(config_.sample_ids));
+    if (entryPath(config_.sample_ids, 0).empty()) return toVector(*batch_.find(config_.sample_ids));
+    for (std::int64_t i = 0; i < samples_; ++i)  // a field of the records (checked when opened)
+      ids[static_cast<std::size_t>(i)] = batch_.find(entryPath(config_.sample_ids, i))->item<std::int64_t>();
+    return ids;
   }
 
   std::vector<std::int64_t> integerValues(const std::string& name, std::size_t max_values) const override {
@@ -347,6 +350,7 @@ class TorchBatchStore : public BatchStore {
   bool unchanged(std::size_t tensor, const Selection& selection) const;
 
   void checkSampleAxes();
+  void checkIdsInRecords() const;
   void checkSequence();
   void checkMask(const at::Tensor& mask) const;
   template <typename Require>
@@ -762,7 +766,7 @@ void TorchBatchStore::checkSampleAxes() {
                           std::to_string(axis) + " (check samples.tensors in " + config_.case_file.string() + ")");
     }
   }
-  if (!config_.sample_ids.empty()) {
+  if (!config_.sample_ids.empty() && entryPath(config_.sample_ids, 0).empty()) {
     const at::Tensor* ids = batch_.find(config_.sample_ids);
     if (!ids || ids->dim() != 1 || ids->size(0) != samples_ || at::isFloatingType(ids->scalar_type()))
       throw BadInputError(
@@ -787,6 +791,32 @@ void TorchBatchStore::checkSampleAxes() {
                           "' lies in a per-sample list (samples.lists) and cannot have a sample axis of its own; "
                           "remove it from samples.tensors");
   if (samples_ == 0) throw BadInputError(file + ": the batch has no samples: nothing to reduce");
+  if (const std::string what = samplesPastTheirData(samples_, batch_); !what.empty())
+    throw BadInputError(file + ": " + what);
+  if (!entryPath(config_.sample_ids, 0).empty()) checkIdsInRecords();
+}
+
+// samples.ids naming a field of a per-sample list's records
+// ("[1][*].image_id"): one integer in each entry, the list one of
+// samples.lists.
+void TorchBatchStore::checkIdsInRecords() const {
+  const std::string& pattern = config_.sample_ids;
+  const std::string list = pattern.substr(0, pattern.find("[*]"));
+  const bool listed = std::find(config_.sample_lists.begin(), config_.sample_lists.end(),
+                                list.empty() ? std::string(kRootPath) : list) != config_.sample_lists.end();
+  if (!listed)
+    throw BadInputError(config_.case_file.string() + ": samples.ids names '" + pattern + "', but '" +
+                        (list.empty() ? std::string(kRootPath) : list) + "' is not a per-sample list (samples.lists)");
+  for (std::int64_t i = 0; i < samples_; ++i) {
+    const at::Tensor* id = batch_.find(entryPath(pattern, i));
+    if (!id || id->numel() != 1 || at::isFloatingType(id->scalar_type()) || at::isComplexType(id->scalar_type()))
+      throw BadInputError(config_.batch.string() + ": samples.ids names '" + pattern +
+                          "', which must be one integer in "
+                          "every entry of the list; entry " +
+                          std::to_string(i) +
+                          (id ? " holds a " + dtypeName(id->scalar_type()) + " tensor of shape " + c10::str(id->sizes())
+                              : " has none"));
+  }
 }
 
 // A transform that cannot apply to the batch is the case's mistake: say so

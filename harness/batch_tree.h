@@ -52,6 +52,15 @@ c10::IValue rebuildBatch(const BatchNode& root, const std::vector<at::Tensor>& t
                          const std::optional<std::vector<std::int64_t>>& kept);
 
 // The node at `path`, or null.
+// A field of a per-sample list's records named for every entry at once:
+// "[1][*].image_id" (samples.ids may name one); `entryPath` gives entry
+// `i`'s own path ("[1][3].image_id"), "" when `pattern` holds no "[*]".
+inline std::string entryPath(const std::string& pattern, std::int64_t i) {
+  const std::size_t star = pattern.find("[*]");
+  if (star == std::string::npos) return "";
+  return pattern.substr(0, star) + "[" + std::to_string(i) + "]" + pattern.substr(star + 3);
+}
+
 const BatchNode* findNode(const BatchNode& root, const std::string& path);
 BatchNode* findNode(BatchNode& root, const std::string& path);
 

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -198,21 +199,56 @@ const at::Tensor* perSampleTensor(const NamedTensors& b, const SampleAxis& a) {
 
 bool perSampleInteger(const at::Tensor& t, std::int64_t n) { return t.dim() == 1 && t.size(0) == n && isInteger(t); }
 
+// The names ids go by, the usual first, and the endings of "utt_id", "image_id".
+const std::vector<std::string> kIdNames = {"sample_id", "sample_ids",   "ids",           "id", "index", "indices",
+                                           "idx",       "sample_index", "dataset_index", "uid"};
+const std::vector<std::string> kIdSuffixes = {"_id", "_ids", "_idx", "_index"};
+
+bool endsLikeIds(const std::string& leaf) {
+  return std::any_of(kIdSuffixes.begin(), kIdSuffixes.end(),
+                     [&](const std::string& suffix) { return leaf.size() > suffix.size() && leaf.ends_with(suffix); });
+}
+
+bool namedLikeIds(const std::string& path) {
+  const std::string leaf = lower(leafName(path));
+  return std::find(kIdNames.begin(), kIdNames.end(), leaf) != kIdNames.end() || endsLikeIds(leaf);
+}
+
+// Sample ids held in the records of a per-sample list, one integer per
+// entry (torchvision's detection targets: {"boxes", "labels",
+// "image_id"}): "[1][*].image_id", when exactly one field is named like
+// ids and unique over the entries.
+void findIdsInRecords(const NamedTensors& b, InferredCase& c) {
+  std::vector<std::string> fitting;
+  for (const std::string& list : c.sample_lists) {
+    const std::string first = (list == kRootPath ? "" : list) + "[0]";
+    for (const std::string& name : b.names) {
+      if (name.rfind(first, 0) != 0 || !namedLikeIds(name)) continue;
+      const std::string pattern = first.substr(0, first.size() - 3) + "[*]" + name.substr(first.size());
+      std::set<std::int64_t> values;
+      for (std::int64_t i = 0; i < c.samples; ++i) {
+        const at::Tensor* id = b.find(entryPath(pattern, i));
+        if (!id || id->numel() != 1 || !isInteger(*id)) break;
+        values.insert(id->reshape({}).item<std::int64_t>());
+      }
+      if (static_cast<std::int64_t>(values.size()) == c.samples) fitting.push_back(pattern);
+    }
+  }
+  if (fitting.size() == 1) c.ids = fitting.front();
+}
+
 // Sample ids: a per-sample integer tensor named like them, one unique value
 // per sample; the usual names first, then one "*_id" ("utt_id",
 // "image_id"). Two such ("user.user_id", "item.item_id": a recommender's
 // features, each unique in its batch by chance) name no samples: neither
 // is taken, and the doubt says so.
 void findIds(const NamedTensors& b, InferredCase& c) {
-  static const std::vector<std::string> kNames = {
-      "sample_id", "sample_ids", "ids", "id", "index", "indices", "idx", "sample_index", "dataset_index", "uid"};
-  static const std::vector<std::string> kSuffixes = {"_id", "_ids", "_idx", "_index"};
   const auto unique = [&](const SampleAxis& a, const at::Tensor& t) {
     if (std::get<0>(at::_unique(t)).numel() == c.samples) return true;
     c.doubts.push_back("'" + a.tensor + "' is named like sample ids but repeats values: not taken as ids");
     return false;
   };
-  for (const auto& wanted : kNames)
+  for (const auto& wanted : kIdNames)
     for (const SampleAxis& a : c.sample_axes) {
       const at::Tensor* t = perSampleTensor(b, a);
       if (t && lower(leafName(a.tensor)) == wanted && perSampleInteger(*t, c.samples) && unique(a, *t)) {
@@ -223,11 +259,8 @@ void findIds(const NamedTensors& b, InferredCase& c) {
   std::vector<std::string> fitting;
   for (const SampleAxis& a : c.sample_axes) {
     const at::Tensor* t = perSampleTensor(b, a);
-    const std::string leaf = lower(leafName(a.tensor));
-    const bool name_fits = std::any_of(kSuffixes.begin(), kSuffixes.end(), [&](const std::string& suffix) {
-      return leaf.size() > suffix.size() && leaf.ends_with(suffix);
-    });
-    if (t && name_fits && perSampleInteger(*t, c.samples) && unique(a, *t)) fitting.push_back(a.tensor);
+    if (t && endsLikeIds(lower(leafName(a.tensor))) && perSampleInteger(*t, c.samples) && unique(a, *t))
+      fitting.push_back(a.tensor);
   }
   if (fitting.size() == 1) c.ids = fitting.front();
   if (fitting.size() > 1)
@@ -235,6 +268,7 @@ void findIds(const NamedTensors& b, InferredCase& c) {
         joined(fitting) +
         " are each named like ids with one value per sample: features such as a user's or an item's "
         "id are named so too, so none of them is taken as the samples' ids (name yours under samples.ids)");
+  if (c.ids.empty() && fitting.empty()) findIdsInRecords(b, c);
 }
 
 // ---------------------------------------------------------------- sequences
@@ -552,6 +586,8 @@ InferredCase inferCase(const fs::path& file) {
     throw BadInputError(file.string() +
                         ": no entry of the batch has a dimension to take samples from (all are scalars); write "
                         "case.yaml by hand (see minrepro init --help)");
+  if (const std::string what = samplesPastTheirData(c.samples, b); !what.empty())
+    throw BadInputError(file.string() + ": " + what);
   assignRoles(*b.tree, b, c);
   findIds(b, c);
   PaddableAxes axes(b, c);
@@ -630,7 +666,8 @@ std::vector<std::string> describeInference(const InferredCase& c) {
   if (!whole.empty()) lines.push_back("kept whole in every candidate: " + joined(whole));
   for (const InferredTensor& t : c.tensors)
     if (t.role == "sample" && !t.reason.empty()) lines.push_back("'" + t.name + "': " + t.reason);
-  lines.push_back(c.ids.empty() ? "no sample ids found (a 1-D integer tensor named sample_id, ids, idx or NAME_id "
+  lines.push_back(c.ids.empty() ? "no sample ids found (a 1-D integer tensor named sample_id, ids, idx or NAME_id, or "
+                                  "such a field of every per-sample record, "
                                   "with one unique value per sample): kept samples are numbered by their position "
                                   "in the batch"
                                 : "sample ids: '" + c.ids + "' (the report names kept samples by them)");

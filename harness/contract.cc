@@ -94,6 +94,8 @@ ContractResult checkClassTargets(const NamedTensors& batch, const TargetContract
   const at::Tensor& t = requireTensor(batch, c.target, batch_name, "targets");
   ContractResult r;
   r.samples = t.dim() == 0 ? 1 : t.size(0);
+  if (const std::string what = samplesPastTheirData(r.samples, batch); !what.empty())
+    throw BadInputError(batch_name + ": " + what);
   if (checkForm(t, c, r))
     checkValues(t, sampleIds(batch, c, r.samples, batch_name), c, r);
   else

@@ -17,8 +17,13 @@
 #include <string>
 #include <vector>
 
+#include <ATen/ATen.h>
+
 #include "commands/init.h"
 #include "core/errors.h"
+#include "harness/batch_io.h"
+#include "harness/batch_store.h"
+#include "harness/contract.h"
 #include "tests/test_util.h"
 
 namespace minrepro {
@@ -347,6 +352,52 @@ TEST_F(Layouts, TheZeroConfigCaseIsNotWrittenThroughALinkAtItsTemporaryName) {
   const fs::path written = writeZeroConfigCase(options, work.path() / "w", true, out);
   EXPECT_EQ(testing::readFile(victim), "VICTIM");
   EXPECT_NE(testing::readFile(written).find("samples:"), std::string::npos);
+}
+
+// A dimension 3e8 long beside an empty one: no data, 1.5 KB on disk, and
+// per-sample bookkeeping of gigabytes (probe 42: init at 2.75 GB, check at
+// 2.46 GB, shrink exit 1). Refused by inference, the store and check alike.
+TEST(SamplesWithoutData, AreRefusedBeforeAnyPerSampleWork) {
+  testing::TempDir dir;
+  NamedTensors b;
+  b.names = {"y"};
+  b.tensors = {at::empty({300'000'000, 0}, at::kLong)};
+  const fs::path file = dir.path() / "b.pt";
+  writeBatchFile(b, file);
+  const std::string said = "declares 300000000 samples (a dimension that long) but holds 0 bytes of tensor data";
+  try {
+    inferCase(file);
+    ADD_FAILURE() << "inferred";
+  } catch (const BadInputError& e) {
+    EXPECT_NE(std::string(e.what()).find(said), std::string::npos) << e.what();
+  }
+  CaseConfig config;
+  config.batch = file;
+  config.case_file = dir.path() / "case.yaml";
+  config.sample_axes = {{"y", 0}};
+  try {
+    BatchStore::open(config);
+    ADD_FAILURE() << "opened";
+  } catch (const BadInputError& e) {
+    EXPECT_NE(std::string(e.what()).find(said), std::string::npos) << e.what();
+  }
+  TargetContract contract;
+  contract.target = "y";
+  contract.classes = 4;
+  try {
+    checkClassTargets(file, contract);
+    ADD_FAILURE() << "checked";
+  } catch (const BadInputError& e) {
+    EXPECT_NE(std::string(e.what()).find(said), std::string::npos) << e.what();
+  }
+  // A million samples need no data of their own (a batch of empty rows).
+  b.tensors = {at::empty({1'000'000, 0}, at::kLong)};
+  writeBatchFile(b, file);
+  try {
+    inferCase(file);
+  } catch (const BadInputError& e) {
+    EXPECT_EQ(std::string(e.what()).find("declares"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -97,6 +97,14 @@ TEST(CompareVariants, HalfPrecisionDeterminismAndBranches) {
   EXPECT_EQ(find(v, "branch-off:amp").branches_off, (std::set<std::string>{"amp"}));
   EXPECT_EQ(find(v, "branch-off:ext").branches_off, (std::set<std::string>{"ext"}));
   EXPECT_THROW(find(v, "branch-off"), std::runtime_error);  // branches declared: no "not applicable" row
+  // A stranger's switch name is shown within one line and scrubbed, and run as it is (probe 42).
+  const std::string token = "ghp_R7cXk2LmQ9pV4sT8wY1zB6nD3fH5jK0aE2gX";
+  c.command->switches = {commandSwitch("x\n| forged | row |\x1b[31m", {"--x"}), commandSwitch(token, {"--t"})};
+  const auto hostile = planVariants(c, tensors("bfloat16"));
+  EXPECT_EQ(find(hostile, "branch-off:x\\x0a| forged | row |\\x1b[31m").branches_off,
+            (std::set<std::string>{"x\n| forged | row |\x1b[31m"}));
+  EXPECT_EQ(find(hostile, "branch-off:<secret:github-pat>").branches_off, (std::set<std::string>{token}));
+  EXPECT_EQ(find(hostile, "branch-off:<secret:github-pat>").change, "branch '<secret:github-pat>' switched off");
 }
 
 TEST(CompareVariants, Float32CopyKeepsStrideOrder) {

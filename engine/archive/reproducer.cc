@@ -132,7 +132,9 @@ std::vector<SampleValues> listFieldIntegers(const CaseConfig& config, const Batc
     for (const std::string& list : config.sample_lists) {
       const std::string entry = list + "[" + std::to_string(t.list_sample) + "]";
       if (t.name.rfind(entry, 0) != 0) continue;
-      SampleValues& field = fields[list + "[*]" + t.name.substr(entry.size())];
+      const std::string pattern = list + "[*]" + t.name.substr(entry.size());
+      if (pattern == config.sample_ids) break;  // the ids are said apart
+      SampleValues& field = fields[pattern];
       for (const std::int64_t v : batch.integerValues(t.name, numel)) {
         field.values.push_back(v);
         field.owner.push_back(t.list_sample);

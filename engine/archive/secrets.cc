@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <optional>
 #include <regex>
 #include <set>
@@ -587,18 +588,53 @@ bool invisibleCodePoint(long cp) {
   return std::any_of(kRanges.begin(), kRanges.end(), [&](const auto& r) { return cp >= r.first && cp <= r.second; });
 }
 
-// The ASCII character a code point reads as, or 0: the fullwidth forms
-// (ｇｈｐ＿…, ＰＡＳＳＷＯＲＤ＝, ＠) and the mathematical alphanumerics
-// (bold, italic, script, … letters and digits), which a reader reads as
-// the letters they draw (probe 41).
-char asciiLookalike(long cp) {
-  if (cp >= 0xff01 && cp <= 0xff5e) return static_cast<char>(cp - 0xfee0);
-  if (cp >= 0x1d400 && cp <= 0x1d6a3) {
-    const long letter = (cp - 0x1d400) % 52;
-    return static_cast<char>(letter < 26 ? 'A' + letter : 'a' + letter - 26);
+// What a code point reads as in ASCII, "" when it is itself or nothing
+// alike: the fullwidth forms (ｇｈｐ＿…, ＰＡＳＳＷＯＲＤ＝, ＠), the
+// mathematical alphanumerics and the letterlike symbols that fill their
+// holes (𝑔ℎ𝑝, ℯ, ℊ), circled letters and digits, super- and subscript
+// digits, the ligatures (ﬀ), the small forms (﹫, ﹦), the underscores and
+// hyphens that look like ASCII's, and the Cyrillic and Greek letters drawn
+// as Latin ones (АКІА, һf_, хохb-): what Unicode's compatibility folding
+// and its confusables map to the letters a reader reads (probes 41, 42).
+std::string_view asciiLookalike(long cp) {
+  static const std::string_view kLetters = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+  static const std::string_view kDigits = "0123456789";
+  const auto in = [&](long from, long to) { return cp >= from && cp <= to; };
+  if (in(0xff01, 0xff5e)) {
+    static const std::array<char, 94> kFullwidth = [] {
+      std::array<char, 94> a{};
+      for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<char>('!' + i);
+      return a;
+    }();
+    return {&kFullwidth[static_cast<std::size_t>(cp - 0xff01)], 1};
   }
-  if (cp >= 0x1d7ce && cp <= 0x1d7ff) return static_cast<char>('0' + (cp - 0x1d7ce) % 10);
-  return 0;
+  if (in(0x1d400, 0x1d6a3)) return kLetters.substr(static_cast<std::size_t>((cp - 0x1d400) % 52), 1);
+  if (in(0x1d7ce, 0x1d7ff)) return kDigits.substr(static_cast<std::size_t>((cp - 0x1d7ce) % 10), 1);
+  if (in(0x24b6, 0x24e9)) return kLetters.substr(static_cast<std::size_t>(cp - 0x24b6), 1);
+  if (in(0x249c, 0x24b5)) return kLetters.substr(static_cast<std::size_t>(cp - 0x249c + 26), 1);
+  if (in(0x2460, 0x2468)) return kDigits.substr(static_cast<std::size_t>(cp - 0x2460 + 1), 1);
+  if (in(0x2074, 0x2079)) return kDigits.substr(static_cast<std::size_t>(cp - 0x2070), 1);
+  if (in(0x2080, 0x2089)) return kDigits.substr(static_cast<std::size_t>(cp - 0x2080), 1);
+  static const std::map<long, std::string_view> kSingles = {
+      {0xb2, "2"},    {0xb3, "3"},    {0xb9, "1"},    {0x2070, "0"},   {0x2071, "i"},   {0x207f, "n"},  {0x24ea, "0"},
+      {0x2102, "C"},  {0x210a, "g"},  {0x210b, "H"},  {0x210c, "H"},   {0x210d, "H"},   {0x210e, "h"},  {0x2110, "I"},
+      {0x2111, "I"},  {0x2112, "L"},  {0x2113, "l"},  {0x2115, "N"},   {0x2119, "P"},   {0x211a, "Q"},  {0x211b, "R"},
+      {0x211c, "R"},  {0x211d, "R"},  {0x2124, "Z"},  {0x2128, "Z"},   {0x212a, "K"},   {0x212b, "A"},  {0x212c, "B"},
+      {0x212d, "C"},  {0x212f, "e"},  {0x2130, "E"},  {0x2131, "F"},   {0x2133, "M"},   {0x2134, "o"},  {0x2139, "i"},
+      {0xfb00, "ff"}, {0xfb01, "fi"}, {0xfb02, "fl"}, {0xfb03, "ffi"}, {0xfb04, "ffl"}, {0xfb05, "st"}, {0xfb06, "st"},
+      {0x2017, "_"},  {0xfe33, "_"},  {0xfe34, "_"},  {0xfe4d, "_"},   {0xfe4e, "_"},   {0xfe4f, "_"},  {0x2010, "-"},
+      {0x2011, "-"},  {0x2012, "-"},  {0x2013, "-"},  {0x2212, "-"},   {0xfe58, "-"},   {0xfe63, "-"},  {0xfe50, ","},
+      {0xfe52, "."},  {0xfe54, ";"},  {0xfe55, ":"},  {0xfe56, "?"},   {0xfe57, "!"},   {0xfe59, "("},  {0xfe5a, ")"},
+      {0xfe5b, "{"},  {0xfe5c, "}"},  {0xfe5f, "#"},  {0xfe60, "&"},   {0xfe61, "*"},   {0xfe62, "+"},  {0xfe64, "<"},
+      {0xfe65, ">"},  {0xfe66, "="},  {0xfe68, "\\"}, {0xfe69, "$"},   {0xfe6a, "%"},   {0xfe6b, "@"},  {0x0391, "A"},
+      {0x0392, "B"},  {0x0395, "E"},  {0x0396, "Z"},  {0x0397, "H"},   {0x0399, "I"},   {0x039a, "K"},  {0x039c, "M"},
+      {0x039d, "N"},  {0x039f, "O"},  {0x03a1, "P"},  {0x03a4, "T"},   {0x03a5, "Y"},   {0x03a7, "X"},  {0x03bf, "o"},
+      {0x0405, "S"},  {0x0406, "I"},  {0x0408, "J"},  {0x0410, "A"},   {0x0412, "B"},   {0x0415, "E"},  {0x041a, "K"},
+      {0x041c, "M"},  {0x041d, "H"},  {0x041e, "O"},  {0x0420, "P"},   {0x0421, "C"},   {0x0422, "T"},  {0x0425, "X"},
+      {0x0430, "a"},  {0x0435, "e"},  {0x043e, "o"},  {0x0440, "p"},   {0x0441, "c"},   {0x0443, "y"},  {0x0445, "x"},
+      {0x0455, "s"},  {0x0456, "i"},  {0x0458, "j"},  {0x04bb, "h"},   {0x0501, "d"},   {0x051b, "q"},  {0x051d, "w"}};
+  const auto single = kSingles.find(cp);
+  return single == kSingles.end() ? std::string_view() : single->second;
 }
 
 // How a C1 control (U+0080..U+009F) is read. minrepro prints one as text
@@ -633,7 +669,7 @@ std::string asRead(std::string_view written, C1Reading c1) {
     }
     std::size_t length = 1;
     const long cp = codePointAt(piece, i, length);
-    if (const char ascii = asciiLookalike(cp))
+    if (const std::string_view ascii = asciiLookalike(cp); !ascii.empty())
       out += ascii;
     else if (!invisibleCodePoint(cp))
       out.append(piece.substr(i, length));
