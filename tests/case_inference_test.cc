@@ -354,6 +354,45 @@ TEST_F(Layouts, TheZeroConfigCaseIsNotWrittenThroughALinkAtItsTemporaryName) {
   EXPECT_NE(testing::readFile(written).find("samples:"), std::string::npos);
 }
 
+// Ids in per-sample records (torchvision's detection targets): inferred as
+// "[1][*].image_id" when unique, not when one repeats; a case naming such a
+// field that some entry lacks is refused when opened.
+TEST(IdsInRecords, AreInferredWhenUniqueAndCheckedWhenOpened) {
+  testing::TempDir dir;
+  const fs::path file = dir.path() / "b.pt";
+  const auto save = [&](const std::string& ids) {
+    std::string out;
+    ASSERT_EQ(testing::runCommand(testing::python() +
+                                      " -c \"import torch; torch.save((torch.zeros(3, 2), [{'labels': "
+                                      "torch.tensor([1]), 'image_id': torch.tensor(i)} for i in " +
+                                      ids + "]), '" + file.string() + "')\"",
+                                  &out),
+              0)
+        << out;
+  };
+  save("(7, 3, 9)");
+  EXPECT_EQ(inferCase(file).ids, "[1][*].image_id");
+  save("(7, 7, 9)");
+  EXPECT_EQ(inferCase(file).ids, "");
+  CaseConfig config;
+  config.batch = file;
+  config.case_file = dir.path() / "case.yaml";
+  config.sample_axes = {{"[0]", 0}};
+  config.sample_lists = {"[1]"};
+  config.sample_ids = "[1][*].image_id";
+  save("(7, 3, 9)");
+  EXPECT_EQ(BatchStore::open(config)->sampleIds(), (std::vector<std::int64_t>{7, 3, 9}));
+  config.sample_ids = "[1][*].labels_id";
+  try {
+    BatchStore::open(config);
+    ADD_FAILURE() << "opened";
+  } catch (const BadInputError& e) {
+    EXPECT_NE(std::string(e.what()).find("which must be one integer in every entry of the list; entry 0 has none"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // A dimension 3e8 long beside an empty one: no data, 1.5 KB on disk, and
 // per-sample bookkeeping of gigabytes (probe 42: init at 2.75 GB, check at
 // 2.46 GB, shrink exit 1). Refused by inference, the store and check alike.

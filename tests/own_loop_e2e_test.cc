@@ -579,7 +579,8 @@ TEST_F(DetectionLoop, TheNamesTheForStatementUnpacksAreCutWithTheBatch) {
                                 testing::kNoOpStep),
             0)
       << out;
-  EXPECT_TRUE(has(out, "reduced 8 -> 1 samples (ids [5])")) << out;
+  EXPECT_TRUE(has(out, "sample ids: '[1][*].image_id'")) << out;  // the records' own ids
+  EXPECT_TRUE(has(out, "reduced 8 -> 1 samples (ids [13])")) << out;
   EXPECT_FALSE(has(out, "could go")) << out;
   // The label one past the head, among the per-image records' labels.
   ASSERT_TRUE(testing::extractInto(work_.path() / "repro.tar.gz", work_.path() / "extracted"));

@@ -1,10 +1,11 @@
 """A detector's training script as people write one: the loop at the
 script's top level, the DataLoader's batch a tuple (images, targets) where
-targets is a list of per-image dicts {boxes [k, 4], labels [k]} with k
-varying, and the `for` statement unpacking it. The batch given to capture()
-is rebuilt from the two names; the block reads the names, not the batch.
-Image 13 (position 5 of step 1) holds a box labelled CLASSES, one past the
-head: cross_entropy raises IndexError "Target 5 is out of bounds.".
+targets is a list of per-image dicts {boxes [k, 4], labels [k], image_id}
+with k varying (torchvision's detection targets), and the `for` statement
+unpacking it. The batch given to capture() is rebuilt from the two names;
+the block reads the names, not the batch. Image 13 (position 5 of step 1;
+its image_id, 13, is the sample id) holds a box labelled CLASSES, one past
+the head: cross_entropy raises IndexError "Target 5 is out of bounds.".
 
 Usage: python detection_loop.py CASE_DIR [MODE]
 MODE: "plain" (default), or "copy" (the block reads a copy of targets made
@@ -35,7 +36,8 @@ class Boxes(Dataset):
                 labels[-1] = CLASSES
             corner = torch.rand(k, 2, generator=g) * 24
             boxes = torch.cat([corner, corner + 4 + torch.rand(k, 2, generator=g) * 4], 1)
-            self.items.append((torch.rand(3, 32, 32, generator=g), {"boxes": boxes, "labels": labels}))
+            target = {"boxes": boxes, "labels": labels, "image_id": torch.tensor(i)}
+            self.items.append((torch.rand(3, 32, 32, generator=g), target))
 
     def __len__(self):
         return N
