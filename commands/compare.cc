@@ -193,7 +193,7 @@ CaseConfig loadInput(const fs::path& input, const fs::path& scratch, std::option
     *manifest = readManifestFile(dir / "signature.txt", input.string() + ":signature.txt");
     *made_here = sealedByThisUser(dir, names);
   }
-  CaseConfig config = loadCase(dir / "case.yaml");
+  CaseConfig config = loadCase(dir / "case.yaml", {}, *made_here ? fs::path() : dir);
   if (!*made_here) requireOwnBatch(config, dir, input);
   return config;
 }
@@ -406,7 +406,7 @@ CompareResult compareVariants(const CompareOptions& options, std::ostream* progr
     // The archive's op/repro_op.py: sandboxed as the archive was, in its own scratch directory.
     op_options.sandbox = sandbox.used ? SandboxMode::On : SandboxMode::Off;
     result.op = std::make_shared<CompareResult>(compareVariants(op_options, progress, executor));
-    result.op_call = readOpCall(op_files / "call.txt")->op;
+    result.op_call = text::printableInLine(readOpCall(op_files / "call.txt")->op);
   }
   return result;
 }

@@ -582,11 +582,11 @@ void readOptional(const Loader& l, const MapView& top, CaseConfig& c) {
 
 }  // namespace
 
-CaseConfig loadCase(const fs::path& case_file, const fs::path& base_dir) {
+CaseConfig loadCase(const fs::path& case_file, const fs::path& base_dir, const fs::path& confined_to) {
   CaseConfig c;
   c.case_file = fs::absolute(case_file).lexically_normal();
   c.base_dir = base_dir.empty() ? c.case_file.parent_path() : fs::absolute(base_dir).lexically_normal();
-  const Loader l{case_file.string(), c.base_dir};
+  const Loader l{case_file.string(), c.base_dir, confined_to};
   const YAML::Node root = parseText(l, readText(l, case_file));
   rejectNul(l, root);
   // An empty document has no mark; point at the start of the file.

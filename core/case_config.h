@@ -174,7 +174,8 @@ const std::vector<std::string>& diagnosticSettingNames();
 // (default: the file's directory) is the case directory: the zero-config
 // start keeps its inferred case in the work directory but its case
 // directory is where the user ran it (commands/init.h).
-CaseConfig loadCase(const std::filesystem::path& case_file, const std::filesystem::path& base_dir = {});
+CaseConfig loadCase(const std::filesystem::path& case_file, const std::filesystem::path& base_dir = {},
+                    const std::filesystem::path& confined_to = {});
 
 // Writes a case.yaml equivalent to `config` with paths relative to `dir`
 // (used for the archive and the best-so-far case).

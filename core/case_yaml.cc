@@ -173,6 +173,12 @@ std::chrono::milliseconds seconds(const Loader& l, const Value& v) {
 fs::path existingFile(const Loader& l, const Value& v, const std::string& what) {
   const fs::path path = (l.base_dir / nonEmpty(l, v, what)).lexically_normal();
   std::error_code ec;
+  if (!l.confined_to.empty()) {
+    const fs::path inside = fs::weakly_canonical(path, ec).lexically_relative(fs::weakly_canonical(l.confined_to, ec));
+    if (inside.empty() || *inside.begin() == ".." || fs::symlink_status(path, ec).type() != fs::file_type::regular)
+      fail(l, v, what + ", a regular file inside the archive", "a path that is not one",
+           "an archive made elsewhere may read only its own files; nothing outside it was read");
+  }
   const fs::file_status st = fs::status(path, ec);
   if (fs::is_regular_file(st)) return path;
   // A FIFO or a device is there, but is not a file minrepro can read twice (or at all).

@@ -34,6 +34,10 @@ struct Value {
 struct Loader {
   std::string file;   // the case file as the user named it, for messages
   fs::path base_dir;  // relative paths in the case resolve against this
+  // When set, every file the case names must be a regular file inside it:
+  // the case of an archive made elsewhere reads only the archive's own files
+  // (probe 43: compare parsed a user's file that `pipeline:` named).
+  fs::path confined_to = {};
 };
 
 // "case.yaml:3:10", or the file alone when the mark is null.

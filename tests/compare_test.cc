@@ -298,30 +298,61 @@ TEST(CompareBinary, ALinkARunPlantsInItsOpFilesIsNotFollowed) {
   EXPECT_NE(output.find("| as-is | nothing (the reference) | 1 | 1 | 0 | 0 |", call), std::string::npos) << output;
 }
 
-// A stranger's archive may name only its own batch: minrepro reads it
-// outside the sandbox (probe 40: `batch: /tmp/…/yours.pt` had compare print
-// the names of a user's tensors for its float32 variant).
-TEST(CompareBinary, AStrangersArchiveMayNameOnlyItsOwnBatch) {
+// The operator's name in a stranger's op/call.txt reaches the title of the
+// op table within one line, escaped (probe 43: ESC M and a carriage return
+// moved the cursor up over the rows above, an OSC 52 set the clipboard).
+TEST(CompareBinary, AStrangersOperatorNameIsShownEscaped) {
+  const testing::ShrunkExample run = testing::shrunkExample("command");
+  ASSERT_EQ(run.status, 0) << run.output;
+  testing::TempDir dir("minrepro-compare-opname");
+  ASSERT_TRUE(testing::extractInto(run.archive, dir.path() / "x"));
+  std::string call = testing::readFile(dir.path() / "x" / "op" / "call.txt");
+  ASSERT_EQ(call.rfind("op: ", 0), 0u) << call;
+  call.insert(call.find('\n'), "\x1bM\r| forged | row |\x1b]52;c;Y3VybA==\x07");
+  testing::writeFile(dir.path() / "x" / "op" / "call.txt", call);
+  const fs::path changed = dir.path() / "changed.tar.gz";
+  ASSERT_EQ(runCommand("cd " + (dir.path() / "x").string() + " && tar czf " + changed.string() + " ."), 0);
+  int status = -1;
+  const std::string output = compare(changed.string() + " --runs 1", &status);
+  const auto title = output.find("The failing call alone (op/repro_op.py, `");
+  ASSERT_NE(title, std::string::npos) << output;
+  EXPECT_NE(output.find("\\x1bM\\x0d| forged | row |\\x1b]52;c;Y3VybA==\\x07`):", title), std::string::npos) << output;
+  EXPECT_EQ(output.find('\x1b'), std::string::npos) << output;
+  EXPECT_EQ(output.find('\r'), std::string::npos) << output;
+}
+
+// A stranger's case.yaml may name only the archive's own files: a batch of
+// yours (probe 40) or a pipeline file of yours (probe 43: compare parsed it,
+// outside the sandbox, and quoted its first key) is refused before reading.
+TEST(CompareBinary, AStrangersArchiveMayNameOnlyItsOwnFiles) {
   const testing::ShrunkExample run = testing::shrunkExample("command");
   ASSERT_EQ(run.status, 0) << run.output;
   testing::TempDir dir("minrepro-compare-batch");
-  const fs::path yours = dir.path() / "yours.pt";
+  const fs::path yours = dir.path() / "yours.pt", notes = dir.path() / "notes.yaml";
   ASSERT_EQ(runCommand(python() + " -c \"import torch; torch.save({'SECRET_NAME': torch.zeros(2).half()}, '" +
                        yours.string() + "')\""),
             0);
+  testing::writeFile(notes, "SECRET_NOTE: alice bob carol\n");
   ASSERT_TRUE(testing::extractInto(run.archive, dir.path() / "x"));
-  std::string yaml = testing::readFile(dir.path() / "x" / "case.yaml");
-  const auto at = yaml.find("batch: ");
-  ASSERT_NE(at, std::string::npos) << yaml;
-  yaml.replace(at, yaml.find('\n', at) - at, "batch: " + yours.string());
-  testing::writeFile(dir.path() / "x" / "case.yaml", yaml);
-  const fs::path archive = dir.path() / "changed.tar.gz";
-  ASSERT_EQ(runCommand("cd " + (dir.path() / "x").string() + " && tar czf " + archive.string() + " ."), 0);
-  int status = -1;
-  const std::string output = compare(archive.string() + " --runs 1", &status);
-  EXPECT_EQ(status, 2) << output;
-  EXPECT_NE(output.find("its case.yaml names a batch that is not a file of the archive"), std::string::npos) << output;
-  EXPECT_EQ(output.find("SECRET_NAME"), std::string::npos) << output;
+  const std::string original = testing::readFile(dir.path() / "x" / "case.yaml");
+  const auto replaced = [&](const std::string& key, const std::string& line) {
+    std::string yaml = original;
+    const auto at = yaml.find(key);
+    if (at == std::string::npos) return yaml + line + "\n";
+    return yaml.replace(at, yaml.find('\n', at) - at, line);
+  };
+  for (const std::string& yaml :
+       {replaced("batch: ", "batch: " + yours.string()), replaced("reducers: ", "pipeline: " + notes.string())}) {
+    testing::writeFile(dir.path() / "x" / "case.yaml", yaml);
+    const fs::path archive = dir.path() / "changed.tar.gz";
+    fs::remove(archive);
+    ASSERT_EQ(runCommand("cd " + (dir.path() / "x").string() + " && tar czf " + archive.string() + " ."), 0);
+    int status = -1;
+    const std::string output = compare(archive.string() + " --runs 1", &status);
+    EXPECT_EQ(status, 2) << output;
+    EXPECT_NE(output.find("an archive made elsewhere may read only its own files"), std::string::npos) << output;
+    EXPECT_EQ(output.find("SECRET_"), std::string::npos) << output;
+  }
 }
 
 class CompareHalf : public ::testing::Test {

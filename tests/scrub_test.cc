@@ -346,6 +346,13 @@ TEST(Scrub, VendorTokensLooserKeysAndOtherSpellings) {
            {"t xoxb\u20111234567890\u2011123456789012\u2011AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGhIjKlMnOp"},
            {"t \u0410\u041a\u0406\u0410Q7RZ5TXW2MNB4\u041aLP", "Q7RZ5TXW2MNB4"},
            {"t \u04bbf_abcdefghijABCDEFGHIJabcdefghijABCD", "abcdefghijABCDEFGHIJ"},
+           // Probe 43: Armenian, Lisu letters, a Roman numeral, segmented digits, Go's :=.
+           {"t \u0570f_abcdefghijABCDEFGHIJabcdefghijABCD", "abcdefghijABCDEFGHIJ"},
+           {"t \ua4ee\ua4d7\ua4f2\ua4eeQ7RZ5TXW2MNB4KLP", "Q7RZ5TXW2MNB4"},
+           {"t AK\u2160AQ7RZ5TXW2MNB4KLP", "Q7RZ5TXW2MNB4"},
+           {"t ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z\U0001fbf5Q", "aB3dE5fG7hJ9kL1mN3"},
+           {"cfg password := \"Zq8vTn3wLp0xRt7\"", "Zq8vTn3wLp0xRt7"},
+           {"cfg password := Zq8vTn3wLp0xRt7", "Zq8vTn3wLp0xRt7"},
            // A C1 CSI before a letter a reader reads on (as minrepro prints it), C1 strings.
            {"t ghp_aB3\\xc2\\x9bdE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5Q", "E5fG7hJ9kL1mN3pQ5"},
            {"t ghp_aB3\\xc2\\x9fx\\xc2\\x9cdE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5Q", "E5fG7hJ9kL1mN3pQ5"},
