@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -406,7 +407,9 @@ CompareResult compareVariants(const CompareOptions& options, std::ostream* progr
     // The archive's op/repro_op.py: sandboxed as the archive was, in its own scratch directory.
     op_options.sandbox = sandbox.used ? SandboxMode::On : SandboxMode::Off;
     result.op = std::make_shared<CompareResult>(compareVariants(op_options, progress, executor));
+    // Within one line and its code span: no control byte, no backtick (probes 43 and 44).
     result.op_call = text::printableInLine(readOpCall(op_files / "call.txt")->op);
+    std::replace(result.op_call.begin(), result.op_call.end(), '`', '\'');
   }
   return result;
 }
@@ -435,16 +438,25 @@ std::string reading(const VariantResult& r) {
          " runs fail the same way (a flaky failure, or one the change makes rarer)";
 }
 
+// A table cell's text: a '|' in a stranger's switch or transform name would
+// end the cell and forge the counts after it (probe 44).
+std::string cell(const std::string& text) {
+  std::string out;
+  for (const char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
 void writeTable(std::ostream& out, const CompareResult& result) {
   out << "| variant | change | runs | failed the same way | failed differently | passed |\n"
       << "|---|---|---:|---:|---:|---:|\n";
   for (const auto& r : result.results) {
     if (!r.variant.applies()) {
-      out << "| " << r.variant.name << " | not applicable (" << r.variant.not_applicable << ") | - | - | - | - |\n";
+      out << "| " << cell(r.variant.name) << " | not applicable (" << cell(r.variant.not_applicable)
+          << ") | - | - | - | - |\n";
       continue;
     }
-    out << "| " << r.variant.name << " | " << r.variant.change << " | " << r.runs << " | " << r.same << " | "
-        << r.different << " | " << r.passed << " |\n";
+    out << "| " << cell(r.variant.name) << " | " << cell(r.variant.change) << " | " << r.runs << " | " << r.same
+        << " | " << r.different << " | " << r.passed << " |\n";
   }
 }
 

@@ -353,6 +353,17 @@ TEST(Scrub, VendorTokensLooserKeysAndOtherSpellings) {
            {"t ghp_aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z\U0001fbf5Q", "aB3dE5fG7hJ9kL1mN3"},
            {"cfg password := \"Zq8vTn3wLp0xRt7\"", "Zq8vTn3wLp0xRt7"},
            {"cfg password := Zq8vTn3wLp0xRt7", "Zq8vTn3wLp0xRt7"},
+           // Probe 44: command lines as Python prints a command (a list), bytes and prefixed
+           // strings, a JSON-escaped quote inside the value.
+           {"Command '['curl', '-u', 'alice:Hunter2xyzQ', 'https://x']' returned 22", "Hunter2xyzQ"},
+           {"Command '['mysql', '-h', 'db', '-pMysqlPw9x']' returned 1", "MysqlPw9x"},
+           {"Command '['sshpass', '-p', 'Hunter2xyzQ', 'ssh', 'h']' returned 5", "Hunter2xyzQ"},
+           {"Command '['docker', 'login', '-u', 'bob', '-p', 'Hunter2xyzQ']' returned 1", "Hunter2xyzQ"},
+           {"cfg {'password': b'Hunter2xyzQ'}", "Hunter2xyzQ"},
+           {"Namespace(lr=0.1, password=b'Hunter2xyzQ')", "Hunter2xyzQ"},
+           {"cfg password=bytearray(b'Hunter2xyzQ')", "Hunter2xyzQ"},
+           {"cfg password=rb'Hunter2xyzQ'", "Hunter2xyzQ"},
+           {"{\"password\": \"Hunter2\\\"xyzQ\"}", "xyzQ"},
            // A C1 CSI before a letter a reader reads on (as minrepro prints it), C1 strings.
            {"t ghp_aB3\\xc2\\x9bdE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5Q", "E5fG7hJ9kL1mN3pQ5"},
            {"t ghp_aB3\\xc2\\x9fx\\xc2\\x9cdE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5Q", "E5fG7hJ9kL1mN3pQ5"},

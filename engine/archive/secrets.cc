@@ -215,14 +215,18 @@ const std::vector<Rule>& rules() {
         "\xe5\xaf\x86\xe7\xa0\x81|\xe5\xaf\x86\xe7\xa2\xbc|\xe5\x8f\xa3\xe4\xbb\xa4|"
         "\xe3\x83\x91\xe3\x82\xb9\xe3\x83\xaf\xe3\x83\xbc\xe3\x83\x89|"
         "\xeb\xb9\x84\xeb\xb0\x80\xeb\xb2\x88\xed\x98\xb8)";
-    r.push_back({"keyed-secret",
-                 icase(std::string(R"(((?:^|[^A-Za-z0-9<])[A-Za-z0-9_-]*)") + keys +
-                       R"(["']?\s*(?:=>|:=|[:=])\s*)("[^"\n<]{6,}"|'[^'\n<]{6,}'))"),
-                 2, &credentialLike});
-    r.push_back({"keyed-secret",
-                 icase(std::string(R"(((?:^|[^A-Za-z0-9<])[A-Za-z0-9_-]*)") + keys +
-                       R"(["']?\s*(?:=>|:=|[:=]|\xef\xbc\x9a)\s*["']?)([^\s"',;&}<>\[\]()]+))"),
-                 2, &credentialLike});
+    r.push_back(
+        {"keyed-secret",
+         icase(
+             std::string(R"(((?:^|[^A-Za-z0-9<])[A-Za-z0-9_-]*)") + keys +
+             R"(["']?\s*(?:=>|:=|[:=])\s*(?:bytearray\(|bytes\()?[bBrRuUfF]{0,2})("(?:[^"\\\n<]|\\.){6,}"|'(?:[^'\\\n<]|\\.){6,}'))"),
+         2, &credentialLike});
+    r.push_back(
+        {"keyed-secret",
+         icase(
+             std::string(R"(((?:^|[^A-Za-z0-9<])[A-Za-z0-9_-]*)") + keys +
+             R"(["']?\s*(?:=>|:=|[:=]|\xef\xbc\x9a)\s*(?:bytearray\(|bytes\()?(?:[bBrRuUfF]{1,2}(?=["']))?["']?)([^\s"',;&}<>\[\]()]+))"),
+         2, &credentialLike});
     // A command line's flag and its value: --password VALUE, --api-key VALUE,
     // mysql's -pVALUE, sshpass -p VALUE; a bare "Bearer VALUE".
     r.push_back(
@@ -301,6 +305,17 @@ const std::vector<Rule>& rules() {
     r.push_back(
         {"command-line-secret", re(R"((\bdocker\s+login\b[^\n]*?\s(?:-p|--password)[= ]\s*["']?)([^\s"'<]+))"), 2});
     addVendorRules(r, re);
+    // The same command lines as Python prints a command's arguments, a list
+    // (subprocess.CalledProcessError: Command '['curl', '-u', 'alice:pw', ...]'):
+    // a flag's value is the next quoted item (probe 44).
+    r.push_back(
+        {"command-line-secret", re(R"(((?:^|[\[(,]\s*)["'](?:-u|--user)["']\s*,\s*["'][^"':]+:)([^"']{4,}))"), 2});
+    r.push_back(
+        {"command-line-secret",
+         re(R"(((?:^|[\[(,]\s*)["'](?:-p|-pw|-w|-a|--?(?:[a-z0-9]+[-_])*(?:password|passwd|passphrase|pass|secret|token|api[-_]?key|auth))["']\s*,\s*["'])([^"']{4,}))"),
+         2, &credentialLike});
+    r.push_back(
+        {"command-line-secret", re(R"(((?:mysql|mysqldump|mysqladmin)["'][^\n]*?["']-p)([^\s"'<]{4,})(?=["']))"), 2});
     // curl -u user:password, --user=user:password.
     r.push_back({"cli-user-password", re(R"(((?:^|\s)(?:-u|--user)[= ]\s*["']?[^\s:"']+:)([^\s"']{4,}))"), 2});
     return r;
