@@ -113,7 +113,8 @@ TEST(CompareVariants, HalfPrecisionDeterminismAndBranches) {
   row.variant.name = "branch-off:x | 3 | 3 | 0 | 0";
   row.runs = 1;
   result.results.push_back(row);
-  EXPECT_NE(renderComparison(result).find("| branch-off:x \\| 3 \\| 3 \\| 0 \\| 0 | branch '<secret:github-pat>' switched off | 1 |"),
+  EXPECT_NE(renderComparison(result).find(
+                "| branch-off:x \\| 3 \\| 3 \\| 0 \\| 0 | branch '<secret:github-pat>' switched off | 1 |"),
             std::string::npos)
       << renderComparison(result);
 }

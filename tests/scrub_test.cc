@@ -357,6 +357,7 @@ TEST(Scrub, VendorTokensLooserKeysAndOtherSpellings) {
            // strings, a JSON-escaped quote inside the value.
            {"Command '['curl', '-u', 'alice:Hunter2xyzQ', 'https://x']' returned 22", "Hunter2xyzQ"},
            {"Command '['mysql', '-h', 'db', '-pMysqlPw9x']' returned 1", "MysqlPw9x"},
+           {"Command '['mysql', '-pMysqlPw9x', '-pOther9PwQ']' returned 1", "Other9PwQ"},
            {"Command '['sshpass', '-p', 'Hunter2xyzQ', 'ssh', 'h']' returned 5", "Hunter2xyzQ"},
            {"Command '['docker', 'login', '-u', 'bob', '-p', 'Hunter2xyzQ']' returned 1", "Hunter2xyzQ"},
            {"cfg {'password': b'Hunter2xyzQ'}", "Hunter2xyzQ"},

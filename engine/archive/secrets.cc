@@ -314,8 +314,7 @@ const std::vector<Rule>& rules() {
         {"command-line-secret",
          re(R"(((?:^|[\[(,]\s*)["'](?:-p|-pw|-w|-a|--?(?:[a-z0-9]+[-_])*(?:password|passwd|passphrase|pass|secret|token|api[-_]?key|auth))["']\s*,\s*["'])([^"']{4,}))"),
          2, &credentialLike});
-    r.push_back(
-        {"command-line-secret", re(R"(((?:mysql|mysqldump|mysqladmin)["'][^\n]*?["']-p)([^\s"'<]{4,})(?=["']))"), 2});
+    r.push_back({"command-line-secret", re(R"(((?:^|[\[(,]\s*)["']-p)([^\s"'<]{4,})(?=["']))"), 2, &credentialLike});
     // curl -u user:password, --user=user:password.
     r.push_back({"cli-user-password", re(R"(((?:^|\s)(?:-u|--user)[= ]\s*["']?[^\s:"']+:)([^\s"']{4,}))"), 2});
     return r;
