@@ -162,21 +162,6 @@ bool isGzip(const fs::path& file) {
 
 // The case to compare: case.yaml as given, or the one inside an archive
 // (extracted with verify's checks); `recorded` gets the archive's failure.
-// An archive made elsewhere may name only its own batch: minrepro reads it
-// outside the sandbox (the variants' casts, the batch's description), so a
-// case.yaml naming /tmp/…/yours.pt, or a link there, would have it read a
-// user's file and print its tensors' names (probe 40).
-void requireOwnBatch(const CaseConfig& config, const fs::path& dir, const fs::path& input) {
-  std::error_code ec;
-  const fs::path batch = fs::weakly_canonical(config.batch, ec), root = fs::weakly_canonical(dir, ec);
-  const fs::path inside = batch.lexically_relative(root);
-  if (fs::symlink_status(config.batch, ec).type() != fs::file_type::regular || inside.empty() ||
-      *inside.begin() == "..")
-    throw BadInputError(input.string() + ": its case.yaml names a batch that is not a file of the archive (" +
-                        text::printableInLine(config.batch.string()) +
-                        "): an archive made elsewhere may read only its own files");
-}
-
 CaseConfig loadInput(const fs::path& input, const fs::path& scratch, std::optional<Manifest>* manifest,
                      bool* made_here) {
   std::error_code ec;
@@ -194,8 +179,9 @@ CaseConfig loadInput(const fs::path& input, const fs::path& scratch, std::option
     *manifest = readManifestFile(dir / "signature.txt", input.string() + ":signature.txt");
     *made_here = sealedByThisUser(dir, names);
   }
+  // A stranger's case may name only the archive's own regular files (its batch, its pipeline):
+  // minrepro reads them outside the sandbox (probes 40 and 43).
   CaseConfig config = loadCase(dir / "case.yaml", {}, *made_here ? fs::path() : dir);
-  if (!*made_here) requireOwnBatch(config, dir, input);
   return config;
 }
 
