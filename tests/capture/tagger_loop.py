@@ -12,7 +12,9 @@ bound to a name first, as a script that captures only when asked does), "unsaved
 pickle refuses: the model slice is not possible either, so no case),
 "cwd-file" (the block reads a file relative to the directory training
 runs in: the test run, in an empty directory, fails another way, and
-capture says so)."""
+capture says so), "meta" (the with-block form, each batch also holding
+per-sample metadata with a Python float, as an image pipeline's scale
+factor: PyTorch 1.13's weights-only reader refuses a float)."""
 import json
 import sys
 
@@ -55,14 +57,20 @@ class Sentences(Dataset):
         return self.items[i]
 
 
+META = False
+
+
 def collate(items):
     longest = max(len(t) for t, _, _ in items)
     tokens = torch.zeros(len(items), longest, dtype=torch.long)
     tags = torch.full((len(items), longest), -100, dtype=torch.long)
     for row, (t, y, _) in enumerate(items):
         tokens[row, :len(t)], tags[row, :len(y)] = t, y
-    return {"tokens": tokens, "tags": tags, "lengths": torch.tensor([len(t) for t, _, _ in items]),
-            "sample_id": torch.tensor([i for _, _, i in items])}
+    batch = {"tokens": tokens, "tags": tags, "lengths": torch.tensor([len(t) for t, _, _ in items]),
+             "sample_id": torch.tensor([i for _, _, i in items])}
+    if META:
+        batch["meta"] = [{"file": "s%d.txt" % i, "scale": 0.5} for _, _, i in items]
+    return batch
 
 
 class Config:
@@ -103,7 +111,9 @@ def named_decorator_step(model, opt, batch, cfg):
 
 
 def main():
+    global META
     out, mode = sys.argv[1], (sys.argv[2] if len(sys.argv) > 2 else "with")
+    META = mode == "meta"
     torch.manual_seed(0)
     loader = DataLoader(Sentences(), batch_size=8, shuffle=True, collate_fn=collate,
                         generator=torch.Generator().manual_seed(0))

@@ -32,8 +32,10 @@ import importlib
 import importlib.util
 import json
 import os
+import pickle
 import random
 import sys
+import textwrap
 import types
 
 import torch
@@ -124,9 +126,90 @@ def build_by_value(step, user_file):
     for name, text in by_value["constants"].items():
         names[name] = relocated(ast.literal_eval(text), step.get("script_dir"), os.path.dirname(module.__file__))
     for d in by_value["definitions"]:
-        source = "\n" * (d["line"] - 1) + d["source"]
-        exec(compile(source, _script_named(d["file"], user_file), "exec"), names)
+        file = _script_named(d["file"], user_file)
+        line, text = _definition_as_edited(d, file) if file == os.path.abspath(user_file) else (d["line"], d["source"])
+        exec(compile("\n" * (line - 1) + text, file, "exec"), names)
     return module
+
+
+# A fix is checked by editing the script (`minrepro verify --code DIR`
+# puts the user's copy in the archive's place, or a maintainer edits the
+# archive's): the step's source saved at capture would run the bug again
+# ("still fails" for a good fix). Where the file no longer holds the saved
+# source at its line, the file's own version of it runs: a definition by
+# its name, the block as the `with ...capture(...)` nearest its old line.
+
+def _source_lines(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().splitlines(keepends=True)
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _holds(lines, first, text):
+    """Whether `lines` hold `text` from line `first` on (indentation aside;
+    a line blank in `text`, a decorator left out, matches any)."""
+    want = textwrap.dedent(text).splitlines()
+    have = textwrap.dedent("".join(lines[first - 1:first - 1 + len(want)])).splitlines()
+    return len(have) == len(want) and all(not w.strip() or w == h for w, h in zip(want, have))
+
+
+def _parsed(lines):
+    try:
+        return ast.parse("".join(lines))
+    except SyntaxError:
+        return None
+
+
+def _definition_as_edited(d, file):
+    """(first line, source) of a definition the step uses, as `file` has it."""
+    lines = _source_lines(file)
+    tree = None if lines is None or _holds(lines, d["line"], d["source"]) else _parsed(lines)
+    nodes = [n for n in (tree.body if tree else []) if getattr(n, "name", None) == d["name"]]
+    if not nodes:
+        return d["line"], d["source"]
+    node = nodes[-1]
+    first = min([node.lineno] + [x.lineno for x in node.decorator_list])
+    text = lines[first - 1:node.end_lineno]
+    saved = set(d["source"].splitlines())
+    for x in node.decorator_list:  # capture's own decorator stays out, as at capture
+        if not any(lines[i - 1].rstrip("\n") in saved for i in range(x.lineno, x.end_lineno + 1)):
+            for i in range(x.lineno, x.end_lineno + 1):
+                text[i - first] = "\n"
+    if not _holds(lines, first, d["source"]):
+        _say_edited("%s (line %d)" % (d["name"], node.lineno), file)
+    return first, textwrap.dedent("".join(text))
+
+
+def _block_as_edited(step, file):
+    """The block's source as `file` has it: its saved wrapper (a function run
+    once, captured_step's own lines) around the body the file holds now."""
+    saved = step["source"].splitlines(keepends=True)
+    start = next(i for i, l in enumerate(saved) if l.startswith("def __minrepro_block__"))
+    loop = next(i for i, l in enumerate(saved) if l.startswith("    for __minrepro_once__"))
+    lines = _source_lines(file)
+    if lines is None or _holds(lines, step["first_line"], "".join(saved[loop + 1:])):
+        return step["source"]
+    tree = _parsed(lines)
+    calls_capture = lambda e: any(isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", None))
+                                  == "capture" for n in ast.walk(e))
+    blocks = [n for n in (ast.walk(tree) if tree else []) if isinstance(n, ast.With) and n.body and
+              any(calls_capture(item.context_expr) for item in n.items)]
+    if not blocks:
+        return step["source"]
+    block = min(blocks, key=lambda n: abs(n.body[0].lineno - step["first_line"]))
+    first, last = block.body[0].lineno, block.body[-1].end_lineno
+    body = textwrap.indent(textwrap.dedent("".join(lines[first - 1:last])), " " * 8)
+    header = saved[start:loop + 1]
+    if not _holds(lines, first, "".join(saved[loop + 1:])):
+        _say_edited("the with block at line %d" % block.lineno, file)
+    return "\n" * max(0, first - 1 - len(header)) + "".join(header) + body
+
+
+def _say_edited(what, file):
+    print("captured_step: %s of %s differs from the step captured: running the file's" % (what, os.path.basename(file)),
+          file=sys.stderr)
 
 
 def relocated(value, old_dir, new_dir):
@@ -182,6 +265,18 @@ def load_state(path, module, module_name):
         return torch.load(path, map_location=location, **_weights_only(False))
     finally:
         sys.modules["__main__"] = saved_main
+
+
+def load_batch(path):
+    """The batch file, read as plain data where this torch can. PyTorch
+    1.13's weights-only reader lacks pickle's float opcode, so a batch
+    holding a Python float (an image's scale factor in its metadata) is read
+    in full there: the file is this case's own, written by capture or by
+    minrepro, as step_state.pt is, which is read in full everywhere."""
+    try:
+        return torch.load(path, map_location="cpu", **_weights_only(True))
+    except pickle.UnpicklingError:
+        return torch.load(path, map_location="cpu", **_weights_only(False))
 
 
 def _weights_only(value):
@@ -284,7 +379,7 @@ def run_block(step, state, module, user_file, batch, off):
         namespace[name] = importlib.import_module(module_name)
     for path in off:
         switch_off(path, namespace, module)
-    exec(compile(step["source"], os.path.abspath(user_file), "exec"), namespace)
+    exec(compile(_block_as_edited(step, user_file), os.path.abspath(user_file), "exec"), namespace)
     return namespace["__minrepro_block__"]()
 
 
@@ -307,7 +402,7 @@ def main(argv):
         if group in state:
             state[group] = relocated(state[group], step.get("script_dir"), script_dir)
     vars(module).update(state.get("globals", {}))
-    loaded = torch.load(batch_file, map_location="cpu", **_weights_only(True))
+    loaded = load_batch(batch_file)
     batch = rebuild_batch(loaded, step["layout"], state["others"], module)
     restore_rng(state["rng"])
     if step["kind"] == "function":
