@@ -375,6 +375,7 @@ TrialRecord TrialOracle::finishTrial(TrialRecord record, const std::string& key)
     last_other_[key] = sig;
   else
     last_other_.erase(key);
+  if (matched) last_matched_[key] = sig;
   if (journal_) journal_->recordTrial({key, matched, sig.failed() ? familyName(sig.family) : "pass"});
   const std::string verdict = matched        ? "fails the same way"
                               : own_timeout  ? "times out: an outcome of its own, not the failure (the case's "
@@ -542,6 +543,13 @@ std::optional<FailureSignature> TrialOracle::otherFailureOf(const Selection& sel
   const auto it = last_other_.find(candidateKey(selection));
   if (it == last_other_.end()) return std::nullopt;
   return it->second;
+}
+
+std::optional<FailureSignature> TrialOracle::ownFailureOf(const Selection& selection) const {
+  const std::string plain = selectionKey(selection);
+  for (const std::string& key : {kConfirmPrefix + plain, kFreshPrefix + plain, plain})
+    if (const auto it = last_matched_.find(key); it != last_matched_.end()) return it->second;
+  return std::nullopt;
 }
 
 OriginalEstimate TrialOracle::estimateOriginal(const Selection& all, const Speculation& next) {

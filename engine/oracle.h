@@ -174,6 +174,13 @@ class TrialOracle {
   // The signature of the selection's last trial when it failed another way.
   std::optional<FailureSignature> otherFailureOf(const Selection& selection) const;
 
+  // The selection's own failure, as its last run that failed the recorded
+  // way printed it (a confirmation's before the search's): the same failure as the
+  // reference, its message perhaps with other numbers ("Target 9" where the
+  // original said "Target 7": another sample of the batch failing the same
+  // way). None when no such run is known (a result replayed from a journal).
+  std::optional<FailureSignature> ownFailureOf(const Selection& selection) const;
+
   // Runs one live trial of the selection and classifies it, without judging it.
   TrialRecord run(const Selection& selection);
 
@@ -269,6 +276,7 @@ class TrialOracle {
   // candidate key -> the signature of its last trial that failed another way
   // (cleared by one that did not): what a wrong case's candidates fail with.
   std::map<std::string, FailureSignature> last_other_;
+  std::map<std::string, FailureSignature> last_matched_;  // candidate key -> its last run that failed the recorded way
   // A different failure's shape (its numbers masked) -> the summary it is counted under, and its messages.
   std::map<std::string, std::pair<std::string, std::set<std::string>>> other_bug_shapes_;
   OtherFailureWatch other_watch_;  // stops a search that shows nothing but other failures

@@ -410,6 +410,60 @@ TEST_F(CaptureStep, ADecoratorBoundToANameFirstIsNotPartOfTheTrial) {
   EXPECT_TRUE(has(out, "tagger_loop.py\", line ")) << out;  // the traceback quotes the user's lines
 }
 
+// A batch whose per-sample metadata holds a Python float (an image
+// pipeline's scale factor): PyTorch 1.13's weights-only reader has no
+// float opcode, so the step's own batch could not be read there (capture's
+// test run "DOES NOT fail the same way", the archive exit 1 under 1.13; a
+// new user's segmentation batch). Under the second torch (ctest -L
+// second-torch) this is the case that failed.
+TEST_F(CaptureStep, APythonFloatInTheBatchIsReadUnderEitherTorch) {
+  std::string out;
+  ASSERT_EQ(train("meta", &out), 1) << out;
+  EXPECT_TRUE(has(out, "test run of the case: fails the same way (IndexError: index out of range in self)")) << out;
+  EXPECT_FALSE(fs::exists(case_ / "CAPTURE-ERROR.txt"));
+  EXPECT_EQ(runStep("", &out), 1) << out;
+  EXPECT_TRUE(has(out, "IndexError: index out of range in self")) << out;
+  EXPECT_FALSE(has(out, "UnpicklingError")) << out;
+}
+
+// A fix is checked by editing the script (verify --code puts the user's
+// copy in the archive's place): the step ran the source saved at capture,
+// and a good fix "still fails" (a new user's segmentation loop). The
+// block, and each definition the step uses, run as the file has them
+// where it no longer holds the saved source; an unchanged file whose lines
+// moved runs the saved step at its new lines.
+TEST_F(CaptureStep, AFixInTheScriptIsWhatTheStepRuns) {
+  std::string out;
+  ASSERT_EQ(train("with", &out), 1) << out;
+  const std::string script = readFile(fs::path(MINREPRO_SOURCE_DIR) / "tests/capture/tagger_loop.py");
+  const auto edited = [&](const std::string& name, const std::string& from, const std::string& to) {
+    const auto at = script.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    std::string text = script;
+    text.replace(at, from.size(), to);
+    fs::create_directories(user_ / name);  // the script's own name, as verify --code gives it
+    writeFile(user_ / name / "tagger_loop.py", text);
+    return runCommand("cd " + work_.path().string() + " && " + testing::python() + " " +
+                          (case_ / "captured_step.py").string() + " " + (case_ / "batch.pt").string() + " " +
+                          (user_ / name / "tagger_loop.py").string() + " __main__ 2>&1",
+                      &out);
+  };
+  const std::string call = "                loss = train_step(model, opt, batch, cfg)\n";
+  EXPECT_EQ(
+      edited("in_block", call, "                batch[\"tokens\"] = batch[\"tokens\"].clamp(max=VOCAB - 1)\n" + call),
+      0)
+      << out;
+  EXPECT_TRUE(has(out, "captured_step: the with block at line ")) << out;
+  EXPECT_TRUE(has(out, "of tagger_loop.py differs from the step captured: running the file's")) << out;
+  const std::string augment = "    if not cfg.token_dropout:\n";
+  EXPECT_EQ(edited("in_function", augment, "    tokens = tokens.clamp(max=VOCAB - 1)\n" + augment), 0) << out;
+  EXPECT_TRUE(has(out, "captured_step: augment (line ")) << out;
+  // Lines moved, nothing changed: the bug, at the lines the file has now.
+  EXPECT_EQ(edited("moved", "import json\n", "import json\n\n\n\n"), 1) << out;
+  EXPECT_TRUE(has(out, "IndexError: index out of range in self")) << out;
+  EXPECT_FALSE(has(out, "differs from the step captured")) << out;
+}
+
 TEST_F(CaptureStep, ATestRunThatFailsAnotherWayIsSaidAtCaptureTime) {
   writeFile(user_ / "train_config.json", "{\"label_smoothing\": 0.0}\n");
   std::string out;
@@ -464,6 +518,45 @@ TEST_F(OwnLoop, AFileOpenedByARelativeNameIsNamedNotReduced) {
   EXPECT_TRUE(has(out, "error: nothing to reduce: a file the trial needs cannot be opened")) << out;
   EXPECT_TRUE(has(out, "('class_weights.json' is in " + user_.string() + ", where your shell ran it)")) << out;
   EXPECT_FALSE(fs::exists(user_ / "r.tar.gz"));
+}
+
+// Two samples out of range with different values (7 at position 4, 9 at
+// position 9): the original raises "Target 7" first, the search keeps the
+// 9. REPORT.md, signature.txt and repro.py quoted the original's message
+// while repro.py printed "Target 9", and nothing said the 7 was there (a
+// new user's segmentation batch). They quote what the archive does now,
+// and the report says the original said other numbers.
+TEST_F(OwnLoop, TheArchiveQuotesItsOwnMessageAndTheReportTheOriginalsToo) {
+  writeFile(user_ / "two_bad.py",
+            "import torch\nt = torch.randint(0, 5, (12,), generator=torch.Generator().manual_seed(0))\n"
+            "t[4], t[9] = 7, 9\ntorch.save({'x': torch.zeros(12, 5), 'y': t}, 'two_bad.pt')\n");
+  writeFile(user_ / "ce_step.py",
+            "import sys, torch\nb = torch.load(sys.argv[1], weights_only=True)\n"
+            "torch.nn.functional.cross_entropy(b['x'], b['y'])\n");
+  std::string out;
+  ASSERT_EQ(runCommand("cd " + user_.string() + " && " + testing::python() + " two_bad.py", &out), 0) << out;
+  ASSERT_EQ(minrepro("shrink --batch two_bad.pt --no-op-repro --output r.tar.gz -- " + testing::python() +
+                         " ce_step.py {batch}",
+                     &out),
+            0)
+      << out;
+  EXPECT_TRUE(has(out, "reduced 12 -> 1 samples (ids [9])")) << out;
+  const fs::path dir = work_.path() / "maintainer";
+  ASSERT_TRUE(testing::extractInto(user_ / "r.tar.gz", dir));
+  EXPECT_EQ(runCommand("cd " + dir.string() + " && " + testing::python() + " repro.py", &out), 1) << out;
+  EXPECT_TRUE(has(out, "IndexError: Target 9 is out of bounds.")) << out;
+  const std::string report = readFile(dir / "REPORT.md");
+  EXPECT_TRUE(has(report, "# Reproducer: index-error in cross_entropy: Target 9 is out of bounds.")) << report;
+  EXPECT_TRUE(has(report,
+                  "- First error: `Target 9 is out of bounds.`\n- The original batch's first error: "
+                  "`Target 7 is out of bounds.` (the same failure, with other numbers;"))
+      << report;
+  EXPECT_TRUE(has(readFile(dir / "signature.txt"), "message: Target 9 is out of bounds.\n"));
+  EXPECT_TRUE(has(readFile(dir / "repro.py"), "Reproduces: index-error in cross_entropy: Target 9 is out of bounds."));
+  // verify holds the archive to its own message: it reproduces.
+  EXPECT_EQ(runCommand(std::string(MINREPRO_BINARY) + " verify " + (user_ / "r.tar.gz").string() + " --runs 1", &out),
+            0)
+      << out;
 }
 
 TEST_F(CaptureStep, AStepWhoseObjectsCannotBeSavedNamesThem) {

@@ -550,6 +550,31 @@ TEST(VerifyHostile, CodeFromTheUsersDirectoryIsOnlySourceForAStrangersArchive) {
   EXPECT_EQ(out.find("FAKE_SSH_KEY"), std::string::npos) << out;
 }
 
+// A script from outside the case directory is bundled as
+// external/<its directory's name>/...: `--code DIR` from that directory
+// itself puts DIR/step.py in its place (a new user's capture archive
+// refused `--code .` from the training directory: "holds none of the
+// archive's bundled files"), as DIR/external/cap/step.py still does.
+TEST(Verify, CodeFromTheScriptsOwnDirectoryReplacesItsExternalCopy) {
+  testing::TempDir dir, user;
+  const fs::path cap = user.path() / "cap";
+  fs::create_directories(cap);
+  testing::writeFile(cap / "step.py", "raise IndexError('Target 4 is out of bounds.')\n");
+  writeTarGz(dir.path() / "r.tar.gz",
+             {{"repro.py",
+               "import runpy, pathlib\n"
+               "runpy.run_path(str(pathlib.Path(__file__).parent / 'external' / 'cap' / 'step.py'))\n",
+               true},
+              {"external/cap/step.py", "pass\n"},
+              {"signature.txt", kSignature}});
+  std::string out;
+  EXPECT_EQ(verifyStatus(dir.path() / "r.tar.gz", "--runs 1 --sandbox off --code " + cap.string(), &out), 0) << out;
+  EXPECT_NE(out.find("replaces: external/cap/step.py"), std::string::npos) << out;
+  EXPECT_EQ(verifyStatus(dir.path() / "r.tar.gz", "--runs 1 --sandbox off --code " + user.path().string(), &out), 2)
+      << out;
+  EXPECT_NE(out.find("holds none of the archive's bundled files (external/cap/step.py)"), std::string::npos) << out;
+}
+
 // ------------------------------------------------------------ hostile archives
 
 // Each archive is made by Python's tarfile, which writes what it is told.

@@ -135,8 +135,12 @@ bool inGeneratedCode(const FailureSignature& s) {
 void writeSignature(std::ostream& out, const ReductionSummary& s) {
   const auto [check, avoid] = adviceFor(s.signature);
   out << "## Failure\n\n"
-      << "- First error: `" << s.signature.message << "`\n"
-      << "- Family: " << familyName(s.signature.family) << "\n"
+      << "- First error: `" << s.signature.message << "`\n";
+  if (!s.original_message.empty())
+    out << "- The original batch's first error: `" << s.original_message
+        << "` (the same failure, with other numbers; where they name a value of the data, other samples of the "
+           "original batch hold other such values: after a fix, run the step on the original batch too)\n";
+  out << "- Family: " << familyName(s.signature.family) << "\n"
       << "- Operator: "
       << (!s.signature.op.empty() ? "`" + s.signature.op + "`"
           : s.op.found            ? "not named by the output; the op step located `" + s.op.found->op + "` (below)"

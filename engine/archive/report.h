@@ -24,7 +24,11 @@ namespace minrepro {
 using KeyValues = std::vector<std::pair<std::string, std::string>>;
 
 struct ReductionSummary {
+  // The minimal case's own failure: what repro.py prints. Where its message
+  // differs from the original's (other numbers, the same failure),
+  // original_message holds the original's.
   FailureSignature signature;
+  std::string original_message;
   std::string exit_description;  // "killed by SIGABRT"
   std::int64_t original_samples = 0;
   std::vector<TensorInfo> original_tensors;

@@ -418,6 +418,10 @@ ReductionSummary summarize(KeyValues environment, const CaseConfig& config, cons
                                 : "fresh in every trial (trial.compile_cache: fresh)";
   summary.size_line = minimalCaseLine(measureSize(fullSelection(batch), batch), measureSize(minimal, batch), minimal);
   summary.signature = oracle.reference();
+  if (const auto own = oracle.ownFailureOf(minimal); own && own->message != summary.signature.message) {
+    summary.original_message = summary.signature.message;
+    summary.signature.message = own->message;
+  }
   summary.exit_description = oracle.firstFailureExit();
   summary.original_samples = batch.sampleCount();
   summary.original_tensors = batch.describe();

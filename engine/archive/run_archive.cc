@@ -350,6 +350,23 @@ bool codeFileName(const std::string& name) {
   return kCode.count(fs::path(name).extension().string()) > 0;
 }
 
+// Where DIR holds the bundled file `name`: DIR/name, or for a file from
+// outside the case directory, bundled as external/<its directory's name>/X,
+// DIR/X when DIR is that directory (`--code .` from where the training
+// script lives, as the guide has it; a new user had to copy their files
+// into DIR/external/cap/ first).
+fs::path codePathOf(const fs::path& code_dir, const std::string& name) {
+  const fs::path path(name);
+  auto part = path.begin();
+  if (path.begin() == path.end() || *part != "external" || ++part == path.end()) return path;
+  std::error_code ec;
+  const fs::path dir_name = fs::weakly_canonical(code_dir, ec).filename();
+  if (*part != dir_name || fs::exists(code_dir / path, ec)) return path;
+  fs::path rest;
+  for (++part; part != path.end(); ++part) rest /= *part;
+  return rest.empty() ? path : rest;
+}
+
 // --code: the user's current files over the bundled copies of the same names.
 void replaceBundledCode(const fs::path& dir, const std::vector<std::string>& names, const VerifyOptions& o, bool sealed,
                         std::ostream* progress) {
@@ -363,11 +380,11 @@ void replaceBundledCode(const fs::path& dir, const std::vector<std::string>& nam
     // For a stranger's archive, the file itself under DIR, through no link: a
     // link to a hidden file (probe 26), or a directory of DIR that is a link
     // to ~/.ssh (probe 28), would carry what lies elsewhere into the run.
-    if (!sealed && fs::weakly_canonical(o.code_dir / name, ec) !=
-                       (fs::weakly_canonical(o.code_dir, ec) / fs::path(name).lexically_normal()))
+    const fs::path own_name = codePathOf(o.code_dir, name), mine = o.code_dir / own_name;
+    if (!sealed &&
+        fs::weakly_canonical(mine, ec) != (fs::weakly_canonical(o.code_dir, ec) / own_name.lexically_normal()))
       continue;
     bundled.push_back(name);
-    const fs::path mine = o.code_dir / name;
     if (!fs::is_regular_file(mine, ec)) continue;
     // A hard link is another name of a file that may lie anywhere (probe 30:
     // code/hard.py for ~/hardsecret.txt): never for a stranger's archive.
