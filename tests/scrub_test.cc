@@ -365,6 +365,43 @@ TEST(Scrub, VendorTokensLooserKeysAndOtherSpellings) {
            {"cfg password=bytearray(b'Hunter2xyzQ')", "Hunter2xyzQ"},
            {"cfg password=rb'Hunter2xyzQ'", "Hunter2xyzQ"},
            {"{\"password\": \"Hunter2\\\"xyzQ\"}", "xyzQ"},
+           // Probe 45: tools' own password flags, on a shell line and as a Python list; two flags
+           // of one command; Oracle's and Samba's user/password items in a list; Python's auth
+           // objects; a key that runs on past a bracket; vendor shapes; env names ending in PW.
+           {"Command '['sqlcmd', '-S', 'db', '-U', 'sa', '-P', 'Squ8jzPde0IgxL!', '-Q', 'x']' returned 1",
+            "Squ8jzPde0IgxL"},
+           {"Command 'mysql -u root -p'My$ZP7Thnp5yf!' -h db' returned 1", "ZP7Thnp5yf"},
+           {"zip -r -P Zpd6GncfBAepfJ data.zip data/", "Zpd6GncfBAepfJ"},
+           {"unzip -P Unz8pw7Qx9 data.zip", "Unz8pw7Qx9"},
+           {"lftp -u trainer,LfEudM7Oyf5TNS sftp://ftp.acme.io", "LfEudM7Oyf5TNS"},
+           {"keytool -importkeystore -srcstorepass Ks5axtjRNmHk7 -deststorepass KdW5vQ7CF5pu7", "KdW5vQ7CF5pu7"},
+           {"keytool -importkeystore -srcstorepass Ks5axtjRNmHk7 -deststorepass KdW5vQ7CF5pu7", "Ks5axtjRNmHk7"},
+           {"mongo -u admin -p MgtIY7uq6T2b7 --host db", "MgtIY7uq6T2b7"},
+           {"ssh-keygen -t ed25519 -N 'SkF6bnZ3eBZc7' -f id", "SkF6bnZ3eBZc7"},
+           {"rar a -hpRarPw8x7Q9 out.rar data", "RarPw8x7Q9"},
+           {"ipmitool -I lanplus -H 10.0.0.5 -U admin -P Ipm7Qx9Zw2 chassis status", "Ipm7Qx9Zw2"},
+           {"net use Z: \\\\srv\\share /user:ACME\\bob NetPw7Qx9Zw", "NetPw7Qx9Zw"},
+           {"net use Z: \\\\srv\\share NetPw7Qx9Zw /user:ACME\\bob", "NetPw7Qx9Zw"},
+           {"ERROR 1064 (42000): near 'IDENTIFIED BY 'Sql7Qx9Zw2pw'' at line 1", "Sql7Qx9Zw2pw"},
+           {"Command '['sqlplus', '-s', 'system/OtZ3wLqK9eA7@//db.acme.io:1521/ORCL', '@f.sql']' returned 1",
+            "OtZ3wLqK9eA7"},
+           {"Command '['expdp', 'system/ExZ3wLqK9eA7@ORCL', 'directory=d']' returned 1", "ExZ3wLqK9eA7"},
+           {"Command '['smbclient', '//nas/share', '-U', 'trainer%SmKrGmAiTpiHQF']' returned 1", "SmKrGmAiTpiHQF"},
+           {"session.get(url, auth=HTTPDigestAuth('trainer', 'DiM7l8GQlchb7'))", "DiM7l8GQlchb7"},
+           {"Elasticsearch(hosts=['https://es:9200'], basic_auth=('elastic', 'EbQ7x9Zw2pLk'))", "EbQ7x9Zw2pLk"},
+           {"Elasticsearch(http_auth=('elastic', 'Eh4TtILp6XrV7'))", "Eh4TtILp6XrV7"},
+           {"proxy HTTPProxyAuth('trainer', 'HpvTPymBAKIU7')", "HpvTPymBAKIU7"},
+           {"PasswordCredentials(username='svc', password=SecretStr('Psixgo8QpbyE7'))", "Psixgo8QpbyE7"},
+           {"SECRET_KEY=django-insecure-q7%1(+hget7@myqo#aa8t3ru^p47p9pb0-^tdbm5*^0fqo&1xo", "hget7"},
+           {"password=hunter2!x(abc9Q) done", "abc9Q"},
+           {"tencent AKIDWI2eeLOcuGfKPjkMfivdgFSzMlJkesdb failed", "WI2eeLOcuGfKPjkM"},
+           {"tf abcdefghijklmn.atlasv1.ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKL",
+            "abcdefghijklmn"},
+           {"SQLCMD_ARGS: \"-S sql.acme.io -U sa -P SqArg7Qx9Zw\"", "SqArg7Qx9Zw"},
+           {"args --storepass StoreP7Qx9Zw", "StoreP7Qx9Zw"},
+           {"arg \"-u admin -p AdmP7Qx9Zw2\"", "AdmP7Qx9Zw2"},
+           {"ROOTPW: RootPw7Qx9Zw2", "RootPw7Qx9Zw2"},
+           {"PEPPER=Pep7Qx9Zw2Lk", "Pep7Qx9Zw2Lk"},
            // A C1 CSI before a letter a reader reads on (as minrepro prints it), C1 strings.
            {"t ghp_aB3\\xc2\\x9bdE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5Q", "E5fG7hJ9kL1mN3pQ5"},
            {"t ghp_aB3\\xc2\\x9fx\\xc2\\x9cdE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5Q", "E5fG7hJ9kL1mN3pQ5"},
@@ -447,7 +484,10 @@ TEST(Scrub, VendorTokensLooserKeysAndOtherSpellings) {
         "the token embedding_dim is 512", "key: value", "loss 50% lower", "skip pass 2 of 3",
         "RuntimeError: expected scalar type Float but found Half", "login node gpu01 is down",
         "tokenizer(mask_token='[MASK]', pad_token='<pad>')", "load(token=hf_hub_cache)", "the password is required",
-        "HTTP 200 for ?code=ok", "RuntimeError: Basic block size mismatch"})
+        "HTTP 200 for ?code=ok", "RuntimeError: Basic block size mismatch",
+        // Probe 45's rules leave code, ports and paths alone.
+        "call(token=get_token(user))", "session.get(url, auth=HTTPDigestAuth(user, pw))", "psql -U bob -p 5432 runs",
+        "mkdir -p data/run-1", "scp -P 2222 model.pt host:", "zip -r out.zip data/"})
     EXPECT_EQ(scrubText(kept, c), kept);
   // trial.env: a value that reads like a generated credential, whatever its name; names of a login or a license.
   EXPECT_EQ(withheldEnv({{"MY_THING", "f8A9c0D1e2B3a4F5c6D7e8F9"}}).size(), 1u);

@@ -25,6 +25,10 @@ struct Rule {
   int secret = 0;
   // For rules keyed by a word: whether the value found is one (null: always).
   bool (*is_secret)(const std::string& value) = nullptr;
+  // A rule whose match takes in the words that lead to its secret (a tool's
+  // name): applied again while it finds more (keytool's -srcstorepass V1
+  // -deststorepass V2), as one pass finds only the first.
+  bool again = false;
 };
 
 // A keyed value that reads like a credential rather than a count, a word of
@@ -130,9 +134,54 @@ void addVendorRules(std::vector<Rule>& r, const std::function<std::regex(const c
       {"discord-webhook-url",
        R"((?:https?://)?(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]{20,})"},
       {"zapier-webhook-url", R"((?:https?://)?hooks\.zapier\.com/hooks/catch/[0-9]+/[A-Za-z0-9]+/?)"},
+      {"tencent-secret-id", R"(\bAKID[A-Za-z0-9]{32}\b)"},
+      {"terraform-api-token", R"(\b[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,})"},
+      {"twitter-bearer-token", R"(\bA{22}[A-Za-z0-9%]{40,})"},
+      {"fcm-server-key", R"(\bAAAA[A-Za-z0-9_-]{7}:[A-Za-z0-9_-]{100,})"},
+      {"yandex-iam-token", R"(\bt1\.[A-Za-z0-9_-]+={0,2}\.[A-Za-z0-9_-]{40,}={0,2})"},
+      {"django-secret-key", R"(\bdjango-insecure-[^\s"']{20,})"},
       {"teams-webhook-url", R"((?:https?://)?[A-Za-z0-9-]+\.webhook\.office\.com/webhookb2/[A-Za-z0-9@/-]{20,})"},
   };
   for (const auto& [id, pattern] : kPrefixed) r.push_back({id, re(pattern)});
+}
+
+// Tools whose password flag is their own (sqlcmd's -P, keytool's
+// -storepass, mysql's -pV), on a shell line and as Python prints a command's
+// list of arguments (CalledProcessError: Command '['sqlcmd', ..., '-P',
+// 'V']'; probe 45): the tool's name, its line up to a shell separator, then
+// the flag and its value, apart (-P V, '-P', 'V', --password=V) or attached
+// (-pV, -p'V', rar's -hpV).
+void addToolFlagRules(std::vector<Rule>& r, const std::function<std::regex(const char*)>& re) {
+  struct ToolFlag {
+    const char* tools;
+    const char* flags;
+    bool attached;
+  };
+  static const ToolFlag kToolFlags[]{
+      {"sqlcmd|bcp|osql|isql|ipmitool|zip|unzip|zipcloak|ssh-keygen", "-P", false},
+      {"ssh-keygen", "-N", false},
+      {"mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|mongofiles", "-p|--password", false},
+      {"keytool|jarsigner", "-(?:src|dest|new)?(?:store|key)pass", false},
+      {"plink|pscp|psftp", "-pw", false},
+      {"ldap[a-z]+", "-w", false},
+      {"redis-cli", "-a", false},
+      {"sshpass", "-p", false},
+      {"sshpass", "-p", true},
+      {"lftp", "-u", false},
+      {"openssl", "-passin|-passout|-pass|-k", false},
+      {R"(az\s+login)", "-p|--password", false},
+      {R"((?:docker|podman|buildah|nerdctl|skopeo|helm\s+registry)\s+login)", "-p|--password", false},
+      {"mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlpump|mariadb|mariadb-dump", "-p", true},
+      {"rar|unrar|winrar", "-hp|-p", true},
+      {"7z|7za|7zr", "-p", true},
+  };
+  for (const ToolFlag& t : kToolFlags) {
+    const std::string pattern = std::string(R"(((?:^|[^A-Za-z0-9_.-])(?:)") + t.tools +
+                                R"()(?:\.exe)?\b[^\n;|&]*?(?:\s["']?|["']\s*,\s*["'])(?:)" + t.flags + ")" +
+                                (t.attached ? R"(["']?)" : R"((?:\s+["']?|["']?\s*,\s*["']|=["']?))") +
+                                R"()([^\s"'<]{3,}))";
+    r.push_back({"command-line-secret", re(pattern.c_str()), 2, nullptr, true});
+  }
 }
 
 // gitleaks' rules for the token shapes a training job meets (model hubs,
@@ -206,7 +255,8 @@ const std::vector<Rule>& rules() {
     const char* keys =
         "(?:password|passwd|passphrase|pwd|pass|secret|secret[_-]?key|token|api[_-]?key|apikey|access[_-]?key|"
         "account[_-]?key|auth|auth[_-]?token|client[_-]?secret|session[_-]?id|sessionid|csrf[_-]?token|csrftoken|"
-        "cookie|private[_-]?key|credentials?|creds|[_-]key|key[_-]data|authorization|"
+        "cookie|private[_-]?key|credentials?|creds|[_-]key|key[_-]data|authorization|pw|pepper|salt|"
+        "(?:store|key)pass|"
         // The word in other languages, as a message or a config in them writes it.
         "passwort|kennwort|contrase\xc3\xb1"
         "a|contrasena|senha|wachtwoord|has\xc5\x82o|haslo|parola|"
@@ -223,20 +273,21 @@ const std::vector<Rule>& rules() {
          2, &credentialLike});
     r.push_back(
         {"keyed-secret",
-         icase(
-             std::string(R"(((?:^|[^A-Za-z0-9<])[A-Za-z0-9_-]*)") + keys +
-             R"(["']?\s*(?:=>|:=|[:=]|\xef\xbc\x9a)\s*(?:bytearray\(|bytes\()?(?:[bBrRuUfF]{1,2}(?=["']))?["']?)([^\s"',;&}<>\[\]()]+))"),
+         icase(std::string(R"(((?:^|[^A-Za-z0-9<])[A-Za-z0-9_-]*)") + keys +
+               R"(["']?\s*(?:=>|:=|[:=]|\xef\xbc\x9a)\s*(?:bytearray\(|bytes\()?(?:[bBrRuUfF]{1,2}(?=["']))?["']?)()"
+               // A value with a character no name in code has ("django-insecure-q7%1(+hg...") runs
+               // on past brackets; a name does not, and one called (auth=HTTPDigestAuth(...), a
+               // getter) is no value: the rules for what it is called with find those.
+               R"([^\s"',;&}<>\[\]()]*[^\s"',;&}<>\[\]()A-Za-z0-9_.][^\s"',;}<>\[\]]*|)"
+               R"([^\s"',;&}<>\[\]()]+(?=[\s"',;&}<>\[\])]|$)))"),
          2, &credentialLike});
     // A command line's flag and its value: --password VALUE, --api-key VALUE,
     // mysql's -pVALUE, sshpass -p VALUE; a bare "Bearer VALUE".
     r.push_back(
         {"command-line-secret",
          icase(
-             R"(((?:^|\s)--?(?:[a-z0-9]+[-_])*(?:password|passwd|passphrase|pass|secret|token|api[-_]?key|key|auth)\s+["']?)([^\s"'<]+))"),
+             R"(((?:^|\s)--?(?:[a-z0-9]+[-_])*(?:password|passwd|passphrase|pass|(?:store|key)pass|secret|token|api[-_]?key|key|auth)\s+["']?)([^\s"'<]+))"),
          2, &credentialLike});
-    r.push_back(
-        {"command-line-secret", re(R"(((?:^|\s)(?:mysql|mysqldump|mysqladmin)\b[^\n]*?\s-p)([^\s"'<]{4,}))"), 2});
-    r.push_back({"command-line-secret", re(R"((\bsshpass\s+-p\s*["']?)([^\s"'<]{4,}))"), 2});
     r.push_back({"bearer-token", re(R"((\b[Bb]earer\s+)([A-Za-z0-9._~+/=-]{8,}))"), 2, &credentialLike});
     // Looser keys, the value tested harder (tokenLike): a short word ("key: ...",
     // wandb.login(key='...'), pw=, pat=), or a word and a space (a netrc's
@@ -278,15 +329,33 @@ const std::vector<Rule>& rules() {
          icase(
              R"(((?:\bsqlplus\s+|jdbc:oracle:[a-z]+:|\bexp\s+|\bimp\s+|\boracle\s+|\bconn(?:ect)?\s+)[A-Za-z0-9_$#]+/)([^@\s/]+)(@))"),
          2});
+    // The same as an item of a command's argument list ('sqlplus', '-s', 'system/V@//db:1521/X'),
+    // and Data Pump's and the loader's (expdp system/V@ORCL).
+    r.push_back(
+        {"connection-string-password",
+         re(R"((\b(?:sqlplus|expdp|impdp|sqlldr|rman|dgmgrl)\b[^\n;|&]*?(?:\s["']?|["']\s*,\s*["'])[A-Za-z0-9_$#]+/)([^@\s/"']+)(@))"),
+         2});
     // A cookie header carries nothing but credentials: every pair after it goes.
     r.push_back({"cookie-header", icase(R"((\b(?:set-)?cookie\s*:\s*)([^\n]+))"), 2});
     r.push_back({"pgpass-line", re(R"((^[A-Za-z0-9_.*-]+:(?:\d+|\*):[A-Za-z0-9_.*-]+:[A-Za-z0-9_.*-]+:)(\S+)$)"), 2});
-    // Tools whose password flag is their own.
+    addToolFlagRules(r, re);
     r.push_back(
         {"command-line-secret",
-         re(R"(((?:\bplink\b[^\n]*?\s-pw|\bldap[a-z]+\b[^\n]*?\s-w|\bredis-cli\b[^\n]*?\s-a|\baz\s+login\b[^\n]*?\s(?:-p|--password))\s+["']?)([^\s"'<]+))"),
+         re(R"((\b(?:smbclient|rpcclient|smbmap)\b[^\n;|&]*?(?:\s["']?|["']\s*,\s*["'])-U(?:\s*["']?|["']\s*,\s*["'])[^\s%"']+%)([^\s"'<]+))"),
          2});
-    r.push_back({"command-line-secret", re(R"((\bsmbclient\b[^\n]*?\s-U\s*["']?[^\s%"']+%)([^\s"'<]+))"), 2});
+    // Windows' net use: the password before /user: or after it.
+    r.push_back(
+        {"command-line-secret", icase(R"((\bnet\s+use\b(?:\s+[A-Za-z]:)?\s+\\\\\S+\s+)([^\s/"'*]+)(?=\s+/user:))"), 2});
+    r.push_back({"command-line-secret", icase(R"((\bnet\s+use\b[^\n]*?\s/user:\S+\s+)([^\s/"'*]+))"), 2});
+    // SQL's CREATE USER ... IDENTIFIED BY 'V' (MySQL quotes it in a 1064 error).
+    r.push_back(
+        {"sql-password", icase(R"((\bidentified\s+(?:with\s+\S+\s+)?by\s+(?:password\s+)?["']?)([^"'\s;]+))"), 2});
+    // A user and a password flag side by side, whatever the tool (sqlcmd's
+    // -U sa -P V in an environment variable's value, mongo's -u admin -p V).
+    r.push_back(
+        {"command-line-secret",
+         re(R"(((?:^|[\s"'])-[Uu](?:\s+|["']\s*,\s*["'])[^\s"']+(?:\s+|["']\s*,\s*["'])-[Pp](?:\s+["']?|["']\s*,\s*["']))([^\s"'<]{3,}))"),
+         2, &credentialLike});
     r.push_back(
         {"command-line-secret", re(R"((\bhtpasswd\s+-[a-zA-Z]*b[a-zA-Z]*\s+\S+\s+\S+\s+["']?)([^\s"'<]+))"), 2});
 
@@ -300,8 +369,10 @@ const std::vector<Rule>& rules() {
     // A password as Python's HTTP clients take it: auth=('user', 'pw'), HTTPBasicAuth('user', 'pw').
     r.push_back(
         {"python-auth-tuple",
-         re(R"(((?:\bauth\s*=\s*[\(\[]|\b(?:HTTPBasicAuth|HTTPDigestAuth|BasicAuth)\()\s*(?:username\s*=\s*)?["'][^"']*["']\s*,\s*(?:password\s*=\s*)?["'])([^"']+))"),
+         re(R"(((?:\b[a-z_]*auth\s*=\s*[\(\[]|\b[A-Z][A-Za-z]*Auth\()\s*(?:username\s*=\s*)?["'][^"']*["']\s*,\s*(?:password\s*=\s*)?["'])([^"']+))"),
          2});
+    // pydantic's SecretStr holding the value, as a repr written by hand shows it.
+    r.push_back({"python-secret-value", re(R"((\bSecret(?:Str|Bytes)\(\s*[bB]?["'])([^"']+))"), 2});
     r.push_back(
         {"command-line-secret", re(R"((\bdocker\s+login\b[^\n]*?\s(?:-p|--password)[= ]\s*["']?)([^\s"'<]+))"), 2});
     addVendorRules(r, re);
@@ -312,11 +383,11 @@ const std::vector<Rule>& rules() {
         {"command-line-secret", re(R"(((?:^|[\[(,]\s*)["'](?:-u|--user)["']\s*,\s*["'][^"':]+:)([^"']{4,}))"), 2});
     r.push_back(
         {"command-line-secret",
-         re(R"(((?:^|[\[(,]\s*)["'](?:-p|-pw|-w|-a|--?(?:[a-z0-9]+[-_])*(?:password|passwd|passphrase|pass|secret|token|api[-_]?key|auth))["']\s*,\s*["'])([^"']{4,}))"),
+         re(R"(((?:^|[\[(,]\s*)["'](?:-p|-pw|-w|-a|--?(?:[a-z0-9]+[-_])*(?:password|passwd|passphrase|pass|(?:store|key)pass|secret|token|api[-_]?key|auth))["']\s*,\s*["'])([^"']{4,}))"),
          2, &credentialLike});
     r.push_back({"command-line-secret", re(R"(((?:^|[\[(,]\s*)["']-p)([^\s"'<]{4,})(?=["']))"), 2, &credentialLike});
     // curl -u user:password, --user=user:password.
-    r.push_back({"cli-user-password", re(R"(((?:^|\s)(?:-u|--user)[= ]\s*["']?[^\s:"']+:)([^\s"']{4,}))"), 2});
+    r.push_back({"cli-user-password", re(R"(((?:^|\s)(?:-u|--user)[= ]\s*["']?[^\s:"'<]+:)([^\s"']{4,}))"), 2});
     return r;
   }();
   return kRules;
@@ -414,6 +485,35 @@ bool mayHoldSecret(std::string_view piece) {
                                              "plink",
                                              "smbclient",
                                              "htpasswd",
+                                             "sqlcmd",
+                                             "bcp",
+                                             "isql",
+                                             "osql",
+                                             "ipmitool",
+                                             "zip",
+                                             "mongo",
+                                             "ssh-keygen",
+                                             "keytool",
+                                             "jarsigner",
+                                             "pscp",
+                                             "psftp",
+                                             "lftp",
+                                             "openssl",
+                                             "rar",
+                                             "7z",
+                                             "mariadb",
+                                             "net use",
+                                             "rpcclient",
+                                             "identified",
+                                             "expdp",
+                                             "impdp",
+                                             "sqlldr",
+                                             "rman",
+                                             "-p",
+                                             "pepper",
+                                             "salt",
+                                             "akid",
+                                             "atlasv1",
                                              "docker",
                                              "az ",
                                              "-u",
@@ -452,7 +552,13 @@ bool mayHoldSecret(std::string_view piece) {
 
 std::string scrubByRules(std::string piece) {
   if (!mayHoldSecret(piece)) return piece;
-  for (const Rule& rule : rules()) piece = replaceRule(piece, rule);
+  for (const Rule& rule : rules())
+    for (int pass = 0; pass < 8; ++pass) {
+      std::string replaced = replaceRule(piece, rule);
+      const bool more = rule.again && replaced != piece;
+      piece = std::move(replaced);
+      if (!more) break;
+    }
   return std::regex_replace(piece, emailPattern(), "<email>");
 }
 
