@@ -12,6 +12,7 @@
 
 #include "core/text_lines.h"
 #include "engine/archive/report.h"
+#include "engine/archive/reproducer.h"
 #include "engine/archive/secrets.h"
 #include "engine/archive/tar_gz.h"
 #include "tests/test_util.h"
@@ -595,6 +596,36 @@ TEST(Scrub, SecretsInsideABundledPickleAreFound) {
                             "'w': torch.randn(1000)}, 'name': 'layer1.0.weight'}"),
             (std::vector<std::string>{"step_state.pt (a string in its pickle): basic-auth-url",
                                       "step_state.pt (a string in its pickle): keyed-secret"}));
+}
+
+// What a compressed file or an archive of files the trial read holds, and
+// a command's arguments a step saved as a list, are read for secrets too:
+// creds.json.gz, a .env inside vocab.tar.gz and ["sqlcmd", ..., "-P", PW]
+// went into the archive unwarned (probe 45); a plain text file as before.
+TEST(Scrub, SecretsInCompressedFilesAndArgumentListsAreFound) {
+  testing::TempDir dir("minrepro-packed-secrets");
+  std::string out;
+  ASSERT_EQ(
+      testing::runCommand(
+          "cd " + dir.path().string() + " && " + testing::python() +
+              " -c \"import gzip, io, tarfile, torch\n"
+              "open('creds.json.gz', 'wb').write(gzip.compress(b'{\\\"github\\\": {\\\"token\\\": "
+              "\\\"ghp_9Zy8Xw7Vu6Ts5Rq4Po3Nm2Lk1Ji0HgFeDcBa\\\"}}'))\n"
+              "env = b'GITHUB_TOKEN=ghp_1Aa2Bb3Cc4Dd5Ee6Ff7Gg8Hh9Ii0JjKkLlMmNn\\n'\n"
+              "t = tarfile.open('vocab.tar.gz', 'w:gz'); i = tarfile.TarInfo('.env'); i.size = len(env)\n"
+              "t.addfile(i, io.BytesIO(env)); t.close()\n"
+              "torch.save({'cmd': ['sqlcmd', '-S', 'db', '-U', 'sa', '-P', 'Squ8jzPde0IgxL!']}, 'step_state.pt')\n"
+              "open('plain.txt', 'w').write('nothing here\\n')\"",
+          &out),
+      0)
+      << out;
+  std::vector<BundledFile> files;
+  for (const char* name : {"creds.json.gz", "vocab.tar.gz", "step_state.pt", "plain.txt"})
+    files.push_back({name, dir.path() / name});
+  EXPECT_EQ(secretsIn(files, "batch: b.pt\n"),
+            (std::vector<std::string>{"creds.json.gz (in what it holds, decompressed): github-pat",
+                                      "vocab.tar.gz (in what it holds, decompressed): keyed-secret",
+                                      "step_state.pt (a string in its pickle): command-line-secret"}));
 }
 
 // Text a tensor holds as bytes (a uint8 tensor of a log line) is read for

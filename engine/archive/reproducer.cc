@@ -462,7 +462,8 @@ ReductionSummary summarize(KeyValues environment, const CaseConfig& config, cons
 }
 
 // What looks like a secret in the files the archive carries (text files up
-// to 2 MiB, the strings of pickles up to 64 MiB: the bundled files, the
+// to 2 MiB, the strings of pickles and what compressed files and archives
+// of files hold up to 64 MiB: the bundled files, the
 // minimal batch and its neighbours, whose per-sample records may hold a
 // signed URL or a token; engine/archive/secrets.h) and in its case.yaml
 // (a tensor's name, which the batch keys by it), at most 20 lines of it.
@@ -476,12 +477,22 @@ std::vector<std::string> secretsIn(const std::vector<BundledFile>& files, const 
     std::error_code ec;
     const std::uintmax_t size = fs::file_size(f.source, ec);
     if (!fs::is_regular_file(f.source, ec) || ec || size > kMaxBinaryBytes) continue;
+    // Compressed or packed (creds.json.gz, a .env inside vocab.tar.gz): what it holds, as a binary's
+    // strings. A zip is read as it is too: torch.save's stores its pickles uncompressed, behind
+    // entries a streaming reader cannot size.
+    const auto packed = packedContents(f.source, kMaxBinaryBytes);
     const std::string text = readFileBytes(f.source);
     // Binary (a captured step's state, a model, a batch): the strings its pickles hold.
     const bool binary = text.find('\0') != std::string::npos;
-    if (!binary && size > kMaxTextBytes) continue;
-    for (SecretFinding& s : binary ? findSecretsInPickles(text, f.archive_name) : findSecrets(text, f.archive_name))
-      found.push_back(std::move(s));
+    std::set<std::string> rules;
+    if ((!packed || text.starts_with("PK")) && (binary || size <= kMaxTextBytes))
+      for (SecretFinding& s : binary ? findSecretsInPickles(text, f.archive_name) : findSecrets(text, f.archive_name)) {
+        rules.insert(s.rule);
+        found.push_back(std::move(s));
+      }
+    if (packed)
+      for (SecretFinding& s : findSecretsInPickles(*packed, f.archive_name))
+        if (!rules.count(s.rule)) found.push_back({s.file, s.line, s.rule, true});
   }
   std::vector<std::string> lines;
   for (std::size_t i = 0; i < found.size() && i < kListed; ++i) lines.push_back(found[i].describe());

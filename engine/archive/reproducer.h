@@ -37,6 +37,10 @@ NeighbourPlan writeNeighbours(const CaseConfig& config, const BatchStore& batch,
 // samples and what sets them apart, the trials, the environment, the
 // neighbours, the minimal case in one line and the samples REPORT.html
 // draws (a picture that cannot be made is logged, never the run's end).
+// What looks like a secret in the files the archive carries and in its
+// case.yaml, a line each ("step.py:12: github-pat"), at most 20 and a count.
+std::vector<std::string> secretsIn(const std::vector<BundledFile>& files, const std::string& case_yaml);
+
 ReductionSummary summarize(KeyValues environment, const CaseConfig& config, const BatchStore& batch,
                            const TrialOracle& oracle, const Selection& minimal,
                            const std::filesystem::path& minimal_batch, const NeighbourPlan& neighbours, Log& log);

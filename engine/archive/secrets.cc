@@ -1149,7 +1149,11 @@ std::string scrubRandomTokens(const std::string& text) {
 
 std::string SecretFinding::describe() const {
   if (rule == kSecretInFileName) return file + ": its name";
-  return file + (line == 0 ? " (a string in its pickle)" : ":" + std::to_string(line)) + ": " + rule;
+  return file +
+         (packed      ? " (in what it holds, decompressed)"
+          : line == 0 ? " (a string in its pickle)"
+                      : ":" + std::to_string(line)) +
+         ": " + rule;
 }
 
 namespace {
@@ -1171,7 +1175,8 @@ std::vector<std::string> pickledStrings(const std::string& bytes) {
     } else {
       continue;
     }
-    if (length < 4 || length > 4096 || start + length > bytes.size()) continue;
+    // From two characters: a command's flags ("-P") stand beside its values in a saved argument list.
+    if (length < 2 || length > 4096 || start + length > bytes.size()) continue;
     const std::string_view text(bytes.data() + start, length);
     if (!std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c < 0x7f; })) continue;
     out.emplace_back(text);
@@ -1214,11 +1219,23 @@ std::vector<std::string> printableRuns(const std::string& bytes) {
 
 std::vector<SecretFinding> findSecretsInPickles(const std::string& bytes, const std::string& file) {
   std::vector<std::string> strings = pickledStrings(bytes);
+  const std::size_t pickled = strings.size();
   for (std::string& run : printableRuns(bytes)) strings.push_back(std::move(run));
   std::string text;
   for (std::size_t i = 0; i < strings.size(); ++i) {
     text += strings[i] + "\n";
     if (i + 1 < strings.size()) text += strings[i] + ": " + strings[i + 1] + "\n";
+  }
+  // A command's arguments saved as a list (["sqlcmd", ..., "-P", PW]): each
+  // eight strings in a row as Python prints a list, where a tool's flag and
+  // its value meet the tool's name (probe 45). Short strings of the first
+  // 100 000, which bounds the text to read (a vocabulary holds millions).
+  constexpr std::size_t kListItems = 8, kListed = 100000, kItemChars = 256;
+  for (std::size_t i = 0; i < std::min(pickled, kListed); ++i) {
+    text += "[";
+    for (std::size_t k = i; k < pickled && k < i + kListItems && strings[k].size() <= kItemChars; ++k)
+      text += (k > i ? ", '" : "'") + strings[k] + "'";
+    text += "]\n";
   }
   std::vector<SecretFinding> found;
   std::set<std::string> rules;

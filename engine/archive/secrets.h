@@ -61,6 +61,7 @@ struct SecretFinding {
   std::string file;  // as the archive names it
   std::size_t line = 0;
   std::string rule;              // gitleaks' rule id, or "email"
+  bool packed = false;           // in what a compressed file or an archive of files holds
   std::string describe() const;  // "step.py:12: huggingface-access-token"
 };
 

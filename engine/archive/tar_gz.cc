@@ -186,6 +186,46 @@ std::vector<ArchiveEntry> readTarGz(const fs::path& source, std::size_t max_entr
   return entries;
 }
 
+namespace {
+
+// Whether the first bytes are a compressed stream's or an archive's magic.
+bool packedMagic(const std::string& head) {
+  static const std::string_view kMagic[]{"\x1f\x8b",
+                                         "BZh",
+                                         "\xfd"
+                                         "7zXZ",
+                                         "\x28\xb5\x2f\xfd",
+                                         "PK\x03\x04",
+                                         "7z\xbc\xaf\x27\x1c"};
+  for (std::string_view m : kMagic)
+    if (head.starts_with(m)) return true;
+  return head.size() >= 262 && head.compare(257, 5, "ustar") == 0;
+}
+
+}  // namespace
+
+std::optional<std::string> packedContents(const fs::path& file, std::size_t max_bytes) {
+  std::ifstream in(file, std::ios::binary);
+  std::string head(512, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  if (!packedMagic(head)) return std::nullopt;
+  ReadHandle a(archive_read_new(), &archive_read_free);
+  archive_read_support_filter_all(a.get());
+  archive_read_support_format_all(a.get());
+  archive_read_support_format_raw(a.get());  // a compressed stream of one file (creds.json.gz)
+  if (archive_read_open_filename(a.get(), file.c_str(), 1 << 16) != ARCHIVE_OK) return std::nullopt;
+  std::string out;
+  std::vector<char> buffer(1 << 16);
+  struct archive_entry* entry = nullptr;
+  while (out.size() < max_bytes && archive_read_next_header(a.get(), &entry) == ARCHIVE_OK) {
+    for (la_ssize_t n; out.size() < max_bytes && (n = archive_read_data(a.get(), buffer.data(), buffer.size())) > 0;)
+      out.append(buffer.data(), std::min(static_cast<std::size_t>(n), max_bytes - out.size()));
+    out += '\n';
+  }
+  return out;
+}
+
 ScratchDir::ScratchDir(const std::string& prefix) {
   std::string tmpl = (fs::temp_directory_path() / (prefix + "-XXXXXX")).string();
   if (::mkdtemp(tmpl.data()) == nullptr) throw BadInputError("cannot create a temporary directory in " + tmpl);

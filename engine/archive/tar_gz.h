@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -38,6 +39,13 @@ std::vector<ArchiveEntry> readTarGz(const std::filesystem::path& source,
                                     std::size_t max_entry_bytes = std::size_t{1} << 30);
 
 std::string readFileBytes(const std::filesystem::path& file);
+
+// What a compressed file or an archive of files holds, for the secret
+// check of what the archive bundles (a creds.json.gz, a .env inside a
+// vocab.tar.gz: probe 45): a gzip, bzip2, xz or zstd stream decompressed,
+// or each entry of a tar, zip or 7z archive (compressed or not), one after
+// another, at most `max_bytes` in all; nullopt when `file` is neither.
+std::optional<std::string> packedContents(const std::filesystem::path& file, std::size_t max_bytes);
 
 // Whether `file` is a .tar.gz holding repro.py and signature.txt, as every
 // archive of minrepro shrink does (a run may replace such a file without
